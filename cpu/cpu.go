@@ -1,0 +1,446 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/extensor/extensor/device"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+func init() {
+	device.Register("cpu", device.DriverFunc(func() (device.Device, error) { return New(), nil }))
+}
+
+// Device is the CPU reference device. Its zero value is not usable; call New.
+type Device struct {
+	closed bool
+}
+
+// New returns a CPU device.
+func New() *Device { return &Device{} }
+
+// buffer holds exactly one of its slices, according to dt.
+type buffer struct {
+	dt  device.DType
+	f32 []float32
+	f64 []float64
+	i32 []int32
+}
+
+func (b *buffer) Len() int {
+	switch b.dt {
+	case device.Float32:
+		return len(b.f32)
+	case device.Float64:
+		return len(b.f64)
+	}
+	return len(b.i32)
+}
+
+func (b *buffer) DType() device.DType { return b.dt }
+
+// at returns element i as float64.
+func (b *buffer) at(i int) float64 {
+	switch b.dt {
+	case device.Float32:
+		return float64(b.f32[i])
+	case device.Float64:
+		return b.f64[i]
+	}
+	return float64(b.i32[i])
+}
+
+// set stores v at element i, rounding to the buffer's dtype.
+func (b *buffer) set(i int, v float64) {
+	switch b.dt {
+	case device.Float32:
+		b.f32[i] = float32(v)
+	case device.Float64:
+		b.f64[i] = v
+	default:
+		b.i32[i] = int32(v)
+	}
+}
+
+func buf(b device.Buffer) *buffer {
+	cb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("cpu: buffer %T was not allocated by the cpu device", b))
+	}
+	return cb
+}
+
+// Name returns "cpu".
+func (d *Device) Name() string { return "cpu" }
+
+// String describes the device.
+func (d *Device) String() string { return "cpu: Go reference backend (gonum BLAS)" }
+
+// Supports reports true for float32, float64 and int32.
+func (d *Device) Supports(dt device.DType) bool {
+	return dt == device.Float32 || dt == device.Float64 || dt == device.Int32
+}
+
+// Alloc returns a zeroed buffer.
+func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
+	if d.closed {
+		return nil, fmt.Errorf("cpu: Alloc on a closed device")
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("cpu: Alloc of %d elements", n)
+	}
+	b := &buffer{dt: dt}
+	switch dt {
+	case device.Float32:
+		b.f32 = make([]float32, n)
+	case device.Float64:
+		b.f64 = make([]float64, n)
+	case device.Int32:
+		b.i32 = make([]int32, n)
+	default:
+		return nil, fmt.Errorf("cpu: Alloc: unsupported dtype %v", dt)
+	}
+	return b, nil
+}
+
+// Free drops the buffer; the garbage collector reclaims it.
+func (d *Device) Free(b device.Buffer) {
+	cb := buf(b)
+	cb.f32, cb.f64, cb.i32 = nil, nil, nil
+}
+
+// Write copies src into dst.
+func (d *Device) Write(dst device.Buffer, src any) error {
+	b := buf(dst)
+	var n int
+	switch s := src.(type) {
+	case []float32:
+		if b.dt == device.Float32 {
+			n = copy(b.f32, s)
+		}
+	case []float64:
+		if b.dt == device.Float64 {
+			n = copy(b.f64, s)
+		}
+	case []int32:
+		if b.dt == device.Int32 {
+			n = copy(b.i32, s)
+		}
+	default:
+		return fmt.Errorf("cpu: Write: unsupported source %T", src)
+	}
+	if n != b.Len() || sliceLen(src) != b.Len() {
+		return fmt.Errorf("cpu: Write: %T of length %d into %v buffer of %d elements", src, sliceLen(src), b.dt, b.Len())
+	}
+	return nil
+}
+
+// Read copies src into dst.
+func (d *Device) Read(src device.Buffer, dst any) error {
+	b := buf(src)
+	var n int
+	switch s := dst.(type) {
+	case []float32:
+		if b.dt == device.Float32 {
+			n = copy(s, b.f32)
+		}
+	case []float64:
+		if b.dt == device.Float64 {
+			n = copy(s, b.f64)
+		}
+	case []int32:
+		if b.dt == device.Int32 {
+			n = copy(s, b.i32)
+		}
+	default:
+		return fmt.Errorf("cpu: Read: unsupported destination %T", dst)
+	}
+	if n != b.Len() || sliceLen(dst) != b.Len() {
+		return fmt.Errorf("cpu: Read: %v buffer of %d elements into %T of length %d", b.dt, b.Len(), dst, sliceLen(dst))
+	}
+	return nil
+}
+
+func sliceLen(s any) int {
+	switch s := s.(type) {
+	case []float32:
+		return len(s)
+	case []float64:
+		return len(s)
+	case []int32:
+		return len(s)
+	}
+	return -1
+}
+
+// Sync returns nil: the CPU device runs kernels synchronously.
+func (d *Device) Sync() error { return nil }
+
+// Close marks the device closed. It is safe to call twice.
+func (d *Device) Close() error {
+	d.closed = true
+	return nil
+}
+
+// Fill sets every element of dst to v.
+func (d *Device) Fill(dst device.Buffer, v float64) {
+	b := buf(dst)
+	for i := range b.Len() {
+		b.set(i, v)
+	}
+}
+
+// Copy copies src into dst.
+func (d *Device) Copy(dst, src device.Buffer) {
+	o, s := buf(dst), buf(src)
+	copy(o.f32, s.f32)
+	copy(o.f64, s.f64)
+	copy(o.i32, s.i32)
+}
+
+// Unary sets dst = op(x).
+func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer) {
+	o, a := buf(dst), buf(x)
+	switch op {
+	case device.Relu:
+		for i := range o.Len() {
+			o.set(i, math.Max(a.at(i), 0))
+		}
+	default:
+		panic(fmt.Sprintf("cpu: unknown unary op %v", op))
+	}
+}
+
+// UnaryGrad sets dx = dy·op'(x).
+func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer) {
+	o, a, g := buf(dx), buf(x), buf(dy)
+	switch op {
+	case device.Relu:
+		for i := range o.Len() {
+			if a.at(i) > 0 {
+				o.set(i, g.at(i))
+			} else {
+				o.set(i, 0)
+			}
+		}
+	default:
+		panic(fmt.Sprintf("cpu: unknown unary op %v", op))
+	}
+}
+
+// odometer visits every coordinate of shape in row-major order, calling
+// visit with the flat output index and the offsets into two strided
+// operands.
+func odometer(shape, sa, sb []int, visit func(i, ia, ib int)) {
+	n := device.Numel(shape)
+	coord := make([]int, len(shape))
+	ia, ib := 0, 0
+	for i := 0; i < n; i++ {
+		visit(i, ia, ib)
+		for ax := len(shape) - 1; ax >= 0; ax-- {
+			coord[ax]++
+			ia += sa[ax]
+			ib += sb[ax]
+			if coord[ax] < shape[ax] {
+				break
+			}
+			ia -= sa[ax] * shape[ax]
+			ib -= sb[ax] * shape[ax]
+			coord[ax] = 0
+		}
+	}
+}
+
+func binaryFunc(op device.BinaryOp) func(a, b float64) float64 {
+	switch op {
+	case device.Add:
+		return func(a, b float64) float64 { return a + b }
+	case device.Sub:
+		return func(a, b float64) float64 { return a - b }
+	case device.Mul:
+		return func(a, b float64) float64 { return a * b }
+	case device.Div:
+		return func(a, b float64) float64 { return a / b }
+	}
+	panic(fmt.Sprintf("cpu: unknown binary op %v", op))
+}
+
+// Binary sets dst = op(a, b) with broadcasting.
+func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
+	o, x, y := buf(dst), buf(a), buf(b)
+	f := binaryFunc(op)
+	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
+		o.set(i, f(x.at(ia), y.at(ib)))
+	})
+}
+
+// binaryGradFunc returns ∂op/∂(operand wrt) times the upstream gradient g.
+func binaryGradFunc(op device.BinaryOp, wrt int) func(g, a, b float64) float64 {
+	switch {
+	case op == device.Add:
+		return func(g, _, _ float64) float64 { return g }
+	case op == device.Sub && wrt == 0:
+		return func(g, _, _ float64) float64 { return g }
+	case op == device.Sub:
+		return func(g, _, _ float64) float64 { return -g }
+	case op == device.Mul && wrt == 0:
+		return func(g, _, b float64) float64 { return g * b }
+	case op == device.Mul:
+		return func(g, a, _ float64) float64 { return g * a }
+	case op == device.Div && wrt == 0:
+		return func(g, _, b float64) float64 { return g / b }
+	case op == device.Div:
+		return func(g, a, b float64) float64 { return -g * a / (b * b) }
+	}
+	panic(fmt.Sprintf("cpu: unknown binary op %v", op))
+}
+
+// BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
+func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
+	o, gb, x, y := buf(dst), buf(g), buf(a), buf(b)
+	f := binaryGradFunc(op, wrt)
+	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
+		o.set(i, f(gb.at(i), x.at(ia), y.at(ib)))
+	})
+}
+
+// Reduce sums (or averages) x over axes into dst, accumulating in float64.
+func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
+	o, in := buf(dst), buf(x)
+	// Output strides in input coordinates: 0 along reduced axes.
+	reduced := make([]bool, len(shape))
+	count := 1
+	for _, ax := range axes {
+		reduced[ax] = true
+		count *= shape[ax]
+	}
+	ostr := make([]int, len(shape))
+	s := 1
+	for ax := len(shape) - 1; ax >= 0; ax-- {
+		if !reduced[ax] {
+			ostr[ax] = s
+			s *= shape[ax]
+		}
+	}
+	acc := make([]float64, o.Len())
+	zero := make([]int, len(shape))
+	odometer(shape, ostr, zero, func(i, io, _ int) {
+		acc[io] += in.at(i)
+	})
+	scale := 1.0
+	if op == device.Mean {
+		scale = 1 / float64(count)
+	}
+	for i, v := range acc {
+		o.set(i, v*scale)
+	}
+}
+
+// MatMul computes dst = op(a)·op(b) with gonum's BLAS.
+func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB bool) {
+	o, x, y := buf(dst), buf(a), buf(b)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		d.Fill(dst, 0)
+		return
+	}
+	ta, tb := blas.NoTrans, blas.NoTrans
+	ar, ac := m, k
+	if transA {
+		ta, ar, ac = blas.Trans, k, m
+	}
+	br, bc := k, n
+	if transB {
+		tb, br, bc = blas.Trans, n, k
+	}
+	switch o.dt {
+	case device.Float64:
+		blas64.Gemm(ta, tb, 1,
+			blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f64},
+			blas64.General{Rows: br, Cols: bc, Stride: bc, Data: y.f64},
+			0, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64})
+	case device.Float32:
+		blas32.Gemm(ta, tb, 1,
+			blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32},
+			blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32},
+			0, blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32})
+	default:
+		panic(fmt.Sprintf("cpu: MatMul on %v", o.dt))
+	}
+}
+
+// Transpose sets dst = xᵀ.
+func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
+	o, in := buf(dst), buf(x)
+	for r := range rows {
+		for c := range cols {
+			o.set(c*rows+r, in.at(r*cols+c))
+		}
+	}
+}
+
+// rowLogSumExp returns log Σ exp(row) computed stably in float64.
+func rowLogSumExp(in *buffer, off, c int) float64 {
+	mx := math.Inf(-1)
+	for j := range c {
+		mx = math.Max(mx, in.at(off+j))
+	}
+	s := 0.0
+	for j := range c {
+		s += math.Exp(in.at(off+j) - mx)
+	}
+	return mx + math.Log(s)
+}
+
+// SoftmaxCrossEntropy sets the per-row loss.
+func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c int) {
+	o, in, lab := buf(loss), buf(logits), buf(labels)
+	for i := range n {
+		y := int(lab.i32[i])
+		if y < 0 || y >= c {
+			o.set(i, math.NaN())
+			continue
+		}
+		o.set(i, rowLogSumExp(in, i*c, c)-in.at(i*c+y))
+	}
+}
+
+// SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g/n.
+func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffer, n, c int) {
+	o, in, lab := buf(dlogits), buf(logits), buf(labels)
+	scale := buf(g).at(0) / float64(n)
+	for i := range n {
+		lse := rowLogSumExp(in, i*c, c)
+		y := int(lab.i32[i])
+		for j := range c {
+			p := math.Exp(in.at(i*c+j) - lse)
+			if j == y {
+				p--
+			}
+			if y < 0 || y >= c {
+				p = math.NaN()
+			}
+			o.set(i*c+j, p*scale)
+		}
+	}
+}
+
+// Axpy sets y += alpha·x.
+func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
+	o, in := buf(y), buf(x)
+	switch o.dt {
+	case device.Float64:
+		blas64.Axpy(alpha, blas64.Vector{N: len(in.f64), Inc: 1, Data: in.f64}, blas64.Vector{N: len(o.f64), Inc: 1, Data: o.f64})
+	default:
+		for i := range o.Len() {
+			o.set(i, o.at(i)+alpha*in.at(i))
+		}
+	}
+}
+
+var _ device.Device = (*Device)(nil)

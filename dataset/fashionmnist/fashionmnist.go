@@ -1,0 +1,164 @@
+package fashionmnist
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultDir is the directory where Debian's dataset-fashion-mnist package
+// installs the Fashion-MNIST files.
+const DefaultDir = "/usr/share/datasets/fashion-mnist"
+
+// numClasses is the number of label classes; labels are in [0, numClasses).
+const numClasses = 10
+
+// installHint tells the user how to obtain missing data files.
+const installHint = "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"
+
+// A Set is a collection of labelled images.
+type Set struct {
+	// Images holds N images of Rows×Cols pixels each, stored
+	// contiguously in row-major order. Pixel values are in [0, 1].
+	Images []float32
+
+	// Labels holds the class, in [0, 9], of each of the N images.
+	Labels []int32
+
+	// N is the number of examples; Rows and Cols are the image size.
+	N, Rows, Cols int
+}
+
+// Features returns the number of pixels per image, Rows*Cols.
+func (s *Set) Features() int {
+	return s.Rows * s.Cols
+}
+
+// Batch copies up to size examples, beginning with example start, into
+// dstImages and dstLabels and returns the number n of examples copied.
+// Fewer than size examples are copied if the set ends first; if start is at
+// or beyond the end, n is 0.
+//
+// dstImages must have room for n*s.Features() values and dstLabels for n
+// values; Batch panics otherwise, or if start or size is negative.
+func (s *Set) Batch(start, size int, dstImages []float32, dstLabels []int32) (n int) {
+	if start < 0 || size < 0 {
+		panic(fmt.Sprintf("fashionmnist: Batch: negative start %d or size %d", start, size))
+	}
+	if start >= s.N {
+		return 0
+	}
+	n = min(size, s.N-start)
+	f := s.Features()
+	if len(dstImages) < n*f {
+		panic(fmt.Sprintf("fashionmnist: Batch: dstImages has length %d, need %d for %d examples of %d features", len(dstImages), n*f, n, f))
+	}
+	if len(dstLabels) < n {
+		panic(fmt.Sprintf("fashionmnist: Batch: dstLabels has length %d, need %d", len(dstLabels), n))
+	}
+	copy(dstImages, s.Images[start*f:(start+n)*f])
+	copy(dstLabels, s.Labels[start:start+n])
+	return n
+}
+
+// Load reads the Fashion-MNIST training and test sets from the gzip-compressed
+// IDX files in dir, which is typically [DefaultDir].
+//
+// If a file is missing, the returned error satisfies
+// errors.Is(err, fs.ErrNotExist).
+func Load(dir string) (train, test *Set, err error) {
+	train, err = LoadSet(
+		filepath.Join(dir, "train-images-idx3-ubyte.gz"),
+		filepath.Join(dir, "train-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return nil, nil, err
+	}
+	test, err = LoadSet(
+		filepath.Join(dir, "t10k-images-idx3-ubyte.gz"),
+		filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return train, test, nil
+}
+
+// LoadSet reads one set of examples from a gzip-compressed IDX image file
+// with three dimensions (count, rows, columns) and a gzip-compressed IDX
+// label file with one dimension (count). The counts must match and every
+// label must be in [0, 9].
+//
+// If a file is missing, the returned error satisfies
+// errors.Is(err, fs.ErrNotExist).
+func LoadSet(imagesPath, labelsPath string) (*Set, error) {
+	idims, pixels, err := readGzipIDX(imagesPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(idims) != 3 {
+		return nil, fmt.Errorf("fashionmnist: %s: images must have 3 dimensions, got %d %v", imagesPath, len(idims), idims)
+	}
+	ldims, labels, err := readGzipIDX(labelsPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(ldims) != 1 {
+		return nil, fmt.Errorf("fashionmnist: %s: labels must have 1 dimension, got %d %v", labelsPath, len(ldims), ldims)
+	}
+	if idims[0] != ldims[0] {
+		return nil, fmt.Errorf("fashionmnist: count mismatch: %s has %d images but %s has %d labels",
+			imagesPath, idims[0], labelsPath, ldims[0])
+	}
+
+	s := &Set{
+		Images: make([]float32, len(pixels)),
+		Labels: make([]int32, len(labels)),
+		N:      idims[0],
+		Rows:   idims[1],
+		Cols:   idims[2],
+	}
+	for i, l := range labels {
+		if l >= numClasses {
+			return nil, fmt.Errorf("fashionmnist: %s: label %d at index %d out of range [0, %d]", labelsPath, l, i, numClasses-1)
+		}
+		s.Labels[i] = int32(l)
+	}
+	scale := &pixelScale
+	for i, p := range pixels {
+		s.Images[i] = scale[p]
+	}
+	return s, nil
+}
+
+// pixelScale maps each pixel byte b to float32(b)/255.
+var pixelScale = func() (t [256]float32) {
+	for i := range t {
+		t[i] = float32(i) / 255
+	}
+	return t
+}()
+
+// readGzipIDX reads the gzip-compressed IDX file at path.
+func readGzipIDX(path string) (dims []int, data []byte, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("fashionmnist: %s is missing; %s: %w", path, installHint, err)
+		}
+		return nil, nil, fmt.Errorf("fashionmnist: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		return nil, nil, fmt.Errorf("fashionmnist: %s: %w", path, err)
+	}
+	defer zr.Close()
+	dims, data, err = readIDX(zr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fashionmnist: %s: idx: %w", path, err)
+	}
+	return dims, data, nil
+}

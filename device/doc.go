@@ -1,0 +1,24 @@
+// Package device defines the kernel-level interface every extensor backend
+// implements, and the registry through which backends are selected.
+//
+// A backend registers itself from its package's init function, like a
+// database/sql driver:
+//
+//	import _ "github.com/extensor/extensor/device/webgpu" // enables "webgpu"
+//
+// The CPU reference backend ("cpu") is always registered by package tensor.
+// Open("auto") picks WebGPU when an adapter exists and falls back to CPU; the
+// EXTENSOR_DEVICE environment variable overrides "auto".
+//
+// # Errors
+//
+// Devices record work asynchronously. Kernel methods do not return errors:
+// a runtime failure (a GPU validation error, out of device memory, device
+// loss) is kept by the device and returned, naming the kernel, by the next
+// Read or Sync. After a failure every later kernel is skipped and every Read
+// returns the same error, so a failure is never silent. Methods that can fail
+// up front (Alloc, Write, Read, Sync, Open) return errors directly.
+//
+// Checking shapes, dtypes and devices is the caller's job (package ops and
+// package tensor do it); a Device may assume well-formed arguments.
+package device

@@ -1,0 +1,328 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	"github.com/extensor/extensor/device"
+	"github.com/rajveermalviya/go-webgpu/wgpu"
+)
+
+const (
+	storageUsage = wgpu.BufferUsage_Storage | wgpu.BufferUsage_CopySrc | wgpu.BufferUsage_CopyDst
+	stagingUsage = wgpu.BufferUsage_MapRead | wgpu.BufferUsage_CopyDst
+	// maxPooled is how many bytes of free buffers the pool keeps.
+	maxPooled = 1 << 30
+	// maxPending is how many freed bytes may wait for their submission
+	// before the device waits for the queue to drain.
+	maxPending = 1 << 30
+)
+
+// buffer is a tensor's storage: a pooled wgpu buffer of at least n elements.
+type buffer struct {
+	b    *wgpu.Buffer
+	dt   device.DType
+	n    int
+	size uint64 // the pool bucket's size in bytes
+}
+
+func (b *buffer) Len() int            { return b.n }
+func (b *buffer) DType() device.DType { return b.dt }
+
+// bytes is the size of the elements in bytes.
+func (b *buffer) bytes() uint64 { return uint64(b.n) * 4 }
+
+// bindSize is the size bound to a kernel: at least 16 bytes, the stride of
+// a vec4 array.
+func (b *buffer) bindSize() uint64 { return max(b.bytes(), 16) }
+
+type poolKey struct {
+	usage wgpu.BufferUsage
+	size  uint64
+}
+
+type pendingBuf struct {
+	key       poolKey
+	b         *wgpu.Buffer
+	freeAfter uint64 // reusable once this many submissions have completed
+}
+
+// pool keeps freed buffers by usage and size bucket.
+type pool struct {
+	d       *Device
+	free    map[poolKey][]*wgpu.Buffer
+	pending []pendingBuf
+	stats   device.PoolStats
+}
+
+func (p *pool) init(d *Device) {
+	p.d = d
+	p.free = map[poolKey][]*wgpu.Buffer{}
+}
+
+// bucket rounds size up to 256 bytes or to a quarter of a power of two.
+func bucket(size uint64) uint64 {
+	if size <= 256 {
+		return 256
+	}
+	hi := uint64(1) << (63 - bits.LeadingZeros64(size))
+	step := hi / 4
+	return (size + step - 1) / step * step
+}
+
+// get returns a buffer of at least size bytes.
+func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buffer, uint64, error) {
+	key := poolKey{usage, min(bucket(size), max(p.d.limits.MaxBufferSize, size))}
+	for attempt := 0; ; attempt++ {
+		if list := p.free[key]; len(list) > 0 {
+			b := list[len(list)-1]
+			p.free[key] = list[:len(list)-1]
+			p.stats.Hits++
+			p.stats.BytesPooled -= key.size
+			p.stats.BytesLive += key.size
+			return b, key.size, nil
+		}
+		if attempt == 0 && p.hasPending(key) {
+			p.d.reclaim(false)
+			continue
+		}
+		break
+	}
+	b, err := p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
+	if err != nil && len(p.pending)+len(p.free) > 0 {
+		// Out of memory, perhaps: drain the queue, drop the pool, retry.
+		p.d.wait()
+		p.trim(0)
+		b, err = p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	p.stats.Misses++
+	p.stats.BytesLive += key.size
+	return b, key.size, nil
+}
+
+func (p *pool) hasPending(key poolKey) bool {
+	for _, pb := range p.pending {
+		if pb.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// put returns a buffer that may still be used by recorded or submitted work.
+func (p *pool) put(usage wgpu.BufferUsage, size uint64, b *wgpu.Buffer) {
+	p.pending = append(p.pending, pendingBuf{poolKey{usage, size}, b, p.d.submitted + 1})
+	p.stats.BytesLive -= size
+	p.stats.BytesPending += size
+	if p.stats.BytesPending > maxPending {
+		p.d.wait()
+	}
+}
+
+// release moves the pending buffers whose submissions have completed into
+// the free lists.
+func (p *pool) release(completed uint64) {
+	kept := p.pending[:0]
+	for _, pb := range p.pending {
+		if pb.freeAfter > completed {
+			kept = append(kept, pb)
+			continue
+		}
+		p.stats.BytesPending -= pb.key.size
+		p.free[pb.key] = append(p.free[pb.key], pb.b)
+		p.stats.BytesPooled += pb.key.size
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+	p.trim(maxPooled)
+}
+
+// trim releases free buffers until at most limit bytes are pooled.
+func (p *pool) trim(limit uint64) {
+	for key, list := range p.free {
+		for len(list) > 0 && p.stats.BytesPooled > limit {
+			list[len(list)-1].Release()
+			list = list[:len(list)-1]
+			p.stats.BytesPooled -= key.size
+		}
+		p.free[key] = list
+	}
+}
+
+func (p *pool) releaseAll() {
+	for _, pb := range p.pending {
+		pb.b.Release()
+	}
+	p.pending = nil
+	p.stats.BytesPending = 0
+	p.trim(0)
+}
+
+// reclaim learns, without blocking, whether submitted work has completed,
+// and returns the buffers it used to the pool.
+func (d *Device) reclaim(_ bool) {
+	if d.completed < d.submitted && d.dev.Poll(false, nil) {
+		d.completed = d.submitted
+	}
+	d.pool.release(d.completed)
+}
+
+func (d *Device) buf(b device.Buffer) *buffer {
+	wb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("webgpu: buffer %T was not allocated by a webgpu device", b))
+	}
+	return wb
+}
+
+// Alloc returns a buffer of n elements of dtype dt from the pool.
+func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
+	if d.closed {
+		return nil, fmt.Errorf("webgpu: Alloc on a closed device")
+	}
+	if !d.Supports(dt) {
+		return nil, fmt.Errorf("webgpu: cannot allocate %v: the device supports float32 and int32", dt)
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("webgpu: Alloc of %d elements", n)
+	}
+	size := uint64(n) * uint64(dt.Size())
+	if limit := d.limits.MaxStorageBufferBindingSize; size > limit {
+		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds the device's maximum storage buffer binding size of %d bytes", dt, n, size, limit)
+	}
+	b, bucketSize, err := d.pool.get(storageUsage, size, "tensor")
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: allocating %d bytes for a %v tensor of %d elements: %v", size, dt, n, err)
+	}
+	return &buffer{b: b, dt: dt, n: n, size: bucketSize}, nil
+}
+
+// Free returns b to the pool once the work using it has completed.
+func (d *Device) Free(b device.Buffer) {
+	wb := d.buf(b)
+	if wb.b == nil {
+		return
+	}
+	if d.closed {
+		wb.b.Release()
+	} else {
+		d.pool.put(storageUsage, wb.size, wb.b)
+	}
+	wb.b = nil
+}
+
+// hostBytes returns the bytes of a []float32 or []int32 matching b.
+func hostBytes(op string, b *buffer, s any) ([]byte, error) {
+	var p unsafe.Pointer
+	var n int
+	switch s := s.(type) {
+	case []float32:
+		if b.dt == device.Float32 && len(s) > 0 {
+			p = unsafe.Pointer(&s[0])
+		}
+		n = len(s)
+		if b.dt != device.Float32 {
+			n = -1
+		}
+	case []int32:
+		if b.dt == device.Int32 && len(s) > 0 {
+			p = unsafe.Pointer(&s[0])
+		}
+		n = len(s)
+		if b.dt != device.Int32 {
+			n = -1
+		}
+	default:
+		n = -1
+	}
+	if n != b.n {
+		return nil, fmt.Errorf("webgpu: %s: %T of length %d does not match a %v buffer of %d elements", op, s, sliceLen(s), b.dt, b.n)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return unsafe.Slice((*byte)(p), n*4), nil
+}
+
+func sliceLen(s any) int {
+	switch s := s.(type) {
+	case []float32:
+		return len(s)
+	case []float64:
+		return len(s)
+	case []int32:
+		return len(s)
+	}
+	return -1
+}
+
+// Write copies src into dst, after submitting the work recorded before it.
+func (d *Device) Write(dst device.Buffer, src any) error {
+	b := d.buf(dst)
+	data, err := hostBytes("Write", b, src)
+	if err != nil {
+		return err
+	}
+	if !d.ok() {
+		return d.err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	d.Flush() // work recorded earlier must see the old contents
+	if err := d.queue.WriteBuffer(b.b, 0, data); err != nil {
+		d.fail(fmt.Errorf("webgpu: writing %d bytes: %v", len(data), err))
+	}
+	return d.err
+}
+
+// Read waits for the recorded work and copies src into dst.
+func (d *Device) Read(src device.Buffer, dst any) error {
+	b := d.buf(src)
+	out, err := hostBytes("Read", b, dst)
+	if err != nil {
+		return err
+	}
+	if !d.ok() {
+		return d.err
+	}
+	if len(out) == 0 {
+		return d.Sync()
+	}
+	size := uint64(len(out))
+	staging, stagingSize, err := d.pool.get(stagingUsage, size, "readback")
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: allocating a %d-byte readback buffer: %v", size, err))
+		return d.err
+	}
+	defer d.pool.put(stagingUsage, stagingSize, staging)
+	if err := d.encoderFor().CopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
+		d.fail(fmt.Errorf("webgpu: copying %d bytes for readback: %v", size, err))
+		return d.err
+	}
+	d.wait()
+	if d.err != nil {
+		return d.err
+	}
+	var status wgpu.BufferMapAsyncStatus
+	called := false
+	err = staging.MapAsync(wgpu.MapMode_Read, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, called = s, true })
+	// MapAsync hands C a pointer to a Go handle: poll at once, on this
+	// goroutine. The queue is idle, so this blocking poll returns at once.
+	d.dev.Poll(true, nil)
+	if err != nil || !called || status != wgpu.BufferMapAsyncStatus_Success {
+		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", status, err))
+		return d.err
+	}
+	copy(out, staging.GetMappedRange(0, uint(size)))
+	if err := staging.Unmap(); err != nil {
+		d.fail(fmt.Errorf("webgpu: unmapping a readback buffer: %v", err))
+	}
+	return d.err
+}

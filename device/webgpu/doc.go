@@ -1,0 +1,34 @@
+// Package webgpu is extensor's GPU backend: every kernel is a WGSL compute
+// shader (package shaders) run through wgpu-native by go-webgpu, on Vulkan,
+// Metal or D3D12, or on Mesa's lavapipe where there is no GPU.
+//
+// Import it for its side effect of registering the device "webgpu":
+//
+//	import _ "github.com/extensor/extensor/device/webgpu"
+//
+// The runtime:
+//   - chooses an adapter with the high-performance preference, or by the
+//     EXTENSOR_ADAPTER environment variable (an index into the enumerated
+//     adapters, or a case-insensitive substring of the adapter's name), and
+//     requests the adapter's limits when it creates the device;
+//   - compiles each kernel once per specialisation (a pipeline cache);
+//   - keeps a size-bucketed buffer pool; a freed buffer returns to the pool
+//     only after the submission that used it has completed;
+//   - records kernels into a shared command encoder and submits them in
+//     batches: on readback, past BatchSize dispatches, and before a queue
+//     write, never once per op;
+//   - passes each dispatch's shapes, strides and scalars as words of one
+//     parameter buffer bound at a dynamic offset, written once per batch;
+//   - spreads dispatches of more than 65535 workgroups over x and y, with
+//     bounds guards in every kernel, and splits large matrix products into
+//     several dispatches so that none runs for long;
+//   - waits with non-blocking polls (lavapipe crashes in a blocking wait on
+//     a dispatch that runs for more than about 5 s);
+//   - turns WebGPU validation errors into Go errors naming the kernel, and
+//     refuses a tensor larger than the device can bind with an error.
+//
+// A Device is not safe for concurrent use by several goroutines.
+//
+// Built without cgo (CGO_ENABLED=0) the package still registers "webgpu",
+// whose Open then fails with device.ErrUnavailable, so "auto" selects CPU.
+package webgpu

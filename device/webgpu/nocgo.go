@@ -1,0 +1,15 @@
+//go:build !cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+)
+
+func init() {
+	device.Register("webgpu", device.DriverFunc(func() (device.Device, error) {
+		return nil, fmt.Errorf("webgpu: built without cgo (CGO_ENABLED=0); rebuild with cgo to use WebGPU: %w", device.ErrUnavailable)
+	}))
+}

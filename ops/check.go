@@ -1,0 +1,83 @@
+package ops
+
+import (
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// operands checks that ts are live tensors on one device and returns it.
+func operands(op string, ts ...*tensor.Tensor) device.Device {
+	for i, t := range ts {
+		if t == nil {
+			tensor.Panicf(op, tensor.ErrArgument, "operand %d is nil", i)
+		}
+		if t.Released() {
+			tensor.Panicf(op, tensor.ErrReleased, "operand %d (%v %v) was released", i, t.Shape(), t.DType())
+		}
+	}
+	dev := ts[0].Device()
+	for i, t := range ts[1:] {
+		if t.Device() != dev {
+			tensor.Panicf(op, tensor.ErrDevice, "operand 0 is on %s but operand %d is on %s; move one with Tensor.To", dev, i+1, t.Device())
+		}
+	}
+	return dev
+}
+
+// floats checks that ts share one floating-point dtype and returns it.
+func floats(op string, ts ...*tensor.Tensor) device.DType {
+	dt := ts[0].DType()
+	for i, t := range ts {
+		if !t.DType().IsFloat() {
+			tensor.Panicf(op, tensor.ErrDType, "operand %d is %v; want float32 or float64", i, t.DType())
+		}
+		if t.DType() != dt {
+			tensor.Panicf(op, tensor.ErrDType, "operand 0 is %v but operand %d is %v", dt, i, t.DType())
+		}
+	}
+	return dt
+}
+
+// sameShape checks that t has shape want.
+func sameShape(op, what string, t *tensor.Tensor, want []int) {
+	if !equal(t.Shape(), want) {
+		tensor.Panicf(op, tensor.ErrShape, "%s has shape %v; want %v", what, t.Shape(), want)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// output allocates an op's result on dev. If an input failed, or the
+// allocation fails, the result carries the error and ok is false: the op
+// must then skip its kernel.
+func output(dev device.Device, dt device.DType, shape []int, inputs ...*tensor.Tensor) (out *tensor.Tensor, ok bool) {
+	for _, in := range inputs {
+		if err := in.Err(); err != nil {
+			return tensor.Failed(dev, dt, err, shape...), false
+		}
+	}
+	out = tensor.Empty(dev, dt, shape...)
+	return out, out.Err() == nil
+}
+
+// normAxis returns axis in [0, rank), accepting negative axes.
+func normAxis(op string, axis, rank int) int {
+	a := axis
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		tensor.Panicf(op, tensor.ErrArgument, "axis %d out of range for rank %d", axis, rank)
+	}
+	return a
+}

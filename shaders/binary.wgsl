@@ -1,0 +1,28 @@
+// out = {{.Expr}} with NumPy broadcasting.
+// p[0] = n, p[1] = rank, p[2..10) = output shape,
+// p[10..18) = strides of a, p[18..26) = strides of b (0 where broadcast).
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = linear_index(wid, nwg, lid, 256u);
+    if (i >= p[0]) {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p[1]) - 1; d >= 0; d--) {
+        let s = p[2 + d];
+        let c = rem % s;
+        rem = rem / s;
+        ia += c * p[10 + d];
+        ib += c * p[18 + d];
+    }
+    let x = a[ia];
+    let y = b[ib];
+    out[i] = {{.Expr}};
+}

@@ -1,0 +1,77 @@
+// out (M×N) = op(a)·op(b); each invocation computes a {{.TM}}×{{.TN}} block with
+// straight-line code (loops over local arrays are slow on llvmpipe).
+// a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}{{if .VecA}}, read as vec4{{end}};
+// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.
+// p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch.
+@group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else}}f32{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else}}f32{{end}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let M = p[0];
+    let K = p[1];
+    let N = p[2];
+    let row0 = p[3] + gid.y * {{.TM}}u;
+    let col0 = gid.x * {{.TN}}u;
+    if (row0 >= M || col0 >= N) {
+        return;
+    }
+{{- if .VecA}}
+{{- range $q := seq (div .TM 4)}}
+    let ra{{$q}} = min(row0 + {{mul $q 4}}u, M - 4u) / 4u;
+{{- end}}
+{{- else}}
+{{- range $i := seq .TM}}
+    let r{{$i}} = min(row0 + {{$i}}u, M - 1u);
+{{- end}}
+{{- end}}
+{{- if .VecB}}
+{{- range $j := seq (div .TN 4)}}
+    let cb{{$j}} = min(col0 + {{mul $j 4}}u, N - 4u) / 4u;
+{{- end}}
+{{- else}}
+{{- range $c := seq .TN}}
+    let c{{$c}} = min(col0 + {{$c}}u, N - 1u);
+{{- end}}
+{{- end}}
+{{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
+    var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
+{{- end}}{{end}}
+    for (var k = 0u; k < K; k++) {
+{{- if .VecA}}
+{{- range $q := seq (div .TM 4)}}
+        let av{{$q}} = a[k * (M / 4u) + ra{{$q}}];
+{{- end}}
+{{- range $i := seq .TM}}
+        let a{{$i}} = av{{div $i 4}}[{{mod $i 4}}];
+{{- end}}
+{{- else}}
+{{- range $i := seq .TM}}
+        let a{{$i}} = a[{{if $.TransA}}k * M + r{{$i}}{{else}}r{{$i}} * K + k{{end}}];
+{{- end}}
+{{- end}}
+{{- if .VecB}}
+{{- range $j := seq (div .TN 4)}}
+        let b{{$j}} = b[k * (N / 4u) + cb{{$j}}];
+{{- end}}
+{{- else}}
+{{- range $j := seq (div .TN 4)}}
+        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b[{{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}]{{end}});
+{{- end}}
+{{- end}}
+{{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
+        acc{{$i}}_{{$j}} += b{{$j}} * a{{$i}};
+{{- end}}{{end}}
+    }
+{{- range $i := seq .TM}}
+    if (row0 + {{$i}}u < M) {
+        let o{{$i}} = (row0 + {{$i}}u) * N + col0;
+{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
+        if (col0 + {{add (mul $j 4) $c}}u < N) {
+            out[o{{$i}} + {{add (mul $j 4) $c}}u] = acc{{$i}}_{{$j}}[{{$c}}];
+        }
+{{- end}}{{end}}
+    }
+{{- end}}
+}

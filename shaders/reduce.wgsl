@@ -1,0 +1,46 @@
+// One invocation per output: out[o] = scale * sum of x over the reduced axes.
+// p[0] = outputs, p[1] = reduced count R, p[2] = kept rank, p[3] = reduced rank,
+// p[4] = scale (f32 bits), p[5..13) kept shape, p[13..21) kept strides,
+// p[21..29) reduced shape, p[29..37) reduced strides (strides in x).
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+fn offset(base: u32, r: u32) -> u32 {
+    var rem = r;
+    var off = base;
+    for (var d = i32(p[3]) - 1; d >= 0; d--) {
+        let s = p[21 + d];
+        off += (rem % s) * p[29 + d];
+        rem = rem / s;
+    }
+    return off;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let o = linear_index(wid, nwg, lid, 256u);
+    if (o >= p[0]) {
+        return;
+    }
+    var rem = o;
+    var base = 0u;
+    for (var d = i32(p[2]) - 1; d >= 0; d--) {
+        let s = p[5 + d];
+        base += (rem % s) * p[13 + d];
+        rem = rem / s;
+    }
+    var acc = 0.0;
+    let count = p[1];
+    if (p[3] == 1u) {
+        let stride = p[29];
+        for (var r = 0u; r < count; r++) {
+            acc += x[base + r * stride];
+        }
+    } else {
+        for (var r = 0u; r < count; r++) {
+            acc += x[offset(base, r)];
+        }
+    }
+    out[o] = acc * pf(4u);
+}

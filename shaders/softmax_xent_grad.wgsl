@@ -1,0 +1,38 @@
+// One invocation per row: dlogits = (softmax(logits) - onehot(label)) * g[0] / n.
+// p[0] = n rows, p[1] = c classes.
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> labels: array<i32>;
+@group(0) @binding(3) var<storage, read> g: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dlogits: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = linear_index(wid, nwg, lid, 64u);
+    let c = p[1];
+    if (i >= p[0]) {
+        return;
+    }
+    let row = i * c;
+    var m = logits[row];
+    for (var j = 1u; j < c; j++) {
+        m = max(m, logits[row + j]);
+    }
+    var s = 0.0;
+    for (var j = 0u; j < c; j++) {
+        s += exp(logits[row + j] - m);
+    }
+    let scale = g[0] / f32(p[0]);
+    let y = labels[i];
+    let bad = y < 0 || u32(y) >= c;
+    for (var j = 0u; j < c; j++) {
+        var q = exp(logits[row + j] - m) / s;
+        if (i32(j) == y) {
+            q -= 1.0;
+        }
+        if (bad) {
+            q = bitcast<f32>(0x7fc00000u);
+        }
+        dlogits[row + j] = q * scale;
+    }
+}

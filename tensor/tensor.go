@@ -1,0 +1,441 @@
+package tensor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
+	"github.com/extensor/extensor/device"
+)
+
+// storage is a device buffer shared by a tensor and its reshaped views.
+type storage struct {
+	dev  device.Device
+	buf  device.Buffer
+	refs int
+	err  error // why the buffer could not be allocated or computed
+}
+
+// Tensor is an n-dimensional array on a device. The zero value is not
+// usable; create tensors with the functions of this package.
+type Tensor struct {
+	st       *storage
+	shape    []int
+	dtype    device.DType
+	released bool
+}
+
+func checkShape(op string, shape []int) {
+	if len(shape) > device.MaxRank {
+		Panicf(op, ErrShape, "rank %d exceeds the maximum rank %d", len(shape), device.MaxRank)
+	}
+	for _, d := range shape {
+		if d < 0 {
+			Panicf(op, ErrShape, "negative dimension in shape %v", shape)
+		}
+	}
+}
+
+// Empty returns an uninitialised tensor on dev. It never fails: when the
+// device cannot allocate it, the returned tensor carries the error, which
+// its readback (and that of every tensor computed from it) returns. Ops use
+// Empty for their outputs; users want Zeros or a From function.
+func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
+	checkShape("tensor.Empty", shape)
+	t := &Tensor{st: &storage{dev: dev, refs: 1}, shape: slices.Clone(shape), dtype: dt}
+	if !dev.Supports(dt) {
+		t.st.err = fmt.Errorf("tensor: device %s does not support %v: %w", dev.Name(), dt, ErrDType)
+		return t
+	}
+	t.st.buf, t.st.err = dev.Alloc(dt, device.Numel(shape))
+	return t
+}
+
+// Failed returns a tensor of the given shape that carries err; ops that
+// cannot run because an input failed return one.
+func Failed(dev device.Device, dt device.DType, err error, shape ...int) *Tensor {
+	return &Tensor{st: &storage{dev: dev, refs: 1, err: err}, shape: slices.Clone(shape), dtype: dt}
+}
+
+func newFilled(dev device.Device, dt device.DType, shape []int, fill func(b device.Buffer) error) (*Tensor, error) {
+	t := Empty(dev, dt, shape...)
+	if t.st.err != nil {
+		return nil, t.st.err
+	}
+	if err := fill(t.st.buf); err != nil {
+		t.Release()
+		return nil, err
+	}
+	return t, nil
+}
+
+func checkLen(op string, n int, shape []int) {
+	checkShape(op, shape)
+	if n != device.Numel(shape) {
+		Panicf(op, ErrShape, "%d values do not fill shape %v (%d elements)", n, shape, device.Numel(shape))
+	}
+}
+
+// FromFloat32 copies data into a new float32 tensor of the given shape on
+// dev. With no shape, the tensor is 1-D.
+func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	checkLen("tensor.FromFloat32", len(data), shape)
+	return newFilled(dev, device.Float32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+}
+
+// FromFloat64 copies data into a new float64 tensor of the given shape on
+// dev. With no shape, the tensor is 1-D.
+func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	checkLen("tensor.FromFloat64", len(data), shape)
+	return newFilled(dev, device.Float64, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+}
+
+// FromInt32 copies data into a new int32 tensor of the given shape on dev.
+// With no shape, the tensor is 1-D.
+func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	checkLen("tensor.FromInt32", len(data), shape)
+	return newFilled(dev, device.Int32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+}
+
+// FromValues copies float64 values into a new tensor of dtype dt, rounding
+// them to dt.
+func FromValues(dev device.Device, dt device.DType, data []float64, shape ...int) (*Tensor, error) {
+	switch dt {
+	case device.Float64:
+		return FromFloat64(dev, data, shape...)
+	case device.Float32:
+		f := make([]float32, len(data))
+		for i, v := range data {
+			f[i] = float32(v)
+		}
+		return FromFloat32(dev, f, shape...)
+	case device.Int32:
+		n := make([]int32, len(data))
+		for i, v := range data {
+			n[i] = int32(v)
+		}
+		return FromInt32(dev, n, shape...)
+	}
+	Panicf("tensor.FromValues", ErrDType, "unknown dtype %v", dt)
+	return nil, nil
+}
+
+// Full returns a tensor of the given shape with every element set to v.
+func Full(dev device.Device, dt device.DType, v float64, shape ...int) (*Tensor, error) {
+	checkShape("tensor.Full", shape)
+	return newFilled(dev, dt, shape, func(b device.Buffer) error {
+		dev.Fill(b, v)
+		return nil
+	})
+}
+
+// Zeros returns a tensor of zeros.
+func Zeros(dev device.Device, dt device.DType, shape ...int) (*Tensor, error) {
+	return Full(dev, dt, 0, shape...)
+}
+
+// Ones returns a tensor of ones.
+func Ones(dev device.Device, dt device.DType, shape ...int) (*Tensor, error) {
+	return Full(dev, dt, 1, shape...)
+}
+
+// Scalar returns a 0-D tensor holding v.
+func Scalar(dev device.Device, dt device.DType, v float64) (*Tensor, error) {
+	return Full(dev, dt, v)
+}
+
+// Uniform returns a tensor of values drawn uniformly from [lo, hi) by a PCG
+// generator seeded with seed. The values are drawn on the host, so a seed
+// gives the same tensor on every device.
+func Uniform(dev device.Device, dt device.DType, lo, hi float64, seed uint64, shape ...int) (*Tensor, error) {
+	checkShape("tensor.Uniform", shape)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	v := make([]float64, device.Numel(shape))
+	for i := range v {
+		v[i] = lo + (hi-lo)*r.Float64()
+	}
+	return FromValues(dev, dt, v, shape...)
+}
+
+// Normal returns a tensor of normally distributed values with the given
+// mean and standard deviation, drawn on the host by a PCG generator seeded
+// with seed.
+func Normal(dev device.Device, dt device.DType, mean, std float64, seed uint64, shape ...int) (*Tensor, error) {
+	checkShape("tensor.Normal", shape)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	v := make([]float64, device.Numel(shape))
+	for i := range v {
+		v[i] = mean + std*r.NormFloat64()
+	}
+	return FromValues(dev, dt, v, shape...)
+}
+
+func (t *Tensor) live(op string) {
+	if t == nil {
+		Panicf(op, ErrArgument, "nil tensor")
+	}
+	if t.released {
+		Panicf(op, ErrReleased, "tensor %v %v was released", t.shape, t.dtype)
+	}
+}
+
+// Shape returns a copy of the tensor's shape; a 0-D scalar has an empty shape.
+func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+
+// Dim returns the size of axis ax; negative axes count from the end.
+func (t *Tensor) Dim(ax int) int {
+	if ax < 0 {
+		ax += len(t.shape)
+	}
+	if ax < 0 || ax >= len(t.shape) {
+		Panicf("Tensor.Dim", ErrArgument, "axis %d out of range for shape %v", ax, t.shape)
+	}
+	return t.shape[ax]
+}
+
+// Rank returns the number of dimensions.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// Len returns the number of elements.
+func (t *Tensor) Len() int { return device.Numel(t.shape) }
+
+// DType returns the element type.
+func (t *Tensor) DType() device.DType { return t.dtype }
+
+// Device returns the device holding the tensor.
+func (t *Tensor) Device() device.Device { return t.st.dev }
+
+// Buffer returns the tensor's device buffer, for backends and ops. It
+// panics if the tensor was released.
+func (t *Tensor) Buffer() device.Buffer {
+	t.live("Tensor.Buffer")
+	return t.st.buf
+}
+
+// Err returns the runtime failure that kept the tensor from being
+// allocated or computed, if any. It does not wait for the device; use a
+// readback or Device.Sync for failures of kernels still running.
+func (t *Tensor) Err() error { return t.st.err }
+
+// Released reports whether Release was called.
+func (t *Tensor) Released() bool { return t.released }
+
+// Release frees the tensor's device memory once no view of it remains.
+// Releasing twice is safe; using a released tensor panics with ErrReleased.
+func (t *Tensor) Release() {
+	if t == nil || t.released {
+		return
+	}
+	t.released = true
+	t.st.refs--
+	if t.st.refs == 0 && t.st.buf != nil {
+		t.st.dev.Free(t.st.buf)
+		t.st.buf = nil
+	}
+}
+
+// Reshape returns a view of t with a new shape of the same number of
+// elements; one dimension may be -1 and is inferred. The view shares t's
+// memory; release both.
+func (t *Tensor) Reshape(shape ...int) *Tensor {
+	const op = "Tensor.Reshape"
+	t.live(op)
+	shape = slices.Clone(shape)
+	infer, known := -1, 1
+	for i, d := range shape {
+		switch {
+		case d == -1 && infer < 0:
+			infer = i
+		case d < 0:
+			Panicf(op, ErrShape, "invalid shape %v", shape)
+		default:
+			known *= d
+		}
+	}
+	if infer >= 0 {
+		if known == 0 || t.Len()%known != 0 {
+			Panicf(op, ErrShape, "cannot reshape %v (%d elements) into %v", t.shape, t.Len(), shape)
+		}
+		shape[infer] = t.Len() / known
+	}
+	checkLen(op, t.Len(), shape)
+	t.st.refs++
+	return &Tensor{st: t.st, shape: shape, dtype: t.dtype}
+}
+
+func (t *Tensor) readErr() error {
+	if t.released {
+		return &Error{Op: "Tensor readback", Kind: ErrReleased, Msg: fmt.Sprintf("tensor %v %v was released", t.shape, t.dtype)}
+	}
+	return t.st.err
+}
+
+// Float64s waits for the tensor's value and returns it as float64s,
+// converting from the tensor's dtype.
+func (t *Tensor) Float64s() ([]float64, error) {
+	if err := t.readErr(); err != nil {
+		return nil, err
+	}
+	n := t.Len()
+	switch t.dtype {
+	case device.Float64:
+		out := make([]float64, n)
+		return out, t.st.dev.Read(t.st.buf, out)
+	case device.Float32:
+		f, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, n)
+		for i, v := range f {
+			out[i] = float64(v)
+		}
+		return out, nil
+	default:
+		v, err := t.Int32s()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, n)
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out, nil
+	}
+}
+
+// Float32s waits for the tensor's value and returns it as float32s; a
+// float64 tensor is rounded.
+func (t *Tensor) Float32s() ([]float32, error) {
+	if err := t.readErr(); err != nil {
+		return nil, err
+	}
+	switch t.dtype {
+	case device.Float32:
+		out := make([]float32, t.Len())
+		return out, t.st.dev.Read(t.st.buf, out)
+	case device.Float64:
+		f, err := t.Float64s()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(f))
+		for i, v := range f {
+			out[i] = float32(v)
+		}
+		return out, nil
+	}
+	return nil, &Error{Op: "Tensor.Float32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want float32 or float64", t.dtype)}
+}
+
+// Int32s waits for the value of an int32 tensor and returns it.
+func (t *Tensor) Int32s() ([]int32, error) {
+	if err := t.readErr(); err != nil {
+		return nil, err
+	}
+	if t.dtype != device.Int32 {
+		return nil, &Error{Op: "Tensor.Int32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want int32", t.dtype)}
+	}
+	out := make([]int32, t.Len())
+	return out, t.st.dev.Read(t.st.buf, out)
+}
+
+// To returns a copy of t on dev, with the same dtype.
+func (t *Tensor) To(dev device.Device) (*Tensor, error) {
+	if err := t.readErr(); err != nil {
+		return nil, err
+	}
+	if !dev.Supports(t.dtype) {
+		return nil, &Error{Op: "Tensor.To", Kind: ErrDType, Msg: fmt.Sprintf("device %s does not support %v", dev.Name(), t.dtype)}
+	}
+	switch t.dtype {
+	case device.Int32:
+		v, err := t.Int32s()
+		if err != nil {
+			return nil, err
+		}
+		return FromInt32(dev, v, t.shape...)
+	case device.Float32:
+		v, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		return FromFloat32(dev, v, t.shape...)
+	default:
+		v, err := t.Float64s()
+		if err != nil {
+			return nil, err
+		}
+		return FromFloat64(dev, v, t.shape...)
+	}
+}
+
+// String returns a description and, after waiting for the device, the
+// values (abbreviated past 6 per axis), e.g.
+//
+//	Tensor([2 3], float32, cpu)
+//	[[1 2 3]
+//	 [4 5 6]]
+func (t *Tensor) String() string {
+	head := fmt.Sprintf("Tensor(%v, %v, %s)", t.shape, t.dtype, t.st.dev.Name())
+	if t.released {
+		return head + " <released>"
+	}
+	v, err := t.Float64s()
+	if err != nil {
+		return head + " <error: " + err.Error() + ">"
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteByte('\n')
+	format(&b, v, t.shape, 0)
+	return b.String()
+}
+
+func format(b *strings.Builder, v []float64, shape []int, depth int) {
+	if len(shape) == 0 {
+		fmt.Fprintf(b, "%.6g", v[0])
+		return
+	}
+	const edge = 3
+	n, inner := shape[0], device.Numel(shape[1:])
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if n > 2*edge && i == edge {
+			if len(shape) == 1 {
+				b.WriteString(" ...")
+			} else {
+				b.WriteString("\n" + strings.Repeat(" ", depth+1) + "...")
+			}
+			i = n - edge
+		}
+		if i > 0 {
+			if len(shape) == 1 {
+				b.WriteByte(' ')
+			} else {
+				b.WriteString("\n" + strings.Repeat(" ", depth+1))
+			}
+		}
+		format(b, v[i*inner:(i+1)*inner], shape[1:], depth+1)
+	}
+	b.WriteByte(']')
+}
+
+// SetErr marks the tensor as failed with err: its readback returns err from
+// now on. It is for ops that update a tensor in place from a failed input.
+func (t *Tensor) SetErr(err error) {
+	if t.st.err == nil {
+		t.st.err = err
+	}
+}
