@@ -191,3 +191,13 @@ func scaledBroadcast(op string, x *tensor.Tensor, shape []int, scale float64) *t
 	dev.Binary(device.Mul, out.Buffer(), x.Buffer(), s.Buffer(), l)
 	return out
 }
+
+// Clone returns a copy of x on the same device.
+func Clone(x *tensor.Tensor) *tensor.Tensor {
+	dev := operands("ops.Clone", x)
+	out, ok := output(dev, x.DType(), x.Shape(), x)
+	if ok {
+		dev.Copy(out.Buffer(), x.Buffer())
+	}
+	return out
+}

@@ -31,7 +31,21 @@ func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
 // MatMulBackward returns the gradients of MatMul: ga = g·bᵀ and gb = aᵀ·g,
 // for the m×n upstream gradient g.
 func MatMulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
-	const op = "ops.MatMulBackward"
+	return matMulGrad("ops.MatMulBackward", a, b, g, true), matMulGrad("ops.MatMulBackward", a, b, g, false)
+}
+
+// MatMulBackwardA returns only the gradient of MatMul with respect to a.
+func MatMulBackwardA(a, b, g *tensor.Tensor) *tensor.Tensor {
+	return matMulGrad("ops.MatMulBackwardA", a, b, g, true)
+}
+
+// MatMulBackwardB returns only the gradient of MatMul with respect to b,
+// sparing the product for a when it needs none (a network's input, say).
+func MatMulBackwardB(a, b, g *tensor.Tensor) *tensor.Tensor {
+	return matMulGrad("ops.MatMulBackwardB", a, b, g, false)
+}
+
+func matMulGrad(op string, a, b, g *tensor.Tensor, wrtA bool) *tensor.Tensor {
 	dev := operands(op, a, b, g)
 	dt := floats(op, a, b, g)
 	m, k := matrix(op, "a", a)
@@ -40,15 +54,18 @@ func MatMulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 		tensor.Panicf(op, tensor.ErrShape, "inner dimensions differ: a is %v, b is %v", a.Shape(), b.Shape())
 	}
 	sameShape(op, "upstream gradient", g, []int{m, n})
-	ga, ok := output(dev, dt, []int{m, k}, a, b, g)
-	if ok {
-		dev.MatMul(ga.Buffer(), g.Buffer(), b.Buffer(), m, n, k, false, true)
+	if wrtA {
+		ga, ok := output(dev, dt, []int{m, k}, a, b, g)
+		if ok {
+			dev.MatMul(ga.Buffer(), g.Buffer(), b.Buffer(), m, n, k, false, true)
+		}
+		return ga
 	}
-	gb, ok = output(dev, dt, []int{k, n}, a, b, g)
+	gb, ok := output(dev, dt, []int{k, n}, a, b, g)
 	if ok {
 		dev.MatMul(gb.Buffer(), a.Buffer(), g.Buffer(), k, m, n, true, false)
 	}
-	return ga, gb
+	return gb
 }
 
 // Transpose returns the transpose of a 2-D matrix.

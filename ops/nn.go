@@ -90,6 +90,9 @@ func Axpy(y, x *tensor.Tensor, alpha float64) {
 	dev := operands(op, y, x)
 	floats(op, y, x)
 	sameShape(op, "x", x, y.Shape())
+	if x.Buffer() != nil && x.Buffer() == y.Buffer() {
+		tensor.Panicf(op, tensor.ErrArgument, "x and y share memory; an in-place update needs distinct tensors")
+	}
 	if err := x.Err(); err != nil {
 		y.SetErr(err)
 	}

@@ -79,7 +79,8 @@ func checkLen(op string, n int, shape []int) {
 }
 
 // FromFloat32 copies data into a new float32 tensor of the given shape on
-// dev. With no shape, the tensor is 1-D.
+// dev. With no shape (a nil one), the tensor is 1-D; for a 0-D tensor pass
+// an empty shape, []int{}..., or use Scalar.
 func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
 	if shape == nil {
 		shape = []int{len(data)}
@@ -190,8 +191,9 @@ func (t *Tensor) live(op string) {
 	}
 }
 
-// Shape returns a copy of the tensor's shape; a 0-D scalar has an empty shape.
-func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+// Shape returns a copy of the tensor's shape; a 0-D scalar has an empty,
+// non-nil shape, which passed back to a From function makes a 0-D tensor.
+func (t *Tensor) Shape() []int { return append([]int{}, t.shape...) }
 
 // Dim returns the size of axis ax; negative axes count from the end.
 func (t *Tensor) Dim(ax int) int {

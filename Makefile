@@ -1,0 +1,52 @@
+# extensor: the two commands are `make train` and `make test`.
+
+GO        ?= go
+DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
+# Packages whose tests run everything on the CPU and must also build and pass
+# without cgo (and so without WebGPU).
+NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
+
+.PHONY: all deps test vet nocgo parity train bench lint
+
+all: test
+
+# deps installs the Debian packages extensor needs at run time: lavapipe
+# (Mesa's software Vulkan, the WebGPU adapter on machines without a GPU),
+# the Vulkan loader, and the Fashion-MNIST data. Without root it prints the
+# command to run instead.
+deps:
+	@missing=""; \
+	for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: $(DEB_PKGS) installed"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "deps: missing$$missing, and this is not a Debian system: install Vulkan (a GPU driver or Mesa's lavapipe) and the Fashion-MNIST IDX files yourself"; exit 1; \
+	fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "deps: missing Debian packages:$$missing"; \
+	  echo "deps: run:  sudo apt-get update && sudo apt-get install -y$$missing"; exit 1; \
+	fi; \
+	echo "deps: installing$$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null
+
+vet:
+	$(GO) vet ./...
+
+# nocgo proves a build without cgo compiles and runs on the CPU.
+nocgo:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
+
+test: deps vet nocgo
+	$(GO) test -count=1 -timeout 45m ./...
+
+# parity runs the parity suite and rewrites the README's coverage table.
+parity: deps
+	$(GO) test -count=1 ./parity -args -update
+
+train: deps
+	$(GO) run ./examples/mlp -device auto -epochs 3
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/ | tee bench.out

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/device"
+	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Config sets up a training run.
+type Config struct {
+	Device   string  // "auto", "webgpu" or "cpu"
+	Data     string  // directory of the Fashion-MNIST IDX files
+	Epochs   int     // passes over the training set
+	Batch    int     // examples per SGD step
+	LR       float64 // learning rate
+	Hidden   int     // hidden units
+	Seed     uint64  // initialisation and shuffling
+	Limit    int     // use only the first Limit training examples (0: all)
+	Progress int     // print progress every Progress steps (0: never)
+}
+
+// Epoch is what one epoch achieved.
+type Epoch struct {
+	Loss     float64 // mean training loss over the epoch
+	Accuracy float64 // test accuracy after the epoch, in [0, 1]
+	Seconds  float64 // wall time of the epoch's training steps
+}
+
+func main() {
+	cfg := Config{}
+	flag.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
+	flag.StringVar(&cfg.Data, "data", fashionmnist.DefaultDir, "directory of the Fashion-MNIST .gz files")
+	flag.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
+	flag.IntVar(&cfg.Batch, "batch", 128, "batch size")
+	flag.Float64Var(&cfg.LR, "lr", 0.1, "SGD learning rate")
+	flag.IntVar(&cfg.Hidden, "hidden", 256, "hidden units")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	flag.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
+	flag.IntVar(&cfg.Progress, "progress", 50, "print progress every N steps (0: never)")
+	flag.Parse()
+	log.SetFlags(0)
+	if _, err := Train(cfg, os.Stdout); err != nil {
+		log.Fatalf("mlp: %v", err)
+	}
+}
+
+// model is the MLP's parameters.
+type model struct {
+	w1, b1, w2, b2 *tensor.Tensor
+}
+
+func newModel(dev device.Device, in, hidden, out int, seed uint64) (*model, error) {
+	m := &model{}
+	var err error
+	// He initialisation for ReLU layers: N(0, 2/fan_in); biases 0.
+	if m.w1, err = tensor.Normal(dev, device.Float32, 0, math.Sqrt(2/float64(in)), seed, in, hidden); err != nil {
+		return nil, err
+	}
+	if m.b1, err = tensor.Zeros(dev, device.Float32, hidden); err != nil {
+		return nil, err
+	}
+	if m.w2, err = tensor.Normal(dev, device.Float32, 0, math.Sqrt(2/float64(hidden)), seed+1, hidden, out); err != nil {
+		return nil, err
+	}
+	if m.b2, err = tensor.Zeros(dev, device.Float32, out); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *model) release() {
+	for _, t := range []*tensor.Tensor{m.w1, m.b1, m.w2, m.b2} {
+		t.Release()
+	}
+}
+
+// logits runs the forward pass, returning the intermediate tensors the
+// backward pass needs; the caller releases them.
+func (m *model) forward(x *tensor.Tensor) (z1, h1, a1, z2, logits *tensor.Tensor) {
+	z1 = ops.MatMul(x, m.w1)
+	h1 = ops.Add(z1, m.b1)
+	a1 = ops.Relu(h1)
+	z2 = ops.MatMul(a1, m.w2)
+	logits = ops.Add(z2, m.b2)
+	return
+}
+
+// step runs one SGD step on a batch and adds the batch's loss to lossSum.
+func (m *model) step(x, y, one, lossSum *tensor.Tensor, lr float64) {
+	z1, h1, a1, z2, logits := m.forward(x)
+	loss := ops.SoftmaxCrossEntropy(logits, y)
+	dlogits := ops.SoftmaxCrossEntropyBackward(logits, y, one)
+	dz2, db2 := ops.AddBackward(z2, m.b2, dlogits)
+	da1, dw2 := ops.MatMulBackward(a1, m.w2, dz2)
+	dh1 := ops.ReluBackward(h1, da1)
+	dz1, db1 := ops.AddBackward(z1, m.b1, dh1)
+	dw1 := ops.MatMulBackwardB(x, m.w1, dz1)
+	ops.SGD(m.w1, dw1, lr)
+	ops.SGD(m.b1, db1, lr)
+	ops.SGD(m.w2, dw2, lr)
+	ops.SGD(m.b2, db2, lr)
+	ops.Axpy(lossSum, loss, 1)
+	for _, t := range []*tensor.Tensor{z1, h1, a1, z2, logits, loss, dlogits, dz2, db2, da1, dw2, dh1, dz1, db1, dw1} {
+		t.Release()
+	}
+}
+
+// Train trains the MLP as cfg says, printing progress to w, and returns
+// what each epoch achieved.
+func Train(cfg Config, w io.Writer) ([]Epoch, error) {
+	dev, err := device.Open(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	fmt.Fprintf(w, "device: %s\n", dev)
+	train, test, err := fashionmnist.Load(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	n := train.N
+	if cfg.Limit > 0 && cfg.Limit < n {
+		n = cfg.Limit
+	}
+	feat := train.Features()
+	m, err := newModel(dev, feat, cfg.Hidden, 10, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	defer m.release()
+	one := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
+	defer one.Release()
+
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
+	xb := make([]float32, cfg.Batch*feat)
+	yb := make([]int32, cfg.Batch)
+	stepsPerEpoch := (n + cfg.Batch - 1) / cfg.Batch
+	var epochs []Epoch
+	for e := 1; e <= cfg.Epochs; e++ {
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		lossSum, err := tensor.Zeros(dev, device.Float32)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		for s := 0; s < stepsPerEpoch; s++ {
+			lo := s * cfg.Batch
+			bs := min(cfg.Batch, n-lo)
+			for i := 0; i < bs; i++ {
+				src := order[lo+i]
+				copy(xb[i*feat:(i+1)*feat], train.Images[src*feat:(src+1)*feat])
+				yb[i] = train.Labels[src]
+			}
+			x, err := tensor.FromFloat32(dev, xb[:bs*feat], bs, feat)
+			if err != nil {
+				return nil, err
+			}
+			y, err := tensor.FromInt32(dev, yb[:bs], bs)
+			if err != nil {
+				return nil, err
+			}
+			m.step(x, y, one, lossSum, cfg.LR)
+			x.Release()
+			y.Release()
+			if cfg.Progress > 0 && (s+1)%cfg.Progress == 0 && s+1 < stepsPerEpoch {
+				v, err := lossSum.Float64s()
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(w, "  epoch %d  step %4d/%d  loss %.4f  %.1f steps/s\n", e, s+1, stepsPerEpoch,
+					v[0]/float64(s+1), float64(s+1)/time.Since(start).Seconds())
+			}
+		}
+		v, err := lossSum.Float64s()
+		lossSum.Release()
+		if err != nil {
+			return nil, err
+		}
+		secs := time.Since(start).Seconds()
+		acc, err := accuracy(dev, m, test)
+		if err != nil {
+			return nil, err
+		}
+		ep := Epoch{Loss: v[0] / float64(stepsPerEpoch), Accuracy: acc, Seconds: secs}
+		epochs = append(epochs, ep)
+		fmt.Fprintf(w, "epoch %d: train loss %.4f, test accuracy %.2f%%, %.1fs (%.1f ms/step)\n",
+			e, ep.Loss, 100*ep.Accuracy, ep.Seconds, 1000*ep.Seconds/float64(stepsPerEpoch))
+	}
+	return epochs, nil
+}
+
+// accuracy returns the fraction of the set the model classifies right.
+func accuracy(dev device.Device, m *model, set *fashionmnist.Set) (float64, error) {
+	const batch = 1000
+	feat := set.Features()
+	xb := make([]float32, batch*feat)
+	yb := make([]int32, batch)
+	right := 0
+	for lo := 0; lo < set.N; lo += batch {
+		bs := set.Batch(lo, batch, xb, yb)
+		x, err := tensor.FromFloat32(dev, xb[:bs*feat], bs, feat)
+		if err != nil {
+			return 0, err
+		}
+		z1, h1, a1, z2, logits := m.forward(x)
+		v, err := logits.Float32s()
+		for _, t := range []*tensor.Tensor{x, z1, h1, a1, z2, logits} {
+			t.Release()
+		}
+		if err != nil {
+			return 0, err
+		}
+		for i := 0; i < bs; i++ {
+			best := 0
+			for c := 1; c < 10; c++ {
+				if v[i*10+c] > v[i*10+best] {
+					best = c
+				}
+			}
+			if int32(best) == yb[i] {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(set.N), nil
+}

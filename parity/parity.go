@@ -1,0 +1,392 @@
+package parity
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/floats/scalar"
+)
+
+// Default tolerances.
+const (
+	RTol   = 1e-4 // WebGPU (and CPU float32) against CPU float64
+	ATol   = 1e-5
+	FDRTol = 1e-6 // CPU float64 backward against finite differences
+	FDATol = 1e-8
+)
+
+// Gen draws one input value.
+type Gen func(r *rand.Rand) float64
+
+// Uniform draws from [lo, hi).
+func Uniform(lo, hi float64) Gen {
+	return func(r *rand.Rand) float64 { return lo + (hi-lo)*r.Float64() }
+}
+
+// AwayFromZero draws magnitudes from [lo, hi) with a random sign, for
+// inputs that must avoid 0 (divisors, kinks).
+func AwayFromZero(lo, hi float64) Gen {
+	return func(r *rand.Rand) float64 {
+		v := lo + (hi-lo)*r.Float64()
+		if r.IntN(2) == 0 {
+			return -v
+		}
+		return v
+	}
+}
+
+// Classes draws class labels in [0, c).
+func Classes(c int) Gen {
+	return func(r *rand.Rand) float64 { return float64(r.IntN(c)) }
+}
+
+// Input describes one input of a case.
+type Input struct {
+	Shape []int
+	Int   bool // an int32 input (labels): no gradient, not rounded
+	Gen   Gen  // nil: Uniform(-1, 1)
+}
+
+// Case is one parity check of an op.
+type Case struct {
+	Op     string // the op's row in the coverage table, e.g. "add"
+	Name   string // the case, e.g. "(3,1,5)+(3,4,5)"
+	Inputs []Input
+	// Forward computes the op's output from the inputs.
+	Forward func(in []*tensor.Tensor) *tensor.Tensor
+	// Backward returns the gradient of each input given the upstream
+	// gradient g (nil for int inputs). A nil Backward means the op has
+	// none (an in-place update, say).
+	Backward func(in []*tensor.Tensor, g *tensor.Tensor) []*tensor.Tensor
+	// RTol and ATol override the tolerances against CPU float64.
+	RTol, ATol float64
+	// FDATol overrides the absolute tolerance against finite differences.
+	FDATol float64
+	// NoFD skips finite differences (cases too large for them).
+	NoFD bool
+}
+
+// Status is the outcome of one check of a case.
+type Status uint8
+
+// The outcomes.
+const (
+	NotRun Status = iota // skipped, e.g. no WebGPU adapter
+	Pass
+	Fail
+	NotApplicable // the op has no backward, or the case is too large
+)
+
+// Result holds the outcome of each check of a case.
+type Result struct {
+	Op, Case                          string
+	CPUFwd, CPUBwd, GPUFwd, GPUBwd, FD Status
+}
+
+// run is one evaluation of a case on a device in a dtype.
+type run struct {
+	out      []float64
+	outShape []int
+	grads    [][]float64
+	gshapes  [][]int
+}
+
+func seed(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// inputs draws the case's input values, rounded to float32.
+func (c *Case) inputs() [][]float64 {
+	r := rand.New(rand.NewPCG(seed(c.Op+"/"+c.Name), 1))
+	vals := make([][]float64, len(c.Inputs))
+	for i, in := range c.Inputs {
+		gen := in.Gen
+		if gen == nil {
+			gen = Uniform(-1, 1)
+		}
+		v := make([]float64, device.Numel(in.Shape))
+		for j := range v {
+			v[j] = gen(r)
+			if !in.Int {
+				v[j] = float64(float32(v[j]))
+			}
+		}
+		vals[i] = v
+	}
+	return vals
+}
+
+// upstream draws the upstream gradient for an output shape.
+func (c *Case) upstream(shape []int) []float64 {
+	r := rand.New(rand.NewPCG(seed(c.Op+"/"+c.Name), 2))
+	g := make([]float64, device.Numel(shape))
+	for i := range g {
+		g[i] = float64(float32(2*r.Float64() - 1))
+	}
+	return g
+}
+
+func (c *Case) tensors(dev device.Device, dt device.DType, vals [][]float64) ([]*tensor.Tensor, error) {
+	ts := make([]*tensor.Tensor, len(vals))
+	for i, v := range vals {
+		d := dt
+		if c.Inputs[i].Int {
+			d = device.Int32
+		}
+		t, err := tensor.FromValues(dev, d, v, c.Inputs[i].Shape...)
+		if err != nil {
+			release(ts)
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return ts, nil
+}
+
+func release(ts []*tensor.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.Release()
+		}
+	}
+}
+
+// forward evaluates the case's forward pass and reads its output.
+func (c *Case) forward(dev device.Device, dt device.DType, vals [][]float64) ([]float64, []int, error) {
+	in, err := c.tensors(dev, dt, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release(in)
+	var out *tensor.Tensor
+	if err := tensor.Maybe(func() { out = c.Forward(in) }); err != nil {
+		return nil, nil, err
+	}
+	defer out.Release()
+	v, err := out.Float64s()
+	return v, out.Shape(), err
+}
+
+// eval runs forward and, if the case has one, backward with upstream g
+// (drawn from the output's shape when nil).
+func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []float64) (*run, []float64, error) {
+	in, err := c.tensors(dev, dt, vals)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release(in)
+	res := &run{}
+	var inner error
+	err = tensor.Maybe(func() {
+		out := c.Forward(in)
+		defer out.Release()
+		if res.out, inner = out.Float64s(); inner != nil {
+			return
+		}
+		res.outShape = out.Shape()
+		if c.Backward == nil {
+			return
+		}
+		if g == nil {
+			g = c.upstream(res.outShape)
+		}
+		gt, e := tensor.FromValues(dev, dt, g, res.outShape...)
+		if e != nil {
+			inner = e
+			return
+		}
+		defer gt.Release()
+		grads := c.Backward(in, gt)
+		defer release(grads)
+		for _, gr := range grads {
+			if gr == nil {
+				res.grads = append(res.grads, nil)
+				res.gshapes = append(res.gshapes, nil)
+				continue
+			}
+			v, e := gr.Float64s()
+			if e != nil {
+				inner = e
+				return
+			}
+			res.grads = append(res.grads, v)
+			res.gshapes = append(res.gshapes, gr.Shape())
+		}
+	})
+	if err == nil {
+		err = inner
+	}
+	return res, g, err
+}
+
+// Check runs every check of c and reports failures on t. gpu may be nil,
+// in which case the WebGPU checks are NotRun.
+func Check(t testing.TB, c Case, gpu device.Device) Result {
+	t.Helper()
+	res := Result{Op: c.Op, Case: c.Name, FD: NotApplicable}
+	if c.Backward == nil {
+		res.CPUBwd, res.GPUBwd = NotApplicable, NotApplicable
+	}
+	vals := c.inputs()
+	host := cpu.New()
+	want, g, err := c.eval(host, device.Float64, vals, nil)
+	if err != nil {
+		t.Errorf("%s %s: cpu float64: %v", c.Op, c.Name, err)
+		res.CPUFwd, res.CPUBwd = Fail, Fail
+		return res
+	}
+	if !c.gradShapesOK(t, "cpu float64", want) {
+		res.CPUBwd = Fail
+	}
+	res.CPUFwd, res.CPUBwd = c.compareRun(t, "cpu float32", host, vals, g, want, res.CPUBwd)
+	if gpu != nil {
+		res.GPUFwd, res.GPUBwd = c.compareRun(t, "webgpu", gpu, vals, g, want, res.GPUBwd)
+	}
+	if c.Backward != nil && !c.NoFD {
+		res.FD = c.finiteDifferences(t, vals, g, want)
+	}
+	return res
+}
+
+// gradShapesOK checks that every gradient has its input's shape.
+func (c *Case) gradShapesOK(t testing.TB, where string, r *run) bool {
+	t.Helper()
+	if c.Backward == nil {
+		return true
+	}
+	ok := len(r.grads) == len(c.Inputs)
+	if !ok {
+		t.Errorf("%s %s: %s: backward returned %d gradients for %d inputs", c.Op, c.Name, where, len(r.grads), len(c.Inputs))
+		return false
+	}
+	for i, in := range c.Inputs {
+		switch {
+		case in.Int && r.grads[i] != nil:
+			t.Errorf("%s %s: %s: int input %d got a gradient", c.Op, c.Name, where, i)
+			ok = false
+		case !in.Int && !slices.Equal(r.gshapes[i], in.Shape):
+			t.Errorf("%s %s: %s: gradient %d has shape %v; input has shape %v", c.Op, c.Name, where, i, r.gshapes[i], in.Shape)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// compareRun evaluates the case in float32 on dev and compares it with the
+// CPU float64 run.
+func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals [][]float64, g []float64, want *run, bwdSoFar Status) (fwd, bwd Status) {
+	t.Helper()
+	got, _, err := c.eval(dev, device.Float32, vals, g)
+	if err != nil {
+		t.Errorf("%s %s: %s: %v", c.Op, c.Name, where, err)
+		return Fail, Fail
+	}
+	rtol, atol := c.RTol, c.ATol
+	if rtol == 0 {
+		rtol = RTol
+	}
+	if atol == 0 {
+		atol = ATol
+	}
+	fwd = Pass
+	if !slices.Equal(got.outShape, want.outShape) {
+		t.Errorf("%s %s: %s: output shape %v; cpu float64 gives %v", c.Op, c.Name, where, got.outShape, want.outShape)
+		fwd = Fail
+	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op, c.Name, where), got.out, want.out, rtol, atol) {
+		fwd = Fail
+	}
+	if c.Backward == nil {
+		return fwd, NotApplicable
+	}
+	bwd = Pass
+	if bwdSoFar == Fail || !c.gradShapesOK(t, where, got) {
+		bwd = Fail
+	}
+	for i := range c.Inputs {
+		if c.Inputs[i].Int || bwd == Fail {
+			continue
+		}
+		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op, c.Name, where, i), got.grads[i], want.grads[i], rtol, atol) {
+			bwd = Fail
+		}
+	}
+	return fwd, bwd
+}
+
+// finiteDifferences compares the CPU float64 gradients with central
+// differences of Σ forward(x)·g.
+func (c *Case) finiteDifferences(t testing.TB, vals [][]float64, g []float64, want *run) Status {
+	t.Helper()
+	host := cpu.New()
+	atol := c.FDATol
+	if atol == 0 {
+		atol = FDATol
+	}
+	status := Pass
+	for i, in := range c.Inputs {
+		if in.Int {
+			continue
+		}
+		var ferr error
+		f := func(x []float64) float64 {
+			probe := slices.Clone(vals)
+			probe[i] = x
+			out, _, err := c.forward(host, device.Float64, probe)
+			if err != nil {
+				ferr = err
+				return math.NaN()
+			}
+			s := 0.0
+			for j, v := range out {
+				s += v * g[j]
+			}
+			return s
+		}
+		num := fd.Gradient(nil, f, slices.Clone(vals[i]), &fd.Settings{Formula: fd.Central})
+		if ferr != nil {
+			t.Errorf("%s %s: finite differences: %v", c.Op, c.Name, ferr)
+			return Fail
+		}
+		if !Close(t, fmt.Sprintf("%s %s: cpu float64 gradient %d against finite differences", c.Op, c.Name, i), want.grads[i], num, FDRTol, atol) {
+			status = Fail
+		}
+	}
+	return status
+}
+
+// Close reports whether got and want agree elementwise within atol or rtol
+// (NaNs agree with NaNs), reporting the first mismatches on t.
+func Close(t testing.TB, what string, got, want []float64, rtol, atol float64) bool {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d values; want %d", what, len(got), len(want))
+		return false
+	}
+	bad, worst := 0, 0.0
+	var first []string
+	for i := range got {
+		a, b := got[i], want[i]
+		if math.IsNaN(a) && math.IsNaN(b) || scalar.EqualWithinAbsOrRel(a, b, atol, rtol) {
+			continue
+		}
+		bad++
+		worst = max(worst, math.Abs(a-b))
+		if len(first) < 5 {
+			first = append(first, fmt.Sprintf("[%d] got %.9g want %.9g", i, a, b))
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values differ (rtol %g, atol %g; max abs diff %.3g): %v", what, bad, len(got), rtol, atol, worst, first)
+	}
+	return bad == 0
+}

@@ -1,0 +1,94 @@
+package parity
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Table collects results into the op coverage table.
+type Table struct {
+	order []string
+	rows  map[string]*tableRow
+}
+
+type tableRow struct {
+	cases, fdPass, fdRun int
+	cells                [4]Status // cpu fwd, cpu bwd, webgpu fwd, webgpu bwd
+	fd                   Status
+}
+
+// merge combines the outcomes of two cases for one cell: a failure wins,
+// then a pass, then not run, then not applicable.
+func merge(a, b Status) Status {
+	rank := map[Status]int{NotApplicable: 0, NotRun: 1, Pass: 2, Fail: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// Add records the result of one case.
+func (t *Table) Add(r Result) {
+	if t.rows == nil {
+		t.rows = map[string]*tableRow{}
+	}
+	row, ok := t.rows[r.Op]
+	if !ok {
+		row = &tableRow{cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable}
+		t.rows[r.Op] = row
+		t.order = append(t.order, r.Op)
+	}
+	row.cases++
+	for i, s := range [4]Status{r.CPUFwd, r.CPUBwd, r.GPUFwd, r.GPUBwd} {
+		row.cells[i] = merge(row.cells[i], s)
+	}
+	row.fd = merge(row.fd, r.FD)
+	if r.FD == Pass || r.FD == Fail {
+		row.fdRun++
+	}
+	if r.FD == Pass {
+		row.fdPass++
+	}
+}
+
+// Complete reports whether every applicable check ran and passed.
+func (t *Table) Complete() bool {
+	for _, row := range t.rows {
+		for _, s := range append(row.cells[:], row.fd) {
+			if s == Fail || s == NotRun {
+				return false
+			}
+		}
+	}
+	return len(t.rows) > 0
+}
+
+func (s Status) String() string {
+	switch s {
+	case Pass:
+		return "✓"
+	case Fail:
+		return "✗ FAIL"
+	case NotRun:
+		return "not run"
+	}
+	return "—"
+}
+
+// Markdown renders the table. A finite-differences cell counts the cases
+// checked: the large-tensor cases are too big for them.
+func (t *Table) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| op | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, op := range t.order {
+		row := t.rows[op]
+		fd := row.fd.String()
+		if row.fd == Pass || row.fd == Fail {
+			fd = fmt.Sprintf("%s %d/%d", fd, row.fdPass, row.cases)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", op, row.cases,
+			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd)
+	}
+	return b.String()
+}
