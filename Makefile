@@ -6,7 +6,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet nocgo parity train bench lint
+.PHONY: all deps test vet nocgo parity train bench
 
 all: test
 
@@ -49,4 +49,4 @@ train: deps
 	$(GO) run ./examples/mlp -device auto -epochs 3
 
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/ | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/

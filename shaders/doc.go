@@ -1,5 +1,5 @@
-// Package shaders holds extensor's WGSL compute kernels, embedded with
-// go:embed.
+// Package shaders holds extensor's WGSL compute kernels, embedded in the
+// binary with the go:embed directive.
 //
 // naga 0.13 (wgpu 0.17) has no override constants, so kernels are
 // specialised by templating: each .wgsl file is a text/template that Source

@@ -258,6 +258,9 @@ func (d *Device) Close() error {
 	return d.err
 }
 
+// Submissions returns how many batches the device has submitted.
+func (d *Device) Submissions() uint64 { return d.submitted }
+
 // PoolStats returns the statistics of the buffer pool.
 func (d *Device) PoolStats() device.PoolStats { return d.pool.stats }
 

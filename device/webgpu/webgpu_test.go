@@ -1,0 +1,193 @@
+//go:build cgo
+
+package webgpu_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// fresh opens a device of its own, for tests that break or close it.
+func fresh(t *testing.T) *webgpu.Device {
+	t.Helper()
+	gputest.Open(t) // fails under CI, skips elsewhere, without an adapter
+	d, err := webgpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestOpenDescribesAdapter(t *testing.T) {
+	d := fresh(t)
+	if d.Name() != "webgpu" {
+		t.Errorf("Name() = %q", d.Name())
+	}
+	if s := d.String(); !strings.HasPrefix(s, "webgpu: ") || strings.Count(s, ", ") < 2 {
+		t.Errorf("String() = %q; want \"webgpu: <adapter>, <backend>, <type>\"", s)
+	}
+	if l := d.Limits(); l.MaxComputeWorkgroupsPerDimension < 65535 || l.MaxStorageBufferBindingSize < 1<<27 {
+		t.Errorf("limits not the adapter's: %+v", l)
+	}
+	t.Log(d)
+}
+
+func TestAutoPrefersWebGPU(t *testing.T) {
+	gputest.Open(t)
+	t.Setenv(device.EnvDevice, "")
+	d, err := device.Open("auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Name() != "webgpu" {
+		t.Errorf("auto chose %s with an adapter present", d)
+	}
+	t.Setenv(device.EnvDevice, "cpu")
+	c, err := device.Open("auto")
+	if err != nil || c.Name() != "cpu" {
+		t.Errorf("auto with %s=cpu: %v, %v", device.EnvDevice, c, err)
+	}
+}
+
+func TestAdapterOverride(t *testing.T) {
+	gputest.Open(t)
+	for _, v := range []string{"0", firstAdapterWord(t)} {
+		t.Setenv(webgpu.EnvAdapter, v)
+		d, err := webgpu.Open()
+		if err != nil {
+			t.Errorf("%s=%q: %v", webgpu.EnvAdapter, v, err)
+			continue
+		}
+		d.Close()
+	}
+	t.Setenv(webgpu.EnvAdapter, "no-such-adapter")
+	_, err := webgpu.Open()
+	if !errors.Is(err, device.ErrUnavailable) || !strings.Contains(err.Error(), "no-such-adapter") {
+		t.Errorf("unknown adapter: err = %v", err)
+	}
+}
+
+func firstAdapterWord(t *testing.T) string {
+	d := fresh(t)
+	name := strings.TrimPrefix(d.String(), "webgpu: ")
+	return strings.ToUpper(strings.Fields(name)[0])
+}
+
+func TestCloseTwice(t *testing.T) {
+	gputest.Open(t)
+	d, err := webgpu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.Must(tensor.Ones(d, device.Float32, 10))
+	_ = ops.Relu(x)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := d.Alloc(device.Float32, 4); err == nil {
+		t.Errorf("Alloc after Close: no error")
+	}
+}
+
+func TestFloat64Unsupported(t *testing.T) {
+	d := gputest.Open(t)
+	_, err := tensor.Zeros(d, device.Float64, 3)
+	if !errors.Is(err, tensor.ErrDType) || !strings.Contains(err.Error(), "float64") {
+		t.Errorf("float64 on webgpu: err = %v; want ErrDType naming float64", err)
+	}
+}
+
+func TestTensorBeyondBindingLimit(t *testing.T) {
+	d := fresh(t)
+	n := int(d.Limits().MaxStorageBufferBindingSize/4) + 1
+	_, err := tensor.Zeros(d, device.Float32, n)
+	if err == nil || !strings.Contains(err.Error(), "maximum storage buffer binding size") {
+		t.Fatalf("tensor of %d float32: err = %v; want a binding-size error", n, err)
+	}
+	// An op whose output is too large fails its readback, never zeros.
+	x := tensor.Must(tensor.Ones(d, device.Float32, n/2+1, 1))
+	y := tensor.Must(tensor.Ones(d, device.Float32, 1, 2))
+	z := ops.Add(x, y)
+	if _, err := z.Float32s(); err == nil || !strings.Contains(err.Error(), "binding size") {
+		t.Errorf("readback of an oversized result: err = %v", err)
+	}
+}
+
+func TestValidationErrorNamesKernel(t *testing.T) {
+	d := fresh(t)
+	x := tensor.Must(tensor.Ones(d, device.Float32, 8))
+	// The same buffer as input and output of one dispatch is invalid.
+	d.Unary(device.Relu, x.Buffer(), x.Buffer())
+	err := d.Sync()
+	if err == nil || !strings.Contains(err.Error(), "kernel unary/relu") {
+		t.Fatalf("Sync after an invalid dispatch: %v; want an error naming kernel unary/relu", err)
+	}
+	if _, rerr := x.Float32s(); !errors.Is(rerr, err) && (rerr == nil || rerr.Error() != err.Error()) {
+		t.Errorf("readback after the failure: %v; want the same error", rerr)
+	}
+}
+
+func TestBatchedSubmission(t *testing.T) {
+	d := fresh(t)
+	x := tensor.Must(tensor.Ones(d, device.Float32, 64))
+	before := d.Submissions()
+	acc := ops.Clone(x)
+	const n = 600
+	for range n {
+		ops.Axpy(acc, x, 1)
+	}
+	got, err := acc.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != n+1 || got[63] != n+1 {
+		t.Errorf("after %d in-place adds: %v…; want %d", n, got[:2], n+1)
+	}
+	subs := d.Submissions() - before
+	if max := uint64(n/webgpu.BatchSize + 2); subs > max {
+		t.Errorf("%d ops took %d submissions; want at most %d (batches of %d)", n, subs, max, webgpu.BatchSize)
+	}
+	t.Logf("%d dispatches in %d submissions", n+1, subs)
+}
+
+func TestPoolReusesAfterCompletion(t *testing.T) {
+	d := fresh(t)
+	x := tensor.Must(tensor.Ones(d, device.Float32, 1000))
+	y := ops.Relu(x)
+	y.Release() // used by recorded, unsubmitted work: must not be reused yet
+	s0 := d.PoolStats()
+	if s0.BytesPending == 0 {
+		t.Fatalf("freed buffer of unfinished work is not pending: %+v", s0)
+	}
+	z := ops.Relu(x) // same size: must be a miss while y's buffer is pending
+	if s := d.PoolStats(); s.Misses != s0.Misses+1 {
+		t.Errorf("buffer reused before its submission completed: %+v -> %+v", s0, s)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.PoolStats(); s.BytesPending != 0 || s.BytesPooled == 0 {
+		t.Errorf("after Sync: %+v; want nothing pending, the freed buffer pooled", s)
+	}
+	z.Release()
+	d.Sync()
+	s1 := d.PoolStats()
+	w := ops.Relu(x)
+	if s := d.PoolStats(); s.Hits != s1.Hits+1 {
+		t.Errorf("pooled buffer not reused: %+v -> %+v", s1, s)
+	}
+	w.Release()
+	x.Release()
+}

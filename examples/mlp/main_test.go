@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/internal/gputest"
+)
+
+// config is the configuration of make train.
+func config(dev string) Config {
+	return Config{Device: dev, Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 128, LR: 0.1, Hidden: 256, Seed: 2, Progress: 100}
+}
+
+// needData skips (fails under CI, where make deps installs it) without the data.
+func needData(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
+		t.Skipf("no Fashion-MNIST data: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrainWebGPU is make train on the WebGPU backend: 3 epochs of the
+// 784-256-10 MLP must reach 83.5% test accuracy.
+func TestTrainWebGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for 3 epochs; skipped with -short")
+	}
+	gputest.Open(t)
+	var out bytes.Buffer
+	epochs, err := Train(config("webgpu"), &out)
+	t.Log(out.String())
+	needData(t, err)
+	if len(epochs) != 3 {
+		t.Fatalf("%d epochs reported; want 3", len(epochs))
+	}
+	if acc := epochs[2].Accuracy; acc < 0.835 {
+		t.Errorf("test accuracy after 3 epochs on webgpu: %.2f%%; want ≥ 83.5%%", 100*acc)
+	}
+	if !(epochs[2].Loss < epochs[0].Loss) {
+		t.Errorf("training loss did not fall: %+v", epochs)
+	}
+	for _, want := range []string{"device: webgpu:", "step  100/469", "epoch 3: train loss"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestTrainCPU runs the same code on the CPU, on a fifth of the data.
+func TestTrainCPU(t *testing.T) {
+	cfg := config("cpu")
+	cfg.Epochs, cfg.Limit, cfg.Progress = 2, 12000, 0
+	var out bytes.Buffer
+	epochs, err := Train(cfg, &out)
+	needData(t, err)
+	if len(epochs) != 2 || !(epochs[1].Loss < epochs[0].Loss) || epochs[1].Accuracy < 0.75 {
+		t.Errorf("cpu training on 12000 examples: %+v; want 2 epochs, falling loss, ≥ 75%% accuracy\n%s", epochs, out.String())
+	}
+}
+
+func TestTrainUnknownDevice(t *testing.T) {
+	_, err := Train(Config{Device: "tpu", Epochs: 1}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "unknown device") {
+		t.Errorf("device tpu: %v; want an unknown-device error", err)
+	}
+}

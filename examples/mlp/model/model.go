@@ -1,0 +1,100 @@
+// Package model is the 784-256-10 ReLU MLP of the mlp example, written with
+// extensor's explicit forward and backward ops; the benchmarks time its
+// training step.
+package model
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// MLP is a two-layer perceptron: logits = relu(x·W1 + b1)·W2 + b2.
+type MLP struct {
+	W1, B1, W2, B2 *tensor.Tensor
+	one            *tensor.Tensor // the upstream gradient of the loss
+}
+
+// New returns an MLP with He-initialised weights (N(0, 2/fan_in), drawn
+// with seed) and zero biases, on dev in float32.
+func New(dev device.Device, in, hidden, out int, seed uint64) (*MLP, error) {
+	m := &MLP{}
+	var err error
+	if m.W1, err = tensor.Normal(dev, device.Float32, 0, math.Sqrt(2/float64(in)), seed, in, hidden); err != nil {
+		return nil, err
+	}
+	if m.B1, err = tensor.Zeros(dev, device.Float32, hidden); err != nil {
+		return nil, err
+	}
+	if m.W2, err = tensor.Normal(dev, device.Float32, 0, math.Sqrt(2/float64(hidden)), seed+1, hidden, out); err != nil {
+		return nil, err
+	}
+	if m.B2, err = tensor.Zeros(dev, device.Float32, out); err != nil {
+		return nil, err
+	}
+	if m.one, err = tensor.Scalar(dev, device.Float32, 1); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Release frees the parameters.
+func (m *MLP) Release() {
+	for _, t := range []*tensor.Tensor{m.W1, m.B1, m.W2, m.B2, m.one} {
+		t.Release()
+	}
+}
+
+// activations are the forward pass's intermediate tensors.
+type activations struct {
+	z1, h1, a1, z2, logits *tensor.Tensor
+}
+
+func (a *activations) release() {
+	for _, t := range []*tensor.Tensor{a.z1, a.h1, a.a1, a.z2, a.logits} {
+		t.Release()
+	}
+}
+
+func (m *MLP) forward(x *tensor.Tensor) *activations {
+	a := &activations{}
+	a.z1 = ops.MatMul(x, m.W1)
+	a.h1 = ops.Add(a.z1, m.B1)
+	a.a1 = ops.Relu(a.h1)
+	a.z2 = ops.MatMul(a.a1, m.W2)
+	a.logits = ops.Add(a.z2, m.B2)
+	return a
+}
+
+// Logits returns the network's output for the N×in batch x.
+func (m *MLP) Logits(x *tensor.Tensor) *tensor.Tensor {
+	a := m.forward(x)
+	logits := a.logits
+	a.logits = nil
+	a.release()
+	return logits
+}
+
+// Step runs one SGD step with learning rate lr on the batch x with int32
+// labels y, and returns the batch's mean cross-entropy loss (0-D).
+func (m *MLP) Step(x, y *tensor.Tensor, lr float64) (loss *tensor.Tensor) {
+	a := m.forward(x)
+	defer a.release()
+	loss = ops.SoftmaxCrossEntropy(a.logits, y)
+	dlogits := ops.SoftmaxCrossEntropyBackward(a.logits, y, m.one)
+	dz2, db2 := ops.AddBackward(a.z2, m.B2, dlogits)
+	da1, dw2 := ops.MatMulBackward(a.a1, m.W2, dz2)
+	dh1 := ops.ReluBackward(a.h1, da1)
+	dz1, db1 := ops.AddBackward(a.z1, m.B1, dh1)
+	dw1 := ops.MatMulBackwardB(x, m.W1, dz1) // the input needs no gradient
+	ops.SGD(m.W1, dw1, lr)
+	ops.SGD(m.B1, db1, lr)
+	ops.SGD(m.W2, dw2, lr)
+	ops.SGD(m.B2, db2, lr)
+	for _, t := range []*tensor.Tensor{dlogits, dz2, db2, da1, dw2, dh1, dz1, db1, dw1} {
+		t.Release()
+	}
+	return loss
+}
