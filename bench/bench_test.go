@@ -64,8 +64,8 @@ func BenchmarkAdd(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					ops.Add(x, y).Release()
+					sync(b, dev) // lets the pool recycle the 64 MB result
 				}
-				sync(b, dev)
 				b.ReportMetric(12*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
 		}
@@ -105,6 +105,10 @@ func BenchmarkMLPStep(b *testing.B) {
 			}
 			sync(b, dev)
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+			if p, ok := dev.(device.Pooler); ok {
+				s := p.PoolStats()
+				b.ReportMetric(100*float64(s.Hits)/float64(max(s.Hits+s.Misses, 1)), "%pool-hits")
+			}
 		})
 	}
 }

@@ -87,7 +87,7 @@ const (
 
 // Result holds the outcome of each check of a case.
 type Result struct {
-	Op, Case                          string
+	Op, Case                           string
 	CPUFwd, CPUBwd, GPUFwd, GPUBwd, FD Status
 }
 

@@ -251,7 +251,7 @@ func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB boo
 	if m == 0 || n == 0 {
 		return
 	}
-	const tm, tn, wg = 8, 8, 8
+	const tm, tn, wg = 8, 16, 8
 	spec := map[string]any{
 		"TM": tm, "TN": tn, "TransA": transA, "TransB": transB,
 		"VecA": transA && m%4 == 0, "VecB": !transB && n%4 == 0,

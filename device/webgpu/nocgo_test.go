@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu"
 )
 
