@@ -115,25 +115,16 @@ func (d *Device) Free(b device.Buffer) {
 // Write copies src into dst.
 func (d *Device) Write(dst device.Buffer, src any) error {
 	b := buf(dst)
-	var n int
+	if err := device.CheckHost("cpu: Write", src, b.dt, b.Len()); err != nil {
+		return err
+	}
 	switch s := src.(type) {
 	case []float32:
-		if b.dt == device.Float32 {
-			n = copy(b.f32, s)
-		}
+		copy(b.f32, s)
 	case []float64:
-		if b.dt == device.Float64 {
-			n = copy(b.f64, s)
-		}
+		copy(b.f64, s)
 	case []int32:
-		if b.dt == device.Int32 {
-			n = copy(b.i32, s)
-		}
-	default:
-		return fmt.Errorf("cpu: Write: unsupported source %T", src)
-	}
-	if n != b.Len() || sliceLen(src) != b.Len() {
-		return fmt.Errorf("cpu: Write: %T of length %d into %v buffer of %d elements", src, sliceLen(src), b.dt, b.Len())
+		copy(b.i32, s)
 	}
 	return nil
 }
@@ -141,39 +132,18 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 // Read copies src into dst.
 func (d *Device) Read(src device.Buffer, dst any) error {
 	b := buf(src)
-	var n int
+	if err := device.CheckHost("cpu: Read", dst, b.dt, b.Len()); err != nil {
+		return err
+	}
 	switch s := dst.(type) {
 	case []float32:
-		if b.dt == device.Float32 {
-			n = copy(s, b.f32)
-		}
+		copy(s, b.f32)
 	case []float64:
-		if b.dt == device.Float64 {
-			n = copy(s, b.f64)
-		}
+		copy(s, b.f64)
 	case []int32:
-		if b.dt == device.Int32 {
-			n = copy(s, b.i32)
-		}
-	default:
-		return fmt.Errorf("cpu: Read: unsupported destination %T", dst)
-	}
-	if n != b.Len() || sliceLen(dst) != b.Len() {
-		return fmt.Errorf("cpu: Read: %v buffer of %d elements into %T of length %d", b.dt, b.Len(), dst, sliceLen(dst))
+		copy(s, b.i32)
 	}
 	return nil
-}
-
-func sliceLen(s any) int {
-	switch s := s.(type) {
-	case []float32:
-		return len(s)
-	case []float64:
-		return len(s)
-	case []int32:
-		return len(s)
-	}
-	return -1
 }
 
 // Sync returns nil: the CPU device runs kernels synchronously.

@@ -39,3 +39,31 @@ func (d DType) String() string {
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(d))
 }
+
+// HostSlice describes a host slice given to Device.Write or Device.Read:
+// its dtype and length, with ok false if it is not a []float32, []float64
+// or []int32.
+func HostSlice(s any) (dt DType, n int, ok bool) {
+	switch s := s.(type) {
+	case []float32:
+		return Float32, len(s), true
+	case []float64:
+		return Float64, len(s), true
+	case []int32:
+		return Int32, len(s), true
+	}
+	return 0, 0, false
+}
+
+// CheckHost returns an error unless s is a host slice of dtype dt and
+// length n; op names the caller in the message.
+func CheckHost(op string, s any, dt DType, n int) error {
+	sdt, sn, ok := HostSlice(s)
+	if !ok {
+		return fmt.Errorf("%s: %T is not a []float32, []float64 or []int32", op, s)
+	}
+	if sdt != dt || sn != n {
+		return fmt.Errorf("%s: []%v of length %d does not match a %v buffer of %d elements", op, sdt, sn, dt, n)
+	}
+	return nil
+}

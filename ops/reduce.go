@@ -41,10 +41,7 @@ func Sum(x *tensor.Tensor) *tensor.Tensor {
 // SumBackward returns the gradient of Sum with respect to x, given the 0-D
 // upstream gradient g.
 func SumBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	const op = "ops.SumBackward"
-	operands(op, x, g)
-	sameShape(op, "upstream gradient", g, nil)
-	return scaledBroadcast(op, g, x.Shape(), 1)
+	return allBackward("ops.SumBackward", x, g, 1)
 }
 
 // Mean returns the mean of all elements of x as a 0-D tensor.
@@ -54,10 +51,15 @@ func Mean(x *tensor.Tensor) *tensor.Tensor {
 
 // MeanBackward returns the gradient of Mean with respect to x.
 func MeanBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	const op = "ops.MeanBackward"
+	return allBackward("ops.MeanBackward", x, g, 1/float64(max(x.Len(), 1)))
+}
+
+// allBackward broadcasts the 0-D gradient g of a full reduction of x back
+// to x's shape, times scale.
+func allBackward(op string, x, g *tensor.Tensor, scale float64) *tensor.Tensor {
 	operands(op, x, g)
 	sameShape(op, "upstream gradient", g, nil)
-	return scaledBroadcast(op, g, x.Shape(), 1/float64(max(x.Len(), 1)))
+	return scaledBroadcast(op, g, x.Shape(), scale)
 }
 
 // SumAxis returns the sum of x over one axis (negative axes count from the

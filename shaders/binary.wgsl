@@ -4,6 +4,7 @@
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+{{template "broadcast_offsets"}}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -12,17 +13,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (i >= p[0]) {
         return;
     }
-    var rem = i;
-    var ia = 0u;
-    var ib = 0u;
-    for (var d = i32(p[1]) - 1; d >= 0; d--) {
-        let s = p[2 + d];
-        let c = rem % s;
-        rem = rem / s;
-        ia += c * p[10 + d];
-        ib += c * p[18 + d];
-    }
-    let x = a[ia];
-    let y = b[ib];
+    let off = broadcast_offsets(i);
+    let x = a[off.x];
+    let y = b[off.y];
     out[i] = {{.Expr}};
 }

@@ -5,16 +5,7 @@
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
-fn offset(base: u32, r: u32) -> u32 {
-    var rem = r;
-    var off = base;
-    for (var d = i32(p[3]) - 1; d >= 0; d--) {
-        let s = p[21 + d];
-        off += (rem % s) * p[29 + d];
-        rem = rem / s;
-    }
-    return off;
-}
+{{template "reduce_offsets"}}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -23,13 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (o >= p[0]) {
         return;
     }
-    var rem = o;
-    var base = 0u;
-    for (var d = i32(p[2]) - 1; d >= 0; d--) {
-        let s = p[5 + d];
-        base += (rem % s) * p[13 + d];
-        rem = rem / s;
-    }
+    let base = base_offset(o);
     var acc = 0.0;
     let count = p[1];
     if (p[3] == 1u) {

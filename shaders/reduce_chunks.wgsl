@@ -6,16 +6,7 @@
 
 var<workgroup> partial: array<f32, 256>;
 
-fn offset(base: u32, r: u32) -> u32 {
-    var rem = r;
-    var off = base;
-    for (var d = i32(p[3]) - 1; d >= 0; d--) {
-        let s = p[21 + d];
-        off += (rem % s) * p[29 + d];
-        rem = rem / s;
-    }
-    return off;
-}
+{{template "reduce_offsets"}}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -27,13 +18,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let o = w / chunks;
     let c = w % chunks;
-    var rem = o;
-    var base = 0u;
-    for (var d = i32(p[2]) - 1; d >= 0; d--) {
-        let s = p[5 + d];
-        base += (rem % s) * p[13 + d];
-        rem = rem / s;
-    }
+    let base = base_offset(o);
     let start = c * p[38];
     let end = min(p[1], start + p[38]);
     var acc = 0.0;

@@ -25,24 +25,23 @@ var funcs = template.FuncMap{
 	"mod": func(a, b int) int { return a % b },
 }
 
+// set holds every kernel, parsed once; common.wgsl defines the blocks that
+// several kernels include with {{template}}.
+var set = template.Must(template.New("").Funcs(funcs).Option("missingkey=error").ParseFS(files, "*.wgsl"))
+
 // Source returns the WGSL of kernel name (a file name without ".wgsl")
 // specialised with data, after the common prelude.
 func Source(name string, data any) (string, error) {
+	if name == "prelude" || name == "common" || set.Lookup(name+".wgsl") == nil {
+		return "", fmt.Errorf("shaders: no kernel %q", name)
+	}
 	prelude, err := files.ReadFile("prelude.wgsl")
 	if err != nil {
 		return "", err
 	}
-	text, err := files.ReadFile(name + ".wgsl")
-	if err != nil {
-		return "", fmt.Errorf("shaders: no kernel %q: %w", name, err)
-	}
-	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(string(text))
-	if err != nil {
-		return "", fmt.Errorf("shaders: %s: %w", name, err)
-	}
 	var b bytes.Buffer
 	b.Write(prelude)
-	if err := t.Execute(&b, data); err != nil {
+	if err := set.ExecuteTemplate(&b, name+".wgsl", data); err != nil {
 		return "", fmt.Errorf("shaders: %s: %w", name, err)
 	}
 	return b.String(), nil

@@ -3,6 +3,7 @@
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
 @group(0) @binding(3) var<storage, read_write> loss: array<f32>;
+{{template "softmax_row"}}
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -13,14 +14,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let row = i * c;
-    var m = logits[row];
-    for (var j = 1u; j < c; j++) {
-        m = max(m, logits[row + j]);
-    }
-    var s = 0.0;
-    for (var j = 0u; j < c; j++) {
-        s += exp(logits[row + j] - m);
-    }
+    let stats = row_stats(row, c);
+    let m = stats.x;
+    let s = stats.y;
     let y = labels[i];
     if (y < 0 || u32(y) >= c) {
         loss[i] = bitcast<f32>(0x7fc00000u);

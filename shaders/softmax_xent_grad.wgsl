@@ -4,6 +4,7 @@
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
 @group(0) @binding(3) var<storage, read> g: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dlogits: array<f32>;
+{{template "softmax_row"}}
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -14,14 +15,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let row = i * c;
-    var m = logits[row];
-    for (var j = 1u; j < c; j++) {
-        m = max(m, logits[row + j]);
-    }
-    var s = 0.0;
-    for (var j = 0u; j < c; j++) {
-        s += exp(logits[row + j] - m);
-    }
+    let stats = row_stats(row, c);
+    let m = stats.x;
+    let s = stats.y;
     let scale = g[0] / f32(p[0]);
     let y = labels[i];
     let bad = y < 0 || u32(y) >= c;

@@ -219,47 +219,24 @@ func (d *Device) Free(b device.Buffer) {
 
 // hostBytes returns the bytes of a []float32 or []int32 matching b.
 func hostBytes(op string, b *buffer, s any) ([]byte, error) {
+	if err := device.CheckHost("webgpu: "+op, s, b.dt, b.n); err != nil {
+		return nil, err
+	}
 	var p unsafe.Pointer
-	var n int
 	switch s := s.(type) {
 	case []float32:
-		if b.dt == device.Float32 && len(s) > 0 {
+		if len(s) > 0 {
 			p = unsafe.Pointer(&s[0])
-		}
-		n = len(s)
-		if b.dt != device.Float32 {
-			n = -1
 		}
 	case []int32:
-		if b.dt == device.Int32 && len(s) > 0 {
+		if len(s) > 0 {
 			p = unsafe.Pointer(&s[0])
 		}
-		n = len(s)
-		if b.dt != device.Int32 {
-			n = -1
-		}
-	default:
-		n = -1
 	}
-	if n != b.n {
-		return nil, fmt.Errorf("webgpu: %s: %T of length %d does not match a %v buffer of %d elements", op, s, sliceLen(s), b.dt, b.n)
-	}
-	if n == 0 {
+	if p == nil {
 		return nil, nil
 	}
-	return unsafe.Slice((*byte)(p), n*4), nil
-}
-
-func sliceLen(s any) int {
-	switch s := s.(type) {
-	case []float32:
-		return len(s)
-	case []float64:
-		return len(s)
-	case []int32:
-		return len(s)
-	}
-	return -1
+	return unsafe.Slice((*byte)(p), b.n*4), nil
 }
 
 // Write copies src into dst, after submitting the work recorded before it.

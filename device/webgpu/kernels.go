@@ -5,12 +5,13 @@ package webgpu
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/extensor/extensor/device"
 )
 
-// The WGSL expressions of each op, by element type. They are the GPU's
-// own; the CPU backend implements the ops independently.
+// The WGSL expressions of each op; T stands for the element type. They are
+// the GPU's own: the CPU backend implements the ops independently.
 var (
 	unaryExpr = map[device.UnaryOp]string{
 		device.Relu: "max(v, T(0.0))",
@@ -42,20 +43,25 @@ func elem(n int) (typ string, count int) {
 	return "f32", n
 }
 
-// typed substitutes the element type T into expr.
-func typed(expr, typ string) string {
-	out := ""
-	for i := 0; i < len(expr); i++ {
-		if expr[i] == 'T' && (i+1 < len(expr) && expr[i+1] == '(') {
-			out += typ
-			continue
-		}
-		out += string(expr[i])
-	}
-	return out
-}
+// typed substitutes the element type for T in the constructors of expr.
+func typed(expr, typ string) string { return strings.ReplaceAll(expr, "T(", typ+"(") }
 
 func groupsOf(n, size int) int { return (n + size - 1) / size }
+
+// elementwise records out[i] = expr over the elements of out, reading the
+// inputs named in (bound in order before out) at i. Lengths that are
+// multiples of 4 run on vec4s. extra are parameter words after the count.
+func (d *Device) elementwise(op, expr string, out *buffer, in []string, bufs []*buffer, extra ...uint32) {
+	typ, n := elem(out.n)
+	if out.dt == device.Int32 || strings.HasPrefix(op, "fill") {
+		typ, n = "u32", out.n
+	}
+	spec := map[string]any{"T": typ, "Expr": typed(expr, typ), "In": in, "InPlace": strings.Contains(expr, "out[i]")}
+	writable := make([]bool, len(in)+1)
+	writable[len(in)] = true
+	k := d.kernel(op+"/"+typ, "elementwise", spec, writable...)
+	d.run(k, groupsOf(n, 256), append([]uint32{uint32(n)}, extra...), append(bufs, out)...)
+}
 
 func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
 
@@ -66,8 +72,7 @@ func (d *Device) Fill(dst device.Buffer, v float64) {
 	if b.dt == device.Int32 {
 		word = uint32(int32(v))
 	}
-	k := d.kernel("fill", "fill", nil, true)
-	d.run(k, groupsOf(b.n, 256), []uint32{uint32(b.n), word}, b)
+	d.elementwise("fill", "p[1]", b, nil, nil, word)
 }
 
 // Copy copies src into dst.
@@ -86,18 +91,12 @@ func (d *Device) Copy(dst, src device.Buffer) {
 
 // Unary sets dst = op(x).
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer) {
-	o, a := d.buf(dst), d.buf(x)
-	typ, n := elem(o.n)
-	k := d.kernel("unary/"+op.String()+"/"+typ, "unary", map[string]string{"T": typ, "Expr": typed(unaryExpr[op], typ)}, false, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n)}, a, o)
+	d.elementwise("unary/"+op.String(), unaryExpr[op], d.buf(dst), []string{"v"}, []*buffer{d.buf(x)})
 }
 
 // UnaryGrad sets dx = dy·op'(x).
 func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer) {
-	o, a, g := d.buf(dx), d.buf(x), d.buf(dy)
-	typ, n := elem(o.n)
-	k := d.kernel("unary_grad/"+op.String()+"/"+typ, "unary_grad", map[string]string{"T": typ, "Expr": typed(unaryGradExpr[op], typ)}, false, false, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n)}, a, g, o)
+	d.elementwise("unary_grad/"+op.String(), unaryGradExpr[op], d.buf(dx), []string{"v", "g"}, []*buffer{d.buf(x), d.buf(dy)})
 }
 
 // contiguous reports whether strides are the row-major strides of shape.
@@ -126,9 +125,7 @@ func broadcastParams(l device.Broadcast) []uint32 {
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
 	if contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides) {
-		typ, n := elem(o.n)
-		k := d.kernel("binary_same/"+op.String()+"/"+typ, "binary_same", map[string]string{"T": typ, "Expr": binaryExpr[op]}, false, false, true)
-		d.run(k, groupsOf(n, 256), []uint32{uint32(n)}, x, y, o)
+		d.elementwise("binary_same/"+op.String(), binaryExpr[op], o, []string{"x", "y"}, []*buffer{x, y})
 		return
 	}
 	k := d.kernel("binary/"+op.String(), "binary", map[string]string{"Expr": binaryExpr[op]}, false, false, true)
@@ -291,8 +288,5 @@ func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffe
 
 // Axpy sets y += alpha·x.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
-	o, in := d.buf(y), d.buf(x)
-	typ, n := elem(o.n)
-	k := d.kernel("axpy/"+typ, "axpy", map[string]string{"T": typ}, false, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), f32bits(alpha)}, in, o)
+	d.elementwise("axpy", "out[i] + pf(1u) * x", d.buf(y), []string{"x"}, []*buffer{d.buf(x)}, f32bits(alpha))
 }
