@@ -255,6 +255,8 @@ func TestWriteReadErrors(t *testing.T) {
 		{"unsupported []int", device.Int32, 2, make([]int, 2)},
 		{"unsupported []byte", device.Float32, 2, make([]byte, 8)},
 		{"nil", device.Float32, 0, nil},
+		{"empty float64 into empty float32", device.Float32, 0, []float64{}},
+		{"empty int32 into empty float64", device.Float64, 0, []int32{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,6 +272,22 @@ func TestWriteReadErrors(t *testing.T) {
 				t.Errorf("Read error %q, want a \"cpu: Read\" prefix", err)
 			}
 		})
+	}
+}
+
+func TestFailedWriteLeavesBuffer(t *testing.T) {
+	d := cpu.New()
+	b := load(t, d, device.Float32, []float64{1, 2})
+	if err := d.Write(b, []float32{7, 8, 9}); err == nil {
+		t.Fatal("Write of 3 values into 2 elements succeeded")
+	}
+	checkValues(t, "buffer after a failed Write", values(t, d, b), []float64{1, 2}, 0)
+	dst := []float32{5, 5, 5}
+	if err := d.Read(b, dst); err == nil {
+		t.Fatal("Read of 2 elements into 3 values succeeded")
+	}
+	if !slices.Equal(dst, []float32{5, 5, 5}) {
+		t.Errorf("destination after a failed Read: %v, want [5 5 5]", dst)
 	}
 }
 

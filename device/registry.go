@@ -47,7 +47,7 @@ var importPaths = map[string]string{
 func Register(name string, d Driver) {
 	mu.Lock()
 	defer mu.Unlock()
-	if d == nil {
+	if f, isFunc := d.(DriverFunc); d == nil || isFunc && f == nil {
 		panic("device: Register driver is nil")
 	}
 	if name == "auto" || name == "" {

@@ -354,3 +354,72 @@ func TestNumel(t *testing.T) {
 		}
 	}
 }
+
+func TestHostSlice(t *testing.T) {
+	tests := []struct {
+		name string
+		s    any
+		dt   device.DType
+		n    int
+		ok   bool
+	}{
+		{"float32", make([]float32, 3), device.Float32, 3, true},
+		{"float64", make([]float64, 0), device.Float64, 0, true},
+		{"int32", make([]int32, 5), device.Int32, 5, true},
+		{"nil float32", []float32(nil), device.Float32, 0, true},
+		{"int", make([]int, 2), 0, 0, false},
+		{"uint8", make([]byte, 2), 0, 0, false},
+		{"array", [2]float32{}, 0, 0, false},
+		{"nil", nil, 0, 0, false},
+	}
+	for _, tt := range tests {
+		dt, n, ok := device.HostSlice(tt.s)
+		if dt != tt.dt || n != tt.n || ok != tt.ok {
+			t.Errorf("HostSlice(%s) = %v, %d, %v; want %v, %d, %v", tt.name, dt, n, ok, tt.dt, tt.n, tt.ok)
+		}
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       any
+		dt      device.DType
+		n       int
+		wantErr string // substring of the error; "" for none
+	}{
+		{"match", make([]float32, 3), device.Float32, 3, ""},
+		{"empty match", []int32{}, device.Int32, 0, ""},
+		{"short", make([]float32, 2), device.Float32, 3, "length 2"},
+		{"long", make([]float64, 4), device.Float64, 3, "length 4"},
+		{"dtype", make([]float64, 3), device.Float32, 3, "float32 buffer"},
+		{"empty dtype", []float64{}, device.Int32, 0, "int32 buffer"},
+		{"unsupported", make([]int, 3), device.Int32, 3, "[]int is not"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := device.CheckHost("test: Op", tt.s, tt.dt, tt.n)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("CheckHost = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("CheckHost = nil, want an error containing %q", tt.wantErr)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "test: Op: ") || !strings.Contains(msg, tt.wantErr) {
+				t.Errorf("CheckHost error %q, want a \"test: Op: \" error containing %q", msg, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRegisterTypedNilDriver(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("Register with DriverFunc(nil) did not panic")
+		}
+	}()
+	device.Register("typed-nil", device.DriverFunc(nil))
+}

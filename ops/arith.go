@@ -154,6 +154,7 @@ func SumTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 // broadcast back to x's shape.
 func SumToBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	operands("ops.SumToBackward", x, g)
+	floats("ops.SumToBackward", x, g)
 	return BroadcastTo(g, x.Shape())
 }
 
@@ -166,6 +167,7 @@ func BroadcastTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 // x: g summed back to x's shape.
 func BroadcastToBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	operands("ops.BroadcastToBackward", x, g)
+	floats("ops.BroadcastToBackward", x, g)
 	return SumTo(g, x.Shape())
 }
 
@@ -183,7 +185,7 @@ func scaledBroadcast(op string, x *tensor.Tensor, shape []int, scale float64) *t
 	s, ok := output(dev, dt, nil)
 	if !ok {
 		out.Release()
-		return s
+		return tensor.Failed(dev, dt, s.Err(), shape...)
 	}
 	defer s.Release()
 	dev.Fill(s.Buffer(), scale)

@@ -86,6 +86,7 @@ func Transpose(x *tensor.Tensor) *tensor.Tensor {
 func TransposeBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.TransposeBackward"
 	operands(op, x, g)
+	floats(op, x, g)
 	r, c := matrix(op, "x", x)
 	sameShape(op, "upstream gradient", g, []int{c, r})
 	return Transpose(g)

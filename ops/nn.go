@@ -55,7 +55,7 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	dev, dt, n, c := checkXent(op, logits, labels)
 	rows, ok := output(dev, dt, []int{n}, logits, labels)
 	if !ok {
-		return rows
+		return tensor.Failed(dev, dt, rows.Err())
 	}
 	defer rows.Release()
 	dev.SoftmaxCrossEntropy(rows.Buffer(), logits.Buffer(), labels.Buffer(), n, c)

@@ -35,6 +35,7 @@ func axisShape(x *tensor.Tensor, axis int, keepdims bool) []int {
 
 // Sum returns the sum of all elements of x as a 0-D tensor.
 func Sum(x *tensor.Tensor) *tensor.Tensor {
+	operands("ops.Sum", x)
 	return reduce("ops.Sum", device.Sum, x, allAxes(x.Rank()), nil)
 }
 
@@ -46,6 +47,7 @@ func SumBackward(x, g *tensor.Tensor) *tensor.Tensor {
 
 // Mean returns the mean of all elements of x as a 0-D tensor.
 func Mean(x *tensor.Tensor) *tensor.Tensor {
+	operands("ops.Mean", x)
 	return reduce("ops.Mean", device.Mean, x, allAxes(x.Rank()), nil)
 }
 
@@ -58,6 +60,7 @@ func MeanBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // to x's shape, times scale.
 func allBackward(op string, x, g *tensor.Tensor, scale float64) *tensor.Tensor {
 	operands(op, x, g)
+	floats(op, x, g)
 	sameShape(op, "upstream gradient", g, nil)
 	return scaledBroadcast(op, g, x.Shape(), scale)
 }
@@ -91,6 +94,7 @@ func MeanAxisBackward(x, g *tensor.Tensor, axis int, keepdims bool) *tensor.Tens
 
 func axisBackward(op string, x, g *tensor.Tensor, axis int, keepdims, mean bool) *tensor.Tensor {
 	operands(op, x, g)
+	floats(op, x, g)
 	ax := normAxis(op, axis, x.Rank())
 	sameShape(op, "upstream gradient", g, axisShape(x, ax, keepdims))
 	scale := 1.0

@@ -44,7 +44,7 @@ func checkShape(op string, shape []int) {
 // Empty for their outputs; users want Zeros or a From function.
 func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
 	checkShape("tensor.Empty", shape)
-	t := &Tensor{st: &storage{dev: dev, refs: 1}, shape: slices.Clone(shape), dtype: dt}
+	t := &Tensor{st: &storage{dev: dev, refs: 1}, shape: dims(shape), dtype: dt}
 	if !dev.Supports(dt) {
 		t.st.err = fmt.Errorf("tensor: device %s does not support %v: %w", dev.Name(), dt, ErrDType)
 		return t
@@ -56,8 +56,12 @@ func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
 // Failed returns a tensor of the given shape that carries err; ops that
 // cannot run because an input failed return one.
 func Failed(dev device.Device, dt device.DType, err error, shape ...int) *Tensor {
-	return &Tensor{st: &storage{dev: dev, refs: 1, err: err}, shape: slices.Clone(shape), dtype: dt}
+	return &Tensor{st: &storage{dev: dev, refs: 1, err: err}, shape: dims(shape), dtype: dt}
 }
+
+// dims returns a copy of shape that is never nil, so that passing it on to
+// a From function keeps a 0-D shape 0-D.
+func dims(shape []int) []int { return append([]int{}, shape...) }
 
 func newFilled(dev device.Device, dt device.DType, shape []int, fill func(b device.Buffer) error) (*Tensor, error) {
 	t := Empty(dev, dt, shape...)
@@ -165,8 +169,12 @@ func Uniform(dev device.Device, dt device.DType, lo, hi float64, seed uint64, sh
 	v := make([]float64, device.Numel(shape))
 	for i := range v {
 		v[i] = lo + (hi-lo)*r.Float64()
+		// Rounding to float32 may reach hi; draw again.
+		for dt == device.Float32 && hi > lo && float64(float32(v[i])) >= hi {
+			v[i] = lo + (hi-lo)*r.Float64()
+		}
 	}
-	return FromValues(dev, dt, v, shape...)
+	return FromValues(dev, dt, v, dims(shape)...)
 }
 
 // Normal returns a tensor of normally distributed values with the given
@@ -179,7 +187,7 @@ func Normal(dev device.Device, dt device.DType, mean, std float64, seed uint64, 
 	for i := range v {
 		v[i] = mean + std*r.NormFloat64()
 	}
-	return FromValues(dev, dt, v, shape...)
+	return FromValues(dev, dt, v, dims(shape)...)
 }
 
 func (t *Tensor) live(op string) {
@@ -367,19 +375,19 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return FromInt32(dev, v, t.shape...)
+		return FromInt32(dev, v, t.Shape()...)
 	case device.Float32:
 		v, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
-		return FromFloat32(dev, v, t.shape...)
+		return FromFloat32(dev, v, t.Shape()...)
 	default:
 		v, err := t.Float64s()
 		if err != nil {
 			return nil, err
 		}
-		return FromFloat64(dev, v, t.shape...)
+		return FromFloat64(dev, v, t.Shape()...)
 	}
 }
 

@@ -279,7 +279,11 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 		return d.err
 	}
 	defer d.pool.put(stagingUsage, stagingSize, staging)
-	if err := d.encoderFor().CopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
+	enc := d.encoderFor()
+	if enc == nil {
+		return d.err
+	}
+	if err := enc.CopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
 		d.fail(fmt.Errorf("webgpu: copying %d bytes for readback: %v", size, err))
 		return d.err
 	}

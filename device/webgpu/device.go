@@ -21,6 +21,10 @@ const EnvAdapter = "EXTENSOR_ADAPTER"
 // them without being asked.
 const BatchSize = 256
 
+// DrainTimeout bounds a wait for the queue to drain: a device that stops
+// answering (lost, or hung) becomes an error instead of a hang.
+var DrainTimeout = 10 * time.Minute
+
 // paramWords is the number of u32 parameter words each dispatch may use; its
 // slot in the parameter buffer is aligned to 256 bytes.
 const (
@@ -206,7 +210,12 @@ func (d *Device) wait() {
 		return
 	}
 	spin := 0
+	start := time.Now()
 	for !d.dev.Poll(false, nil) {
+		if time.Since(start) > DrainTimeout {
+			d.fail(fmt.Errorf("webgpu: the queue did not drain within %v (device lost?)", DrainTimeout))
+			return
+		}
 		switch {
 		case spin < 50:
 			spin++

@@ -109,12 +109,14 @@ func (d *Device) compile(key, file string, data any, writable []bool) (*kernel, 
 	return k, nil
 }
 
-// encoderFor returns the open batch's command encoder, creating it.
+// encoderFor returns the open batch's command encoder, creating it; nil
+// after recording a failure.
 func (d *Device) encoderFor() *wgpu.CommandEncoder {
 	if d.encoder == nil {
 		enc, err := d.dev.CreateCommandEncoder(nil)
 		if err != nil {
-			panic(fmt.Sprintf("webgpu: creating a command encoder: %v", err))
+			d.fail(fmt.Errorf("webgpu: creating a command encoder: %v", err))
+			return nil
 		}
 		d.encoder = enc
 	}
@@ -156,6 +158,9 @@ func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buff
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}
 	enc := d.encoderFor()
+	if enc == nil {
+		return
+	}
 	off := len(d.params)
 	slot := make([]byte, paramSlot)
 	for i, w := range params {

@@ -81,7 +81,11 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	if o.n == 0 || !d.ok() {
 		return
 	}
-	if err := d.encoderFor().CopyBufferToBuffer(s.b, 0, o.b, 0, o.bytes()); err != nil {
+	enc := d.encoderFor()
+	if enc == nil {
+		return
+	}
+	if err := enc.CopyBufferToBuffer(s.b, 0, o.b, 0, o.bytes()); err != nil {
 		d.fail(fmt.Errorf("webgpu: copy of %d bytes: %v", o.bytes(), err))
 		return
 	}

@@ -1,0 +1,101 @@
+package ops_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+func ExampleAdd() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// A column (3×1) plus a row (1×2) broadcasts to a 3×2 matrix.
+	col := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3}, 3, 1))
+	defer col.Release()
+	row := tensor.Must(tensor.FromFloat32(dev, []float32{10, 20}, 1, 2))
+	defer row.Release()
+
+	sum := ops.Add(col, row)
+	defer sum.Release()
+	fmt.Println(sum)
+
+	// The gradients are summed back to each operand's shape.
+	g := tensor.Must(tensor.Ones(dev, device.Float32, 3, 2))
+	defer g.Release()
+	gcol, grow := ops.AddBackward(col, row, g)
+	defer gcol.Release()
+	defer grow.Release()
+	fmt.Println(gcol.Shape(), grow.Shape())
+	// Output:
+	// Tensor([3 2], float32, cpu)
+	// [[11 21]
+	//  [12 22]
+	//  [13 23]]
+	// [3 1] [1 2]
+}
+
+func ExampleMatMulBackward() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	a := tensor.Must(tensor.FromFloat64(dev, []float64{1, 2, 3, 4}, 2, 2))
+	defer a.Release()
+	b := tensor.Must(tensor.FromFloat64(dev, []float64{5, 6, 7, 8}, 2, 2))
+	defer b.Release()
+	c := ops.MatMul(a, b)
+	defer c.Release()
+	fmt.Println(c)
+
+	// The upstream gradient of Sum(c) is all ones; then ga = g·bᵀ and
+	// gb = aᵀ·g.
+	g := tensor.Must(tensor.Ones(dev, device.Float64, 2, 2))
+	defer g.Release()
+	ga, gb := ops.MatMulBackward(a, b, g)
+	defer ga.Release()
+	defer gb.Release()
+	fmt.Println(ga)
+	fmt.Println(gb)
+	// Output:
+	// Tensor([2 2], float64, cpu)
+	// [[19 22]
+	//  [43 50]]
+	// Tensor([2 2], float64, cpu)
+	// [[11 15]
+	//  [11 15]]
+	// Tensor([2 2], float64, cpu)
+	// [[4 4]
+	//  [6 6]]
+}
+
+func ExampleSoftmaxCrossEntropy() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// Logits this large would overflow a naive exp; the loss is still finite.
+	logits := tensor.Must(tensor.FromFloat32(dev, []float32{1000, -1000, -1000, 1000}, 2, 2))
+	defer logits.Release()
+	labels := tensor.Must(tensor.FromInt32(dev, []int32{0, 0}))
+	defer labels.Release()
+	loss := ops.SoftmaxCrossEntropy(logits, labels)
+	defer loss.Release()
+	v, err := loss.Float32s()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(v[0])
+	// Output:
+	// 1000
+}
