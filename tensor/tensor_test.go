@@ -549,16 +549,7 @@ func TestRelease(t *testing.T) {
 	checkError(t, tensor.Maybe(func() { x.Reshape(4) }), "Tensor.Reshape", tensor.ErrReleased)
 	checkError(t, tensor.Maybe(func() { x.Buffer() }), "Tensor.Buffer", tensor.ErrReleased)
 
-	readbacks := []struct {
-		name string
-		read func() error
-	}{
-		{"Float32s", func() error { _, err := x.Float32s(); return err }},
-		{"Float64s", func() error { _, err := x.Float64s(); return err }},
-		{"Int32s", func() error { _, err := x.Int32s(); return err }},
-		{"To", func() error { _, err := x.To(dev); return err }},
-	}
-	for _, r := range readbacks {
+	for _, r := range readbacks(x, dev) {
 		err := r.read()
 		if !errors.Is(err, tensor.ErrReleased) {
 			t.Errorf("%s of a released tensor: error %v, want ErrReleased", r.name, err)
@@ -660,16 +651,7 @@ func TestFailed(t *testing.T) {
 	if !errors.Is(x.Err(), boom) {
 		t.Errorf("Err() = %v, want boom", x.Err())
 	}
-	reads := []struct {
-		name string
-		read func() error
-	}{
-		{"Float32s", func() error { _, err := x.Float32s(); return err }},
-		{"Float64s", func() error { _, err := x.Float64s(); return err }},
-		{"Int32s", func() error { _, err := x.Int32s(); return err }},
-		{"To", func() error { _, err := x.To(dev); return err }},
-	}
-	for _, r := range reads {
+	for _, r := range readbacks(x, dev) {
 		if err := r.read(); !errors.Is(err, boom) {
 			t.Errorf("%s of a failed tensor: %v, want boom", r.name, err)
 		}
@@ -877,5 +859,21 @@ func TestUniformFloat32ExcludesHi(t *testing.T) {
 		if f < 0 || f >= 1 {
 			t.Fatalf("element %d = %v; want [0, 1)", i, f)
 		}
+	}
+}
+
+// readback is one way of reading a tensor back to the host.
+type readback struct {
+	name string
+	read func() error
+}
+
+// readbacks lists every way of reading x back, moving it to dev for To.
+func readbacks(x *tensor.Tensor, dev device.Device) []readback {
+	return []readback{
+		{"Float32s", func() error { _, err := x.Float32s(); return err }},
+		{"Float64s", func() error { _, err := x.Float64s(); return err }},
+		{"Int32s", func() error { _, err := x.Int32s(); return err }},
+		{"To", func() error { _, err := x.To(dev); return err }},
 	}
 }
