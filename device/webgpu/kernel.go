@@ -3,6 +3,7 @@
 package webgpu
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/extensor/extensor/shaders"
@@ -11,6 +12,9 @@ import (
 
 // maxGroups is WebGPU's limit of workgroups per dimension.
 const maxGroups = 65535
+
+// zeroSlot pads a dispatch's parameters to their 256-byte slot.
+var zeroSlot [paramSlot]byte
 
 // kernel is a compiled compute pipeline with its bind group layout.
 type kernel struct {
@@ -162,11 +166,10 @@ func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buff
 		return
 	}
 	off := len(d.params)
-	slot := make([]byte, paramSlot)
+	d.params = append(d.params, zeroSlot[:]...)
 	for i, w := range params {
-		slot[4*i], slot[4*i+1], slot[4*i+2], slot[4*i+3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+		binary.LittleEndian.PutUint32(d.params[off+4*i:], w)
 	}
-	d.params = append(d.params, slot...)
 	entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: d.paramBuf, Size: paramSlot}}
 	for i, b := range bufs {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.bindSize()})
