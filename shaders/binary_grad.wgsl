@@ -7,13 +7,7 @@
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 {{template "broadcast_offsets"}}
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let i = linear_index(wid, nwg, lid, 256u);
-    if (i >= p[0]) {
-        return;
-    }
+{{template "main_1d"}}
     let off = broadcast_offsets(i);
     let g = gr[i];
     let x = a[off.x];

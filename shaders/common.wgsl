@@ -59,3 +59,16 @@ fn row_stats(row: u32, c: u32) -> vec2<f32> {
     return vec2<f32>(m, s);
 }
 {{- end}}
+
+
+{{- define "main_1d"}}
+// Entry point of a kernel with one invocation per element i < p[0], over
+// workgroups of 256 spread over x and y.
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = linear_index(wid, nwg, lid, 256u);
+    if (i >= p[0]) {
+        return;
+    }
+{{- end}}

@@ -7,13 +7,8 @@
 
 {{template "reduce_offsets"}}
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let o = linear_index(wid, nwg, lid, 256u);
-    if (o >= p[0]) {
-        return;
-    }
+{{template "main_1d"}}
+    let o = i;
     let base = base_offset(o);
     var acc = 0.0;
     let count = p[1];

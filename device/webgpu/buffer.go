@@ -76,20 +76,14 @@ func bucket(size uint64) uint64 {
 // get returns a buffer of at least size bytes.
 func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buffer, uint64, error) {
 	key := poolKey{usage, min(bucket(size), max(p.d.limits.MaxBufferSize, size))}
-	for attempt := 0; ; attempt++ {
-		if list := p.free[key]; len(list) > 0 {
-			b := list[len(list)-1]
-			p.free[key] = list[:len(list)-1]
-			p.stats.Hits++
-			p.stats.BytesPooled -= key.size
-			p.stats.BytesLive += key.size
+	if b := p.take(key); b != nil {
+		return b, key.size, nil
+	}
+	if p.hasPending(key) {
+		p.d.reclaim()
+		if b := p.take(key); b != nil {
 			return b, key.size, nil
 		}
-		if attempt == 0 && p.hasPending(key) {
-			p.d.reclaim(false)
-			continue
-		}
-		break
 	}
 	b, err := p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
 	if err != nil && len(p.pending)+len(p.free) > 0 {
@@ -104,6 +98,20 @@ func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buf
 	p.stats.Misses++
 	p.stats.BytesLive += key.size
 	return b, key.size, nil
+}
+
+// take returns a free buffer of key from the pool, or nil.
+func (p *pool) take(key poolKey) *wgpu.Buffer {
+	list := p.free[key]
+	if len(list) == 0 {
+		return nil
+	}
+	b := list[len(list)-1]
+	p.free[key] = list[:len(list)-1]
+	p.stats.Hits++
+	p.stats.BytesPooled -= key.size
+	p.stats.BytesLive += key.size
+	return b
 }
 
 func (p *pool) hasPending(key poolKey) bool {
@@ -166,7 +174,7 @@ func (p *pool) releaseAll() {
 
 // reclaim learns, without blocking, whether submitted work has completed,
 // and returns the buffers it used to the pool.
-func (d *Device) reclaim(_ bool) {
+func (d *Device) reclaim() {
 	if d.completed < d.submitted && d.dev.Poll(false, nil) {
 		d.completed = d.submitted
 	}

@@ -170,7 +170,7 @@ func (d *Device) Flush() error {
 		return d.err
 	}
 	if d.encoder == nil {
-		d.reclaim(false)
+		d.reclaim()
 		return d.err
 	}
 	enc := d.encoder
@@ -194,7 +194,7 @@ func (d *Device) Flush() error {
 	d.params = d.params[:0]
 	d.dispatches = 0
 	d.labels = d.labels[:0]
-	d.reclaim(false)
+	d.reclaim()
 	return d.err
 }
 
@@ -227,7 +227,7 @@ func (d *Device) wait() {
 		}
 	}
 	d.completed = d.submitted
-	d.reclaim(false)
+	d.reclaim()
 }
 
 // Sync waits for all recorded work and returns the first runtime failure.
