@@ -51,25 +51,65 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
-func BenchmarkAdd(b *testing.B) {
+// stream benchmarks op on tensors of n float32 elements on every device,
+// reporting GB/s of the op's necessary traffic: bytes per element times n
+// (each input read once, the output written once). It waits for the
+// device after each op, which lets the pool recycle the large result.
+func stream(b *testing.B, n, bytesPerElem int, shape []int, op func(x, y *tensor.Tensor) *tensor.Tensor) {
 	for _, dev := range devices(b) {
-		for _, n := range []int{1 << 20, 1 << 24} {
-			b.Run(fmt.Sprintf("%s/%dM", dev.Name(), n>>20), func(b *testing.B) {
-				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, n))
-				y := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, n))
-				defer x.Release()
-				defer y.Release()
-				ops.Add(x, y).Release()
+		b.Run(fmt.Sprintf("%s/%dM", dev.Name(), n>>20), func(b *testing.B) {
+			x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, shape...))
+			y := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, shape...))
+			defer x.Release()
+			defer y.Release()
+			op(x, y).Release() // compile the kernel outside the timing
+			sync(b, dev)
+			b.ResetTimer()
+			for range b.N {
+				op(x, y).Release()
 				sync(b, dev)
-				b.ResetTimer()
-				for range b.N {
-					ops.Add(x, y).Release()
-					sync(b, dev) // lets the pool recycle the 64 MB result
-				}
-				b.ReportMetric(12*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-			})
-		}
+			}
+			b.ReportMetric(float64(bytesPerElem)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
+}
+
+const (
+	n1M  = 1 << 20
+	n16M = 1 << 24
+)
+
+func BenchmarkAdd(b *testing.B) {
+	for _, n := range []int{n1M, n16M} {
+		stream(b, n, 12, []int{n}, ops.Add)
+	}
+}
+
+// The families' kernels at 16M elements; compare their GB/s with Add's.
+
+func BenchmarkExp(b *testing.B) {
+	stream(b, n16M, 8, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Exp(x) })
+}
+
+func BenchmarkSigmoid(b *testing.B) {
+	stream(b, n16M, 8, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sigmoid(x) })
+}
+
+func BenchmarkGelu(b *testing.B) {
+	stream(b, n16M, 8, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Gelu(x) })
+}
+
+func BenchmarkPow(b *testing.B) {
+	stream(b, n16M, 12, []int{n16M}, ops.Pow)
+}
+
+// BenchmarkSoftmax runs rows of 1024.
+func BenchmarkSoftmax(b *testing.B) {
+	stream(b, n16M, 8, []int{n16M / 1024, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) })
+}
+
+func BenchmarkSum(b *testing.B) {
+	stream(b, n16M, 4, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) })
 }
 
 func BenchmarkMLPStep(b *testing.B) {

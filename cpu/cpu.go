@@ -171,36 +171,6 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	copy(o.i32, s.i32)
 }
 
-// Unary sets dst = op(x).
-func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer) {
-	o, a := buf(dst), buf(x)
-	switch op {
-	case device.Relu:
-		for i := range o.Len() {
-			o.set(i, math.Max(a.at(i), 0))
-		}
-	default:
-		panic(fmt.Sprintf("cpu: unknown unary op %v", op))
-	}
-}
-
-// UnaryGrad sets dx = dy·op'(x).
-func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer) {
-	o, a, g := buf(dx), buf(x), buf(dy)
-	switch op {
-	case device.Relu:
-		for i := range o.Len() {
-			if a.at(i) > 0 {
-				o.set(i, g.at(i))
-			} else {
-				o.set(i, 0)
-			}
-		}
-	default:
-		panic(fmt.Sprintf("cpu: unknown unary op %v", op))
-	}
-}
-
 // odometer visits every coordinate of shape in row-major order, calling
 // visit with the flat output index and the offsets into two strided
 // operands.
@@ -221,91 +191,6 @@ func odometer(shape, sa, sb []int, visit func(i, ia, ib int)) {
 			ib -= sb[ax] * shape[ax]
 			coord[ax] = 0
 		}
-	}
-}
-
-func binaryFunc(op device.BinaryOp) func(a, b float64) float64 {
-	switch op {
-	case device.Add:
-		return func(a, b float64) float64 { return a + b }
-	case device.Sub:
-		return func(a, b float64) float64 { return a - b }
-	case device.Mul:
-		return func(a, b float64) float64 { return a * b }
-	case device.Div:
-		return func(a, b float64) float64 { return a / b }
-	}
-	panic(fmt.Sprintf("cpu: unknown binary op %v", op))
-}
-
-// Binary sets dst = op(a, b) with broadcasting.
-func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
-	o, x, y := buf(dst), buf(a), buf(b)
-	f := binaryFunc(op)
-	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
-		o.set(i, f(x.at(ia), y.at(ib)))
-	})
-}
-
-// binaryGradFunc returns ∂op/∂(operand wrt) times the upstream gradient g.
-func binaryGradFunc(op device.BinaryOp, wrt int) func(g, a, b float64) float64 {
-	switch {
-	case op == device.Add:
-		return func(g, _, _ float64) float64 { return g }
-	case op == device.Sub && wrt == 0:
-		return func(g, _, _ float64) float64 { return g }
-	case op == device.Sub:
-		return func(g, _, _ float64) float64 { return -g }
-	case op == device.Mul && wrt == 0:
-		return func(g, _, b float64) float64 { return g * b }
-	case op == device.Mul:
-		return func(g, a, _ float64) float64 { return g * a }
-	case op == device.Div && wrt == 0:
-		return func(g, _, b float64) float64 { return g / b }
-	case op == device.Div:
-		return func(g, a, b float64) float64 { return -g * a / (b * b) }
-	}
-	panic(fmt.Sprintf("cpu: unknown binary op %v", op))
-}
-
-// BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
-func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
-	o, gb, x, y := buf(dst), buf(g), buf(a), buf(b)
-	f := binaryGradFunc(op, wrt)
-	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
-		o.set(i, f(gb.at(i), x.at(ia), y.at(ib)))
-	})
-}
-
-// Reduce sums (or averages) x over axes into dst, accumulating in float64.
-func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
-	o, in := buf(dst), buf(x)
-	// Output strides in input coordinates: 0 along reduced axes.
-	reduced := make([]bool, len(shape))
-	count := 1
-	for _, ax := range axes {
-		reduced[ax] = true
-		count *= shape[ax]
-	}
-	ostr := make([]int, len(shape))
-	s := 1
-	for ax := len(shape) - 1; ax >= 0; ax-- {
-		if !reduced[ax] {
-			ostr[ax] = s
-			s *= shape[ax]
-		}
-	}
-	acc := make([]float64, o.Len())
-	zero := make([]int, len(shape))
-	odometer(shape, ostr, zero, func(i, io, _ int) {
-		acc[io] += in.at(i)
-	})
-	scale := 1.0
-	if op == device.Mean {
-		scale = 1 / float64(count)
-	}
-	for i, v := range acc {
-		o.set(i, v*scale)
 	}
 }
 
@@ -354,19 +239,6 @@ func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
 	}
 }
 
-// rowLogSumExp returns log Σ exp(row) computed stably in float64.
-func rowLogSumExp(in *buffer, off, c int) float64 {
-	mx := math.Inf(-1)
-	for j := range c {
-		mx = math.Max(mx, in.at(off+j))
-	}
-	s := 0.0
-	for j := range c {
-		s += math.Exp(in.at(off+j) - mx)
-	}
-	return mx + math.Log(s)
-}
-
 // SoftmaxCrossEntropy sets the per-row loss.
 func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c int) {
 	o, in, lab := buf(loss), buf(logits), buf(labels)
@@ -376,16 +248,16 @@ func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c in
 			o.set(i, math.NaN())
 			continue
 		}
-		o.set(i, rowLogSumExp(in, i*c, c)-in.at(i*c+y))
+		o.set(i, logSumExp(c, func(j int) float64 { return in.at(i*c + j) })-in.at(i*c+y))
 	}
 }
 
-// SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g/n.
+// SoftmaxCrossEntropyGrad sets row i of dlogits to (softmax − onehot)·g[i].
 func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffer, n, c int) {
-	o, in, lab := buf(dlogits), buf(logits), buf(labels)
-	scale := buf(g).at(0) / float64(n)
+	o, in, lab, gb := buf(dlogits), buf(logits), buf(labels), buf(g)
 	for i := range n {
-		lse := rowLogSumExp(in, i*c, c)
+		scale := gb.at(i)
+		lse := logSumExp(c, func(j int) float64 { return in.at(i*c + j) })
 		y := int(lab.i32[i])
 		for j := range c {
 			p := math.Exp(in.at(i*c+j) - lse)

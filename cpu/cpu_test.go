@@ -489,6 +489,7 @@ func TestBinary(t *testing.T) {
 }
 
 func TestBinaryGrad(t *testing.T) {
+	const eps = device.DivEpsilon
 	// a is 2×3, b is a row of 3 broadcast over a's rows; the gradients are
 	// output-shaped (2×3), before any summing back to b's shape.
 	a := []float64{1, 2, 3, 4, 5, 6}
@@ -507,9 +508,9 @@ func TestBinaryGrad(t *testing.T) {
 		// ∂(a·b)/∂a = b, ∂(a·b)/∂b = a.
 		{device.Mul, 0, []float64{1, 2, 4, 2, 4, 8}},
 		{device.Mul, 1, []float64{1, 2, 3, 8, 10, 12}},
-		// ∂(a/b)/∂a = 1/b, ∂(a/b)/∂b = −a/b².
-		{device.Div, 0, []float64{1, 0.5, 0.25, 2, 1, 0.5}},
-		{device.Div, 1, []float64{-1, -0.5, -3.0 / 16, -8, -2.5, -0.75}},
+		// ∂(a/b)/∂a = 1/b, ∂(a/b)/∂b = −a/b², with ε in the denominators.
+		{device.Div, 0, []float64{1 / (1 + eps), 1 / (2 + eps), 1 / (4 + eps), 2 / (1 + eps), 2 / (2 + eps), 2 / (4 + eps)}},
+		{device.Div, 1, []float64{-1 / (1 + eps), -2 / (4 + eps), -3 / (16 + eps), -8 / (1 + eps), -10 / (4 + eps), -12 / (16 + eps)}},
 	}
 	d := cpu.New()
 	for _, tt := range tests {
@@ -757,7 +758,8 @@ func TestSoftmaxCrossEntropyGrad(t *testing.T) {
 		for _, g := range []float64{1, 3, -0.5} {
 			t.Run(fmt.Sprintf("%v/g=%v", dt, g), func(t *testing.T) {
 				dl := alloc(t, dv, dt, n*c)
-				dv.SoftmaxCrossEntropyGrad(dl, load(t, dv, dt, logits), load(t, dv, device.Int32, labels), load(t, dv, dt, []float64{g}), n, c)
+				perRow := []float64{g / n, g / n, g / n} // each row's share of the mean's gradient
+				dv.SoftmaxCrossEntropyGrad(dl, load(t, dv, dt, logits), load(t, dv, device.Int32, labels), load(t, dv, dt, perRow), n, c)
 				got := values(t, dv, dl)
 				want := make([]float64, n*c)
 				for i := range n {
@@ -798,7 +800,7 @@ func TestSoftmaxCrossEntropyGradBadLabel(t *testing.T) {
 			dl := alloc(t, d, dt, n*c)
 			logits := load(t, d, dt, []float64{1, 2, 3, 0, 0, 0})
 			labels := load(t, d, device.Int32, []float64{3, 1})
-			d.SoftmaxCrossEntropyGrad(dl, logits, labels, load(t, d, dt, []float64{1}), n, c)
+			d.SoftmaxCrossEntropyGrad(dl, logits, labels, load(t, d, dt, []float64{1.0 / n, 1.0 / n}), n, c)
 			third := 1.0 / 3
 			want := []float64{
 				math.NaN(), math.NaN(), math.NaN(),

@@ -10,56 +10,90 @@ type Buffer interface {
 	DType() DType
 }
 
-// UnaryOp names an elementwise unary operation.
-type UnaryOp uint8
+// UnaryOp names an elementwise function of one operand with up to two
+// scalar parameters. Its value is the name of its WGSL function in
+// shaders/unary.wgsl (and of its gradient, name_grad) and of its CPU twin.
+// Every unary op maps NaN to NaN, and its gradient at NaN is NaN.
+type UnaryOp string
 
-// The unary operations.
+// The unary operations; parameters in brackets.
 const (
-	Relu UnaryOp = iota + 1
+	Neg       UnaryOp = "neg"
+	Exp       UnaryOp = "exp"
+	Log       UnaryOp = "log"
+	Log2      UnaryOp = "log2"
+	Log10     UnaryOp = "log10"
+	Sqrt      UnaryOp = "sqrt"
+	Abs       UnaryOp = "abs"
+	Sign      UnaryOp = "sign"
+	Sin       UnaryOp = "sin"
+	Cos       UnaryOp = "cos"
+	Ceil      UnaryOp = "ceil"
+	Floor     UnaryOp = "floor"
+	Round     UnaryOp = "round" // half to even
+	Trunc     UnaryOp = "trunc"
+	Relu      UnaryOp = "relu"
+	LeakyRelu UnaryOp = "leaky_relu" // [slope for x ≤ 0]
+	Sigmoid   UnaryOp = "sigmoid"
+	Tanh      UnaryOp = "tanh"
+	Gelu      UnaryOp = "gelu"       // exact, with erf
+	GeluTanh  UnaryOp = "gelu_tanh"  // the tanh approximation
+	Clip      UnaryOp = "clip"       // [lo, hi]
+	PowScalar UnaryOp = "pow_scalar" // [exponent]
 )
 
 // String returns the operation's name.
-func (op UnaryOp) String() string {
-	switch op {
-	case Relu:
-		return "relu"
-	}
-	return "unary?"
-}
+func (op UnaryOp) String() string { return string(op) }
 
-// BinaryOp names an elementwise binary operation.
-type BinaryOp uint8
+// BinaryOp names an elementwise function of two operands. Its value is the
+// name of its WGSL function in shaders/binary.wgsl (and of its gradients,
+// name_grad0 and name_grad1) and of its CPU twin.
+type BinaryOp string
 
 // The binary operations.
 const (
-	Add BinaryOp = iota + 1
-	Sub
-	Mul
-	Div
+	Add      BinaryOp = "add"
+	Sub      BinaryOp = "sub"
+	Mul      BinaryOp = "mul"
+	Div      BinaryOp = "div"
+	Pow      BinaryOp = "pow"
+	FloorDiv BinaryOp = "floor_divide"
+	Mod      BinaryOp = "mod"   // floor semantics: the result takes b's sign
+	Prelu    BinaryOp = "prelu" // a where a > 0, else b·a
+	Equal    BinaryOp = "equal" // 1 where a == b, else 0
+	// Elementwise loss terms.
+	SquaredDiff BinaryOp = "squared_difference" // (a − b)²
+	BCE         BinaryOp = "bce"                // −(b·ln a + (1−b)·ln(1−a)), a clamped
+	BCELogits   BinaryOp = "bce_logits"         // BCE of sigmoid(a), stably
 )
 
 // String returns the operation's name.
-func (op BinaryOp) String() string {
-	switch op {
-	case Add:
-		return "add"
-	case Sub:
-		return "sub"
-	case Mul:
-		return "mul"
-	case Div:
-		return "div"
-	}
-	return "binary?"
-}
+func (op BinaryOp) String() string { return string(op) }
+
+// BCEClamp is the bound to which BCE clamps probabilities: p is taken as
+// min(max(p, BCEClamp), 1 − BCEClamp), in the loss and its gradient. It is
+// 2⁻²⁴, the smallest ε for which 1 − ε is exact in float32, so the clamp is
+// the same on every device.
+const BCEClamp = 0x1p-24
+
+// DivEpsilon is added to the denominators of the gradients of Div
+// (g/(b+ε) and −g·a/(b²+ε)) and of the logarithms (g/(x·ln(base)+ε)), and
+// Sqrt's (g/(2√x+ε)), so that they stay finite at 0.
+const DivEpsilon = 1e-10
 
 // ReduceOp names a reduction.
 type ReduceOp uint8
 
-// The reductions.
+// The reductions. ArgMax and ArgMin reduce one axis (or a flattened
+// tensor) into int32 indices, the first among ties; a NaN counts as the
+// largest and the smallest value. Max and Min propagate NaN.
 const (
 	Sum ReduceOp = iota + 1
 	Mean
+	Max
+	Min
+	ArgMax
+	ArgMin
 )
 
 // String returns the reduction's name.
@@ -69,6 +103,14 @@ func (op ReduceOp) String() string {
 		return "sum"
 	case Mean:
 		return "mean"
+	case Max:
+		return "max"
+	case Min:
+		return "min"
+	case ArgMax:
+		return "argmax"
+	case ArgMin:
+		return "argmin"
 	}
 	return "reduce?"
 }
@@ -128,10 +170,11 @@ type Device interface {
 	Fill(dst Buffer, v float64)
 	// Copy copies src into dst, which has the same dtype and length.
 	Copy(dst, src Buffer)
-	// Unary sets dst = op(x) elementwise.
-	Unary(op UnaryOp, dst, x Buffer)
-	// UnaryGrad sets dx = dy · op'(x) elementwise.
-	UnaryGrad(op UnaryOp, dx, x, dy Buffer)
+	// Unary sets dst = op(x; p) elementwise, where p holds op's scalar
+	// parameters (at most two).
+	Unary(op UnaryOp, dst, x Buffer, p ...float64)
+	// UnaryGrad sets dx = dy · op'(x; p) elementwise.
+	UnaryGrad(op UnaryOp, dx, x, dy Buffer, p ...float64)
 	// Binary sets dst = op(a, b) with broadcasting described by l.
 	Binary(op BinaryOp, dst, a, b Buffer, l Broadcast)
 	// BinaryGrad sets dst, shaped like the output l.Shape, to the gradient of
@@ -140,7 +183,23 @@ type Device interface {
 	BinaryGrad(op BinaryOp, wrt int, dst, g, a, b Buffer, l Broadcast)
 	// Reduce sets dst to x (contiguous, of the given shape) reduced over the
 	// given axes; dst is laid out as the shape with those axes set to 1.
+	// For ArgMax and ArgMin dst is int32 and the axes are adjacent, their
+	// flattened index being the result.
 	Reduce(op ReduceOp, dst, x Buffer, shape, axes []int)
+	// Softmax sets dst to the softmax of x (contiguous, of the given shape)
+	// along axis, or to its logarithm when log is set; stably, subtracting
+	// each row's maximum.
+	Softmax(dst, x Buffer, shape []int, axis int, log bool)
+	// SoftmaxGrad sets dx from the output y of Softmax (or of its log) and
+	// the upstream gradient dy: y·(dy − Σ dy·y), or for the log,
+	// dy − exp(y)·Σ dy, the sums running along axis.
+	SoftmaxGrad(dx, y, dy Buffer, shape []int, axis int, log bool)
+	// Gather sets dst[i] = scale·x[i·c + idx[i]] for each row i of x (n×c),
+	// NaN where idx[i] (int32) is outside [0, c).
+	Gather(dst, x, idx Buffer, n, c int, scale float64)
+	// GatherGrad sets dx (n×c) to scale·g[i] at (i, idx[i]) and 0 elsewhere
+	// in each row i, a row of NaN where idx[i] is outside [0, c).
+	GatherGrad(dx, idx, g Buffer, n, c int, scale float64)
 	// MatMul sets dst (m×n) = op(a)·op(b), where op(a) is m×k and op(b) is
 	// k×n; a is stored k×m when transA is set, and b is stored n×k when
 	// transB is set. All matrices are row-major and contiguous.
@@ -151,8 +210,9 @@ type Device interface {
 	// (n×c), to logsumexp(logits[i]) − logits[i][labels[i]]. A label outside
 	// [0, c) gives a NaN loss for its row.
 	SoftmaxCrossEntropy(loss, logits, labels Buffer, n, c int)
-	// SoftmaxCrossEntropyGrad sets dlogits = (softmax(logits) − onehot(labels))
-	// · g[0] / n, where g holds the upstream gradient of the mean loss.
+	// SoftmaxCrossEntropyGrad sets row i of dlogits to
+	// (softmax(logits[i]) − onehot(labels[i]))·g[i], where g holds the
+	// upstream gradient of each row's loss.
 	SoftmaxCrossEntropyGrad(dlogits, logits, labels, g Buffer, n, c int)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)

@@ -315,14 +315,16 @@ func TestOpStrings(t *testing.T) {
 		want string
 	}{
 		{device.Relu, "relu"},
-		{device.UnaryOp(0), "unary?"},
+		{device.GeluTanh, "gelu_tanh"},
 		{device.Add, "add"},
-		{device.Sub, "sub"},
-		{device.Mul, "mul"},
-		{device.Div, "div"},
-		{device.BinaryOp(0), "binary?"},
+		{device.FloorDiv, "floor_divide"},
+		{device.SquaredDiff, "squared_difference"},
 		{device.Sum, "sum"},
 		{device.Mean, "mean"},
+		{device.Max, "max"},
+		{device.Min, "min"},
+		{device.ArgMax, "argmax"},
+		{device.ArgMin, "argmin"},
 		{device.ReduceOp(9), "reduce?"},
 	}
 	for _, tt := range tests {

@@ -118,9 +118,45 @@ func MulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 // IEEE 754 (±Inf or NaN), as in NumPy and PyTorch.
 func Div(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Div", device.Div, a, b) }
 
-// DivBackward returns the gradients of Div with respect to a and b.
+// DivBackward returns the gradients of Div with respect to a and b,
+// g/(b + ε) and −g·a/(b² + ε) with ε = device.DivEpsilon = 1e-10, so that
+// they stay finite where b = 0 (as in the library extensor grows from;
+// PyTorch gives ±Inf there).
 func DivBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 	return binaryBackward("ops.DivBackward", device.Div, a, b, g)
+}
+
+// Pow returns aᵇ elementwise, broadcasting, for real a and b with the
+// special cases of IEEE 754's pow (as Go's math.Pow): a negative base with
+// an integer exponent is defined ((−2)³ = −8), with any other exponent NaN.
+func Pow(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Pow", device.Pow, a, b) }
+
+// PowBackward returns the gradients of Pow: g·b·aᵇ⁻¹ for a, and g·aᵇ·ln a
+// for b, taken as 0 where a ≤ 0.
+func PowBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
+	return binaryBackward("ops.PowBackward", device.Pow, a, b, g)
+}
+
+// FloorDivide returns ⌊a / b⌋ elementwise, broadcasting (floor semantics,
+// as Python's // and PyTorch's floor_divide).
+func FloorDivide(a, b *tensor.Tensor) *tensor.Tensor {
+	return binary("ops.FloorDivide", device.FloorDiv, a, b)
+}
+
+// FloorDivideBackward returns the gradients of FloorDivide: zeros.
+func FloorDivideBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
+	return binaryBackward("ops.FloorDivideBackward", device.FloorDiv, a, b, g)
+}
+
+// Mod returns the remainder of floor division, a − b·⌊a/b⌋, elementwise
+// and broadcasting: the result takes the divisor's sign, as Python's % and
+// PyTorch's remainder. Mod(a, ±Inf) is a where a has the sign of b, else
+// ±Inf; Mod(±Inf, b) and Mod(a, 0) are NaN.
+func Mod(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Mod", device.Mod, a, b) }
+
+// ModBackward returns the gradients of Mod: g for a and −g·⌊a/b⌋ for b.
+func ModBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
+	return binaryBackward("ops.ModBackward", device.Mod, a, b, g)
 }
 
 // SumTo sums x over the axes along which shape was broadcast to x's shape,

@@ -1,19 +1,46 @@
 // Package ops holds extensor's operations and their backward functions.
 //
 // Every op has a forward function and a backward function named after it
-// (Add and AddBackward, MatMul and MatMulBackward, …). A backward function
-// takes the op's inputs and the upstream gradient g (shaped like the op's
-// output) and returns the gradient of each input, shaped exactly like that
-// input. Ops run on the device of their inputs; every input must be on the
-// same device and, for floating-point inputs, of the same dtype.
+// (Add and AddBackward, Softmax and SoftmaxBackward, …). A backward
+// function takes the op's inputs, the upstream gradient g (shaped like the
+// op's output) and the op's other arguments, and returns the gradient of
+// each input, shaped exactly like that input. Ops run on the device of
+// their inputs; every input must be on the same device and, for
+// floating-point inputs, of the same dtype.
 //
-// Binary arithmetic broadcasts like NumPy: shapes are aligned on the right,
-// and each pair of dimensions must be equal or contain a 1. Backward
-// functions sum each gradient back to its input's shape.
+// # The op table
+//
+// Table lists every op once: its name, the WGSL kernel family that runs it
+// (a file of package shaders), its conventions, its forward and backward
+// functions in a uniform signature, and the cases on which the parity
+// suite checks it. The parity suite and the README's coverage table are
+// generated from it. Adding an elementwise op takes its device constant,
+// its WGSL function, its CPU twin, two one-line functions here and its
+// table entry.
+//
+// # Conventions
+//
+// Binary arithmetic broadcasts like NumPy: shapes are aligned on the
+// right, and each pair of dimensions must be equal or contain a 1.
+// Backward functions sum each gradient back to its input's shape.
+//
+// Special values follow IEEE 754 and PyTorch, identically on every
+// device: NaN propagates through every elementwise op and through max and
+// min (relu(NaN) = NaN, 0·Inf = NaN), the gradient of a unary op at NaN is
+// NaN, and argmax and argmin take NaN as the extreme value. Divisions in
+// gradients add ε = device.DivEpsilon = 1e-10 to their denominators (Div,
+// Log, Sqrt). Ties of max and min share the gradient equally; argmax and
+// argmin return the first index among ties. Kinks take the subgradient
+// PyTorch takes (0 for relu and abs at 0; clip passes the gradient at its
+// bounds).
+//
+// Losses reduce by MeanReduction (the zero value), SumReduction or
+// NoReduction.
 //
 // Arguments that cannot work (incompatible shapes, dtypes or devices, a bad
-// axis) panic with a *tensor.Error; see package tensor for the error policy
-// and tensor.Maybe to recover. Ops return their results at once; on a GPU
-// they run asynchronously and a runtime failure is returned by the readback
-// of the result.
+// axis, clip bounds lo > hi, a negative leaky_relu slope) panic with a
+// *tensor.Error; see package tensor for the error policy and tensor.Maybe
+// to recover. Ops return their results at once; on a GPU they run
+// asynchronously and a runtime failure is returned by the readback of the
+// result.
 package ops

@@ -99,3 +99,37 @@ func ExampleSoftmaxCrossEntropy() {
 	// Output:
 	// 1000
 }
+
+func ExampleMaxBackward() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// The gradient of a maximum is split equally among its ties.
+	x := tensor.Must(tensor.FromFloat32(dev, []float32{1, 3, 2, 3}))
+	g := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
+	fmt.Println(ops.Max(x), ops.ArgMax(x))
+	fmt.Println(ops.MaxBackward(x, g))
+	// Output:
+	// Tensor([], float32, cpu)
+	// 3 Tensor([], int32, cpu)
+	// 1
+	// Tensor([4], float32, cpu)
+	// [0 0.5 0 0.5]
+}
+
+func ExampleTable() {
+	// Every op of the catalogue, with the WGSL kernel family that runs it.
+	for _, op := range ops.Table()[:3] {
+		fmt.Printf("%s (%s): %s\n", op.Name, op.Family, op.Doc)
+	}
+	exp := ops.Lookup("exp")
+	fmt.Println(len(exp.Cases) > 0, exp.Backward != nil)
+	// Output:
+	// add (binary): a + b.
+	// sub (binary): a − b.
+	// mul (binary): a·b.
+	// true true
+}

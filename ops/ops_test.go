@@ -334,6 +334,7 @@ func TestForwardLeavesInputs(t *testing.T) {
 }
 
 func TestBackward(t *testing.T) {
+	const eps = device.DivEpsilon
 	tests := []struct {
 		name   string
 		fn     func(e *env) []*tensor.Tensor
@@ -355,7 +356,9 @@ func TestBackward(t *testing.T) {
 		{"DivBackward (3,1)/(1,2)", func(e *env) []*tensor.Tensor {
 			ga, gb := ops.DivBackward(e.f64([]float64{1, 2, 3}, 3, 1), e.f64([]float64{10, 20}, 1, 2), e.f64([]float64{1, 2, 3, 4, 5, 6}, 3, 2))
 			return []*tensor.Tensor{ga, gb}
-		}, [][]int{{3, 1}, {1, 2}}, [][]float64{{0.2, 0.5, 0.8}, {-0.22, -0.07}}},
+		}, [][]int{{3, 1}, {1, 2}}, [][]float64{
+			{1/(10+eps) + 2/(20+eps), 3/(10+eps) + 4/(20+eps), 5/(10+eps) + 6/(20+eps)},
+			{-22 / (100 + eps), -28 / (400 + eps)}}},
 		{"AddBackward float32 scalar+matrix", func(e *env) []*tensor.Tensor {
 			ga, gb := ops.AddBackward(e.f32([]float64{5}), e.f32([]float64{1, 2, 3, 4}, 2, 2), e.f32([]float64{1, 1, 2, 2}, 2, 2))
 			return []*tensor.Tensor{ga, gb}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/floats/scalar"
@@ -23,55 +24,24 @@ const (
 	FDATol = 1e-8
 )
 
-// Gen draws one input value.
-type Gen func(r *rand.Rand) float64
-
-// Uniform draws from [lo, hi).
-func Uniform(lo, hi float64) Gen {
-	return func(r *rand.Rand) float64 { return lo + (hi-lo)*r.Float64() }
-}
-
-// AwayFromZero draws magnitudes from [lo, hi) with a random sign, for
-// inputs that must avoid 0 (divisors, kinks).
-func AwayFromZero(lo, hi float64) Gen {
-	return func(r *rand.Rand) float64 {
-		v := lo + (hi-lo)*r.Float64()
-		if r.IntN(2) == 0 {
-			return -v
-		}
-		return v
-	}
-}
-
-// Classes draws class labels in [0, c).
-func Classes(c int) Gen {
-	return func(r *rand.Rand) float64 { return float64(r.IntN(c)) }
-}
-
-// Input describes one input of a case.
-type Input struct {
-	Shape []int
-	Int   bool // an int32 input (labels): no gradient, not rounded
-	Gen   Gen  // nil: Uniform(-1, 1)
-}
-
-// Case is one parity check of an op.
+// Case is one parity check: a case of an op of the table.
 type Case struct {
-	Op     string // the op's row in the coverage table, e.g. "add"
-	Name   string // the case, e.g. "(3,1,5)+(3,4,5)"
-	Inputs []Input
-	// Forward computes the op's output from the inputs.
-	Forward func(in []*tensor.Tensor) *tensor.Tensor
-	// Backward returns the gradient of each input given the upstream
-	// gradient g (nil for int inputs). A nil Backward means the op has
-	// none (an in-place update, say).
-	Backward func(in []*tensor.Tensor, g *tensor.Tensor) []*tensor.Tensor
-	// RTol and ATol override the tolerances against CPU float64.
-	RTol, ATol float64
-	// FDATol overrides the absolute tolerance against finite differences.
-	FDATol float64
-	// NoFD skips finite differences (cases too large for them).
-	NoFD bool
+	Op *ops.Op
+	ops.Case
+}
+
+// Name returns "op/case".
+func (c *Case) Name() string { return c.Op.Name + "/" + c.Case.Name }
+
+// Specs returns every case of every op of ops.Table, in the table's order.
+func Specs() []Case {
+	var cs []Case
+	for _, op := range ops.Table() {
+		for _, c := range op.Cases {
+			cs = append(cs, Case{op, c})
+		}
+	}
+	return cs
 }
 
 // Status is the outcome of one check of a case.
@@ -87,7 +57,7 @@ const (
 
 // Result holds the outcome of each check of a case.
 type Result struct {
-	Op, Case                           string
+	Op, Family, Case                   string
 	CPUFwd, CPUBwd, GPUFwd, GPUBwd, FD Status
 }
 
@@ -105,30 +75,59 @@ func seed(s string) uint64 {
 	return h.Sum64()
 }
 
-// inputs draws the case's input values, rounded to float32.
-func (c *Case) inputs() [][]float64 {
-	r := rand.New(rand.NewPCG(seed(c.Op+"/"+c.Name), 1))
-	vals := make([][]float64, len(c.Inputs))
-	for i, in := range c.Inputs {
-		gen := in.Gen
-		if gen == nil {
-			gen = Uniform(-1, 1)
-		}
-		v := make([]float64, device.Numel(in.Shape))
-		for j := range v {
-			v[j] = gen(r)
-			if !in.Int {
-				v[j] = float64(float32(v[j]))
+// draw returns n values from d, rounded to float32 unless int.
+func draw(d ops.Domain, n int, isInt bool, r *rand.Rand) []float64 {
+	v := make([]float64, n)
+	lo, hi := d.Lo, d.Hi
+	if lo == 0 && hi == 0 {
+		lo, hi = -1, 1
+	}
+	for j := range v {
+		switch {
+		case len(d.Values) > 0:
+			v[j] = d.Values[j%len(d.Values)]
+		case d.Classes > 0:
+			v[j] = float64(r.IntN(d.Classes))
+		default:
+			for {
+				v[j] = lo + (hi-lo)*r.Float64()
+				if d.Integers {
+					v[j] = math.Floor(v[j])
+				}
+				if !nearKink(v[j], d) {
+					break
+				}
 			}
 		}
-		vals[i] = v
+		if !isInt {
+			v[j] = float64(float32(v[j]))
+		}
+	}
+	return v
+}
+
+func nearKink(x float64, d ops.Domain) bool {
+	for _, k := range d.Kinks {
+		if math.Abs(x-k) < d.Gap {
+			return true
+		}
+	}
+	return false
+}
+
+// inputs draws the case's input values.
+func (c *Case) inputs() [][]float64 {
+	r := rand.New(rand.NewPCG(seed(c.Name()), 1))
+	vals := make([][]float64, len(c.Inputs))
+	for i, in := range c.Inputs {
+		vals[i] = draw(in.Domain, device.Numel(in.Shape), in.Int, r)
 	}
 	return vals
 }
 
 // upstream draws the upstream gradient for an output shape.
 func (c *Case) upstream(shape []int) []float64 {
-	r := rand.New(rand.NewPCG(seed(c.Op+"/"+c.Name), 2))
+	r := rand.New(rand.NewPCG(seed(c.Name()), 2))
 	g := make([]float64, device.Numel(shape))
 	for i := range g {
 		g[i] = float64(float32(2*r.Float64() - 1))
@@ -169,7 +168,7 @@ func (c *Case) forward(dev device.Device, dt device.DType, vals [][]float64) ([]
 	}
 	defer release(in)
 	var out *tensor.Tensor
-	if err := tensor.Maybe(func() { out = c.Forward(in) }); err != nil {
+	if err := tensor.Maybe(func() { out = c.Op.Forward(in, c.Attrs) }); err != nil {
 		return nil, nil, err
 	}
 	defer out.Release()
@@ -188,13 +187,13 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 	res := &run{}
 	var inner error
 	err = tensor.Maybe(func() {
-		out := c.Forward(in)
+		out := c.Op.Forward(in, c.Attrs)
 		defer out.Release()
 		if res.out, inner = out.Float64s(); inner != nil {
 			return
 		}
 		res.outShape = out.Shape()
-		if c.Backward == nil {
+		if c.Op.Backward == nil {
 			return
 		}
 		if g == nil {
@@ -206,7 +205,7 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 			return
 		}
 		defer gt.Release()
-		grads := c.Backward(in, gt)
+		grads := c.Op.Backward(in, gt, c.Attrs)
 		defer release(grads)
 		for _, gr := range grads {
 			if gr == nil {
@@ -233,15 +232,15 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 // in which case the WebGPU checks are NotRun.
 func Check(t testing.TB, c Case, gpu device.Device) Result {
 	t.Helper()
-	res := Result{Op: c.Op, Case: c.Name, FD: NotApplicable}
-	if c.Backward == nil {
+	res := Result{Op: c.Op.Name, Family: c.Op.Family, Case: c.Case.Name, FD: NotApplicable}
+	if c.Op.Backward == nil {
 		res.CPUBwd, res.GPUBwd = NotApplicable, NotApplicable
 	}
 	vals := c.inputs()
 	host := cpu.New()
 	want, g, err := c.eval(host, device.Float64, vals, nil)
 	if err != nil {
-		t.Errorf("%s %s: cpu float64: %v", c.Op, c.Name, err)
+		t.Errorf("%s %s: cpu float64: %v", c.Op.Name, c.Case.Name, err)
 		res.CPUFwd, res.CPUBwd = Fail, Fail
 		return res
 	}
@@ -252,7 +251,7 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	if gpu != nil {
 		res.GPUFwd, res.GPUBwd = c.compareRun(t, "webgpu", gpu, vals, g, want, res.GPUBwd)
 	}
-	if c.Backward != nil && !c.NoFD {
+	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
 	return res
@@ -261,21 +260,21 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 // gradShapesOK checks that every gradient has its input's shape.
 func (c *Case) gradShapesOK(t testing.TB, where string, r *run) bool {
 	t.Helper()
-	if c.Backward == nil {
+	if c.Op.Backward == nil {
 		return true
 	}
 	ok := len(r.grads) == len(c.Inputs)
 	if !ok {
-		t.Errorf("%s %s: %s: backward returned %d gradients for %d inputs", c.Op, c.Name, where, len(r.grads), len(c.Inputs))
+		t.Errorf("%s %s: %s: backward returned %d gradients for %d inputs", c.Op.Name, c.Case.Name, where, len(r.grads), len(c.Inputs))
 		return false
 	}
 	for i, in := range c.Inputs {
 		switch {
 		case in.Int && r.grads[i] != nil:
-			t.Errorf("%s %s: %s: int input %d got a gradient", c.Op, c.Name, where, i)
+			t.Errorf("%s %s: %s: int input %d got a gradient", c.Op.Name, c.Case.Name, where, i)
 			ok = false
 		case !in.Int && !slices.Equal(r.gshapes[i], in.Shape):
-			t.Errorf("%s %s: %s: gradient %d has shape %v; input has shape %v", c.Op, c.Name, where, i, r.gshapes[i], in.Shape)
+			t.Errorf("%s %s: %s: gradient %d has shape %v; input has shape %v", c.Op.Name, c.Case.Name, where, i, r.gshapes[i], in.Shape)
 			ok = false
 		}
 	}
@@ -288,7 +287,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 	t.Helper()
 	got, _, err := c.eval(dev, device.Float32, vals, g)
 	if err != nil {
-		t.Errorf("%s %s: %s: %v", c.Op, c.Name, where, err)
+		t.Errorf("%s %s: %s: %v", c.Op.Name, c.Case.Name, where, err)
 		return Fail, Fail
 	}
 	rtol, atol := c.RTol, c.ATol
@@ -298,14 +297,16 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 	if atol == 0 {
 		atol = ATol
 	}
+	// A float32 result is compared with the float64 one rounded to
+	// float32, so that overflow to ±Inf counts as agreement.
 	fwd = Pass
 	if !slices.Equal(got.outShape, want.outShape) {
-		t.Errorf("%s %s: %s: output shape %v; cpu float64 gives %v", c.Op, c.Name, where, got.outShape, want.outShape)
+		t.Errorf("%s %s: %s: output shape %v; cpu float64 gives %v", c.Op.Name, c.Case.Name, where, got.outShape, want.outShape)
 		fwd = Fail
-	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op, c.Name, where), got.out, want.out, rtol, atol) {
+	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op.Name, c.Case.Name, where), got.out, toFloat32(want.out), rtol, atol) {
 		fwd = Fail
 	}
-	if c.Backward == nil {
+	if c.Op.Backward == nil {
 		return fwd, NotApplicable
 	}
 	bwd = Pass
@@ -316,7 +317,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 		if c.Inputs[i].Int || bwd == Fail {
 			continue
 		}
-		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op, c.Name, where, i), got.grads[i], want.grads[i], rtol, atol) {
+		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], toFloat32(want.grads[i]), rtol, atol) {
 			bwd = Fail
 		}
 	}
@@ -328,13 +329,21 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 func (c *Case) finiteDifferences(t testing.TB, vals [][]float64, g []float64, want *run) Status {
 	t.Helper()
 	host := cpu.New()
+	// Central differences of f = Σ out·g carry rounding error of about
+	// ε·Σ|out·g|/h ≈ 5e-11·Σ|out·g| (gonum's step h is about 5e-6): the
+	// absolute tolerance is at least twice that.
 	atol := c.FDATol
 	if atol == 0 {
 		atol = FDATol
 	}
+	mag := 0.0
+	for j, v := range want.out {
+		mag += math.Abs(v * g[j])
+	}
+	atol = max(atol, 1e-10*mag)
 	status := Pass
 	for i, in := range c.Inputs {
-		if in.Int {
+		if in.Int || in.NoFD {
 			continue
 		}
 		var ferr error
@@ -354,18 +363,28 @@ func (c *Case) finiteDifferences(t testing.TB, vals [][]float64, g []float64, wa
 		}
 		num := fd.Gradient(nil, f, slices.Clone(vals[i]), &fd.Settings{Formula: fd.Central})
 		if ferr != nil {
-			t.Errorf("%s %s: finite differences: %v", c.Op, c.Name, ferr)
+			t.Errorf("%s %s: finite differences: %v", c.Op.Name, c.Case.Name, ferr)
 			return Fail
 		}
-		if !Close(t, fmt.Sprintf("%s %s: cpu float64 gradient %d against finite differences", c.Op, c.Name, i), want.grads[i], num, FDRTol, atol) {
+		if !Close(t, fmt.Sprintf("%s %s: cpu float64 gradient %d against finite differences", c.Op.Name, c.Case.Name, i), want.grads[i], num, FDRTol, atol) {
 			status = Fail
 		}
 	}
 	return status
 }
 
-// Close reports whether got and want agree elementwise within atol or rtol
-// (NaNs agree with NaNs), reporting the first mismatches on t.
+// toFloat32 rounds v to float32.
+func toFloat32(v []float64) []float64 {
+	r := make([]float64, len(v))
+	for i, x := range v {
+		r[i] = float64(float32(x))
+	}
+	return r
+}
+
+// Close reports whether got and want agree elementwise within atol or rtol,
+// reporting the first mismatches on t. Special values must match exactly:
+// NaN only NaN, and an infinity only the infinity of the same sign.
 func Close(t testing.TB, what string, got, want []float64, rtol, atol float64) bool {
 	t.Helper()
 	if len(got) != len(want) {

@@ -24,7 +24,7 @@ const (
 func TestParity(t *testing.T) {
 	gpu := gputest.OrNil(t)
 	for _, c := range parity.Specs() {
-		t.Run(c.Op+"/"+c.Name, func(t *testing.T) {
+		t.Run(c.Name(), func(t *testing.T) {
 			table.Add(parity.Check(t, c, gpu))
 		})
 	}

@@ -12,6 +12,7 @@ type Table struct {
 }
 
 type tableRow struct {
+	family               string
 	cases, fdPass, fdRun int
 	cells                [4]Status // cpu fwd, cpu bwd, webgpu fwd, webgpu bwd
 	fd                   Status
@@ -34,7 +35,7 @@ func (t *Table) Add(r Result) {
 	}
 	row, ok := t.rows[r.Op]
 	if !ok {
-		row = &tableRow{cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable}
+		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable}
 		t.rows[r.Op] = row
 		t.order = append(t.order, r.Op)
 	}
@@ -79,15 +80,15 @@ func (s Status) String() string {
 // checked: the large-tensor cases are too big for them.
 func (t *Table) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| op | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, op := range t.order {
 		row := t.rows[op]
 		fd := row.fd.String()
 		if row.fd == Pass || row.fd == Fail {
 			fd = fmt.Sprintf("%s %d/%d", fd, row.fdPass, row.cases)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", op, row.cases,
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
 			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd)
 	}
 	return b.String()

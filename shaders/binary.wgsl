@@ -1,14 +1,184 @@
-// out = {{.Expr}} with NumPy broadcasting.
-// p[0] = n, p[1] = rank, p[2..10) = output shape,
-// p[10..18) = strides of a, p[18..26) = strides of b (0 where broadcast).
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// The binary family: elementwise functions of two operands x and y, with
+// NumPy broadcasting. op_NAME(x, y) is the function named NAME in package
+// device; op_NAME_grad0(x, y, g) and op_NAME_grad1(x, y, g) are g times its
+// partial derivatives with respect to x and y. The kernel at the end applies
+// op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}{{end}}{{if .Same}} to operands of one shape{{else}} with broadcasting{{end}}.
+
+fn op_add(x: f32, y: f32) -> f32 {
+    return x + y;
+}
+fn op_add_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g;
+}
+fn op_add_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return g;
+}
+
+fn op_sub(x: f32, y: f32) -> f32 {
+    return x - y;
+}
+fn op_sub_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g;
+}
+fn op_sub_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return -g;
+}
+
+fn op_mul(x: f32, y: f32) -> f32 {
+    return x * y;
+}
+fn op_mul_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g * y;
+}
+fn op_mul_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return g * x;
+}
+
+// The gradients add ε = device.DivEpsilon to the denominators.
+fn op_div(x: f32, y: f32) -> f32 {
+    return x / y;
+}
+fn op_div_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g / (y + 1e-10);
+}
+fn op_div_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return -g * x / (y * y + 1e-10);
+}
+
+// pow_real (common.wgsl): x^y with IEEE 754's special cases.
+fn op_pow(x: f32, y: f32) -> f32 {
+    return pow_real(x, y);
+}
+fn op_pow_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g * y * pow_real(x, y - 1.0);
+}
+// g·x^y·ln x, and 0 where x ≤ 0.
+fn op_pow_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return select(g * pow_real(x, y) * log(x), 0.0, x <= 0.0);
+}
+
+fn op_floor_divide(x: f32, y: f32) -> f32 {
+    return floor(x / y);
+}
+fn op_floor_divide_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return 0.0;
+}
+fn op_floor_divide_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return 0.0;
+}
+
+// The remainder of floor division: the truncated remainder, moved by y
+// where its sign differs from y's.
+fn op_mod(x: f32, y: f32) -> f32 {
+    var r = x - y * trunc(x / y);
+    if (is_inf(y) && !is_inf(x)) {
+        r = x;
+    }
+    if (r != 0.0 && (r < 0.0) != (y < 0.0)) {
+        r += y;
+    }
+    return r;
+}
+fn op_mod_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g;
+}
+fn op_mod_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return -g * floor(x / y);
+}
+
+// x where x > 0, else y·x.
+fn op_prelu(x: f32, y: f32) -> f32 {
+    return select(y * x, x, x > 0.0);
+}
+fn op_prelu_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return select(y * g, g, x > 0.0);
+}
+fn op_prelu_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return select(x * g, 0.0, x > 0.0);
+}
+
+fn op_equal(x: f32, y: f32) -> f32 {
+    return select(0.0, 1.0, x == y);
+}
+fn op_equal_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return 0.0;
+}
+fn op_equal_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return 0.0;
+}
+
+fn op_squared_difference(x: f32, y: f32) -> f32 {
+    let d = x - y;
+    return d * d;
+}
+fn op_squared_difference_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return 2.0 * (x - y) * g;
+}
+fn op_squared_difference_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return -2.0 * (x - y) * g;
+}
+
+// Binary cross-entropy of probability x against target y, with x clamped to
+// [ε, 1 − ε], ε = 2⁻²⁴ = device.BCEClamp (exact in float32); NaN stays NaN.
+fn bce_clamp(x: f32) -> f32 {
+    return select(clamp(x, 5.9604644775390625e-8, 0.99999994039535522), x, is_nan(x));
+}
+fn op_bce(x: f32, y: f32) -> f32 {
+    let q = bce_clamp(x);
+    return -(y * log(q) + (1.0 - y) * log(1.0 - q));
+}
+fn op_bce_grad0(x: f32, y: f32, g: f32) -> f32 {
+    let q = bce_clamp(x);
+    return g * (q - y) / (q * (1.0 - q));
+}
+fn op_bce_grad1(x: f32, y: f32, g: f32) -> f32 {
+    let q = bce_clamp(x);
+    return g * (log(1.0 - q) - log(q));
+}
+
+// Binary cross-entropy of sigmoid(x) against y: max(x, 0) − x·y + ln(1 + e^−|x|).
+fn op_bce_logits(x: f32, y: f32) -> f32 {
+    return max(x, 0.0) - x * y + log(1.0 + exp(-abs(x)));
+}
+fn op_bce_logits_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return g * (sigmoid_pair(x).x - y);
+}
+fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return -g * x;
+}
+
+{{template "math"}}
+
+// The kernel. p[0] = count{{if not .Same}}; broadcast parameters as in common.wgsl{{end}}.
+fn apply(x: f32, y: f32, g: f32) -> f32 {
+    return op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}(x, y, g){{else}}(x, y){{end}};
+}
+{{- if .Vec}}
+fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
+}
+{{- end}}
+{{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read> y_in: array<{{$T}}>;
+{{- if ge .Grad 0}}
+@group(0) @binding(3) var<storage, read> g_in: array<{{$T}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{$T}}>;
+{{- else}}
+@group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
+{{- end}}
+{{- if not .Same}}
 {{template "broadcast_offsets"}}
+{{- end}}
 
 {{template "main_1d"}}
+{{- if .Same}}
+    let x = x_in[i];
+    let y = y_in[i];
+{{- else}}
     let off = broadcast_offsets(i);
-    let x = a[off.x];
-    let y = b[off.y];
-    out[i] = {{.Expr}};
+    let x = x_in[off.x];
+    let y = y_in[off.y];
+{{- end}}
+    out[i] = apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0.0){{end}});
 }

@@ -61,6 +61,47 @@ fn row_stats(row: u32, c: u32) -> vec2<f32> {
 {{- end}}
 
 
+{{- define "math"}}
+// sigmoid(x) and sigmoid(−x) from e^−|x|, which cannot overflow.
+fn sigmoid_pair(x: f32) -> vec2<f32> {
+    let e = exp(-abs(x));
+    let big = 1.0 / (1.0 + e);
+    let small = e / (1.0 + e);
+    return select(vec2<f32>(small, big), vec2<f32>(big, small), x >= 0.0);
+}
+
+// x^y for real x and y with the special cases of IEEE 754's pow (as Go's
+// math.Pow): a negative base with an integer exponent is defined, with any
+// other exponent NaN.
+fn pow_real(x: f32, y: f32) -> f32 {
+    if (y == 0.0 || x == 1.0) {
+        return 1.0;
+    }
+    if (is_nan(x) || is_nan(y)) {
+        return nan();
+    }
+    let ax = abs(x);
+    if (is_inf(y)) {
+        if (ax == 1.0) {
+            return 1.0;
+        }
+        return select(0.0, inf(), (ax > 1.0) == (y > 0.0));
+    }
+    let integer = floor(y) == y;
+    let odd = integer && abs(y) < 16777216.0 && fract(y * 0.5) != 0.0;
+    var r: f32;
+    if (ax == 0.0 || is_inf(x)) {
+        r = select(0.0, inf(), (ax == 0.0) == (y < 0.0));
+    } else {
+        if (x < 0.0 && !integer) {
+            return nan();
+        }
+        r = exp2(y * log2(ax));
+    }
+    return select(r, -r, odd && sign_bit(x));
+}
+{{- end}}
+
 {{- define "main_1d"}}
 // Entry point of a kernel with one invocation per element i < p[0], over
 // workgroups of 256 spread over x and y.

@@ -2,7 +2,9 @@
 // straight-line code (loops over local arrays are slow on llvmpipe).
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}{{if .VecA}}, read as vec4{{end}};
 // b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.
-// p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch.
+// p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
+// dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0
+// (lavapipe silently ends a loop after about 32768 iterations).
 @group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
@@ -38,7 +40,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
-    for (var k = 0u; k < K; k++) {
+    for (var k = p[4]; k < p[5]; k++) {
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
         let av{{$q}} = a[k * (M / 4u) + ra{{$q}}];
@@ -69,7 +71,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let o{{$i}} = (row0 + {{$i}}u) * N + col0;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
-            out[o{{$i}} + {{add (mul $j 4) $c}}u] = acc{{$i}}_{{$j}}[{{$c}}];
+            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], p[4] != 0u) + acc{{$i}}_{{$j}}[{{$c}}];
         }
 {{- end}}{{end}}
     }

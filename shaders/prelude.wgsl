@@ -9,3 +9,34 @@ fn pf(i: u32) -> f32 {
 fn linear_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * wg + lid;
 }
+
+// Special values, tested on the bits: WGSL lets a compiler assume that
+// floats are finite, so x != x and comparisons with infinity may fold away.
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn is_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn sign_bit(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x80000000u) != 0u;
+}
+
+fn nan() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn inf() -> f32 {
+    return bitcast<f32>(0x7f800000u);
+}
+
+// max and min that return NaN when either operand is NaN.
+fn max_nan(a: f32, b: f32) -> f32 {
+    return select(select(max(a, b), b, is_nan(b)), a, is_nan(a));
+}
+
+fn min_nan(a: f32, b: f32) -> f32 {
+    return select(select(min(a, b), b, is_nan(b)), a, is_nan(a));
+}

@@ -1,26 +1,137 @@
-// One invocation per output: out[o] = scale * sum of x over the reduced axes.
-// p[0] = outputs, p[1] = reduced count R, p[2] = kept rank, p[3] = reduced rank,
-// p[4] = scale (f32 bits), p[5..13) kept shape, p[13..21) kept strides,
-// p[21..29) reduced shape, p[29..37) reduced strides (strides in x).
+// The reduce family. For each reduction NAME of package device, NAME_init()
+// is its identity and NAME_combine(acc, v) folds v into acc; the arg
+// reductions instead keep the first index whose value NAME_better(v, best)
+// says beats the best so far. Max and min propagate NaN; a NaN beats every
+// number for argmax and argmin.
+//
+// Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
+// p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
+// p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
+// (strides in x){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}.
+// No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
+// loop after about 32768 iterations, counting those of loops nested in it.
+
+fn sum_init() -> f32 {
+    return 0.0;
+}
+fn sum_combine(acc: f32, v: f32) -> f32 {
+    return acc + v;
+}
+
+fn max_init() -> f32 {
+    return -inf();
+}
+fn max_combine(acc: f32, v: f32) -> f32 {
+    return max_nan(acc, v);
+}
+
+fn min_init() -> f32 {
+    return inf();
+}
+fn min_combine(acc: f32, v: f32) -> f32 {
+    return min_nan(acc, v);
+}
+
+fn argmax_better(v: f32, best: f32) -> bool {
+    return !is_nan(best) && (is_nan(v) || v > best);
+}
+
+fn argmin_better(v: f32, best: f32) -> bool {
+    return !is_nan(best) && (is_nan(v) || v < best);
+}
+{{- if eq .Stage 2}}
+// Stage 2 of an arg reduction: x holds stage 1's best values, idxs their indices.
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> idxs: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<i32>;
+{{- else}}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{if .Arg}}i32{{else}}f32{{end}}>;
+{{- if eq .Stage 1}}
+@group(0) @binding(3) var<storage, read_write> vals_out: array<f32>;
+{{- end}}
+{{- end}}
 
 {{template "reduce_offsets"}}
 
+// at returns the r-th reduced element of output o's slice, starting at base.
+fn at(base: u32, r: u32) -> f32 {
+    if (p[3] == 1u) {
+        return x[base + r * p[29]];
+    }
+    return x[offset(base, r)];
+}
+{{if .Chunks}}
+// One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
+// it reduces the chunk's elements t, t + 256, t + 512, … into
+// out[(o·chunks + c)·256 + t], so that neighbouring invocations read
+// neighbouring elements. No workgroup memory and no barriers: they are
+// slow on CPU adapters. The partial results are reduced by another pass.
+{{template "main_1d"}}
+    let chunks = p[37];
+    let w = i / 256u;
+    let o = w / chunks;
+    let c = w % chunks;
+    let base = base_offset(o);
+    let end = min(p[1], (c + 1u) * p[38]);
+    var acc = {{.Op}}_init();
+    for (var r = c * p[38] + i % 256u; r < end; r += 256u) {
+        acc = {{.Op}}_combine(acc, at(base, r));
+    }
+    out[i] = acc;
+}
+{{- else}}
+// One invocation per output o.
 {{template "main_1d"}}
     let o = i;
     let base = base_offset(o);
-    var acc = 0.0;
     let count = p[1];
-    if (p[3] == 1u) {
-        let stride = p[29];
-        for (var r = 0u; r < count; r++) {
-            acc += x[base + r * stride];
-        }
-    } else {
-        for (var r = 0u; r < count; r++) {
-            acc += x[offset(base, r)];
+{{- if .Arg}}
+    // Arg reductions run in one or two stages: stage 1 writes each chunk's
+    // best value and its index (p[37] = chunks, p[38] = chunk length),
+    // stage 2 picks among the chunks.
+{{- if eq .Stage 2}}
+    var best = x[o * count];
+    var idx = 0u;
+    for (var r = 1u; r < count; r++) {
+        let v = x[o * count + r];
+        if ({{.Op}}_better(v, best)) {
+            best = v;
+            idx = r;
         }
     }
+    out[o] = idxs[o * count + idx];
+{{- else}}
+{{- if eq .Stage 1}}
+    let chunks = p[37];
+    let start = (o % chunks) * p[38];
+    let end = min(count, start + p[38]);
+    let b = base_offset(o / chunks);
+{{- else}}
+    let start = 0u;
+    let end = count;
+    let b = base;
+{{- end}}
+    var best = at(b, start);
+    var idx = start;
+    for (var r = start + 1u; r < end; r++) {
+        let v = at(b, r);
+        if ({{.Op}}_better(v, best)) {
+            best = v;
+            idx = r;
+        }
+    }
+{{- if eq .Stage 1}}
+    vals_out[o] = best;
+{{- end}}
+    out[o] = i32(idx);
+{{- end}}
+{{- else}}
+    var acc = {{.Op}}_init();
+    for (var r = 0u; r < count; r++) {
+        acc = {{.Op}}_combine(acc, at(base, r));
+    }
     out[o] = acc * pf(4u);
+{{- end}}
 }
+{{- end}}

@@ -11,12 +11,23 @@ func TestSource(t *testing.T) {
 		data any
 		want []string
 	}{
-		{"elementwise", map[string]any{"T": "vec4<f32>", "Expr": "x + y", "In": []string{"x", "y"}, "InPlace": false},
-			[]string{"var<storage, read> x_in: array<vec4<f32>>", "@binding(3) var<storage, read_write> out", "out[i] = x + y;"}},
-		{"binary", map[string]any{"Expr": "x / y"}, []string{"fn broadcast_offsets", "out[i] = x / y;"}},
-		{"binary_grad", map[string]any{"Expr": "-g * x / (y * y)"}, []string{"let g = gr[i];"}},
-		{"reduce", nil, []string{"fn base_offset", "fn offset"}},
-		{"reduce_chunks", nil, []string{"var<workgroup> partial", "workgroupBarrier();"}},
+		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true},
+			[]string{"fn erfc_approx", "op_gelu_grad(x, g, a, b)", "fn apply4", "var<storage, read> g_in: array<vec4<f32>>", "fn pow_real"}},
+		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false},
+			[]string{"op_exp(x, a, b)", "@binding(2) var<storage, read_write> out: array<f32>"}},
+		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false},
+			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);"}},
+		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true},
+			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<vec4<f32>>", "fn apply4"}},
+		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
+		{"update", map[string]any{"Op": "axpy", "T": "f32"}, []string{"out[i] = out[i] + pf(1u) * x[i];"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Stage": 0}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
+		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Stage": 0}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
+		{"reduce", map[string]any{"Op": "argmin", "Arg": true, "Chunks": false, "Stage": 1}, []string{"vals_out[o] = best;", "argmin_better(v, best)"}},
+		{"reduce", map[string]any{"Op": "argmax", "Arg": true, "Chunks": false, "Stage": 2}, []string{"out[o] = idxs[o * count + idx];"}},
+		{"softmax", map[string]any{"Log": true, "Grad": true}, []string{"dy[k] - exp(y[k]) * acc"}},
+		{"softmax", map[string]any{"Log": false, "Grad": false}, []string{"m = max_nan(m, x[base + j * inner]);"}},
+		{"gather", map[string]any{"Grad": true}, []string{"pf(2u) * g[i]"}},
 		{"softmax_xent", nil, []string{"fn row_stats"}},
 		{"softmax_xent_grad", nil, []string{"fn row_stats", "dlogits[row + j]"}},
 		{"transpose", nil, []string{"out[c * rows + r]"}},
@@ -48,7 +59,7 @@ func TestSourceErrors(t *testing.T) {
 			t.Errorf("Source(%q): no error", name)
 		}
 	}
-	if _, err := Source("binary", map[string]any{}); err == nil {
+	if _, err := Source("unary", map[string]any{}); err == nil {
 		t.Errorf("Source with a missing template key: no error")
 	}
 }

@@ -1,4 +1,4 @@
-// One invocation per row: dlogits = (softmax(logits) - onehot(label)) * g[0] / n.
+// One invocation per row: dlogits = (softmax(logits) - onehot(label)) * g[i].
 // p[0] = n rows, p[1] = c classes.
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
@@ -18,7 +18,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let stats = row_stats(row, c);
     let m = stats.x;
     let s = stats.y;
-    let scale = g[0] / f32(p[0]);
+    let scale = g[i];
     let y = labels[i];
     let bad = y < 0 || u32(y) >= c;
     for (var j = 0u; j < c; j++) {

@@ -50,6 +50,9 @@ type Device struct {
 	queue    *wgpu.Queue
 	info     string
 	limits   wgpu.Limits
+	// loopLimited is set on CPU adapters (lavapipe), which silently end a
+	// loop after about 32768 iterations.
+	loopLimited bool
 
 	kernels map[string]*kernel
 
@@ -81,6 +84,7 @@ func Open() (*Device, error) {
 	}
 	props := d.adapter.GetProperties()
 	d.info = fmt.Sprintf("webgpu: %s, %s, %s", props.Name, props.BackendType, props.AdapterType)
+	d.loopLimited = props.AdapterType == wgpu.AdapterType_CPU
 	d.limits = d.adapter.GetLimits().Limits
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:          "extensor",

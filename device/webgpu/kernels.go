@@ -5,65 +5,38 @@ package webgpu
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/extensor/extensor/device"
 )
 
-// The WGSL expressions of each op; T stands for the element type. They are
-// the GPU's own: the CPU backend implements the ops independently.
-var (
-	unaryExpr = map[device.UnaryOp]string{
-		device.Relu: "max(v, T(0.0))",
-	}
-	unaryGradExpr = map[device.UnaryOp]string{
-		device.Relu: "select(T(0.0), g, v > T(0.0))",
-	}
-	binaryExpr = map[device.BinaryOp]string{
-		device.Add: "x + y",
-		device.Sub: "x - y",
-		device.Mul: "x * y",
-		device.Div: "x / y",
-	}
-	// binaryGradExpr[op][wrt] is the gradient with respect to operand wrt.
-	binaryGradExpr = map[device.BinaryOp][2]string{
-		device.Add: {"g", "g"},
-		device.Sub: {"g", "-g"},
-		device.Mul: {"g * y", "g * x"},
-		device.Div: {"g / y", "-g * x / (y * y)"},
-	}
-)
-
-// elem returns the WGSL element type for n elements: vec4<f32> when n is a
-// multiple of 4 (faster loads), else f32, and the count of such elements.
-func elem(n int) (typ string, count int) {
-	if n%4 == 0 {
-		return "vec4<f32>", n / 4
-	}
-	return "f32", n
-}
-
-// typed substitutes the element type for T in the constructors of expr.
-func typed(expr, typ string) string { return strings.ReplaceAll(expr, "T(", typ+"(") }
+// This file selects and specialises the WGSL kernels of package shaders;
+// every line of WGSL lives there, one file per family.
 
 func groupsOf(n, size int) int { return (n + size - 1) / size }
 
-// elementwise records out[i] = expr over the elements of out, reading the
-// inputs named in (bound in order before out) at i. Lengths that are
-// multiples of 4 run on vec4s. extra are parameter words after the count.
-func (d *Device) elementwise(op, expr string, out *buffer, in []string, bufs []*buffer, extra ...uint32) {
-	typ, n := elem(out.n)
-	if out.dt == device.Int32 || strings.HasPrefix(op, "fill") {
-		typ, n = "u32", out.n
+func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
+
+// vec4 reports whether n elements run as vec4s (faster loads), and the
+// number of invocations.
+func vec4(n int) (bool, int) {
+	if n%4 == 0 {
+		return true, n / 4
 	}
-	spec := map[string]any{"T": typ, "Expr": typed(expr, typ), "In": in, "InPlace": strings.Contains(expr, "out[i]")}
-	writable := make([]bool, len(in)+1)
-	writable[len(in)] = true
-	k := d.kernel(op+"/"+typ, "elementwise", spec, writable...)
-	d.run(k, groupsOf(n, 256), append([]uint32{uint32(n)}, extra...), append(bufs, out)...)
+	return false, n
 }
 
-func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
+// elemType is the WGSL element type of an update kernel: fill writes
+// u32 words (the bits of an f32 or i32), axpy f32s.
+func elemType(fill, vec bool) string {
+	t := "f32"
+	if fill {
+		t = "u32"
+	}
+	if vec {
+		return "vec4<" + t + ">"
+	}
+	return t
+}
 
 // Fill sets every element of dst to v.
 func (d *Device) Fill(dst device.Buffer, v float64) {
@@ -72,7 +45,19 @@ func (d *Device) Fill(dst device.Buffer, v float64) {
 	if b.dt == device.Int32 {
 		word = uint32(int32(v))
 	}
-	d.elementwise("fill", "p[1]", b, nil, nil, word)
+	vec, n := vec4(b.n)
+	t := elemType(true, vec)
+	k := d.kernel("fill/"+t, "update", map[string]any{"Op": "fill", "T": t}, true)
+	d.run(k, groupsOf(n, 256), []uint32{uint32(n), word}, b)
+}
+
+// Axpy sets y += alpha·x.
+func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
+	o := d.buf(y)
+	vec, n := vec4(o.n)
+	t := elemType(false, vec)
+	k := d.kernel("axpy/"+t, "update", map[string]any{"Op": "axpy", "T": t}, false, true)
+	d.run(k, groupsOf(n, 256), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
 }
 
 // Copy copies src into dst.
@@ -93,14 +78,33 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	d.labels = append(d.labels, "copy")
 }
 
-// Unary sets dst = op(x).
-func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer) {
-	d.elementwise("unary/"+op.String(), unaryExpr[op], d.buf(dst), []string{"v"}, []*buffer{d.buf(x)})
+// scalars packs the count and up to two scalar parameters.
+func scalars(n int, p []float64) []uint32 {
+	w := []uint32{uint32(n), 0, 0}
+	for i, v := range p[:min(len(p), 2)] {
+		w[1+i] = f32bits(v)
+	}
+	return w
 }
 
-// UnaryGrad sets dx = dy·op'(x).
-func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer) {
-	d.elementwise("unary_grad/"+op.String(), unaryGradExpr[op], d.buf(dx), []string{"v", "g"}, []*buffer{d.buf(x), d.buf(dy)})
+// unary records op or its gradient (grad) over x, writing out.
+func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, in ...*buffer) {
+	vec, n := vec4(out.n)
+	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v", op, grad, vec)
+	writable := make([]bool, len(in)+1)
+	writable[len(in)] = true
+	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec}, writable...)
+	d.run(k, groupsOf(n, 256), scalars(n, p), append(in, out)...)
+}
+
+// Unary sets dst = op(x; p).
+func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
+	d.unary(op, false, d.buf(dst), p, d.buf(x))
+}
+
+// UnaryGrad sets dx = dy·op'(x; p).
+func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
+	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
 }
 
 // contiguous reports whether strides are the row-major strides of shape.
@@ -125,22 +129,32 @@ func broadcastParams(l device.Broadcast) []uint32 {
 	return p
 }
 
+// binary records op (grad < 0) or its gradient with respect to operand
+// grad, over operands of one shape as vec4s where possible, else with
+// broadcasting.
+func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
+	same := contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
+	vec, n := false, out.n
+	params := broadcastParams(l)
+	if same {
+		vec, n = vec4(out.n)
+		params = []uint32{uint32(n)}
+	}
+	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v", op, grad, same, vec)
+	writable := make([]bool, len(in)+1)
+	writable[len(in)] = true
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec}, writable...)
+	d.run(k, groupsOf(n, 256), params, append(in, out)...)
+}
+
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
-	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
-	if contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides) {
-		d.elementwise("binary_same/"+op.String(), binaryExpr[op], o, []string{"x", "y"}, []*buffer{x, y})
-		return
-	}
-	k := d.kernel("binary/"+op.String(), "binary", map[string]string{"Expr": binaryExpr[op]}, false, false, true)
-	d.run(k, groupsOf(o.n, 256), broadcastParams(l), x, y, o)
+	d.binary(op, -1, d.buf(dst), l, d.buf(a), d.buf(b))
 }
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
-	o, gb, x, y := d.buf(dst), d.buf(g), d.buf(a), d.buf(b)
-	k := d.kernel(fmt.Sprintf("binary_grad/%v/%d", op, wrt), "binary_grad", map[string]string{"Expr": binaryGradExpr[op][wrt]}, false, false, false, true)
-	d.run(k, groupsOf(o.n, 256), broadcastParams(l), gb, x, y, o)
+	d.binary(op, wrt, d.buf(dst), l, d.buf(a), d.buf(b), d.buf(g))
 }
 
 // axis is a dimension of a coalesced reduction: its size and its stride in
@@ -183,10 +197,14 @@ func coalesce(shape, axes []int) (kept, red []axis) {
 }
 
 const (
-	chunkLen = 4096 // reduced elements per workgroup in reduce_chunks
+	chunkLen = 64 * 256 // reduced elements per chunk: 64 per invocation
+	// maxLoop bounds the iterations of any loop over data: lavapipe
+	// (llvmpipe) silently ends a loop after about 32768 iterations,
+	// counting those of the loops nested in it.
+	maxLoop = 16384
 )
 
-// Reduce sums (or averages) x over axes into dst.
+// Reduce reduces x over axes into dst.
 func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
 	kept, red := coalesce(shape, axes)
 	count := 1
@@ -195,22 +213,21 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 	}
 	scale := 1.0
 	if op == device.Mean {
-		scale = 1 / float64(count)
+		op, scale = device.Sum, 1/float64(count)
 	}
-	d.reduce(d.buf(dst), d.buf(x), kept, red, scale)
-}
-
-func (d *Device) reduce(o, in *buffer, kept, red []axis, scale float64) {
-	nOut, r := 1, 1
-	for _, a := range kept {
-		nOut *= a.size
-	}
-	for _, a := range red {
-		r *= a.size
-	}
-	if nOut == 0 {
+	if count == 0 && op == device.Sum {
+		d.Fill(dst, 0*scale) // the mean of nothing is NaN
 		return
 	}
+	if op == device.ArgMax || op == device.ArgMin {
+		d.argReduce(op, d.buf(dst), d.buf(x), kept, red)
+		return
+	}
+	d.reduce(op, d.buf(dst), d.buf(x), kept, red, scale)
+}
+
+// reduceParams packs the parameters of the reduce kernels.
+func reduceParams(nOut, r int, kept, red []axis, scale float64) []uint32 {
 	p := make([]uint32, 39)
 	p[0], p[1], p[2], p[3], p[4] = uint32(nOut), uint32(r), uint32(len(kept)), uint32(len(red)), f32bits(scale)
 	for i, a := range kept {
@@ -219,27 +236,150 @@ func (d *Device) reduce(o, in *buffer, kept, red []axis, scale float64) {
 	for i, a := range red {
 		p[21+i], p[29+i] = uint32(a.size), uint32(a.stride)
 	}
-	if r <= 1024 || nOut >= 8192 {
-		d.run(d.kernel("reduce", "reduce", nil, false, true), groupsOf(nOut, 256), p[:37], in, o)
+	return p
+}
+
+func sizes(kept, red []axis) (nOut, r int) {
+	nOut, r = 1, 1
+	for _, a := range kept {
+		nOut *= a.size
+	}
+	for _, a := range red {
+		r *= a.size
+	}
+	return nOut, r
+}
+
+func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, scale float64) {
+	nOut, r := sizes(kept, red)
+	if nOut == 0 {
 		return
 	}
+	p := reduceParams(nOut, r, kept, red, scale)
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Stage": 0}
+	// Short rows, and many outputs of rows not too long: one invocation
+	// per output.
+	if r <= 1024 || (nOut >= 8192 && r <= maxLoop) {
+		d.run(d.kernel("reduce/"+op.String(), "reduce", spec, false, true), groupsOf(nOut, 256), p[:37], in, o)
+		return
+	}
+	// Long rows: each chunk of chunkLen elements reduced into 256 partial
+	// results, which the next pass reduces in turn.
+	spec["Chunks"] = true
 	chunks := groupsOf(r, chunkLen)
-	p[37], p[38] = uint32(chunks), chunkLen
-	k := d.kernel("reduce_chunks", "reduce_chunks", nil, false, true)
-	if chunks == 1 {
-		d.run(k, nOut, p, in, o)
+	k := d.kernel("reduce_chunks/"+op.String(), "reduce", spec, false, true)
+	partial := d.scratch(k, device.Float32, nOut*chunks*256)
+	if partial == nil {
 		return
 	}
-	pb, err := d.Alloc(device.Float32, nOut*chunks)
-	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel reduce_chunks: %v", err))
-		return
-	}
-	partial := pb.(*buffer)
 	defer d.Free(partial)
-	p[4] = f32bits(1)
+	p[0], p[37], p[38] = uint32(nOut*chunks*256), uint32(chunks), chunkLen
 	d.run(k, nOut*chunks, p, in, partial)
-	d.reduce(o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
+	d.reduce(op, o, partial, []axis{{nOut, chunks * 256}}, []axis{{chunks * 256, 1}}, scale)
+}
+
+// scratch allocates a temporary buffer for kernel k, recording a failure
+// naming k if it cannot.
+func (d *Device) scratch(k *kernel, dt device.DType, n int) *buffer {
+	if k == nil {
+		return nil
+	}
+	b, err := d.Alloc(dt, n)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+		return nil
+	}
+	return b.(*buffer)
+}
+
+// argReduce finds the index of the best element of each output's row: in
+// one pass for rows of at most maxLoop elements, else in two, through the
+// best value and index of each chunk of the row.
+func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) {
+	nOut, r := sizes(kept, red)
+	if nOut == 0 {
+		return
+	}
+	p := reduceParams(nOut, r, kept, red, 1)
+	spec := func(stage int) map[string]any {
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Stage": stage}
+	}
+	name := op.String()
+	if r <= maxLoop {
+		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p[:37], in, o)
+		return
+	}
+	chunk := max(chunkLen, groupsOf(r, maxLoop))
+	chunks := groupsOf(r, chunk)
+	k1 := d.kernel("reduce/"+name+"/stage1", "reduce", spec(1), false, true, true)
+	if chunk > maxLoop {
+		d.fail(fmt.Errorf("webgpu: kernel %s: a row of %d elements needs loops of %d iterations; at most %d", k1.name, r, chunk, maxLoop))
+		return
+	}
+	idx := d.scratch(k1, device.Int32, nOut*chunks)
+	if idx == nil {
+		return
+	}
+	defer d.Free(idx)
+	vals := d.scratch(k1, device.Float32, nOut*chunks)
+	if vals == nil {
+		return
+	}
+	defer d.Free(vals)
+	p[0], p[37], p[38] = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
+	d.run(k1, groupsOf(nOut*chunks, 256), p, in, idx, vals)
+	k2 := d.kernel("reduce/"+name+"/stage2", "reduce", spec(2), false, false, true)
+	d.run(k2, groupsOf(nOut, 256), []uint32{uint32(nOut), uint32(chunks)}, vals, idx, o)
+}
+
+// rows returns the rows of a softmax along axis of shape: their count, the
+// axis length and the stride between a row's elements.
+func rows(shape []int, axis int) (count, n, inner int) {
+	inner = device.Numel(shape[axis+1:])
+	n = shape[axis]
+	return device.Numel(shape[:axis]) * inner, n, inner
+}
+
+// rowLimit fails kernel k if its rows of n elements need longer loops
+// than the adapter runs correctly: on CPU adapters (lavapipe), maxLoop.
+func (d *Device) rowLimit(k *kernel, n int) bool {
+	if k == nil || !d.loopLimited || n <= maxLoop {
+		return k != nil
+	}
+	d.fail(fmt.Errorf("webgpu: kernel %s: rows of %d elements are longer than %d, the most this adapter (%s) loops over correctly", k.name, n, maxLoop, d.info))
+	return false
+}
+
+// Softmax sets dst to the (log-)softmax of x along axis.
+func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+	count, n, inner := rows(shape, axis)
+	k := d.kernel(fmt.Sprintf("softmax/log=%v", log), "softmax", map[string]any{"Log": log, "Grad": false}, false, true)
+	if !d.rowLimit(k, n) {
+		return
+	}
+	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(x), d.buf(dst))
+}
+
+// SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
+func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
+	count, n, inner := rows(shape, axis)
+	k := d.kernel(fmt.Sprintf("softmax_grad/log=%v", log), "softmax", map[string]any{"Log": log, "Grad": true}, false, false, true)
+	if !d.rowLimit(k, n) {
+		return
+	}
+	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(y), d.buf(dy), d.buf(dx))
+}
+
+// Gather sets dst[i] = scale·x[i, idx[i]].
+func (d *Device) Gather(dst, x, idx device.Buffer, n, c int, scale float64) {
+	k := d.kernel("gather", "gather", map[string]any{"Grad": false}, false, false, true)
+	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(c), f32bits(scale)}, d.buf(x), d.buf(idx), d.buf(dst))
+}
+
+// GatherGrad scatters scale·g[i] to (i, idx[i]) of dx, zeros elsewhere.
+func (d *Device) GatherGrad(dx, idx, g device.Buffer, n, c int, scale float64) {
+	k := d.kernel("gather_grad", "gather", map[string]any{"Grad": true}, false, false, true)
+	d.run(k, groupsOf(n*c, 256), []uint32{uint32(n), uint32(c), f32bits(scale)}, d.buf(idx), d.buf(g), d.buf(dx))
 }
 
 // maxDispatchFlops bounds the work of one matmul dispatch, so that no
@@ -264,11 +404,18 @@ func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB boo
 		d.fail(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", key, n, gx, maxGroups))
 		return
 	}
-	rowsPer := maxDispatchFlops / max(2*k*n, 1) / (tm * wg) * (tm * wg)
+	// Dispatches of row blocks of bounded work, each looping over at most
+	// maxLoop of the k terms and adding to what the last one wrote.
+	kPer := min(max(k, 1), maxLoop)
+	rowsPer := maxDispatchFlops / max(2*kPer*n, 1) / (tm * wg) * (tm * wg)
 	rowsPer = min(max(rowsPer, tm*wg), maxGroups*tm*wg)
 	for row := 0; row < m; row += rowsPer {
 		rows := min(rowsPer, m-row)
-		d.dispatch(kern, uint32(gx), uint32(groupsOf(rows, tm*wg)), []uint32{uint32(m), uint32(k), uint32(n), uint32(row)}, x, y, o)
+		for k0 := 0; k0 < max(k, 1); k0 += kPer {
+			k1 := min(k, k0+kPer)
+			d.dispatch(kern, uint32(gx), uint32(groupsOf(rows, tm*wg)),
+				[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1)}, x, y, o)
+		}
 	}
 }
 
@@ -281,16 +428,17 @@ func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
 // SoftmaxCrossEntropy sets the per-row loss.
 func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c int) {
 	k := d.kernel("softmax_xent", "softmax_xent", nil, false, false, true)
+	if !d.rowLimit(k, c) {
+		return
+	}
 	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c)}, d.buf(logits), d.buf(labels), d.buf(loss))
 }
 
-// SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g/n.
+// SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
 func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffer, n, c int) {
 	k := d.kernel("softmax_xent_grad", "softmax_xent_grad", nil, false, false, false, true)
+	if !d.rowLimit(k, c) {
+		return
+	}
 	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits))
-}
-
-// Axpy sets y += alpha·x.
-func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
-	d.elementwise("axpy", "out[i] + pf(1u) * x", d.buf(y), []string{"x"}, []*buffer{d.buf(x)}, f32bits(alpha))
 }

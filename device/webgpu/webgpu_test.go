@@ -191,3 +191,17 @@ func TestPoolReusesAfterCompletion(t *testing.T) {
 	w.Release()
 	x.Release()
 }
+
+func TestLongRowsFailLoudlyOnCPUAdapters(t *testing.T) {
+	d := fresh(t)
+	if !strings.Contains(d.String(), "CPU") {
+		t.Skipf("%s loops without lavapipe's limit", d)
+	}
+	// lavapipe ends a loop after about 32768 iterations without a word: a
+	// softmax over longer rows must be an error, never a wrong result.
+	x := tensor.Must(tensor.Zeros(d, device.Float32, 2, 40000))
+	_, err := ops.Softmax(x, 1).Float32s()
+	if err == nil || !strings.Contains(err.Error(), "kernel softmax/log=false") || !strings.Contains(err.Error(), "rows of 40000 elements are longer than 16384") {
+		t.Fatalf("softmax over rows of 40000: err = %v; want an error naming the kernel and the limit", err)
+	}
+}

@@ -1,0 +1,151 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/extensor/extensor/device"
+)
+
+// binaryFn is the CPU twin of a binary op: its value and g times its
+// partial derivatives with respect to a and b.
+type binaryFn struct {
+	f      func(a, b float64) float64
+	da, db func(a, b, g float64) float64
+}
+
+func zero3(_, _, _ float64) float64 { return 0 }
+
+// bceClamp is the probability as BCE uses it, within [ε, 1 − ε].
+func bceClamp(p float64) float64 {
+	return math.Min(math.Max(p, device.BCEClamp), 1-device.BCEClamp)
+}
+
+var binaryFns = map[device.BinaryOp]binaryFn{
+	device.Add: {
+		func(a, b float64) float64 { return a + b },
+		func(_, _, g float64) float64 { return g },
+		func(_, _, g float64) float64 { return g }},
+	device.Sub: {
+		func(a, b float64) float64 { return a - b },
+		func(_, _, g float64) float64 { return g },
+		func(_, _, g float64) float64 { return -g }},
+	device.Mul: {
+		func(a, b float64) float64 { return a * b },
+		func(_, b, g float64) float64 { return g * b },
+		func(a, _, g float64) float64 { return g * a }},
+	device.Div: {
+		func(a, b float64) float64 { return a / b },
+		func(_, b, g float64) float64 { return g / (b + device.DivEpsilon) },
+		func(a, b, g float64) float64 { return -g * a / (b*b + device.DivEpsilon) }},
+	device.Pow: {
+		math.Pow,
+		func(a, b, g float64) float64 { return g * b * math.Pow(a, b-1) },
+		func(a, b, g float64) float64 {
+			if a <= 0 {
+				return 0
+			}
+			return g * math.Pow(a, b) * math.Log(a)
+		}},
+	device.FloorDiv: {
+		func(a, b float64) float64 { return math.Floor(a / b) },
+		zero3, zero3},
+	device.Mod: {
+		func(a, b float64) float64 {
+			r := math.Mod(a, b)
+			if r != 0 && (r < 0) != (b < 0) {
+				r += b
+			}
+			return r
+		},
+		func(_, _, g float64) float64 { return g },
+		func(a, b, g float64) float64 { return -g * math.Floor(a/b) }},
+	device.Prelu: {
+		func(x, alpha float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return alpha * x
+		},
+		func(x, alpha, g float64) float64 {
+			if x > 0 {
+				return g
+			}
+			return alpha * g
+		},
+		func(x, _, g float64) float64 {
+			if x > 0 {
+				return 0
+			}
+			return x * g
+		}},
+	device.Equal: {
+		func(a, b float64) float64 {
+			if a == b {
+				return 1
+			}
+			return 0
+		},
+		zero3, zero3},
+	device.SquaredDiff: {
+		func(a, b float64) float64 { return math.Pow(a-b, 2) },
+		func(a, b, g float64) float64 { return 2 * (a - b) * g },
+		func(a, b, g float64) float64 { return 2 * (b - a) * g }},
+	device.BCE: {
+		func(p, y float64) float64 {
+			q := bceClamp(p)
+			return -y*math.Log(q) - (1-y)*math.Log1p(-q)
+		},
+		func(p, y, g float64) float64 {
+			q := bceClamp(p)
+			return g * (q - y) / (q * (1 - q))
+		},
+		func(p, _, g float64) float64 {
+			q := bceClamp(p)
+			return g * (math.Log1p(-q) - math.Log(q))
+		}},
+	device.BCELogits: {
+		// −y·ln σ(x) − (1−y)·ln σ(−x), with ln σ(x) = −log1p(e^−x).
+		func(x, y float64) float64 {
+			return y*softplus(-x) + (1-y)*softplus(x)
+		},
+		func(x, y, g float64) float64 { return g * (sigmoid(x) - y) },
+		func(x, _, g float64) float64 { return -g * x }},
+}
+
+// softplus is ln(1 + e^x), computed without overflow.
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+func binaryFnOf(op device.BinaryOp) binaryFn {
+	f, ok := binaryFns[op]
+	if !ok {
+		panic(fmt.Sprintf("cpu: unknown binary op %q", op))
+	}
+	return f
+}
+
+// Binary sets dst = op(a, b) with broadcasting.
+func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
+	o, x, y := buf(dst), buf(a), buf(b)
+	f := binaryFnOf(op).f
+	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
+		o.set(i, f(x.at(ia), y.at(ib)))
+	})
+}
+
+// BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
+func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
+	o, gb, x, y := buf(dst), buf(g), buf(a), buf(b)
+	df := binaryFnOf(op).da
+	if wrt == 1 {
+		df = binaryFnOf(op).db
+	}
+	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
+		o.set(i, df(x.at(ia), y.at(ib), gb.at(i)))
+	})
+}

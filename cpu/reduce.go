@@ -1,0 +1,192 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/device"
+)
+
+// Reduce reduces x over axes into dst, accumulating in float64. The
+// output's coordinate of each input element comes from an odometer over
+// the input whose strides are 0 along the reduced axes.
+func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
+	o, in := buf(dst), buf(x)
+	reduced := make([]bool, len(shape))
+	count := 1
+	for _, ax := range axes {
+		reduced[ax] = true
+		count *= shape[ax]
+	}
+	ostr := make([]int, len(shape))
+	s := 1
+	for ax := len(shape) - 1; ax >= 0; ax-- {
+		if !reduced[ax] {
+			ostr[ax] = s
+			s *= shape[ax]
+		}
+	}
+	// seen counts the elements folded into each output so far: it is the
+	// index along the reduced axes of the element being visited.
+	acc := make([]float64, o.Len())
+	seen := make([]int, o.Len())
+	best := make([]int, o.Len())
+	zero := make([]int, len(shape))
+	odometer(shape, ostr, zero, func(i, io, _ int) {
+		v := in.at(i)
+		k := seen[io]
+		seen[io]++
+		switch op {
+		case device.Sum, device.Mean:
+			acc[io] += v
+		case device.Max:
+			acc[io] = nanMax(acc[io], v, k == 0)
+		case device.Min:
+			acc[io] = nanMin(acc[io], v, k == 0)
+		case device.ArgMax, device.ArgMin:
+			b := acc[io]
+			first := k == 0
+			beats := (op == device.ArgMax && v > b) || (op == device.ArgMin && v < b)
+			if first || (!math.IsNaN(b) && (math.IsNaN(v) || beats)) {
+				acc[io], best[io] = v, k
+			}
+		}
+	})
+	switch op {
+	case device.ArgMax, device.ArgMin:
+		for i, k := range best {
+			o.set(i, float64(k))
+		}
+		return
+	case device.Mean:
+		for i := range acc {
+			acc[i] /= float64(count)
+		}
+	}
+	for i, v := range acc {
+		o.set(i, v)
+	}
+}
+
+// nanMax folds v into a running maximum m (the first value when first),
+// keeping NaN once seen.
+func nanMax(m, v float64, first bool) float64 {
+	if first || math.IsNaN(v) {
+		return v
+	}
+	if math.IsNaN(m) {
+		return m
+	}
+	return math.Max(m, v)
+}
+
+func nanMin(m, v float64, first bool) float64 {
+	if first || math.IsNaN(v) {
+		return v
+	}
+	if math.IsNaN(m) {
+		return m
+	}
+	return math.Min(m, v)
+}
+
+// softmaxRows calls row for every row of shape along axis: the offset of
+// its first element and the stride between its elements.
+func softmaxRows(shape []int, axis int, row func(off, stride int)) {
+	inner := device.Numel(shape[axis+1:])
+	n := shape[axis]
+	outer := device.Numel(shape[:axis])
+	for o := range outer {
+		for in := range inner {
+			row(o*n*inner+in, inner)
+		}
+	}
+}
+
+// Softmax sets dst to the (log-)softmax of x along axis, through the
+// row's log-sum-exp in float64.
+func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+	o, in := buf(dst), buf(x)
+	n := shape[axis]
+	softmaxRows(shape, axis, func(off, stride int) {
+		lse := logSumExp(n, func(j int) float64 { return in.at(off + j*stride) })
+		for j := range n {
+			v := in.at(off+j*stride) - lse
+			if !log {
+				v = math.Exp(v)
+			}
+			o.set(off+j*stride, v)
+		}
+	})
+}
+
+// SoftmaxGrad sets dx from the (log-)softmax output y and upstream dy.
+func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
+	o, yb, g := buf(dx), buf(y), buf(dy)
+	n := shape[axis]
+	softmaxRows(shape, axis, func(off, stride int) {
+		// The Jacobian-vector product: for softmax, y_j·(g_j − Σ_k g_k·y_k);
+		// for its log, g_j − softmax_j·Σ_k g_k.
+		dot := 0.0
+		for k := range n {
+			i := off + k*stride
+			if log {
+				dot += g.at(i)
+			} else {
+				dot += g.at(i) * yb.at(i)
+			}
+		}
+		for j := range n {
+			i := off + j*stride
+			if log {
+				o.set(i, g.at(i)-math.Exp(yb.at(i))*dot)
+			} else {
+				o.set(i, yb.at(i)*(g.at(i)-dot))
+			}
+		}
+	})
+}
+
+// logSumExp returns log Σ exp(v(j)) for j < n, shifted by the maximum; NaN
+// if any value is NaN.
+func logSumExp(n int, v func(j int) float64) float64 {
+	mx := math.Inf(-1)
+	for j := range n {
+		mx = nanMax(mx, v(j), false)
+	}
+	s := 0.0
+	for j := range n {
+		s += math.Exp(v(j) - mx)
+	}
+	return mx + math.Log(s)
+}
+
+// Gather sets dst[i] = scale·x[i·c + idx[i]], NaN for an index out of range.
+func (d *Device) Gather(dst, x, idx device.Buffer, n, c int, scale float64) {
+	o, in, ix := buf(dst), buf(x), buf(idx)
+	for i := range n {
+		k := int(ix.i32[i])
+		if k < 0 || k >= c {
+			o.set(i, math.NaN())
+			continue
+		}
+		o.set(i, scale*in.at(i*c+k))
+	}
+}
+
+// GatherGrad sets dx to scale·g[i] at (i, idx[i]), zeros elsewhere.
+func (d *Device) GatherGrad(dx, idx, g device.Buffer, n, c int, scale float64) {
+	o, ix, gb := buf(dx), buf(idx), buf(g)
+	for i := range n {
+		k := int(ix.i32[i])
+		for j := range c {
+			v := 0.0
+			switch {
+			case k < 0 || k >= c:
+				v = math.NaN()
+			case j == k:
+				v = scale * gb.at(i)
+			}
+			o.set(i*c+j, v)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/extensor/extensor/device"
+)
+
+// unaryFn is the CPU twin of a unary op: its value and g times its
+// derivative at x, given the op's scalar parameters a and b. They are
+// written from Go's math package, independently of the WGSL.
+type unaryFn struct {
+	f  func(x, a, b float64) float64
+	df func(x, g, a, b float64) float64
+}
+
+func zeroGrad(_, _, _, _ float64) float64 { return 0 }
+
+// logGrad is g/(x·ln(base) + ε), ε = device.DivEpsilon.
+func logGrad(lnBase float64) func(x, g, a, b float64) float64 {
+	return func(x, g, _, _ float64) float64 { return g / (x*lnBase + device.DivEpsilon) }
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// phi is the standard normal density, phiCDF its distribution function.
+func phi(x float64) float64    { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
+func phiCDF(x float64) float64 { return math.Erfc(-x/math.Sqrt2) / 2 }
+
+// geluTanhInner is √(2/π)·(x + 0.044715·x³).
+func geluTanhInner(x float64) float64 { return math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x) }
+
+var unaryFns = map[device.UnaryOp]unaryFn{
+	device.Neg: {
+		func(x, _, _ float64) float64 { return -x },
+		func(_, g, _, _ float64) float64 { return -g }},
+	device.Exp: {
+		func(x, _, _ float64) float64 { return math.Exp(x) },
+		func(x, g, _, _ float64) float64 { return g * math.Exp(x) }},
+	device.Log: {
+		func(x, _, _ float64) float64 { return math.Log(x) },
+		logGrad(1)},
+	device.Log2: {
+		func(x, _, _ float64) float64 { return math.Log2(x) },
+		logGrad(math.Ln2)},
+	device.Log10: {
+		func(x, _, _ float64) float64 { return math.Log10(x) },
+		logGrad(math.Ln10)},
+	device.Sqrt: {
+		func(x, _, _ float64) float64 { return math.Sqrt(x) },
+		func(x, g, _, _ float64) float64 { return g / (2*math.Sqrt(x) + device.DivEpsilon) }},
+	device.Abs: {
+		func(x, _, _ float64) float64 { return math.Abs(x) },
+		func(x, g, _, _ float64) float64 {
+			switch {
+			case x > 0:
+				return g
+			case x < 0:
+				return -g
+			}
+			return 0
+		}},
+	device.Sign: {
+		func(x, _, _ float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		},
+		zeroGrad},
+	device.Sin: {
+		func(x, _, _ float64) float64 { return math.Sin(x) },
+		func(x, g, _, _ float64) float64 { return g * math.Cos(x) }},
+	device.Cos: {
+		func(x, _, _ float64) float64 { return math.Cos(x) },
+		func(x, g, _, _ float64) float64 { return -g * math.Sin(x) }},
+	device.Ceil:  {func(x, _, _ float64) float64 { return math.Ceil(x) }, zeroGrad},
+	device.Floor: {func(x, _, _ float64) float64 { return math.Floor(x) }, zeroGrad},
+	device.Round: {func(x, _, _ float64) float64 { return math.RoundToEven(x) }, zeroGrad},
+	device.Trunc: {func(x, _, _ float64) float64 { return math.Trunc(x) }, zeroGrad},
+	device.Relu: {
+		func(x, _, _ float64) float64 { return math.Max(x, 0) },
+		func(x, g, _, _ float64) float64 {
+			if x > 0 {
+				return g
+			}
+			return 0
+		}},
+	device.LeakyRelu: {
+		func(x, alpha, _ float64) float64 { return math.Max(x, 0) + alpha*math.Min(x, 0) },
+		func(x, g, alpha, _ float64) float64 {
+			if x > 0 {
+				return g
+			}
+			return alpha * g
+		}},
+	device.Sigmoid: {
+		func(x, _, _ float64) float64 { return sigmoid(x) },
+		func(x, g, _, _ float64) float64 { return g * sigmoid(x) * sigmoid(-x) }},
+	device.Tanh: {
+		func(x, _, _ float64) float64 { return math.Tanh(x) },
+		func(x, g, _, _ float64) float64 {
+			c := math.Cosh(x)
+			return g / (c * c)
+		}},
+	device.Gelu: {
+		func(x, _, _ float64) float64 {
+			if c := phiCDF(x); c != 0 {
+				return x * c
+			}
+			return 0
+		},
+		func(x, g, _, _ float64) float64 {
+			d := phiCDF(x)
+			if p := phi(x); p != 0 {
+				d += x * p
+			}
+			return g * d
+		}},
+	device.GeluTanh: {
+		func(x, _, _ float64) float64 {
+			if s := 1 + math.Tanh(geluTanhInner(x)); s != 0 {
+				return x / 2 * s
+			}
+			return 0
+		},
+		func(x, g, _, _ float64) float64 {
+			t := math.Tanh(geluTanhInner(x))
+			d := (1 + t) / 2
+			if sech2 := 1 - t*t; sech2 != 0 {
+				d += x / 2 * sech2 * math.Sqrt(2/math.Pi) * (1 + 3*0.044715*x*x)
+			}
+			return g * d
+		}},
+	device.Clip: {
+		func(x, lo, hi float64) float64 { return math.Min(math.Max(x, lo), hi) },
+		func(x, g, lo, hi float64) float64 {
+			if lo <= x && x <= hi {
+				return g
+			}
+			return 0
+		}},
+	device.PowScalar: {
+		func(x, e, _ float64) float64 { return math.Pow(x, e) },
+		func(x, g, e, _ float64) float64 { return g * e * math.Pow(x, e-1) }},
+}
+
+func unaryFnOf(op device.UnaryOp) unaryFn {
+	f, ok := unaryFns[op]
+	if !ok {
+		panic(fmt.Sprintf("cpu: unknown unary op %q", op))
+	}
+	return f
+}
+
+// params returns the two scalar parameters, zero where not given.
+func params(p []float64) (a, b float64) {
+	if len(p) > 0 {
+		a = p[0]
+	}
+	if len(p) > 1 {
+		b = p[1]
+	}
+	return a, b
+}
+
+// Unary sets dst = op(x; p); NaN maps to NaN.
+func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
+	o, in, f := buf(dst), buf(x), unaryFnOf(op).f
+	a, b := params(p)
+	for i := range o.Len() {
+		v := in.at(i)
+		if !math.IsNaN(v) {
+			v = f(v, a, b)
+		}
+		o.set(i, v)
+	}
+}
+
+// UnaryGrad sets dx = dy·op'(x; p); the gradient at NaN is NaN.
+func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
+	o, in, g, df := buf(dx), buf(x), buf(dy), unaryFnOf(op).df
+	a, b := params(p)
+	for i := range o.Len() {
+		v := in.at(i)
+		if !math.IsNaN(v) {
+			v = df(v, g.at(i), a, b)
+		}
+		o.set(i, v)
+	}
+}

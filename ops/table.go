@@ -1,0 +1,121 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/tensor"
+)
+
+// Op describes one operation, once: its name, the WGSL kernel family that
+// runs it, its conventions, its forward and backward functions and the
+// cases on which the parity suite checks it. The parity suite, the
+// README's coverage table and autograd all read the table of Ops that
+// Table returns; an op missing from it is missing.
+type Op struct {
+	Name   string // the op's row in the coverage table, e.g. "exp"
+	Family string // the WGSL kernel family: a file of package shaders, e.g. "unary"
+	Doc    string // the op's conventions, in a sentence or two
+
+	// Forward computes the op's output from its inputs and attributes.
+	Forward func(in []*tensor.Tensor, a Attrs) *tensor.Tensor
+	// Backward returns the gradient of each input given the upstream
+	// gradient g (nil for an int32 input). A nil Backward means the op has
+	// no gradient (argmax, an in-place update).
+	Backward func(in []*tensor.Tensor, g *tensor.Tensor, a Attrs) []*tensor.Tensor
+
+	// Cases are the parity cases: inputs, their domains and attributes.
+	Cases []Case
+}
+
+// Attrs are an op's arguments other than tensors. Each op reads the
+// fields its Doc names and ignores the rest.
+type Attrs struct {
+	Axes      []int     // reductions: the axes (nil: every axis)
+	Axis      int       // softmax, log_softmax, argmax, argmin: the axis
+	Keepdims  bool      // reductions: keep reduced axes with size 1
+	All       bool      // argmax, argmin: over the flattened tensor
+	Alpha     float64   // leaky_relu's slope, pow_scalar's exponent, sgd's learning rate
+	Lo, Hi    float64   // clip's bounds
+	Reduction Reduction // losses
+	Shape     []int     // broadcast_to, sum_to: the target shape
+}
+
+// Case is one parity check of an op.
+type Case struct {
+	Name   string // e.g. "(3,1,5),(3,4,5)"
+	Inputs []Input
+	Attrs  Attrs
+	// RTol and ATol override the tolerances against CPU float64; FDATol
+	// the absolute tolerance against finite differences.
+	RTol, ATol, FDATol float64
+	// NoFD skips finite differences: cases too large for them, or at
+	// points where the op is not differentiable.
+	NoFD bool
+}
+
+// Input describes one input of a case.
+type Input struct {
+	Shape  []int
+	Int    bool // an int32 input (class indices): no gradient
+	Domain Domain
+	// NoFD: this input's gradient is not checked by finite differences
+	// (an integer exponent of a negative base, say).
+	NoFD bool
+}
+
+// Domain tells the parity suite how to draw an input's values.
+type Domain struct {
+	Lo, Hi   float64   // uniform in [Lo, Hi); both 0: [−1, 1)
+	Integers bool      // rounded down to integers (ties, integer exponents)
+	Kinks    []float64 // points to stay Gap away from, where the op is not differentiable
+	Gap      float64
+	Classes  int       // int32 class indices in [0, Classes)
+	Values   []float64 // these values, repeated in order (special values, ties)
+}
+
+// Reduction says how a loss reduces its per-element values.
+type Reduction uint8
+
+// The reductions of a loss. The zero value is MeanReduction, as in PyTorch.
+const (
+	MeanReduction Reduction = iota // the mean over the elements: a 0-D tensor
+	SumReduction                   // the sum: a 0-D tensor
+	NoReduction                    // the per-element (or per-row) losses
+)
+
+// String returns "mean", "sum" or "none".
+func (r Reduction) String() string {
+	switch r {
+	case MeanReduction:
+		return "mean"
+	case SumReduction:
+		return "sum"
+	case NoReduction:
+		return "none"
+	}
+	return "reduction?"
+}
+
+// Table returns every op, in the coverage table's order.
+func Table() []*Op { return append([]*Op(nil), catalogue...) }
+
+// Lookup returns the op named name, or nil.
+func Lookup(name string) *Op {
+	for _, op := range catalogue {
+		if op.Name == name {
+			return op
+		}
+	}
+	return nil
+}
+
+// Special values that every elementwise op is checked on: NaN, ±Inf, ±0,
+// huge and tiny magnitudes, and ordinary numbers. Subnormals are left out:
+// GPUs may flush them to zero.
+var (
+	nan, inf = math.NaN(), math.Inf(1)
+	// finiteSpecials suit ops whose float32 results cannot follow float64
+	// at huge or tiny magnitudes (the range reduction of sin, say).
+	finiteSpecials = []float64{nan, inf, -inf, 0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 2, -2, 3, -3, 100, -100}
+	specials       = append([]float64{1e30, -1e30, 1e-30, -1e-30}, finiteSpecials...)
+)

@@ -1,0 +1,231 @@
+// The unary family: elementwise functions of one operand x with scalar
+// parameters a and b (p[1] and p[2]). op_NAME(x, a, b) is the function named
+// NAME in package device; op_NAME_grad(x, g, a, b) is g times its
+// derivative at x. The kernel at the end applies op_{{.Fn}}{{if .Grad}}_grad{{end}} to every
+// element, mapping NaN to NaN.
+
+fn op_neg(x: f32, a: f32, b: f32) -> f32 {
+    return -x;
+}
+fn op_neg_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return -g;
+}
+
+fn op_exp(x: f32, a: f32, b: f32) -> f32 {
+    return exp(x);
+}
+fn op_exp_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return g * exp(x);
+}
+
+// log_edge is a logarithm's value at 0, below 0 and at +∞.
+fn log_edge(x: f32) -> f32 {
+    if (x == 0.0) {
+        return -inf();
+    }
+    return select(x, nan(), x < 0.0);
+}
+fn log_defined(x: f32) -> bool {
+    return x > 0.0 && !is_inf(x);
+}
+// The gradients of the logarithms: g/(x·ln(base) + ε), ε = device.DivEpsilon.
+fn log_grad(x: f32, g: f32, ln_base: f32) -> f32 {
+    return g / (x * ln_base + 1e-10);
+}
+
+fn op_log(x: f32, a: f32, b: f32) -> f32 {
+    return select(log_edge(x), log(x), log_defined(x));
+}
+fn op_log_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return log_grad(x, g, 1.0);
+}
+
+fn op_log2(x: f32, a: f32, b: f32) -> f32 {
+    return select(log_edge(x), log2(x), log_defined(x));
+}
+fn op_log2_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return log_grad(x, g, 0.6931471805599453);
+}
+
+fn op_log10(x: f32, a: f32, b: f32) -> f32 {
+    return select(log_edge(x), log2(x) * 0.30102999566398120, log_defined(x));
+}
+fn op_log10_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return log_grad(x, g, 2.302585092994046);
+}
+
+fn op_sqrt(x: f32, a: f32, b: f32) -> f32 {
+    return select(sqrt(x), nan(), x < 0.0);
+}
+// g/(2√x + ε), ε = device.DivEpsilon.
+fn op_sqrt_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return g / (2.0 * op_sqrt(x, a, b) + 1e-10);
+}
+
+fn op_abs(x: f32, a: f32, b: f32) -> f32 {
+    return abs(x);
+}
+// g·sign(x), and 0 at 0.
+fn op_abs_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(select(-g, g, x > 0.0), 0.0, x == 0.0);
+}
+
+fn op_sign(x: f32, a: f32, b: f32) -> f32 {
+    return select(select(-1.0, 1.0, x > 0.0), 0.0, x == 0.0);
+}
+fn op_sign_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return 0.0;
+}
+
+fn op_sin(x: f32, a: f32, b: f32) -> f32 {
+    return select(sin(x), nan(), is_inf(x));
+}
+fn op_sin_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return g * op_cos(x, a, b);
+}
+
+fn op_cos(x: f32, a: f32, b: f32) -> f32 {
+    return select(cos(x), nan(), is_inf(x));
+}
+fn op_cos_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return -g * op_sin(x, a, b);
+}
+
+fn op_ceil(x: f32, a: f32, b: f32) -> f32 {
+    return ceil(x);
+}
+fn op_ceil_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return 0.0;
+}
+
+fn op_floor(x: f32, a: f32, b: f32) -> f32 {
+    return floor(x);
+}
+fn op_floor_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return 0.0;
+}
+
+// WGSL's round takes halves to even.
+fn op_round(x: f32, a: f32, b: f32) -> f32 {
+    return round(x);
+}
+fn op_round_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return 0.0;
+}
+
+fn op_trunc(x: f32, a: f32, b: f32) -> f32 {
+    return trunc(x);
+}
+fn op_trunc_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return 0.0;
+}
+
+fn op_relu(x: f32, a: f32, b: f32) -> f32 {
+    return select(0.0, x, x > 0.0);
+}
+fn op_relu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(0.0, g, x > 0.0);
+}
+
+// Slope a for x ≤ 0.
+fn op_leaky_relu(x: f32, a: f32, b: f32) -> f32 {
+    return select(a * x, x, x > 0.0);
+}
+fn op_leaky_relu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(a * g, g, x > 0.0);
+}
+
+fn op_sigmoid(x: f32, a: f32, b: f32) -> f32 {
+    return sigmoid_pair(x).x;
+}
+fn op_sigmoid_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let s = sigmoid_pair(x);
+    return g * s.x * s.y;
+}
+
+// tanh from t = e^−2|x|: (1 − t)/(1 + t) with x's sign; 1 − tanh² = 4t/(1 + t)².
+fn op_tanh(x: f32, a: f32, b: f32) -> f32 {
+    let t = exp(-2.0 * abs(x));
+    let r = (1.0 - t) / (1.0 + t);
+    return select(r, -r, x < 0.0);
+}
+fn op_tanh_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let t = exp(-2.0 * abs(x));
+    return g * 4.0 * t / ((1.0 + t) * (1.0 + t));
+}
+
+// erfc by the Chebyshev fit of Numerical Recipes (erfcc), with a relative
+// error below 1.2e-7 everywhere: WGSL has no erf.
+fn erfc_approx(z: f32) -> f32 {
+    let w = abs(z);
+    let t = 1.0 / (1.0 + 0.5 * w);
+    let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = t * exp(-w * w + poly);
+    return select(2.0 - r, r, z >= 0.0);
+}
+// x·Φ(x), Φ the standard normal CDF = erfc(−x/√2)/2; 0 where Φ underflows.
+fn op_gelu(x: f32, a: f32, b: f32) -> f32 {
+    let cdf = 0.5 * erfc_approx(-x * 0.7071067811865476);
+    return select(x * cdf, 0.0, cdf == 0.0);
+}
+// Φ(x) + x·φ(x), the second term 0 where φ underflows.
+fn op_gelu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let cdf = 0.5 * erfc_approx(-x * 0.7071067811865476);
+    let pdf = exp(-0.5 * x * x) * 0.3989422804014327;
+    return g * (cdf + select(x * pdf, 0.0, pdf == 0.0));
+}
+
+// x/2·(1 + tanh(√(2/π)(x + 0.044715x³))).
+fn op_gelu_tanh(x: f32, a: f32, b: f32) -> f32 {
+    let u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    let one_plus = 1.0 + op_tanh(u, a, b);
+    return select(0.5 * x * one_plus, 0.0, one_plus == 0.0);
+}
+fn op_gelu_tanh_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    let th = op_tanh(u, a, b);
+    let t = exp(-2.0 * abs(u));
+    let sech2 = 4.0 * t / ((1.0 + t) * (1.0 + t));
+    let du = 0.7978845608028654 * (1.0 + 0.134145 * x * x);
+    return g * (0.5 * (1.0 + th) + select(0.5 * x * sech2 * du, 0.0, sech2 == 0.0));
+}
+
+// Clamped to [a, b]; the gradient passes where a ≤ x ≤ b.
+fn op_clip(x: f32, a: f32, b: f32) -> f32 {
+    return min(max(x, a), b);
+}
+fn op_clip_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(0.0, g, x >= a && x <= b);
+}
+
+fn op_pow_scalar(x: f32, a: f32, b: f32) -> f32 {
+    return pow_real(x, a);
+}
+fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return g * a * pow_real(x, a - 1.0);
+}
+
+{{template "math"}}
+
+// The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over {{if .Vec}}vec4s{{else}}scalars{{end}}; p[0] = count.
+fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(op_{{.Fn}}{{if .Grad}}_grad(x, g, a, b){{else}}(x, a, b){{end}}, x, is_nan(x));
+}
+{{- if .Vec}}
+fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
+}
+{{- end}}
+{{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
+{{- if .Grad}}
+@group(0) @binding(2) var<storage, read> g_in: array<{{$T}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
+{{- else}}
+@group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
+{{- end}}
+
+{{template "main_1d"}}
+    out[i] = apply{{if .Vec}}4{{end}}(x_in[i], {{if .Grad}}g_in[i]{{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u));
+}
