@@ -39,9 +39,9 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 		case device.Sum, device.Mean:
 			acc[io] += v
 		case device.Max:
-			acc[io] = nanMax(acc[io], v, k == 0)
+			acc[io] = nanFold(acc[io], v, k == 0, math.Max)
 		case device.Min:
-			acc[io] = nanMin(acc[io], v, k == 0)
+			acc[io] = nanFold(acc[io], v, k == 0, math.Min)
 		case device.ArgMax, device.ArgMin:
 			b := acc[io]
 			first := k == 0
@@ -67,26 +67,16 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 	}
 }
 
-// nanMax folds v into a running maximum m (the first value when first),
-// keeping NaN once seen.
-func nanMax(m, v float64, first bool) float64 {
+// nanFold folds v into a running extremum m with pick (math.Max or
+// math.Min), taking v itself when first and keeping NaN once seen.
+func nanFold(m, v float64, first bool, pick func(a, b float64) float64) float64 {
 	if first || math.IsNaN(v) {
 		return v
 	}
 	if math.IsNaN(m) {
 		return m
 	}
-	return math.Max(m, v)
-}
-
-func nanMin(m, v float64, first bool) float64 {
-	if first || math.IsNaN(v) {
-		return v
-	}
-	if math.IsNaN(m) {
-		return m
-	}
-	return math.Min(m, v)
+	return pick(m, v)
 }
 
 // softmaxRows calls row for every row of shape along axis: the offset of
@@ -151,7 +141,7 @@ func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log
 func logSumExp(n int, v func(j int) float64) float64 {
 	mx := math.Inf(-1)
 	for j := range n {
-		mx = nanMax(mx, v(j), false)
+		mx = nanFold(mx, v(j), false, math.Max)
 	}
 	s := 0.0
 	for j := range n {
