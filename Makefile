@@ -6,7 +6,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet nocgo parity train bench
+.PHONY: all deps test vet nocgo race fuzz-smoke parity train bench fuzz soak
 
 all: test
 
@@ -38,8 +38,28 @@ nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
 
-test: deps vet nocgo
+test: deps vet nocgo race fuzz-smoke
 	$(GO) test -count=1 -timeout 45m ./...
+
+# race runs the concurrency and memory tests, on both backends, under the
+# race detector.
+race: deps
+	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
+
+# fuzz-smoke runs a few seconds of the shape fuzzer beyond its corpus
+# (which the plain test run replays).
+fuzz-smoke:
+	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 5s ./ops/
+
+# fuzz runs the shape fuzzer for 10 minutes; add what it finds to
+# ops/testdata/fuzz.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
+
+# soak trains for 10,000 steps on each backend with no Release at all,
+# checking that device memory stays flat.
+soak: deps
+	$(GO) test -count=1 -timeout 60m -run 'TestTrainingWithoutRelease|TestForgottenRelease' -v ./stress/ -args -soak
 
 # parity runs the parity suite and rewrites the README's coverage table.
 parity: deps

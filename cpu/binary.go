@@ -105,9 +105,11 @@ var binaryFns = map[device.BinaryOp]binaryFn{
 			return g * (math.Log1p(-q) - math.Log(q))
 		}},
 	device.BCELogits: {
-		// −y·ln σ(x) − (1−y)·ln σ(−x), with ln σ(x) = −log1p(e^−x).
+		// −y·ln σ(x) − (1−y)·ln σ(−x) = (1−y)·x + ln(1 + e^−x), with
+		// ln σ(x) = −log1p(e^−x); written as PyTorch does, so that ±∞
+		// give its results (+∞ at x = +∞ for y < 1, NaN at x = −∞).
 		func(x, y float64) float64 {
-			return y*softplus(-x) + (1-y)*softplus(x)
+			return (1-y)*x + softplus(-x)
 		},
 		func(x, y, g float64) float64 { return g * (sigmoid(x) - y) },
 		func(x, _, g float64) float64 { return -g * x }},

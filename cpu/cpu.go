@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 
 	"github.com/extensor/extensor/device"
 	"gonum.org/v1/gonum/blas"
@@ -14,20 +16,74 @@ func init() {
 	device.Register("cpu", device.DriverFunc(func() (device.Device, error) { return New(), nil }))
 }
 
-// Device is the CPU reference device. Its zero value is not usable; call New.
+// opened numbers the devices created, for their identities.
+var opened atomic.Int64
+
+// Device is the CPU reference device. Its zero value is not usable; call
+// New. It is safe for concurrent use by many goroutines: it runs each
+// kernel at once, on the calling goroutine, and keeps no state but its
+// memory accounting.
 type Device struct {
-	closed bool
+	id     string // e.g. "cpu#1"
+	closed atomic.Bool
+	limit  atomic.Int64 // bytes that live buffers may take
+	inUse  atomic.Int64 // bytes that live buffers take
+
+	mu  sync.Mutex
+	err error // a failure not yet reported by Read or Sync
 }
 
-// New returns a CPU device.
-func New() *Device { return &Device{} }
+// fail records err for the next Read or Sync to report, unless one is
+// already waiting.
+func (d *Device) fail(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// report returns the failure waiting to be reported, once.
+func (d *Device) report() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.err
+	d.err = nil
+	return err
+}
+
+// checkIndex records an *device.IndexError for index k outside [0, c)
+// and reports whether k is inside.
+func (d *Device) checkIndex(site string, k, c int) bool {
+	if k >= 0 && k < c {
+		return true
+	}
+	d.fail(&device.IndexError{Site: site, Index: k, Classes: c})
+	return false
+}
+
+// New returns a CPU device whose memory limit is DefaultMemoryLimit.
+func New() *Device {
+	d := &Device{id: fmt.Sprintf("cpu#%d", opened.Add(1))}
+	d.limit.Store(DefaultMemoryLimit())
+	return d
+}
+
+// SetMemoryLimit sets how many bytes the device's live buffers may take;
+// Alloc refuses a buffer past it.
+func (d *Device) SetMemoryLimit(bytes int64) { d.limit.Store(bytes) }
+
+// MemoryInUse returns how many bytes the device's live buffers take.
+func (d *Device) MemoryInUse() int64 { return d.inUse.Load() }
 
 // buffer holds exactly one of its slices, according to dt.
 type buffer struct {
-	dt  device.DType
-	f32 []float32
-	f64 []float64
-	i32 []int32
+	dt    device.DType
+	f32   []float32
+	f64   []float64
+	i32   []int32
+	bytes int64
+	freed atomic.Bool
 }
 
 func (b *buffer) Len() int {
@@ -77,22 +133,32 @@ func buf(b device.Buffer) *buffer {
 func (d *Device) Name() string { return "cpu" }
 
 // String describes the device.
-func (d *Device) String() string { return "cpu: Go reference backend (gonum BLAS)" }
+func (d *Device) String() string { return d.id + ": Go reference backend (gonum BLAS)" }
 
 // Supports reports true for float32, float64 and int32.
 func (d *Device) Supports(dt device.DType) bool {
 	return dt == device.Float32 || dt == device.Float64 || dt == device.Int32
 }
 
-// Alloc returns a zeroed buffer.
+// Alloc returns a zeroed buffer. A buffer that would take the live
+// buffers past the memory limit is an error wrapping device.ErrOutOfMemory.
 func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
-	if d.closed {
-		return nil, fmt.Errorf("cpu: Alloc on a closed device")
+	if d.closed.Load() {
+		return nil, fmt.Errorf("cpu: Alloc on %s after Close", d.id)
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("cpu: Alloc of %d elements", n)
+	if !d.Supports(dt) {
+		return nil, fmt.Errorf("cpu: Alloc: unsupported dtype %v", dt)
 	}
-	b := &buffer{dt: dt}
+	size, err := device.Bytes(dt, n)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	if used := d.inUse.Add(int64(size)); used > d.limit.Load() {
+		d.inUse.Add(-int64(size))
+		return nil, fmt.Errorf("cpu: allocating %d bytes for a %v tensor of %d elements on %s: %d bytes are in use and the limit is %d (cpu.Device.SetMemoryLimit): %w",
+			size, dt, n, d.id, used-int64(size), d.limit.Load(), device.ErrOutOfMemory)
+	}
+	b := &buffer{dt: dt, bytes: int64(size)}
 	switch dt {
 	case device.Float32:
 		b.f32 = make([]float32, n)
@@ -106,9 +172,14 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 	return b, nil
 }
 
-// Free drops the buffer; the garbage collector reclaims it.
+// Free drops the buffer; the garbage collector reclaims it. Freeing twice
+// does nothing.
 func (d *Device) Free(b device.Buffer) {
 	cb := buf(b)
+	if cb.freed.Swap(true) {
+		return
+	}
+	d.inUse.Add(-cb.bytes)
 	cb.f32, cb.f64, cb.i32 = nil, nil, nil
 }
 
@@ -143,15 +214,16 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 	case []int32:
 		copy(s, b.i32)
 	}
-	return nil
+	return d.report()
 }
 
-// Sync returns nil: the CPU device runs kernels synchronously.
-func (d *Device) Sync() error { return nil }
+// Sync reports the failure recorded since the last report (a class index
+// out of range): the CPU device runs kernels synchronously.
+func (d *Device) Sync() error { return d.report() }
 
 // Close marks the device closed. It is safe to call twice.
 func (d *Device) Close() error {
-	d.closed = true
+	d.closed.Store(true)
 	return nil
 }
 
@@ -240,11 +312,11 @@ func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
 }
 
 // SoftmaxCrossEntropy sets the per-row loss.
-func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c int) {
+func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Buffer, n, c int) {
 	o, in, lab := buf(loss), buf(logits), buf(labels)
 	for i := range n {
 		y := int(lab.i32[i])
-		if y < 0 || y >= c {
+		if !d.checkIndex(site, y, c) {
 			o.set(i, math.NaN())
 			continue
 		}
@@ -253,18 +325,19 @@ func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c in
 }
 
 // SoftmaxCrossEntropyGrad sets row i of dlogits to (softmax − onehot)·g[i].
-func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffer, n, c int) {
+func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g device.Buffer, n, c int) {
 	o, in, lab, gb := buf(dlogits), buf(logits), buf(labels), buf(g)
 	for i := range n {
 		scale := gb.at(i)
 		lse := logSumExp(c, func(j int) float64 { return in.at(i*c + j) })
 		y := int(lab.i32[i])
+		ok := d.checkIndex(site, y, c)
 		for j := range c {
 			p := math.Exp(in.at(i*c+j) - lse)
 			if j == y {
 				p--
 			}
-			if y < 0 || y >= c {
+			if !ok {
 				p = math.NaN()
 			}
 			o.set(i*c+j, p*scale)

@@ -1,6 +1,7 @@
 package cpu_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -120,8 +121,11 @@ func TestNameAndSupports(t *testing.T) {
 	if d.Name() != "cpu" {
 		t.Errorf("Name() = %q, want cpu", d.Name())
 	}
-	if !strings.HasPrefix(d.String(), "cpu:") {
-		t.Errorf("String() = %q, want a \"cpu:\" prefix", d.String())
+	// Each device has its own identity, which errors use.
+	id := strings.SplitN(d.String(), ":", 2)[0]
+	other := strings.SplitN(cpu.New().String(), ":", 2)[0]
+	if !strings.HasPrefix(id, "cpu#") || id == other {
+		t.Errorf("identities %q and %q: want two distinct cpu#N", id, other)
 	}
 	for _, tt := range []struct {
 		dt   device.DType
@@ -738,7 +742,11 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 		for _, dt := range floatTypes {
 			t.Run(tt.name+"/"+dt.String(), func(t *testing.T) {
 				loss := alloc(t, d, dt, tt.n)
-				d.SoftmaxCrossEntropy(loss, load(t, d, dt, tt.logits), load(t, d, device.Int32, tt.labels), tt.n, tt.c)
+				d.SoftmaxCrossEntropy("test", loss, load(t, d, dt, tt.logits), load(t, d, device.Int32, tt.labels), tt.n, tt.c)
+				var ie *device.IndexError
+				if err := d.Sync(); slices.ContainsFunc(tt.labels, func(y float64) bool { return y < 0 || int(y) >= tt.c }) != errors.As(err, &ie) {
+					t.Errorf("Sync: %v; want an IndexError exactly when a label is out of range", err)
+				}
 				checkValues(t, "SoftmaxCrossEntropy", values(t, d, loss), tt.want, tolerance(dt))
 			})
 		}
@@ -759,7 +767,7 @@ func TestSoftmaxCrossEntropyGrad(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/g=%v", dt, g), func(t *testing.T) {
 				dl := alloc(t, dv, dt, n*c)
 				perRow := []float64{g / n, g / n, g / n} // each row's share of the mean's gradient
-				dv.SoftmaxCrossEntropyGrad(dl, load(t, dv, dt, logits), load(t, dv, device.Int32, labels), load(t, dv, dt, perRow), n, c)
+				dv.SoftmaxCrossEntropyGrad("test", dl, load(t, dv, dt, logits), load(t, dv, device.Int32, labels), load(t, dv, dt, perRow), n, c)
 				got := values(t, dv, dl)
 				want := make([]float64, n*c)
 				for i := range n {
@@ -800,7 +808,14 @@ func TestSoftmaxCrossEntropyGradBadLabel(t *testing.T) {
 			dl := alloc(t, d, dt, n*c)
 			logits := load(t, d, dt, []float64{1, 2, 3, 0, 0, 0})
 			labels := load(t, d, device.Int32, []float64{3, 1})
-			d.SoftmaxCrossEntropyGrad(dl, logits, labels, load(t, d, dt, []float64{1.0 / n, 1.0 / n}), n, c)
+			d.SoftmaxCrossEntropyGrad("ops.Test", dl, logits, labels, load(t, d, dt, []float64{1.0 / n, 1.0 / n}), n, c)
+			var ie *device.IndexError
+			if err := d.Sync(); !errors.As(err, &ie) || ie.Index != 3 || ie.Classes != 3 || !strings.Contains(err.Error(), "ops.Test") {
+				t.Errorf("Sync after a bad label: %v; want an IndexError naming ops.Test, index 3 and 3 classes", err)
+			}
+			if err := d.Sync(); err != nil {
+				t.Errorf("second Sync: %v; want the error reported once", err)
+			}
 			third := 1.0 / 3
 			want := []float64{
 				math.NaN(), math.NaN(), math.NaN(),
@@ -833,5 +848,42 @@ func TestAxpy(t *testing.T) {
 				checkValues(t, "Axpy x", values(t, d, x), tt.x, 0)
 			})
 		}
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	d := cpu.New()
+	if d.MemoryInUse() != 0 {
+		t.Fatalf("MemoryInUse() = %d on a new device", d.MemoryInUse())
+	}
+	d.SetMemoryLimit(1000)
+	b, err := d.Alloc(device.Float32, 200) // 800 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		dt   device.DType
+		n    int
+	}{
+		{"past the limit", device.Float32, 100},
+		{"element count overflowing int", device.Float64, math.MaxInt/4 + 1},
+		{"a terabyte", device.Float32, 1 << 38},
+	} {
+		_, err := d.Alloc(tt.dt, tt.n)
+		if !errors.Is(err, device.ErrOutOfMemory) || !strings.Contains(err.Error(), "cpu") {
+			t.Errorf("%s: err = %v, want a cpu error wrapping ErrOutOfMemory", tt.name, err)
+		}
+	}
+	d.Free(b)
+	d.Free(b) // harmless
+	if d.MemoryInUse() != 0 {
+		t.Errorf("MemoryInUse() = %d after Free", d.MemoryInUse())
+	}
+	if _, err := d.Alloc(device.Float32, 250); err != nil {
+		t.Errorf("Alloc within the limit after Free: %v", err)
+	}
+	if cpu.DefaultMemoryLimit() <= 0 {
+		t.Errorf("DefaultMemoryLimit() = %d", cpu.DefaultMemoryLimit())
 	}
 }

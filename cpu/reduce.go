@@ -151,11 +151,11 @@ func logSumExp(n int, v func(j int) float64) float64 {
 }
 
 // Gather sets dst[i] = scale·x[i·c + idx[i]], NaN for an index out of range.
-func (d *Device) Gather(dst, x, idx device.Buffer, n, c int, scale float64) {
+func (d *Device) Gather(site string, dst, x, idx device.Buffer, n, c int, scale float64) {
 	o, in, ix := buf(dst), buf(x), buf(idx)
 	for i := range n {
 		k := int(ix.i32[i])
-		if k < 0 || k >= c {
+		if !d.checkIndex(site, k, c) {
 			o.set(i, math.NaN())
 			continue
 		}
@@ -164,14 +164,15 @@ func (d *Device) Gather(dst, x, idx device.Buffer, n, c int, scale float64) {
 }
 
 // GatherGrad sets dx to scale·g[i] at (i, idx[i]), zeros elsewhere.
-func (d *Device) GatherGrad(dx, idx, g device.Buffer, n, c int, scale float64) {
+func (d *Device) GatherGrad(site string, dx, idx, g device.Buffer, n, c int, scale float64) {
 	o, ix, gb := buf(dx), buf(idx), buf(g)
 	for i := range n {
 		k := int(ix.i32[i])
+		ok := d.checkIndex(site, k, c)
 		for j := range c {
 			v := 0.0
 			switch {
-			case k < 0 || k >= c:
+			case !ok:
 				v = math.NaN()
 			case j == k:
 				v = scale * gb.at(i)

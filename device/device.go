@@ -1,5 +1,11 @@
 package device
 
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
 // MaxRank is the largest tensor rank the kernels accept.
 const MaxRank = 8
 
@@ -128,13 +134,47 @@ type Broadcast struct {
 func (l Broadcast) Len() int { return Numel(l.Shape) }
 
 // Numel returns the number of elements of a tensor of the given shape; the
-// empty shape is a scalar with one element.
+// empty shape is a scalar with one element. For a shape whose count
+// overflows int, see CheckNumel.
 func Numel(shape []int) int {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
 	return n
+}
+
+// ErrOutOfMemory is wrapped by the errors of allocations that a device
+// cannot make: larger than its limits, than its memory, or than an int
+// counts.
+var ErrOutOfMemory = errors.New("out of device memory")
+
+// CheckNumel returns the number of elements of shape, or an error wrapping
+// ErrOutOfMemory if it overflows int.
+func CheckNumel(shape []int) (int, error) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+		}
+		if d != 0 && n > math.MaxInt/d {
+			return 0, fmt.Errorf("shape %v has more elements than an int counts: %w", shape, ErrOutOfMemory)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// Bytes returns the size in bytes of n elements of dtype dt, or an error
+// wrapping ErrOutOfMemory if it overflows int.
+func Bytes(dt DType, n int) (int, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%d elements of %v", n, dt)
+	}
+	if n > math.MaxInt/dt.Size() {
+		return 0, fmt.Errorf("%d elements of %v take more bytes than an int counts: %w", n, dt, ErrOutOfMemory)
+	}
+	return n * dt.Size(), nil
 }
 
 // Device is a backend that owns memory and runs kernels. All buffers passed
@@ -195,11 +235,13 @@ type Device interface {
 	// dy − exp(y)·Σ dy, the sums running along axis.
 	SoftmaxGrad(dx, y, dy Buffer, shape []int, axis int, log bool)
 	// Gather sets dst[i] = scale·x[i·c + idx[i]] for each row i of x (n×c),
-	// NaN where idx[i] (int32) is outside [0, c).
-	Gather(dst, x, idx Buffer, n, c int, scale float64)
+	// NaN where idx[i] (int32) is outside [0, c); such an index is also
+	// reported, as an *IndexError naming site, by the next Read or Sync.
+	Gather(site string, dst, x, idx Buffer, n, c int, scale float64)
 	// GatherGrad sets dx (n×c) to scale·g[i] at (i, idx[i]) and 0 elsewhere
-	// in each row i, a row of NaN where idx[i] is outside [0, c).
-	GatherGrad(dx, idx, g Buffer, n, c int, scale float64)
+	// in each row i, a row of NaN where idx[i] is outside [0, c), reported
+	// as by Gather.
+	GatherGrad(site string, dx, idx, g Buffer, n, c int, scale float64)
 	// MatMul sets dst (m×n) = op(a)·op(b), where op(a) is m×k and op(b) is
 	// k×n; a is stored k×m when transA is set, and b is stored n×k when
 	// transB is set. All matrices are row-major and contiguous.
@@ -208,14 +250,28 @@ type Device interface {
 	Transpose(dst, x Buffer, rows, cols int)
 	// SoftmaxCrossEntropy sets loss[i], for each of the n rows of logits
 	// (n×c), to logsumexp(logits[i]) − logits[i][labels[i]]. A label outside
-	// [0, c) gives a NaN loss for its row.
-	SoftmaxCrossEntropy(loss, logits, labels Buffer, n, c int)
+	// [0, c) gives a NaN loss for its row, and is reported as by Gather.
+	SoftmaxCrossEntropy(site string, loss, logits, labels Buffer, n, c int)
 	// SoftmaxCrossEntropyGrad sets row i of dlogits to
 	// (softmax(logits[i]) − onehot(labels[i]))·g[i], where g holds the
-	// upstream gradient of each row's loss.
-	SoftmaxCrossEntropyGrad(dlogits, logits, labels, g Buffer, n, c int)
+	// upstream gradient of each row's loss; labels as in SoftmaxCrossEntropy.
+	SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g Buffer, n, c int)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)
+}
+
+// IndexError reports a class index outside [0, Classes), met by a kernel
+// (Gather, SoftmaxCrossEntropy and their gradients) and returned by the
+// Read or Sync that follows it. Kernels find indices on the device, so the
+// error comes with the next readback rather than from the op's call.
+type IndexError struct {
+	Site    string // the op that passed the indices, e.g. "ops.CrossEntropyLoss"
+	Index   int    // an index outside the range (the first found, on the CPU)
+	Classes int
+}
+
+func (e *IndexError) Error() string {
+	return fmt.Sprintf("%s: class index %d is out of bounds for %d classes (want 0 ≤ index < %d)", e.Site, e.Index, e.Classes, e.Classes)
 }
 
 // PoolStats are the statistics of a device's buffer pool.

@@ -57,6 +57,7 @@ func softmax(op string, x *tensor.Tensor, axis int, log bool) *tensor.Tensor {
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok {
 		dev.Softmax(out.Buffer(), x.Buffer(), shape, ax, log)
+		keep(out, x)
 	}
 	return out
 }
@@ -71,6 +72,7 @@ func softmaxBackward(op string, x, g *tensor.Tensor, axis int, log bool) *tensor
 	out, ok := output(dev, dt, x.Shape(), y, g)
 	if ok {
 		dev.SoftmaxGrad(out.Buffer(), y.Buffer(), g.Buffer(), shape, ax, log)
+		keep(out, y, g)
 	}
 	return out
 }
@@ -123,4 +125,5 @@ func Axpy(y, x *tensor.Tensor, alpha float64) {
 		return
 	}
 	dev.Axpy(y.Buffer(), x.Buffer(), alpha)
+	keep(y, x)
 }

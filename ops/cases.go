@@ -198,13 +198,19 @@ func argCases(large bool) []Case {
 		axis(sh(3, 4, 5), 1, false, Domain{}), axis(sh(3, 4, 5), 1, true, Domain{}), axis(sh(3, 4, 5), -1, false, Domain{}),
 		axis(sh(5, 6), 0, false, ints), axis(sh(2, 3000), 1, false, Domain{}), axis(sh(3, 40000), -1, false, Domain{}),
 		all(sh(4), Domain{Values: []float64{1, 3, 2, 3}}),
-		all(sh(6), Domain{Values: []float64{1, nan, 3, inf, nan, -inf}}),
-		axis(sh(3, 4), 1, false, Domain{Values: []float64{-inf, -inf, -inf, -inf, 2, inf, inf, 1, 0, -0.0, 0, nan}}),
+		named("special values flattened", all(sh(6), Domain{Values: []float64{1, nan, 3, inf, nan, -inf}})),
+		named("special values axis=1", axis(sh(3, 4), 1, false, Domain{Values: []float64{-inf, -inf, -inf, -inf, 2, inf, inf, 1, 0, -0.0, 0, nan}})),
 	}
 	if large {
 		cs = append(cs, all(sh(LargeLen), Domain{}))
 	}
 	return cs
+}
+
+// named returns c renamed.
+func named(name string, c Case) Case {
+	c.Name = name
+	return c
 }
 
 func argOp(name, doc string, flat func(x *T) *T, along func(x *T, axis int, keepdims bool) *T, cases []Case) *Op {
@@ -292,6 +298,12 @@ func classCases(dx Domain, probs bool) []Case {
 				FDATol: 1e-8 * float64(c), // rows of c terms: their log-sum-exp rounds
 			})
 		}
+	}
+	if !probs {
+		cs = append(cs, Case{Name: "special values none", Inputs: []Input{
+			{Shape: sh(4, 3), Domain: Domain{Values: []float64{nan, -1, -2, -inf, 0, -1e30, -0.0, -1e-30, -3, 1e30, -inf, nan}}},
+			{Shape: sh(4), Int: true, Domain: Domain{Values: []float64{0, 1, 2, 1}}}},
+			Attrs: Attrs{Reduction: NoReduction}, NoFD: true})
 	}
 	return cs
 }

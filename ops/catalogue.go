@@ -101,9 +101,9 @@ var catalogue = []*Op{
 	lossOp("mse", "(p − t)², reduced (mean, sum, none).", MSELoss, MSELossBackward,
 		lossCases(anyReal, anyReal, []float64{nan, inf, -inf, 1e30, -1e30, 0, 1, -1})),
 	lossOp("bce", "−(y·ln p + (1−y)·ln(1−p)), p clamped to [2⁻²⁴, 1−2⁻²⁴]; exact gradient (p−y)/(p(1−p)).", BCELoss, BCELossBackward,
-		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999})),
-	lossOp("bce_with_logits", "BCE of sigmoid(x), stable: max(x,0) − x·y + ln(1+e^−|x|).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
-		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30})),
+		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf})),
+	lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
+		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf})),
 	classOp("cross_entropy", "from logits (N×C), int32 class indices or probabilities; via logsumexp.", CrossEntropyLoss,
 		func(x, t, g *T, r Reduction) []*T {
 			gx, gt := CrossEntropyLossBackward(x, t, g, r)
@@ -120,6 +120,7 @@ var catalogue = []*Op{
 			{Name: "(1,1)", Inputs: []Input{{Shape: sh(1, 1)}}},
 			{Name: "(7,3)", Inputs: []Input{{Shape: sh(7, 3)}}},
 			{Name: "(257,7)", Inputs: []Input{{Shape: sh(257, 7)}}},
+			{Name: "special values (3,6)", Inputs: []Input{{Shape: sh(3, 6), Domain: Domain{Values: finiteSpecials}}}, NoFD: true},
 		}},
 	{Name: "broadcast_to", Family: "binary", Doc: "NumPy broadcasting to a shape; gradient summed back.",
 		Forward:  func(in []*T, a Attrs) *T { return BroadcastTo(in[0], a.Shape) },
@@ -192,7 +193,11 @@ func matmulCases() []Case {
 		cs = append(cs, Case{Name: fmt.Sprintf("(%d,%d)@(%d,%d)", m, k, k, n), Inputs: []Input{{Shape: sh(m, k)}, {Shape: sh(k, n)}}})
 	}
 	// More terms than one loop of a lavapipe invocation runs: the sum is split.
-	return append(cs, Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true})
+	return append(cs, Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true},
+		// NaN, ∞·0, ∞ and 1e30 in sums whose order cannot change the result.
+		Case{Name: "special values (3,3)@(3,2)", Inputs: []Input{
+			{Shape: sh(3, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1, 1e30, 1, -1e-30}}},
+			{Shape: sh(3, 2), Domain: Domain{Values: []float64{1, 0, 2, 1, math.Copysign(0, -1), 3}}}}, NoFD: true})
 }
 
 // broadcastCases are the cases of broadcast_to, or (sum) of sum_to, its
@@ -206,7 +211,13 @@ func broadcastCases(sum bool) []Case {
 		}
 		cs = append(cs, Case{Name: ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from}}, Attrs: Attrs{Shape: to}})
 	}
-	return cs
+	from, to := sh(3, 1), sh(3, 4)
+	vals := []float64{nan, inf, math.Copysign(0, -1)}
+	if sum { // columns of ∞ + 1e30, −∞ + 1e30, NaN + 1
+		from, to = sh(2, 3), sh(3)
+		vals = []float64{inf, -inf, nan, 1e30, 1e30, 1}
+	}
+	return append(cs, Case{Name: "special values " + ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from, Domain: Domain{Values: vals}}}, Attrs: Attrs{Shape: to}, NoFD: true})
 }
 
 func sgdCases() []Case {
@@ -214,5 +225,7 @@ func sgdCases() []Case {
 	for _, s := range [][]int{sh(1), sh(257), sh(3, 4, 5), sh(LargeLen)} {
 		cs = append(cs, Case{Name: ShapeName(s) + " lr=0.1", Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: Attrs{Alpha: 0.1}, NoFD: true})
 	}
-	return cs
+	return append(cs, Case{Name: "special values lr=0.1", Inputs: []Input{
+		{Shape: sh(5), Domain: Domain{Values: []float64{nan, inf, 1, 0, 1e30}}},
+		{Shape: sh(5), Domain: Domain{Values: []float64{1, 1, inf, nan, -1e30}}}}, Attrs: Attrs{Alpha: 0.1}, NoFD: true})
 }

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"runtime"
+
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
@@ -81,3 +83,7 @@ func normAxis(op string, axis, rank int) int {
 	}
 	return a
 }
+
+// keep keeps tensors reachable until the device call that used their
+// buffers has returned: an unreachable tensor's cleanup frees its buffer.
+func keep(ts ...*tensor.Tensor) { runtime.KeepAlive(ts) }

@@ -98,8 +98,9 @@ func BCELossBackward(p, y, g *tensor.Tensor, r Reduction) (gp, gy *tensor.Tensor
 }
 
 // BCEWithLogitsLoss returns the binary cross-entropy of sigmoid(x)
-// against targets y, computed stably from the logits as
-// max(x, 0) − x·y + ln(1 + e^−|x|): finite for logits of any finite size.
+// against targets y, computed stably from the logits as PyTorch does,
+// (1 − y)·x + softplus(−x): finite for logits of any finite size; at
+// x = +∞ it is +∞ for y < 1, at x = −∞ NaN (∞ − ∞), as in PyTorch.
 func BCEWithLogitsLoss(x, y *tensor.Tensor, r Reduction) *tensor.Tensor {
 	return elementwiseLoss("ops.BCEWithLogitsLoss", device.BCELogits, x, y, r)
 }
@@ -156,7 +157,8 @@ func crossEntropy(op string, logits, target *tensor.Tensor, r Reduction) *tensor
 	}
 	rows, ok := output(dev, dt, []int{n}, logits, target)
 	if ok {
-		dev.SoftmaxCrossEntropy(rows.Buffer(), logits.Buffer(), target.Buffer(), n, c)
+		dev.SoftmaxCrossEntropy(op, rows.Buffer(), logits.Buffer(), target.Buffer(), n, c)
+		keep(rows, logits, target)
 	}
 	return reduceLoss(op, rows, r)
 }
@@ -179,7 +181,8 @@ func crossEntropyBackward(op string, logits, target, g *tensor.Tensor, r Reducti
 	if !probs {
 		out, ok := output(dev, dt, logits.Shape(), logits, target, ge)
 		if ok {
-			dev.SoftmaxCrossEntropyGrad(out.Buffer(), logits.Buffer(), target.Buffer(), ge.Buffer(), n, c)
+			dev.SoftmaxCrossEntropyGrad(op, out.Buffer(), logits.Buffer(), target.Buffer(), ge.Buffer(), n, c)
+			keep(out, logits, target, ge)
 		}
 		return out, nil
 	}
@@ -231,7 +234,8 @@ func NLLLoss(logp, target *tensor.Tensor, r Reduction) *tensor.Tensor {
 	dev, dt, n, c := classLoss(op, logp, target, r, false)
 	rows, ok := output(dev, dt, []int{n}, logp, target)
 	if ok {
-		dev.Gather(rows.Buffer(), logp.Buffer(), target.Buffer(), n, c, -1)
+		dev.Gather(op, rows.Buffer(), logp.Buffer(), target.Buffer(), n, c, -1)
+		keep(rows, logp, target)
 	}
 	return reduceLoss(op, rows, r)
 }
@@ -247,7 +251,8 @@ func NLLLossBackward(logp, target, g *tensor.Tensor, r Reduction) *tensor.Tensor
 	defer ge.Release()
 	out, ok := output(dev, dt, logp.Shape(), logp, target, ge)
 	if ok {
-		dev.GatherGrad(out.Buffer(), target.Buffer(), ge.Buffer(), n, c, -1)
+		dev.GatherGrad(op, out.Buffer(), target.Buffer(), ge.Buffer(), n, c, -1)
+		keep(out, target, ge)
 	}
 	return out
 }

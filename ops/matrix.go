@@ -24,6 +24,7 @@ func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
 	out, ok := output(dev, dt, []int{m, n}, a, b)
 	if ok {
 		dev.MatMul(out.Buffer(), a.Buffer(), b.Buffer(), m, k, n, false, false)
+		keep(out, a, b)
 	}
 	return out
 }
@@ -58,12 +59,14 @@ func matMulGrad(op string, a, b, g *tensor.Tensor, wrtA bool) *tensor.Tensor {
 		ga, ok := output(dev, dt, []int{m, k}, a, b, g)
 		if ok {
 			dev.MatMul(ga.Buffer(), g.Buffer(), b.Buffer(), m, n, k, false, true)
+			keep(ga, g, b)
 		}
 		return ga
 	}
 	gb, ok := output(dev, dt, []int{k, n}, a, b, g)
 	if ok {
 		dev.MatMul(gb.Buffer(), a.Buffer(), g.Buffer(), k, m, n, true, false)
+		keep(gb, a, g)
 	}
 	return gb
 }
@@ -77,6 +80,7 @@ func Transpose(x *tensor.Tensor) *tensor.Tensor {
 	out, ok := output(dev, dt, []int{c, r}, x)
 	if ok {
 		dev.Transpose(out.Buffer(), x.Buffer(), r, c)
+		keep(out, x)
 	}
 	return out
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/errtest"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
@@ -615,22 +615,7 @@ func TestErrors(t *testing.T) {
 		{"SGD on two devices", func() { ops.SGD(m23, on(other1, iota(6), 2, 3), 0.1) }, "ops.Axpy", tensor.ErrDevice},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tensor.Maybe(tt.fn)
-			if err == nil {
-				t.Fatalf("no panic, want %s: %v", tt.op, tt.kind)
-			}
-			if !errors.Is(err, tt.kind) {
-				t.Errorf("error %q does not wrap %q", err, tt.kind)
-			}
-			var te *tensor.Error
-			if !errors.As(err, &te) || te.Op != tt.op {
-				t.Errorf("error %q is from %+v, want op %q", err, te, tt.op)
-			}
-			if !strings.HasPrefix(err.Error(), tt.op+": ") {
-				t.Errorf("error %q does not name %s", err, tt.op)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, "") })
 	}
 	// The failed calls left their operands intact.
 	check(t, "m23", m23, []int{2, 3}, iota(6), 0)

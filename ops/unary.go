@@ -15,6 +15,7 @@ func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tens
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok {
 		dev.Unary(kind, out.Buffer(), x.Buffer(), p...)
+		keep(out, x)
 	}
 	return out
 }
@@ -26,6 +27,7 @@ func unaryGrad(op string, kind device.UnaryOp, x, g *tensor.Tensor, p ...float64
 	out, ok := output(dev, dt, x.Shape(), x, g)
 	if ok {
 		dev.UnaryGrad(kind, out.Buffer(), x.Buffer(), g.Buffer(), p...)
+		keep(out, x, g)
 	}
 	return out
 }

@@ -1,13 +1,12 @@
 package parity_test
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/errtest"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
@@ -83,22 +82,7 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Mod broadcast", func() { ops.Mod(m23, f(2)) }, "ops.Mod", tensor.ErrShape, "do not broadcast"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tensor.Maybe(tt.fn)
-			if err == nil {
-				t.Fatalf("no panic, want %s: %v", tt.op, tt.kind)
-			}
-			if !errors.Is(err, tt.kind) {
-				t.Errorf("error %q does not wrap %q", err, tt.kind)
-			}
-			var te *tensor.Error
-			if !errors.As(err, &te) || te.Op != tt.op {
-				t.Errorf("error %q is from %+v, want op %q", err, te, tt.op)
-			}
-			if !strings.HasPrefix(err.Error(), tt.op+": ") || !strings.Contains(err.Error(), tt.says) {
-				t.Errorf("error %q does not name %s and say %q", err, tt.op, tt.says)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, tt.says) })
 	}
 	if err := dev.Sync(); err != nil {
 		t.Errorf("the refused calls left a runtime failure: %v", err)

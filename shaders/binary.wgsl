@@ -136,9 +136,11 @@ fn op_bce_grad1(x: f32, y: f32, g: f32) -> f32 {
     return g * (log(1.0 - q) - log(q));
 }
 
-// Binary cross-entropy of sigmoid(x) against y: max(x, 0) − x·y + ln(1 + e^−|x|).
+// Binary cross-entropy of sigmoid(x) against y: (1 − y)·x + softplus(−x),
+// with softplus(z) = max(z, 0) + ln(1 + e^−|z|): no overflow, and at x = +∞
+// the limit +∞ for y < 1 (NaN for y = 1, 0·∞), as PyTorch computes it.
 fn op_bce_logits(x: f32, y: f32) -> f32 {
-    return max(x, 0.0) - x * y + log(1.0 + exp(-abs(x)));
+    return (1.0 - y) * x + max(-x, 0.0) + log(1.0 + exp(-abs(x)));
 }
 fn op_bce_logits_grad0(x: f32, y: f32, g: f32) -> f32 {
     return g * (sigmoid_pair(x).x - y);

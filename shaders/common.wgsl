@@ -45,6 +45,28 @@ fn base_offset(o: u32) -> u32 {
 }
 {{- end}}
 
+{{- define "index_check"}}
+// The device's index flags, at binding {{.}}: [0] counts indices outside
+// [0, classes), [1] holds the first one reported (i32 bits), [2] the
+// class count and [3] the site (the op) that passed them; the host reads
+// and clears them at the next readback or Sync.
+@group(0) @binding({{.}}) var<storage, read_write> flags: array<atomic<u32>, 4>;
+
+// check_index reports k if it is outside [0, c), and returns whether it
+// is inside. site is the dispatch's site id.
+fn check_index(k: i32, c: u32, site: u32) -> bool {
+    if (k >= 0 && u32(k) < c) {
+        return true;
+    }
+    if (atomicAdd(&flags[0], 1u) == 0u) {
+        atomicStore(&flags[1], bitcast<u32>(k));
+        atomicStore(&flags[2], c);
+        atomicStore(&flags[3], site);
+    }
+    return false;
+}
+{{- end}}
+
 {{- define "softmax_row"}}
 // The maximum and the sum of exp(x - max) of a row of c logits.
 fn row_stats(row: u32, c: u32) -> vec2<f32> {

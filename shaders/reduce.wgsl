@@ -7,7 +7,9 @@
 // Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
 // p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
 // p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
-// (strides in x){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}.
+// (strides in x){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
+// here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
+// length p[38] = {{len .Unroll}}·256 vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
 // loop after about 32768 iterations, counting those of loops nested in it.
 
@@ -45,12 +47,14 @@ fn argmin_better(v: f32, best: f32) -> bool {
 @group(0) @binding(2) var<storage, read> idxs: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<i32>;
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{if .Vec}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{if .Arg}}i32{{else}}f32{{end}}>;
 {{- if eq .Stage 1}}
 @group(0) @binding(3) var<storage, read_write> vals_out: array<f32>;
 {{- end}}
 {{- end}}
+
+{{- if not .Vec}}
 
 {{template "reduce_offsets"}}
 
@@ -61,7 +65,30 @@ fn at(base: u32, r: u32) -> f32 {
     }
     return x[offset(base, r)];
 }
-{{if .Chunks}}
+{{- end}}
+{{if .Vec}}
+// One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
+// it folds the chunk's vec4s t, t + 256, …, t + {{len .Unroll}}·256 − 256 (those
+// inside the row), in straight-line code (loops are slow on CPU adapters),
+// into out[(o·chunks + c)·256 + t]. Another pass reduces the partials.
+fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>({{.Op}}_combine(acc.x, v.x), {{.Op}}_combine(acc.y, v.y), {{.Op}}_combine(acc.z, v.z), {{.Op}}_combine(acc.w, v.w));
+}
+
+{{template "main_1d"}}
+    let w = i / 256u;
+    let o = w / p[37];
+    let first = (w % p[37]) * p[38] + i % 256u;
+    let row = o * p[1];
+    let last = p[1] - 1u;
+    let init = vec4<f32>({{.Op}}_init());
+    var acc = init;
+{{- range .Unroll}}
+    acc = combine4(acc, select(init, x[row + min(first + {{.}}u * 256u, last)], first + {{.}}u * 256u <= last));
+{{- end}}
+    out[i] = {{.Op}}_combine({{.Op}}_combine(acc.x, acc.y), {{.Op}}_combine(acc.z, acc.w));
+}
+{{- else if .Chunks}}
 // One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
 // it reduces the chunk's elements t, t + 256, t + 512, … into
 // out[(o·chunks + c)·256 + t], so that neighbouring invocations read

@@ -1,9 +1,11 @@
 // One invocation per row: dlogits = (softmax(logits) - onehot(label)) * g[i].
-// p[0] = n rows, p[1] = c classes.
+// A label outside [0, c) gives a row of NaN and is reported in the flags.
+// p[0] = n rows, p[1] = c classes, p[2] = site id.
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
 @group(0) @binding(3) var<storage, read> g: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dlogits: array<f32>;
+{{template "index_check" 5}}
 {{template "softmax_row"}}
 
 @compute @workgroup_size(64)
@@ -20,14 +22,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let s = stats.y;
     let scale = g[i];
     let y = labels[i];
-    let bad = y < 0 || u32(y) >= c;
+    let bad = !check_index(y, c, p[2]);
     for (var j = 0u; j < c; j++) {
         var q = exp(logits[row + j] - m) / s;
         if (i32(j) == y) {
             q -= 1.0;
         }
         if (bad) {
-            q = bitcast<f32>(0x7fc00000u);
+            q = nan();
         }
         dlogits[row + j] = q * scale;
     }

@@ -91,3 +91,21 @@ func ExampleTensor_Float64s() {
 	// [0.5 0.5 0.5]
 	// Tensor.Int32s: tensor is float32; want int32
 }
+
+func ExampleTidy() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	x := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3}, 3))
+	var tmp *tensor.Tensor
+	y := tensor.Tidy(func() *tensor.Tensor {
+		tmp = tensor.Must(tensor.Full(dev, device.Float32, 10, 3))
+		return tmp.Reshape(3, 1)
+	})
+	fmt.Println(tmp.Released(), y.Released(), x.Released())
+	fmt.Println(y.Shape())
+	// Output:
+	// true false false
+	// [3 1]
+}

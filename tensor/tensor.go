@@ -3,28 +3,54 @@ package tensor
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
 	"github.com/extensor/extensor/device"
 )
 
-// storage is a device buffer shared by a tensor and its reshaped views.
+// storage is a device buffer shared by a tensor and its reshaped views,
+// each of which holds one reference.
 type storage struct {
-	dev  device.Device
-	buf  device.Buffer
-	refs int
-	err  error // why the buffer could not be allocated or computed
+	dev   device.Device
+	buf   device.Buffer
+	bytes int64
+	refs  atomic.Int32
+	err   error // why the buffer could not be allocated or computed
+}
+
+// unref drops one reference, freeing the buffer with the last.
+func (st *storage) unref() {
+	if st.refs.Add(-1) == 0 && st.buf != nil {
+		st.dev.Free(st.buf)
+		st.buf = nil
+	}
 }
 
 // Tensor is an n-dimensional array on a device. The zero value is not
 // usable; create tensors with the functions of this package.
+//
+// A tensor's device memory is freed when the tensor and all its views
+// have become unreachable (by a cleanup the garbage collector runs), or
+// at once by Release. A tensor may be used by many goroutines.
 type Tensor struct {
 	st       *storage
 	shape    []int
 	dtype    device.DType
-	released bool
+	released atomic.Bool
+	cleanup  runtime.Cleanup
+}
+
+// newTensor returns a tensor holding a new reference to st.
+func newTensor(st *storage, shape []int, dt device.DType) *Tensor {
+	st.refs.Add(1)
+	t := &Tensor{st: st, shape: shape, dtype: dt}
+	t.cleanup = runtime.AddCleanup(t, (*storage).unref, st)
+	record(t)
+	return t
 }
 
 func checkShape(op string, shape []int) {
@@ -44,19 +70,51 @@ func checkShape(op string, shape []int) {
 // Empty for their outputs; users want Zeros or a From function.
 func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
 	checkShape("tensor.Empty", shape)
-	t := &Tensor{st: &storage{dev: dev, refs: 1}, shape: dims(shape), dtype: dt}
+	st := &storage{dev: dev}
+	t := newTensor(st, dims(shape), dt)
 	if !dev.Supports(dt) {
-		t.st.err = fmt.Errorf("tensor: device %s does not support %v: %w", dev.Name(), dt, ErrDType)
+		st.err = fmt.Errorf("tensor: device %s does not support %v: %w", dev, dt, ErrDType)
 		return t
 	}
-	t.st.buf, t.st.err = dev.Alloc(dt, device.Numel(shape))
+	n, err := device.CheckNumel(shape)
+	if err != nil {
+		st.err = fmt.Errorf("tensor: %v tensor on %s: %w", dt, dev, err)
+		return t
+	}
+	st.buf, st.err = dev.Alloc(dt, n)
+	if st.err == nil {
+		st.bytes = int64(n * dt.Size())
+		pressure(st.bytes)
+	}
 	return t
+}
+
+// GCInterval is how many bytes of tensors the package allocates between
+// the garbage collections it asks for, so that the cleanups of unreachable
+// tensors return device memory, which the Go heap does not see. Set it
+// before creating tensors; 0 or less turns the collections off.
+var GCInterval int64 = 256 << 20
+
+// sinceGC counts the bytes of tensors allocated since the last collection
+// that pressure asked for.
+var sinceGC atomic.Int64
+
+// pressure counts an allocation of n bytes, and collects garbage once
+// GCInterval bytes have been allocated.
+func pressure(n int64) {
+	if GCInterval <= 0 {
+		return
+	}
+	if sinceGC.Add(n) >= GCInterval {
+		sinceGC.Store(0)
+		runtime.GC()
+	}
 }
 
 // Failed returns a tensor of the given shape that carries err; ops that
 // cannot run because an input failed return one.
 func Failed(dev device.Device, dt device.DType, err error, shape ...int) *Tensor {
-	return &Tensor{st: &storage{dev: dev, refs: 1, err: err}, shape: dims(shape), dtype: dt}
+	return newTensor(&storage{dev: dev, err: err}, dims(shape), dt)
 }
 
 // dims returns a copy of shape that is never nil, so that passing it on to
@@ -194,7 +252,7 @@ func (t *Tensor) live(op string) {
 	if t == nil {
 		Panicf(op, ErrArgument, "nil tensor")
 	}
-	if t.released {
+	if t.released.Load() {
 		Panicf(op, ErrReleased, "tensor %v %v was released", t.shape, t.dtype)
 	}
 }
@@ -239,20 +297,16 @@ func (t *Tensor) Buffer() device.Buffer {
 func (t *Tensor) Err() error { return t.st.err }
 
 // Released reports whether Release was called.
-func (t *Tensor) Released() bool { return t.released }
+func (t *Tensor) Released() bool { return t.released.Load() }
 
 // Release frees the tensor's device memory once no view of it remains.
 // Releasing twice is safe; using a released tensor panics with ErrReleased.
 func (t *Tensor) Release() {
-	if t == nil || t.released {
+	if t == nil || !t.released.CompareAndSwap(false, true) {
 		return
 	}
-	t.released = true
-	t.st.refs--
-	if t.st.refs == 0 && t.st.buf != nil {
-		t.st.dev.Free(t.st.buf)
-		t.st.buf = nil
-	}
+	t.cleanup.Stop()
+	t.st.unref()
 }
 
 // Reshape returns a view of t with a new shape of the same number of
@@ -280,12 +334,11 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 		shape[infer] = t.Len() / known
 	}
 	checkLen(op, t.Len(), shape)
-	t.st.refs++
-	return &Tensor{st: t.st, shape: shape, dtype: t.dtype}
+	return newTensor(t.st, shape, t.dtype)
 }
 
 func (t *Tensor) readErr() error {
-	if t.released {
+	if t.released.Load() {
 		return &Error{Op: "Tensor readback", Kind: ErrReleased, Msg: fmt.Sprintf("tensor %v %v was released", t.shape, t.dtype)}
 	}
 	return t.st.err
@@ -301,7 +354,7 @@ func (t *Tensor) Float64s() ([]float64, error) {
 	switch t.dtype {
 	case device.Float64:
 		out := make([]float64, n)
-		return out, t.st.dev.Read(t.st.buf, out)
+		return out, t.read(out)
 	case device.Float32:
 		f, err := t.Float32s()
 		if err != nil {
@@ -334,7 +387,7 @@ func (t *Tensor) Float32s() ([]float32, error) {
 	switch t.dtype {
 	case device.Float32:
 		out := make([]float32, t.Len())
-		return out, t.st.dev.Read(t.st.buf, out)
+		return out, t.read(out)
 	case device.Float64:
 		f, err := t.Float64s()
 		if err != nil {
@@ -358,7 +411,15 @@ func (t *Tensor) Int32s() ([]int32, error) {
 		return nil, &Error{Op: "Tensor.Int32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want int32", t.dtype)}
 	}
 	out := make([]int32, t.Len())
-	return out, t.st.dev.Read(t.st.buf, out)
+	return out, t.read(out)
+}
+
+// read copies the tensor's buffer into out, keeping the tensor, whose
+// cleanup would free the buffer, reachable until the copy is done.
+func (t *Tensor) read(out any) error {
+	err := t.st.dev.Read(t.st.buf, out)
+	runtime.KeepAlive(t)
+	return err
 }
 
 // To returns a copy of t on dev, with the same dtype.
@@ -399,7 +460,7 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 //	 [4 5 6]]
 func (t *Tensor) String() string {
 	head := fmt.Sprintf("Tensor(%v, %v, %s)", t.shape, t.dtype, t.st.dev.Name())
-	if t.released {
+	if t.released.Load() {
 		return head + " <released>"
 	}
 	v, err := t.Float64s()

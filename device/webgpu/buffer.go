@@ -189,39 +189,56 @@ func (d *Device) buf(b device.Buffer) *buffer {
 	return wb
 }
 
-// Alloc returns a buffer of n elements of dtype dt from the pool.
+// Alloc returns a buffer of n elements of dtype dt from the pool. A
+// buffer larger than the device's binding limit, or one the device has no
+// memory for, is an error wrapping device.ErrOutOfMemory.
 func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.alloc(dt, n)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 	if d.closed {
-		return nil, fmt.Errorf("webgpu: Alloc on a closed device")
+		return nil, fmt.Errorf("webgpu: Alloc on %s after Close", d.id)
 	}
 	if !d.Supports(dt) {
 		return nil, fmt.Errorf("webgpu: cannot allocate %v: the device supports float32 and int32", dt)
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("webgpu: Alloc of %d elements", n)
-	}
-	size := uint64(n) * uint64(dt.Size())
-	if limit := d.limits.MaxStorageBufferBindingSize; size > limit {
-		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds the device's maximum storage buffer binding size of %d bytes", dt, n, size, limit)
-	}
-	b, bucketSize, err := d.pool.get(storageUsage, size, "tensor")
+	size, err := device.Bytes(dt, n)
 	if err != nil {
-		return nil, fmt.Errorf("webgpu: allocating %d bytes for a %v tensor of %d elements: %v", size, dt, n, err)
+		return nil, fmt.Errorf("webgpu: %w", err)
 	}
-	return &buffer{b: b, dt: dt, n: n, size: bucketSize}, nil
+	if limit := d.limits.MaxStorageBufferBindingSize; uint64(size) > limit {
+		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds %s's maximum storage buffer binding size of %d bytes: %w", dt, n, size, d.id, limit, device.ErrOutOfMemory)
+	}
+	b, bucketSize, err := d.pool.get(storageUsage, uint64(size), "tensor")
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: allocating %d bytes for a %v tensor of %d elements on %s: %v: %w", size, dt, n, d.id, err, device.ErrOutOfMemory)
+	}
+	wb := &buffer{b: b, dt: dt, n: n, size: bucketSize}
+	d.live[wb] = struct{}{}
+	return wb, nil
 }
 
-// Free returns b to the pool once the work using it has completed.
+// Free returns b to the pool once the work using it has completed. Freeing
+// twice, or after Close, does nothing.
 func (d *Device) Free(b device.Buffer) {
-	wb := d.buf(b)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.free(d.buf(b))
+}
+
+func (d *Device) free(wb *buffer) {
 	if wb.b == nil {
 		return
 	}
-	if d.closed {
-		wb.b.Release()
-	} else {
-		d.pool.put(storageUsage, wb.size, wb.b)
-	}
+	delete(d.live, wb)
+	d.pool.put(storageUsage, wb.size, wb.b)
 	wb.b = nil
 }
 
@@ -254,17 +271,19 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 	if err != nil {
 		return err
 	}
-	if !d.ok() {
-		return d.err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ok() || b.b == nil {
+		return fmt.Errorf("webgpu: Write to a freed buffer or on %s after Close", d.id)
 	}
 	if len(data) == 0 {
 		return nil
 	}
-	d.Flush() // work recorded earlier must see the old contents
+	d.flush() // work recorded earlier must see the old contents
 	if err := d.queue.WriteBuffer(b.b, 0, data); err != nil {
-		d.fail(fmt.Errorf("webgpu: writing %d bytes: %v", len(data), err))
+		return fmt.Errorf("webgpu: writing %d bytes: %v", len(data), err)
 	}
-	return d.err
+	return nil
 }
 
 // Read waits for the recorded work and copies src into dst.
@@ -274,31 +293,32 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 	if err != nil {
 		return err
 	}
-	if !d.ok() {
-		return d.err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ok() || b.b == nil {
+		d.fail(fmt.Errorf("webgpu: Read of a freed buffer or on %s after Close", d.id))
+		return d.report()
 	}
 	if len(out) == 0 {
-		return d.Sync()
+		d.wait()
+		return d.report()
 	}
 	size := uint64(len(out))
 	staging, stagingSize, err := d.pool.get(stagingUsage, size, "readback")
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: allocating a %d-byte readback buffer: %v", size, err))
-		return d.err
+		return d.report()
 	}
 	defer d.pool.put(stagingUsage, stagingSize, staging)
 	enc := d.encoderFor()
 	if enc == nil {
-		return d.err
+		return d.report()
 	}
 	if err := enc.CopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
 		d.fail(fmt.Errorf("webgpu: copying %d bytes for readback: %v", size, err))
-		return d.err
+		return d.report()
 	}
 	d.wait()
-	if d.err != nil {
-		return d.err
-	}
 	var status wgpu.BufferMapAsyncStatus
 	called := false
 	err = staging.MapAsync(wgpu.MapMode_Read, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, called = s, true })
@@ -307,11 +327,11 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 	d.dev.Poll(true, nil)
 	if err != nil || !called || status != wgpu.BufferMapAsyncStatus_Success {
 		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", status, err))
-		return d.err
+		return d.report()
 	}
 	copy(out, staging.GetMappedRange(0, uint(size)))
 	if err := staging.Unmap(); err != nil {
 		d.fail(fmt.Errorf("webgpu: unmapping a readback buffer: %v", err))
 	}
-	return d.err
+	return d.report()
 }

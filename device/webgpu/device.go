@@ -3,10 +3,13 @@
 package webgpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/extensor/extensor/device"
@@ -42,8 +45,17 @@ func init() {
 	}))
 }
 
+// opened numbers the devices opened, for their identities.
+var opened atomic.Int64
+
 // Device is a WebGPU device. Create it with Open or device.Open("webgpu").
+// It is safe for concurrent use by many goroutines: one mutex orders
+// every method, so work recorded by one goroutine runs in the order it was
+// recorded, and a Read sees everything recorded before it.
 type Device struct {
+	mu sync.Mutex // guards everything below, and the wgpu objects
+
+	id       string // e.g. "webgpu#2"
 	instance *wgpu.Instance
 	adapter  *wgpu.Adapter
 	dev      *wgpu.Device
@@ -65,8 +77,17 @@ type Device struct {
 
 	submitted, completed uint64 // submission counts
 	pool                 pool
+	live                 map[*buffer]struct{} // allocated and not freed
 
-	err    error // first runtime failure; sticky
+	// Index flags, written by kernels that meet a class index out of
+	// range (see check_index in shaders/common.wgsl), read at the next wait.
+	flags        *buffer
+	flagsStaging *wgpu.Buffer
+	flagsDirty   bool              // a kernel that may write them ran since the last read
+	sites        []string          // the ops that passed indices, by id
+	siteIDs      map[string]uint32 // and their ids
+
+	err    error // first runtime failure since the last report
 	closed bool
 }
 
@@ -74,8 +95,11 @@ type Device struct {
 // package documentation. Without an adapter it returns an error wrapping
 // device.ErrUnavailable.
 func Open() (*Device, error) {
-	d := &Device{kernels: map[string]*kernel{}}
-	d.instance = wgpu.CreateInstance(nil)
+	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}}
+	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
+	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
+	// aborts the process on machines with EGL but no display.
+	d.instance = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackend_Primary})
 	var err error
 	d.adapter, err = chooseAdapter(d.instance)
 	if err != nil {
@@ -83,7 +107,7 @@ func Open() (*Device, error) {
 		return nil, err
 	}
 	props := d.adapter.GetProperties()
-	d.info = fmt.Sprintf("webgpu: %s, %s, %s", props.Name, props.BackendType, props.AdapterType)
+	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Name, props.BackendType, props.AdapterType)
 	d.loopLimited = props.AdapterType == wgpu.AdapterType_CPU
 	d.limits = d.adapter.GetLimits().Limits
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
@@ -107,7 +131,59 @@ func Open() (*Device, error) {
 		d.Close()
 		return nil, fmt.Errorf("webgpu: creating the parameter buffer: %v", err)
 	}
+	flags, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags", Usage: storageUsage, Size: flagBytes})
+	if err == nil {
+		d.flags = &buffer{b: flags, dt: device.Int32, n: flagBytes / 4}
+		d.flagsStaging, err = d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags readback", Usage: stagingUsage, Size: flagBytes})
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("webgpu: creating the index flags: %v", err)
+	}
 	return d, nil
+}
+
+// flagBytes is the size of the index flags: 4 u32 words.
+const flagBytes = 16
+
+// site returns the id of the op site in the index flags, marking them as
+// possibly written.
+func (d *Device) site(name string) uint32 {
+	d.flagsDirty = true
+	id, ok := d.siteIDs[name]
+	if !ok {
+		id = uint32(len(d.sites))
+		d.sites = append(d.sites, name)
+		d.siteIDs[name] = id
+	}
+	return id
+}
+
+// readFlags reads the index flags copied into their staging buffer,
+// records an *device.IndexError if a kernel set them, and clears them.
+func (d *Device) readFlags() {
+	var status wgpu.BufferMapAsyncStatus
+	called := false
+	err := d.flagsStaging.MapAsync(wgpu.MapMode_Read, 0, flagBytes, func(s wgpu.BufferMapAsyncStatus) { status, called = s, true })
+	d.dev.Poll(true, nil) // at once, on this goroutine: see Read
+	if err != nil || !called || status != wgpu.BufferMapAsyncStatus_Success {
+		d.fail(fmt.Errorf("webgpu: mapping the index flags: status %v: %v", status, err))
+		return
+	}
+	w := d.flagsStaging.GetMappedRange(0, flagBytes)
+	count, index, classes, site := binary.LittleEndian.Uint32(w), binary.LittleEndian.Uint32(w[4:]), binary.LittleEndian.Uint32(w[8:]), binary.LittleEndian.Uint32(w[12:])
+	d.flagsStaging.Unmap()
+	if count == 0 {
+		return
+	}
+	name := "a kernel"
+	if int(site) < len(d.sites) {
+		name = d.sites[site]
+	}
+	d.fail(&device.IndexError{Site: name, Index: int(int32(index)), Classes: int(classes)})
+	if err := d.queue.WriteBuffer(d.flags.b, 0, make([]byte, flagBytes)); err != nil {
+		d.fail(fmt.Errorf("webgpu: clearing the index flags: %v", err))
+	}
 }
 
 func chooseAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
@@ -144,7 +220,8 @@ func chooseAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
 // Name returns "webgpu".
 func (d *Device) Name() string { return "webgpu" }
 
-// String describes the adapter, e.g. "webgpu: llvmpipe (LLVM 15.0.6, 256 bits), Vulkan, CPU".
+// String names the device and describes its adapter, e.g.
+// "webgpu#1: llvmpipe (LLVM 15.0.6, 256 bits), Vulkan, CPU".
 func (d *Device) String() string { return d.info }
 
 // Limits returns the limits of the device, which are the adapter's.
@@ -153,29 +230,47 @@ func (d *Device) Limits() wgpu.Limits { return d.limits }
 // Supports reports true for float32 and int32.
 func (d *Device) Supports(dt device.DType) bool { return dt == device.Float32 || dt == device.Int32 }
 
-// fail records the first runtime failure.
+// fail records a runtime failure; the next Flush, Read or Sync reports the
+// first one recorded since the last report.
 func (d *Device) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
 }
 
-// ok reports whether work may still be recorded.
-func (d *Device) ok() bool {
-	if d.closed {
-		d.fail(fmt.Errorf("webgpu: device used after Close"))
-	}
-	return d.err == nil
+// report returns the failure recorded since the last report, once.
+func (d *Device) report() error {
+	err := d.err
+	d.err = nil
+	return err
 }
 
-// Flush submits the open batch without waiting for it.
-func (d *Device) Flush() error {
+// ok reports whether work may still be recorded: until Close.
+func (d *Device) ok() bool {
 	if d.closed {
-		return d.err
+		d.fail(fmt.Errorf("webgpu: %s used after Close", d.id))
+		return false
+	}
+	return true
+}
+
+// Flush submits the open batch without waiting for it, and reports the
+// failure recorded since the last report.
+func (d *Device) Flush() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flush()
+	return d.report()
+}
+
+// flush submits the open batch.
+func (d *Device) flush() {
+	if d.closed {
+		return
 	}
 	if d.encoder == nil {
 		d.reclaim()
-		return d.err
+		return
 	}
 	enc := d.encoder
 	d.encoder = nil
@@ -189,17 +284,14 @@ func (d *Device) Flush() error {
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: finishing a batch of kernels %s: %v", d.batchLabels(), err))
 	} else {
-		if d.err == nil {
-			d.queue.Submit(cmd)
-			d.submitted++
-		}
+		d.queue.Submit(cmd)
+		d.submitted++
 		cmd.Release()
 	}
 	d.params = d.params[:0]
 	d.dispatches = 0
 	d.labels = d.labels[:0]
 	d.reclaim()
-	return d.err
 }
 
 func (d *Device) batchLabels() string {
@@ -209,7 +301,24 @@ func (d *Device) batchLabels() string {
 // wait submits the open batch and waits until the queue is idle, polling
 // without blocking (a blocking wait crashes lavapipe on long dispatches).
 func (d *Device) wait() {
-	d.Flush()
+	check := false
+	if d.flagsDirty && !d.closed {
+		if enc := d.encoderFor(); enc != nil {
+			check = enc.CopyBufferToBuffer(d.flags.b, 0, d.flagsStaging, 0, flagBytes) == nil
+			d.flagsDirty = !check
+		}
+	}
+	before := d.submitted
+	defer func() {
+		switch {
+		case !check:
+		case d.submitted > before && d.completed == d.submitted:
+			d.readFlags()
+		default: // the batch with the copy failed, or did not finish
+			d.flagsDirty = true
+		}
+	}()
+	d.flush()
 	if d.completed == d.submitted {
 		return
 	}
@@ -234,31 +343,49 @@ func (d *Device) wait() {
 	d.reclaim()
 }
 
-// Sync waits for all recorded work and returns the first runtime failure.
+// Sync waits for all recorded work and reports the first runtime failure
+// recorded since the last report.
 func (d *Device) Sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if !d.closed {
 		d.wait()
 	}
-	return d.err
+	return d.report()
 }
 
-// Close waits for recorded work, frees every resource of the device and
-// returns the first runtime failure. Calling Close twice is safe.
+// Close waits for recorded work, frees every resource of the device,
+// including the buffers of tensors still alive, and reports the first
+// runtime failure not yet reported. Calling Close twice is safe, and so is
+// freeing a buffer after Close.
 func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.closed {
-		return d.err
+		return d.report()
 	}
 	if d.dev != nil && d.queue != nil {
 		d.wait()
 	}
 	d.closed = true
 	d.pool.releaseAll()
+	for b := range d.live {
+		b.b.Release()
+		b.b = nil
+	}
+	d.live = nil
 	for _, k := range d.kernels {
 		k.release()
 	}
 	d.kernels = nil
 	if d.paramBuf != nil {
 		d.paramBuf.Release()
+	}
+	if d.flags != nil {
+		d.flags.b.Release()
+	}
+	if d.flagsStaging != nil {
+		d.flagsStaging.Release()
 	}
 	if d.queue != nil {
 		d.queue.Release()
@@ -268,14 +395,22 @@ func (d *Device) Close() error {
 	}
 	d.adapter.Release()
 	d.instance.Release()
-	return d.err
+	return d.report()
 }
 
 // Submissions returns how many batches the device has submitted.
-func (d *Device) Submissions() uint64 { return d.submitted }
+func (d *Device) Submissions() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.submitted
+}
 
 // PoolStats returns the statistics of the buffer pool.
-func (d *Device) PoolStats() device.PoolStats { return d.pool.stats }
+func (d *Device) PoolStats() device.PoolStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pool.stats
+}
 
 var (
 	_ device.Device  = (*Device)(nil)

@@ -187,12 +187,16 @@ func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buff
 	pass.Release()
 	bg.Release()
 	if err != nil {
+		// The encoder is invalid now: submit what it holds (Finish fails
+		// and drops the batch), so that later work gets a new one.
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+		d.labels = append(d.labels, k.name)
+		d.flush()
 		return
 	}
 	d.dispatches++
 	d.labels = append(d.labels, k.name)
 	if d.dispatches >= BatchSize {
-		d.Flush()
+		d.flush()
 	}
 }

@@ -40,7 +40,12 @@ func elemType(fill, vec bool) string {
 
 // Fill sets every element of dst to v.
 func (d *Device) Fill(dst device.Buffer, v float64) {
-	b := d.buf(dst)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fill(d.buf(dst), v)
+}
+
+func (d *Device) fill(b *buffer, v float64) {
 	word := f32bits(v)
 	if b.dt == device.Int32 {
 		word = uint32(int32(v))
@@ -53,6 +58,8 @@ func (d *Device) Fill(dst device.Buffer, v float64) {
 
 // Axpy sets y += alpha·x.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	o := d.buf(y)
 	vec, n := vec4(o.n)
 	t := elemType(false, vec)
@@ -62,6 +69,8 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 
 // Copy copies src into dst.
 func (d *Device) Copy(dst, src device.Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	o, s := d.buf(dst), d.buf(src)
 	if o.n == 0 || !d.ok() {
 		return
@@ -91,19 +100,21 @@ func scalars(n int, p []float64) []uint32 {
 func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, in ...*buffer) {
 	vec, n := vec4(out.n)
 	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v", op, grad, vec)
-	writable := make([]bool, len(in)+1)
-	writable[len(in)] = true
-	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec}, writable...)
+	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec}, flags(len(in), 1)...)
 	d.run(k, groupsOf(n, 256), scalars(n, p), append(in, out)...)
 }
 
 // Unary sets dst = op(x; p).
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.unary(op, false, d.buf(dst), p, d.buf(x))
 }
 
 // UnaryGrad sets dx = dy·op'(x; p).
 func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
 }
 
@@ -141,19 +152,21 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		params = []uint32{uint32(n)}
 	}
 	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v", op, grad, same, vec)
-	writable := make([]bool, len(in)+1)
-	writable[len(in)] = true
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec}, writable...)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec}, flags(len(in), 1)...)
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)
 }
 
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.binary(op, -1, d.buf(dst), l, d.buf(a), d.buf(b))
 }
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.binary(op, wrt, d.buf(dst), l, d.buf(a), d.buf(b), d.buf(g))
 }
 
@@ -197,7 +210,8 @@ func coalesce(shape, axes []int) (kept, red []axis) {
 }
 
 const (
-	chunkLen = 64 * 256 // reduced elements per chunk: 64 per invocation
+	chunkLen  = 64 * 256 // reduced elements per chunk: 64 per invocation
+	vecUnroll = 8        // vec4s per invocation in the chunks of contiguous rows
 	// maxLoop bounds the iterations of any loop over data: lavapipe
 	// (llvmpipe) silently ends a loop after about 32768 iterations,
 	// counting those of the loops nested in it.
@@ -206,6 +220,8 @@ const (
 
 // Reduce reduces x over axes into dst.
 func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	kept, red := coalesce(shape, axes)
 	count := 1
 	for _, a := range axes {
@@ -216,7 +232,7 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 		op, scale = device.Sum, 1/float64(count)
 	}
 	if count == 0 && op == device.Sum {
-		d.Fill(dst, 0*scale) // the mean of nothing is NaN
+		d.fill(d.buf(dst), 0*scale) // the mean of nothing is NaN
 		return
 	}
 	if op == device.ArgMax || op == device.ArgMin {
@@ -256,7 +272,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	p := reduceParams(nOut, r, kept, red, scale)
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Stage": 0}
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output.
 	if r <= 1024 || (nOut >= 8192 && r <= maxLoop) {
@@ -264,16 +280,25 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	// Long rows: each chunk of chunkLen elements reduced into 256 partial
-	// results, which the next pass reduces in turn.
+	// results, which the next pass reduces in turn. Contiguous rows of
+	// vec4s go faster, vecUnroll vec4s per invocation.
 	spec["Chunks"] = true
-	chunks := groupsOf(r, chunkLen)
-	k := d.kernel("reduce_chunks/"+op.String(), "reduce", spec, false, true)
+	name, length, r4 := "reduce_chunks/"+op.String(), chunkLen, r
+	if len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
+		spec["Vec"], spec["Unroll"] = true, make([]int, vecUnroll)
+		for i := range vecUnroll {
+			spec["Unroll"].([]int)[i] = i
+		}
+		name, length, r4 = "reduce_vec4/"+op.String(), vecUnroll*256, r/4
+	}
+	chunks := groupsOf(r4, length)
+	k := d.kernel(name, "reduce", spec, false, true)
 	partial := d.scratch(k, device.Float32, nOut*chunks*256)
 	if partial == nil {
 		return
 	}
-	defer d.Free(partial)
-	p[0], p[37], p[38] = uint32(nOut*chunks*256), uint32(chunks), chunkLen
+	defer d.free(partial)
+	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*256), uint32(r4), uint32(chunks), uint32(length)
 	d.run(k, nOut*chunks, p, in, partial)
 	d.reduce(op, o, partial, []axis{{nOut, chunks * 256}}, []axis{{chunks * 256, 1}}, scale)
 }
@@ -284,12 +309,12 @@ func (d *Device) scratch(k *kernel, dt device.DType, n int) *buffer {
 	if k == nil {
 		return nil
 	}
-	b, err := d.Alloc(dt, n)
+	b, err := d.alloc(dt, n)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
 		return nil
 	}
-	return b.(*buffer)
+	return b
 }
 
 // argReduce finds the index of the best element of each output's row: in
@@ -302,7 +327,7 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
 	spec := func(stage int) map[string]any {
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Stage": stage}
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage}
 	}
 	name := op.String()
 	if r <= maxLoop {
@@ -320,12 +345,12 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	if idx == nil {
 		return
 	}
-	defer d.Free(idx)
+	defer d.free(idx)
 	vals := d.scratch(k1, device.Float32, nOut*chunks)
 	if vals == nil {
 		return
 	}
-	defer d.Free(vals)
+	defer d.free(vals)
 	p[0], p[37], p[38] = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
 	d.run(k1, groupsOf(nOut*chunks, 256), p, in, idx, vals)
 	k2 := d.kernel("reduce/"+name+"/stage2", "reduce", spec(2), false, false, true)
@@ -350,36 +375,88 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 	return false
 }
 
-// Softmax sets dst to the (log-)softmax of x along axis.
-func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+// softmax runs the softmax family's two passes over rows of n elements
+// (count rows, at stride inner): per-row stats into scratch buffers, then
+// every element from them. in are the inputs (x, or y and dy).
+func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in ...*buffer) {
 	count, n, inner := rows(shape, axis)
-	k := d.kernel(fmt.Sprintf("softmax/log=%v", log), "softmax", map[string]any{"Log": log, "Grad": false}, false, true)
-	if !d.rowLimit(k, n) {
+	if count == 0 || n == 0 {
 		return
 	}
-	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(x), d.buf(dst))
+	vec := inner == 1 && n%4 == 0
+	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats"}
+	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v", log, grad, vec)
+	nStats := 1
+	if !log && !grad {
+		nStats = 2 // the max and 1/Σ
+	}
+	ks := d.kernel(name+"/stats", "softmax", spec, flags(len(in), nStats)...)
+	if !d.rowLimit(ks, n) {
+		return
+	}
+	stats := make([]*buffer, 0, nStats)
+	defer func() {
+		for _, b := range stats {
+			d.free(b)
+		}
+	}()
+	for range nStats {
+		b := d.scratch(ks, device.Float32, count)
+		if b == nil {
+			return
+		}
+		stats = append(stats, b)
+	}
+	params := []uint32{uint32(count), uint32(n), uint32(inner)}
+	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
+	spec["Stage"] = "apply"
+	ka := d.kernel(name+"/apply", "softmax", spec, flags(len(in)+nStats, 1)...)
+	elems := count * n
+	if vec {
+		elems /= 4
+	}
+	params[0] = uint32(elems)
+	d.run(ka, groupsOf(elems, 256), params, append(append(in, stats...), out)...)
+}
+
+// flags returns the writable flags of a kernel's storage bindings: read
+// ones, then written ones.
+func flags(read, written int) []bool {
+	f := make([]bool, read+written)
+	for i := read; i < len(f); i++ {
+		f[i] = true
+	}
+	return f
+}
+
+// Softmax sets dst to the (log-)softmax of x along axis.
+func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.softmax(log, false, d.buf(dst), shape, axis, d.buf(x))
 }
 
 // SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
 func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
-	count, n, inner := rows(shape, axis)
-	k := d.kernel(fmt.Sprintf("softmax_grad/log=%v", log), "softmax", map[string]any{"Log": log, "Grad": true}, false, false, true)
-	if !d.rowLimit(k, n) {
-		return
-	}
-	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(y), d.buf(dy), d.buf(dx))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.softmax(log, true, d.buf(dx), shape, axis, d.buf(y), d.buf(dy))
 }
 
 // Gather sets dst[i] = scale·x[i, idx[i]].
-func (d *Device) Gather(dst, x, idx device.Buffer, n, c int, scale float64) {
-	k := d.kernel("gather", "gather", map[string]any{"Grad": false}, false, false, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(c), f32bits(scale)}, d.buf(x), d.buf(idx), d.buf(dst))
+func (d *Device) Gather(site string, dst, x, idx device.Buffer, n, c int, scale float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.kernel("gather", "gather", map[string]any{"Grad": false}, false, false, true, true)
+	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(c), f32bits(scale), d.site(site)}, d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
 // GatherGrad scatters scale·g[i] to (i, idx[i]) of dx, zeros elsewhere.
-func (d *Device) GatherGrad(dx, idx, g device.Buffer, n, c int, scale float64) {
-	k := d.kernel("gather_grad", "gather", map[string]any{"Grad": true}, false, false, true)
-	d.run(k, groupsOf(n*c, 256), []uint32{uint32(n), uint32(c), f32bits(scale)}, d.buf(idx), d.buf(g), d.buf(dx))
+func (d *Device) GatherGrad(site string, dx, idx, g device.Buffer, n, c int, scale float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.kernel("gather_grad", "gather", map[string]any{"Grad": true}, false, false, true, true)
+	d.run(k, groupsOf(n*c, 256), []uint32{uint32(n), uint32(c), f32bits(scale), d.site(site)}, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 }
 
 // maxDispatchFlops bounds the work of one matmul dispatch, so that no
@@ -388,6 +465,8 @@ const maxDispatchFlops = 1 << 31
 
 // MatMul sets dst = op(a)·op(b), in row blocks of bounded work.
 func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
 	if m == 0 || n == 0 {
 		return
@@ -421,24 +500,30 @@ func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB boo
 
 // Transpose sets dst = xᵀ.
 func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	o, in := d.buf(dst), d.buf(x)
 	d.run(d.kernel("transpose", "transpose", nil, false, true), groupsOf(rows*cols, 256), []uint32{uint32(rows), uint32(cols)}, in, o)
 }
 
 // SoftmaxCrossEntropy sets the per-row loss.
-func (d *Device) SoftmaxCrossEntropy(loss, logits, labels device.Buffer, n, c int) {
-	k := d.kernel("softmax_xent", "softmax_xent", nil, false, false, true)
+func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Buffer, n, c int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.kernel("softmax_xent", "softmax_xent", nil, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}
-	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c)}, d.buf(logits), d.buf(labels), d.buf(loss))
+	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(loss), d.flags)
 }
 
 // SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
-func (d *Device) SoftmaxCrossEntropyGrad(dlogits, logits, labels, g device.Buffer, n, c int) {
-	k := d.kernel("softmax_xent_grad", "softmax_xent_grad", nil, false, false, false, true)
+func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g device.Buffer, n, c int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.kernel("softmax_xent_grad", "softmax_xent_grad", nil, false, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}
-	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits))
+	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits), d.flags)
 }

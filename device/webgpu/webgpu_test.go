@@ -4,6 +4,8 @@ package webgpu_test
 
 import (
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +33,8 @@ func TestOpenDescribesAdapter(t *testing.T) {
 	if d.Name() != "webgpu" {
 		t.Errorf("Name() = %q", d.Name())
 	}
-	if s := d.String(); !strings.HasPrefix(s, "webgpu: ") || strings.Count(s, ", ") < 2 {
-		t.Errorf("String() = %q; want \"webgpu: <adapter>, <backend>, <type>\"", s)
+	if s := d.String(); !regexp.MustCompile(`^webgpu#[0-9]+: `).MatchString(s) || strings.Count(s, ", ") < 2 {
+		t.Errorf("String() = %q; want \"webgpu#N: <adapter>, <backend>, <type>\"", s)
 	}
 	if l := d.Limits(); l.MaxComputeWorkgroupsPerDimension < 65535 || l.MaxStorageBufferBindingSize < 1<<27 {
 		t.Errorf("limits not the adapter's: %+v", l)
@@ -78,7 +80,7 @@ func TestAdapterOverride(t *testing.T) {
 
 func firstAdapterWord(t *testing.T) string {
 	d := fresh(t)
-	name := strings.TrimPrefix(d.String(), "webgpu: ")
+	_, name, _ := strings.Cut(d.String(), ": ")
 	return strings.ToUpper(strings.Fields(name)[0])
 }
 
@@ -125,17 +127,30 @@ func TestTensorBeyondBindingLimit(t *testing.T) {
 	}
 }
 
-func TestValidationErrorNamesKernel(t *testing.T) {
+func TestValidationErrorReportedOnceThenRecovers(t *testing.T) {
 	d := fresh(t)
-	x := tensor.Must(tensor.Ones(d, device.Float32, 8))
+	x := tensor.Must(tensor.FromFloat32(d, []float32{-1, 2, -3, 4}, 4))
 	// The same buffer as input and output of one dispatch is invalid.
 	d.Unary(device.Relu, x.Buffer(), x.Buffer())
 	err := d.Sync()
 	if err == nil || !strings.Contains(err.Error(), "kernel unary/relu") {
 		t.Fatalf("Sync after an invalid dispatch: %v; want an error naming kernel unary/relu", err)
 	}
-	if _, rerr := x.Float32s(); !errors.Is(rerr, err) && (rerr == nil || rerr.Error() != err.Error()) {
-		t.Errorf("readback after the failure: %v; want the same error", rerr)
+	if err := d.Sync(); err != nil {
+		t.Errorf("second Sync: %v; want the error reported once", err)
+	}
+	// The device keeps working.
+	got, err := ops.Relu(x).Float32s()
+	if err != nil || !slices.Equal(got, []float32{0, 2, 0, 4}) {
+		t.Errorf("relu after the failure: %v, %v; want [0 2 0 4]", got, err)
+	}
+	// So it does after an allocation it cannot make.
+	n := int(d.Limits().MaxBufferSize/4) + 1
+	if _, err := tensor.Zeros(d, device.Float32, n); !errors.Is(err, device.ErrOutOfMemory) {
+		t.Errorf("Zeros of %d float32: %v; want ErrOutOfMemory", n, err)
+	}
+	if got, err := ops.Neg(x).Float32s(); err != nil || got[0] != 1 {
+		t.Errorf("neg after a failed allocation: %v, %v", got, err)
 	}
 }
 

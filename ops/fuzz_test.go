@@ -1,0 +1,128 @@
+package ops_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// fuzzBytes hands out small integers from the fuzzer's bytes.
+type fuzzBytes []byte
+
+func (f *fuzzBytes) next(lo, hi int) int {
+	if len(*f) == 0 {
+		return lo
+	}
+	b := (*f)[0]
+	*f = (*f)[1:]
+	return lo + int(b)%(hi-lo+1)
+}
+
+func (f *fuzzBytes) shape() []int {
+	s := make([]int, f.next(0, 5))
+	for i := range s {
+		s[i] = f.next(-1, 5)
+	}
+	return s
+}
+
+// broadcastShape is NumPy's rule, written here independently of ops.
+func broadcastShape(a, b []int) ([]int, bool) {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := range n {
+		da, db := 1, 1
+		if j := len(a) - n + i; j >= 0 {
+			da = a[j]
+		}
+		if j := len(b) - n + i; j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// FuzzShapes feeds shapes, broadcasting pairs, axes and reshapes to the
+// shape-handling ops on the CPU. Bad input must panic with a *tensor.Error
+// (tensor.Maybe recovers those; any other panic fails the fuzz), and good
+// input must give results of the right shape. make fuzz runs it for 10
+// minutes; make test runs its corpus and a few seconds of it.
+func FuzzShapes(f *testing.F) {
+	for _, seed := range [][]byte{
+		{2, 3, 4, 2, 1, 4, 1, 0, 1},
+		{3, 2, 1, 3, 1, 3, 2, 255, 0, 6, 2},
+		{0, 0, 1, 1, 1},
+		{4, 1, 2, 0, 3, 2, 2, 1, 2, 0, 3, 2, 4},
+		{1, 0, 1, 0, 2, 0, 1},
+	} {
+		f.Add(seed)
+	}
+	dev := cpu.New()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzBytes(data)
+		sa, sb := in.shape(), in.shape()
+		axes := make([]int, in.next(0, 3))
+		for i := range axes {
+			axes[i] = in.next(-6, 6)
+		}
+		keepdims := in.next(0, 1) == 1
+		reshape := in.shape()
+		if len(reshape) > 0 && in.next(0, 1) == 1 {
+			reshape[in.next(0, len(reshape)-1)] = -1
+		}
+		err := tensor.Maybe(func() {
+			a := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, sa...))
+			b := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, sb...))
+			want, ok := broadcastShape(sa, sb)
+			if !ok {
+				if err := tensor.Maybe(func() { ops.Add(a, b) }); err == nil {
+					t.Fatalf("Add(%v, %v): no error for shapes that do not broadcast", sa, sb)
+				}
+				return
+			}
+			sum := ops.Add(a, b)
+			if !slices.Equal(sum.Shape(), want) {
+				t.Fatalf("Add(%v, %v) has shape %v; want %v", sa, sb, sum.Shape(), want)
+			}
+			ga, gb := ops.AddBackward(a, b, sum)
+			if !slices.Equal(ga.Shape(), sa) || !slices.Equal(gb.Shape(), sb) {
+				t.Fatalf("AddBackward(%v, %v): gradients %v, %v", sa, sb, ga.Shape(), gb.Shape())
+			}
+			if bt := ops.BroadcastTo(a, want); !slices.Equal(bt.Shape(), want) {
+				t.Fatalf("BroadcastTo(%v, %v) has shape %v", sa, want, bt.Shape())
+			}
+			_ = tensor.Maybe(func() {
+				r := ops.SumAxes(sum, axes, keepdims)
+				if keepdims && r.Rank() != sum.Rank() {
+					t.Fatalf("SumAxes(%v, %v, keepdims) has rank %d", want, axes, r.Rank())
+				}
+				if _, err := r.Float32s(); err != nil {
+					t.Fatal(err)
+				}
+				ops.MaxAxesBackward(sum, ops.MaxAxes(sum, axes, keepdims), axes, keepdims)
+			})
+			if len(axes) > 0 {
+				_ = tensor.Maybe(func() { ops.Softmax(sum, axes[0]) })
+			}
+			_ = tensor.Maybe(func() {
+				v := sum.Reshape(reshape...)
+				if v.Len() != sum.Len() {
+					t.Fatalf("Reshape(%v → %v) has %d elements; want %d", want, reshape, v.Len(), sum.Len())
+				}
+			})
+		})
+		_ = err // a *tensor.Error is the expected answer to bad input
+	})
+}
