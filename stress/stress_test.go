@@ -271,3 +271,25 @@ func TestLabelsOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsTellDevicesApart mixes tensors of two devices of one backend:
+// the error names both by their identities.
+func TestErrorsTellDevicesApart(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.dev.Name(), func(t *testing.T) {
+			other, err := device.Open(b.dev.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			x := tensor.Must(tensor.Ones(b.dev, device.Float32, 3))
+			y := tensor.Must(tensor.Ones(other, device.Float32, 3))
+			err = tensor.Maybe(func() { ops.Add(x, y) })
+			id := func(d device.Device) string { s, _, _ := strings.Cut(d.String(), ":"); return s }
+			if !errors.Is(err, tensor.ErrDevice) || id(b.dev) == id(other) ||
+				!strings.Contains(err.Error(), id(b.dev)+":") || !strings.Contains(err.Error(), id(other)+":") {
+				t.Errorf("Add across %s and %s: %v; want an ErrDevice naming both", id(b.dev), id(other), err)
+			}
+		})
+	}
+}
