@@ -293,3 +293,23 @@ func TestErrorsTellDevicesApart(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeSizesAreErrors asks each backend for tensors larger than its
+// memory and than an int counts: errors wrapping device.ErrOutOfMemory,
+// never a crash; the device keeps working.
+func TestHugeSizesAreErrors(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.dev.Name(), func(t *testing.T) {
+			for _, shape := range [][]int{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {1 << 62, 4}, {1 << 61}} {
+				_, err := tensor.Zeros(b.dev, device.Float32, shape...)
+				if !errors.Is(err, device.ErrOutOfMemory) {
+					t.Errorf("Zeros%v: err = %v; want ErrOutOfMemory", shape, err)
+				}
+			}
+			x := tensor.Must(tensor.Ones(b.dev, device.Float32, 4))
+			if v, err := ops.Neg(x).Float32s(); err != nil || v[0] != -1 {
+				t.Errorf("after the failed allocations: %v, %v", v, err)
+			}
+		})
+	}
+}
