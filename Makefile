@@ -6,7 +6,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet nocgo race fuzz-smoke parity train bench fuzz soak
+.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train bench fuzz soak
 
 all: test
 
@@ -32,6 +32,12 @@ deps:
 
 vet:
 	$(GO) vet ./...
+
+# lint runs gofmt and staticcheck (fetched from the Go module proxy).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "lint: gofmt the files above"; exit 1; }
+	$(GO) run $(STATICCHECK) ./...
 
 # nocgo proves a build without cgo compiles and runs on the CPU.
 nocgo:

@@ -109,6 +109,18 @@ func (b *buffer) at(i int) float64 {
 	return float64(b.i32[i])
 }
 
+// copyFrom sets element i to element j of src, of the same dtype, exactly.
+func (b *buffer) copyFrom(i int, src *buffer, j int) {
+	switch b.dt {
+	case device.Float32:
+		b.f32[i] = src.f32[j]
+	case device.Float64:
+		b.f64[i] = src.f64[j]
+	default:
+		b.i32[i] = src.i32[j]
+	}
+}
+
 // set stores v at element i, rounding to the buffer's dtype.
 func (b *buffer) set(i int, v float64) {
 	switch b.dt {
@@ -266,47 +278,74 @@ func odometer(shape, sa, sb []int, visit func(i, ia, ib int)) {
 	}
 }
 
-// MatMul computes dst = op(a)·op(b) with gonum's BLAS.
-func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB bool) {
+// MatMul computes each product of the batch with gonum's BLAS.
+func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	o, x, y := buf(dst), buf(a), buf(b)
-	if m == 0 || n == 0 {
+	m, k, n := s.M, s.K, s.N
+	if m == 0 || n == 0 || s.Batch == 0 {
 		return
 	}
 	if k == 0 {
-		d.Fill(dst, 0)
+		for i := s.OffDst; i < s.OffDst+s.Batch*m*n; i++ {
+			o.set(i, 0)
+		}
 		return
 	}
 	ta, tb := blas.NoTrans, blas.NoTrans
 	ar, ac := m, k
-	if transA {
+	if s.TransA {
 		ta, ar, ac = blas.Trans, k, m
 	}
 	br, bc := k, n
-	if transB {
+	if s.TransB {
 		tb, br, bc = blas.Trans, n, k
 	}
-	switch o.dt {
-	case device.Float64:
-		blas64.Gemm(ta, tb, 1,
-			blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f64},
-			blas64.General{Rows: br, Cols: bc, Stride: bc, Data: y.f64},
-			0, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64})
-	case device.Float32:
-		blas32.Gemm(ta, tb, 1,
-			blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32},
-			blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32},
-			0, blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32})
-	default:
-		panic(fmt.Sprintf("cpu: MatMul on %v", o.dt))
+	for i := range s.Batch {
+		j := i
+		if s.CycleA > 0 {
+			j = i % s.CycleA
+		}
+		oa, ob, oo := s.OffA+j*s.StrideA, s.OffB+i*s.StrideB, s.OffDst+i*m*n
+		switch o.dt {
+		case device.Float64:
+			blas64.Gemm(ta, tb, 1,
+				blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f64[oa : oa+m*k]},
+				blas64.General{Rows: br, Cols: bc, Stride: bc, Data: y.f64[ob : ob+k*n]},
+				0, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64[oo : oo+m*n]})
+		case device.Float32:
+			blas32.Gemm(ta, tb, 1,
+				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32[oa : oa+m*k]},
+				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32[ob : ob+k*n]},
+				0, blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
+		default:
+			panic(fmt.Sprintf("cpu: MatMul on %v", o.dt))
+		}
 	}
 }
 
-// Transpose sets dst = xᵀ.
-func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
-	o, in := buf(dst), buf(x)
-	for r := range rows {
-		for c := range cols {
-			o.set(c*rows+r, in.at(r*cols+c))
+// CopyStrided copies src into dst as s describes, walking the coordinates
+// like an odometer and moving both offsets by the strides.
+func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
+	o, in := buf(dst), buf(src)
+	n := s.Len()
+	if n == 0 {
+		return
+	}
+	rank := len(s.Shape)
+	c := make([]int, rank)
+	so, do := s.SrcOffset, s.DstOffset
+	for range n {
+		o.copyFrom(do, in, so)
+		for k := rank - 1; k >= 0; k-- {
+			c[k]++
+			so += s.SrcStrides[k]
+			do += s.DstStrides[k]
+			if c[k] < s.Shape[k] {
+				break
+			}
+			so -= c[k] * s.SrcStrides[k]
+			do -= c[k] * s.DstStrides[k]
+			c[k] = 0
 		}
 	}
 }

@@ -656,7 +656,7 @@ func TestMatMul(t *testing.T) {
 						b = tt.bT
 					}
 					o := load(t, d, dt, slices.Repeat([]float64{99}, tt.m*tt.n))
-					d.MatMul(o, load(t, d, dt, a), load(t, d, dt, b), tt.m, tt.k, tt.n, transA, transB)
+					d.MatMul(o, load(t, d, dt, a), load(t, d, dt, b), device.GEMM{Batch: 1, M: tt.m, K: tt.k, N: tt.n, TransA: transA, TransB: transB})
 					checkValues(t, "MatMul", values(t, d, o), tt.want, tolerance(dt))
 				})
 			}
@@ -664,25 +664,60 @@ func TestMatMul(t *testing.T) {
 	}
 }
 
-func TestTranspose(t *testing.T) {
+func TestMatMulBatch(t *testing.T) {
+	// Two 2×2 matrices of a times one shared 2×1 b (stride 0), and the same
+	// with b's two 2×1 matrices and a shared.
+	a := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+	b := []float64{1, 10, 2, 20}
 	tests := []struct {
-		name       string
-		rows, cols int
-		x, want    []float64
+		name string
+		s    device.GEMM
+		a, b []float64
+		want []float64
 	}{
-		{"2x3", 2, 3, []float64{1, 2, 3, 4, 5, 6}, []float64{1, 4, 2, 5, 3, 6}},
-		{"3x2", 3, 2, []float64{1, 2, 3, 4, 5, 6}, []float64{1, 3, 5, 2, 4, 6}},
-		{"1x4", 1, 4, []float64{1, 2, 3, 4}, []float64{1, 2, 3, 4}},
-		{"2x2", 2, 2, []float64{1, 2, 3, 4}, []float64{1, 3, 2, 4}},
-		{"0x3", 0, 3, []float64{}, []float64{}},
+		{"shared b", device.GEMM{Batch: 2, M: 2, K: 2, N: 1, StrideA: 4}, a, b[:2], []float64{21, 43, 65, 87}},
+		{"shared a", device.GEMM{Batch: 2, M: 2, K: 2, N: 1, StrideB: 2}, a[:4], b, []float64{21, 43, 42, 86}},
+		{"both", device.GEMM{Batch: 2, M: 1, K: 2, N: 1, StrideA: 2, StrideB: 2}, a[:4], b, []float64{21, 3*2 + 4*20}},
+		{"transposed", device.GEMM{Batch: 2, M: 2, K: 2, N: 1, StrideA: 4, TransA: true}, a, b[:2], []float64{31, 42, 75, 86}},
+		{"empty batch", device.GEMM{Batch: 0, M: 2, K: 2, N: 1}, nil, nil, nil},
 	}
 	d := cpu.New()
 	for _, tt := range tests {
 		for _, dt := range floatTypes {
 			t.Run(tt.name+"/"+dt.String(), func(t *testing.T) {
-				o := alloc(t, d, dt, len(tt.x))
-				d.Transpose(o, load(t, d, dt, tt.x), tt.rows, tt.cols)
-				checkValues(t, "Transpose", values(t, d, o), tt.want, 0)
+				o := alloc(t, d, dt, len(tt.want))
+				d.MatMul(o, load(t, d, dt, tt.a), load(t, d, dt, tt.b), tt.s)
+				checkValues(t, "MatMul", values(t, d, o), tt.want, tolerance(dt))
+			})
+		}
+	}
+}
+
+func TestCopyStrided(t *testing.T) {
+	tests := []struct {
+		name      string
+		s         device.Strided
+		x, before []float64
+		want      []float64
+	}{
+		{"transpose 2x3", device.Strided{Shape: []int{3, 2}, SrcStrides: []int{1, 3}, DstStrides: []int{2, 1}},
+			[]float64{1, 2, 3, 4, 5, 6}, make([]float64, 6), []float64{1, 4, 2, 5, 3, 6}},
+		{"every other of a slice", device.Strided{Shape: []int{2}, SrcStrides: []int{2}, DstStrides: []int{1}, SrcOffset: 1},
+			[]float64{1, 2, 3, 4, 5}, make([]float64, 2), []float64{2, 4}},
+		{"into the middle of dst", device.Strided{Shape: []int{2, 1}, SrcStrides: []int{1, 1}, DstStrides: []int{3, 1}, DstOffset: 1},
+			[]float64{7, 8}, []float64{-1, -1, -1, -1, -1, -1}, []float64{-1, 7, -1, -1, 8, -1}},
+		{"0-D", device.Strided{Shape: []int{}, SrcOffset: 2, DstOffset: 0},
+			[]float64{1, 2, 3}, []float64{0}, []float64{3}},
+		{"empty", device.Strided{Shape: []int{0, 3}, SrcStrides: []int{3, 1}, DstStrides: []int{3, 1}},
+			[]float64{}, []float64{5}, []float64{5}},
+	}
+	d := cpu.New()
+	for _, tt := range tests {
+		for _, dt := range append(floatTypes, device.Int32) {
+			t.Run(tt.name+"/"+dt.String(), func(t *testing.T) {
+				o := load(t, d, dt, tt.before)
+				d.CopyStrided(o, load(t, d, dt, tt.x), tt.s)
+				checkValues(t, "CopyStrided", values(t, d, o), tt.want, 0)
 			})
 		}
 	}

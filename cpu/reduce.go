@@ -150,34 +150,63 @@ func logSumExp(n int, v func(j int) float64) float64 {
 	return mx + math.Log(s)
 }
 
-// Gather sets dst[i] = scale·x[i·c + idx[i]], NaN for an index out of range.
-func (d *Device) Gather(site string, dst, x, idx device.Buffer, n, c int, scale float64) {
+// Gather takes elements (or table rows) as t describes, NaN for an index
+// out of range.
+func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	o, in, ix := buf(dst), buf(x), buf(idx)
-	for i := range n {
+	for i := range t.N {
 		k := int(ix.i32[i])
-		if !d.checkIndex(site, k, c) {
-			o.set(i, math.NaN())
+		ok := d.checkIndex(t.Site, k, t.C)
+		if !t.Table {
+			v := math.NaN()
+			if ok {
+				v = t.Scale * in.at(i*t.C+k)
+			}
+			o.set(i, v)
 			continue
 		}
-		o.set(i, scale*in.at(i*c+k))
+		for j := range t.D {
+			v := math.NaN()
+			if ok {
+				v = t.Scale * in.at(k*t.D+j)
+			}
+			o.set(i*t.D+j, v)
+		}
 	}
 }
 
-// GatherGrad sets dx to scale·g[i] at (i, idx[i]), zeros elsewhere.
-func (d *Device) GatherGrad(site string, dx, idx, g device.Buffer, n, c int, scale float64) {
+// GatherGrad scatters scale·g back to where Gather took from: to (i,
+// idx[i]) of dx, zeros elsewhere; or, for a table, added into row idx[i].
+func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	o, ix, gb := buf(dx), buf(idx), buf(g)
-	for i := range n {
+	if t.Table {
+		acc := make([]float64, t.C*t.D)
+		for i := range t.N {
+			k := int(ix.i32[i])
+			if !d.checkIndex(t.Site, k, t.C) {
+				continue
+			}
+			for j := range t.D {
+				acc[k*t.D+j] += gb.at(i*t.D + j)
+			}
+		}
+		for e, v := range acc {
+			o.set(e, t.Scale*v)
+		}
+		return
+	}
+	for i := range t.N {
 		k := int(ix.i32[i])
-		ok := d.checkIndex(site, k, c)
-		for j := range c {
+		ok := d.checkIndex(t.Site, k, t.C)
+		for j := range t.C {
 			v := 0.0
 			switch {
 			case !ok:
 				v = math.NaN()
 			case j == k:
-				v = scale * gb.at(i)
+				v = t.Scale * gb.at(i)
 			}
-			o.set(i*c+j, v)
+			o.set(i*t.C+j, v)
 		}
 	}
 }

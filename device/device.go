@@ -234,20 +234,30 @@ type Device interface {
 	// the upstream gradient dy: y·(dy − Σ dy·y), or for the log,
 	// dy − exp(y)·Σ dy, the sums running along axis.
 	SoftmaxGrad(dx, y, dy Buffer, shape []int, axis int, log bool)
-	// Gather sets dst[i] = scale·x[i·c + idx[i]] for each row i of x (n×c),
-	// NaN where idx[i] (int32) is outside [0, c); such an index is also
-	// reported, as an *IndexError naming site, by the next Read or Sync.
-	Gather(site string, dst, x, idx Buffer, n, c int, scale float64)
-	// GatherGrad sets dx (n×c) to scale·g[i] at (i, idx[i]) and 0 elsewhere
-	// in each row i, a row of NaN where idx[i] is outside [0, c), reported
-	// as by Gather.
-	GatherGrad(site string, dx, idx, g Buffer, n, c int, scale float64)
-	// MatMul sets dst (m×n) = op(a)·op(b), where op(a) is m×k and op(b) is
-	// k×n; a is stored k×m when transA is set, and b is stored n×k when
-	// transB is set. All matrices are row-major and contiguous.
-	MatMul(dst, a, b Buffer, m, k, n int, transA, transB bool)
-	// Transpose sets dst (cols×rows) to the transpose of x (rows×cols).
-	Transpose(dst, x Buffer, rows, cols int)
+	// Gather takes, for each row i of idx (int32), what t describes: the
+	// element x[i·C + idx[i]] of row i of an N×C matrix, or (t.Table) the
+	// row idx[i] of a C×D table, times t.Scale. An index outside [0, C)
+	// gives NaN and is reported, as an *IndexError naming t.Site, by the
+	// next Read or Sync.
+	Gather(dst, x, idx Buffer, t Take)
+	// GatherGrad applies Gather's adjoint to g: dx (N×C) holds
+	// t.Scale·g[i] at (i, idx[i]) and 0 elsewhere, a row of NaN for an
+	// index out of range; with t.Table, row r of dx (C×D) is
+	// t.Scale·Σ g[i, :] over the i with idx[i] = r, summed in order of i
+	// (an index out of range adds nowhere). Bad indices are reported as by
+	// Gather.
+	GatherGrad(dx, idx, g Buffer, t Take)
+	// MatMul computes the batch of matrix products s describes.
+	MatMul(dst, a, b Buffer, s GEMM)
+	// Window runs the sliding-window kernel op over NCHW images as w
+	// describes: dst ← op(x, g), g only for the gradients (and x unused by
+	// AvgPoolGrad).
+	Window(op WindowOp, dst, x, g Buffer, w Window2D)
+	// CopyStrided copies elements of src into dst as s describes, for
+	// buffers of one dtype (any); elements of dst it does not reach keep
+	// their values. Permutations, slices, padding, concatenation and their
+	// gradients are strided copies.
+	CopyStrided(dst, src Buffer, s Strided)
 	// SoftmaxCrossEntropy sets loss[i], for each of the n rows of logits
 	// (n×c), to logsumexp(logits[i]) − logits[i][labels[i]]. A label outside
 	// [0, c) gives a NaN loss for its row, and is reported as by Gather.
@@ -258,6 +268,124 @@ type Device interface {
 	SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g Buffer, n, c int)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)
+}
+
+// Take describes a gather with int32 indices, one for each of N rows
+// (Device.Gather): from row i of an N×C matrix its element idx[i] (a
+// loss's class), or with Table, from a C×D table its row idx[i] (an
+// embedding).
+type Take struct {
+	Site  string // the op, named by index errors
+	N, C  int
+	D     int  // Table: the length of a table row
+	Table bool // gather rows of one C×D table
+	Scale float64
+}
+
+// GEMM describes a batch of matrix products for Device.MatMul: for each
+// i < Batch, matrix i of dst (M×N, at OffDst + i·M·N) = op(A_i)·op(B_i),
+// where A_i starts at element OffA + j·StrideA of a, j = i, or i mod
+// CycleA when CycleA > 0 (the groups of a grouped convolution), and B_i at
+// OffB + i·StrideB of b. A stride of 0 uses one matrix for the whole
+// batch. op(A_i) is M×K: A_i is stored K×M when TransA is set; op(B_i) is
+// K×N: B_i is stored N×K when TransB is set. Every matrix is row-major
+// and contiguous.
+type GEMM struct {
+	Batch, M, K, N     int
+	TransA, TransB     bool
+	StrideA, StrideB   int
+	CycleA             int
+	OffA, OffB, OffDst int
+}
+
+// WindowOp names a kernel of the window family (Device.Window): the
+// sliding windows of convolution and pooling over NCHW images.
+type WindowOp uint8
+
+// The window kernels. Images are N×C×H×W; a window of KH×KW taps, the
+// taps DH and DW apart, moves by SH and SW over the image padded by PH
+// and PW on each side, giving OH×OW windows.
+const (
+	// Im2Col writes dst (N, C·KH·KW, OH·OW): the taps of every window, 0
+	// in the padding, for images N0… of x. A convolution is then one
+	// matrix product per image.
+	Im2Col WindowOp = iota
+	// Col2Im is Im2Col's adjoint: dst (images N0… of an N×C×H×W tensor)
+	// = the sum, at each pixel, of the entries of x (N, C·KH·KW, OH·OW)
+	// that Im2Col would copy from it.
+	Col2Im
+	// MaxPool writes dst (N, C, OH, OW): each window's maximum, the
+	// padding never chosen; NaN wins.
+	MaxPool
+	// MaxPoolGrad writes dst (N, C, H, W): g (N, C, OH, OW) routed to
+	// each window's first maximum (in row-major order), summed where
+	// windows overlap.
+	MaxPoolGrad
+	// AvgPool writes dst (N, C, OH, OW): each window's sum over KH·KW,
+	// padding counted as zeros (PyTorch's count_include_pad).
+	AvgPool
+	// AvgPoolGrad writes dst (N, C, H, W): g/(KH·KW) summed over the
+	// windows that hold each pixel.
+	AvgPoolGrad
+)
+
+// String returns the kernel's name, e.g. "im2col".
+func (op WindowOp) String() string {
+	switch op {
+	case Im2Col:
+		return "im2col"
+	case Col2Im:
+		return "col2im"
+	case MaxPool:
+		return "max_pool"
+	case MaxPoolGrad:
+		return "max_pool_grad"
+	case AvgPool:
+		return "avg_pool"
+	case AvgPoolGrad:
+		return "avg_pool_grad"
+	}
+	return "window?"
+}
+
+// Window2D describes the sliding windows of a window kernel: N images
+// (from image N0 of the larger tensor for Im2Col and Col2Im) of C
+// channels of H×W pixels, windows of KH×KW taps DH and DW apart, moved by
+// SH and SW over the image padded with PH and PW on each side.
+type Window2D struct {
+	N, N0, C, H, W int
+	KH, KW         int
+	SH, SW         int
+	PH, PW         int
+	DH, DW         int
+}
+
+// Out returns the number of window positions, OH and OW.
+func (w Window2D) Out() (oh, ow int) {
+	return (w.H+2*w.PH-w.DH*(w.KH-1)-1)/w.SH + 1, (w.W+2*w.PW-w.DW*(w.KW-1)-1)/w.SW + 1
+}
+
+// Strided describes a strided copy: for every coordinate c of Shape,
+// dst[DstOffset + Σₖ c[k]·DstStrides[k]] = src[SrcOffset + Σₖ c[k]·SrcStrides[k]].
+// Strides and offsets count elements and are not negative.
+type Strided struct {
+	Shape                  []int
+	SrcStrides, DstStrides []int
+	SrcOffset, DstOffset   int
+}
+
+// Len returns the number of elements copied.
+func (s Strided) Len() int { return Numel(s.Shape) }
+
+// RowMajor returns the strides of a contiguous tensor of the given shape.
+func RowMajor(shape []int) []int {
+	st := make([]int, len(shape))
+	n := 1
+	for k := len(shape) - 1; k >= 0; k-- {
+		st[k] = n
+		n *= shape[k]
+	}
+	return st
 }
 
 // IndexError reports a class index outside [0, Classes), met by a kernel

@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // The domains of the catalogue's cases.
@@ -47,7 +48,7 @@ var catalogue = []*Op{
 	unaryOp("log10", "log₁₀ x; gradient g/(x·ln 10+ε).", Log10, Log10Backward, unaryCases(positive, specials, Attrs{}, false)),
 	unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x+ε).", Sqrt, SqrtBackward, unaryCases(positive, specials, Attrs{}, false)),
 	unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
-		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, -0.0, 1, -1}, true))),
+		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true))),
 	unaryOp("sign", "−1, 0 or 1; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false)),
 	unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)),
 	unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)),
@@ -65,7 +66,7 @@ var catalogue = []*Op{
 
 	// Activations.
 	unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
-		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, -0.0, 1, -1}, true))),
+		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, negZero, 1, -1}, true))),
 	{Name: "leaky_relu", Family: "unary", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
 		Forward:  func(in []*T, a Attrs) *T { return LeakyRelu(in[0], a.Alpha) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{LeakyReluBackward(in[0], g, a.Alpha)} },
@@ -114,20 +115,108 @@ var catalogue = []*Op{
 		classCases(Domain{Lo: -5, Hi: 0}, false)),
 
 	// Matrices and shapes.
-	{Name: "matmul", Family: "matmul", Doc: "m×k · k×n.", Forward: fwd2(MatMul), Backward: bwd2(MatMulBackward), Cases: matmulCases()},
-	{Name: "transpose", Family: "transpose", Doc: "of a matrix.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
-		Cases: []Case{
-			{Name: "(1,1)", Inputs: []Input{{Shape: sh(1, 1)}}},
-			{Name: "(7,3)", Inputs: []Input{{Shape: sh(7, 3)}}},
-			{Name: "(257,7)", Inputs: []Input{{Shape: sh(257, 7)}}},
-			{Name: "special values (3,6)", Inputs: []Input{{Shape: sh(3, 6), Domain: Domain{Values: finiteSpecials}}}, NoFD: true},
-		}},
+	{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.", Forward: fwd2(MatMul), Backward: bwd2(MatMulBackward), Cases: matmulCases()},
+	{Name: "transpose", Family: "strided", Doc: "axes reversed (NumPy's x.T); a copy.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
+		Cases: shapeCases(func(s []int) Attrs { return Attrs{} }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))},
+	{Name: "permute", Family: "strided", Doc: "axis k of the result is axis perm[k] of x; a copy.",
+		Forward:  func(in []*T, a Attrs) *T { return Permute(in[0], a.Perm) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PermuteBackward(in[0], g, a.Perm)} },
+		Cases:    permuteCases()},
+	{Name: "slice", Family: "strided", Doc: "x[start:stop:step] along an axis, Python's bounds (negative from the end, clamped), step ≥ 1; gradient scattered into zeros.",
+		Forward: func(in []*T, a Attrs) *T { return Slice(in[0], a.Axis, a.Start, a.Stop, a.Step) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			return []*T{SliceBackward(in[0], g, a.Axis, a.Start, a.Stop, a.Step)}
+		},
+		Cases: sliceCases()},
+	{Name: "pad", Family: "strided", Doc: "constant padding, {before, after} per axis, not negative; gradient the part over x.",
+		Forward:  func(in []*T, a Attrs) *T { return Pad(in[0], a.Pads, a.Value) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PadBackward(in[0], g, a.Pads)} },
+		Cases:    padCases()},
+	{Name: "concat", Family: "strided", Doc: "tensors joined along an existing axis; gradient split back.",
+		Forward:  func(in []*T, a Attrs) *T { return Concat(in, a.Axis) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return ConcatBackward(in, g, a.Axis) },
+		Cases:    joinCases(false)},
+	{Name: "stack", Family: "strided", Doc: "tensors of one shape joined along a new axis; gradient split back.",
+		Forward:  func(in []*T, a Attrs) *T { return Stack(in, a.Axis) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return StackBackward(in, g, a.Axis) },
+		Cases:    joinCases(true)},
+	{Name: "reshape", Family: "view", Doc: "a view with a new shape of as many elements (one −1 inferred); no kernel.",
+		Forward:  func(in []*T, a Attrs) *T { return Reshape(in[0], a.Shape...) },
+		Backward: bwd1(ReshapeBackward),
+		Cases:    shapeCases(func(s []int) Attrs { return Attrs{Shape: []int{-1}} }, sh(3, 4, 5), sh(), sh(0, 3), sh(7))},
+	{Name: "squeeze", Family: "view", Doc: "a view without the given axes of size 1 (without axes: every one); no kernel.",
+		Forward:  func(in []*T, a Attrs) *T { return Squeeze(in[0], a.Axes...) },
+		Backward: bwd1(ReshapeBackward),
+		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{} }, sh(3, 1, 5, 1), sh(1), sh(1, 0)),
+			Case{Name: "axis -1 of (3,1,5,1)", Inputs: []Input{{Shape: sh(3, 1, 5, 1)}}, Attrs: Attrs{Axes: []int{-1}}})},
+	{Name: "unsqueeze", Family: "view", Doc: "a view with a new axis of size 1 at an axis in [−rank−1, rank]; no kernel.",
+		Forward:  func(in []*T, a Attrs) *T { return Unsqueeze(in[0], a.Axis) },
+		Backward: bwd1(ReshapeBackward),
+		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Axis: -1} }, sh(3, 5), sh(), sh(0)),
+			Case{Name: "axis 1 of (3,5)", Inputs: []Input{{Shape: sh(3, 5)}}, Attrs: Attrs{Axis: 1}})},
+	{Name: "flatten", Family: "view", Doc: "a view with axes start…end (inclusive) merged; no kernel.",
+		Forward:  func(in []*T, a Attrs) *T { return Flatten(in[0], a.Start, a.Stop) },
+		Backward: bwd1(ReshapeBackward),
+		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Start: 0, Stop: -1} }, sh(2, 3, 4), sh(), sh(2, 0, 3)),
+			Case{Name: "axes 1…2 of (2,3,4,5)", Inputs: []Input{{Shape: sh(2, 3, 4, 5)}}, Attrs: Attrs{Start: 1, Stop: 2}})},
 	{Name: "broadcast_to", Family: "binary", Doc: "NumPy broadcasting to a shape; gradient summed back.",
 		Forward:  func(in []*T, a Attrs) *T { return BroadcastTo(in[0], a.Shape) },
 		Backward: bwd1(BroadcastToBackward), Cases: broadcastCases(false)},
 	{Name: "sum_to", Family: "reduce", Doc: "sum over broadcast axes to a shape, the adjoint of broadcast_to.",
 		Forward:  func(in []*T, a Attrs) *T { return SumTo(in[0], a.Shape) },
 		Backward: bwd1(SumToBackward), Cases: broadcastCases(true)},
+
+	// Layers.
+	{Name: "linear", Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
+		Forward: func(in []*T, _ Attrs) *T { return Linear(in[0], in[1], bias(in)) },
+		Backward: func(in []*T, g *T, _ Attrs) []*T {
+			gx, gw, gb := LinearBackward(in[0], in[1], bias(in), g)
+			if len(in) < 3 {
+				return []*T{gx, gw}
+			}
+			return []*T{gx, gw, gb}
+		},
+		Cases: linearCases()},
+	{Name: "conv2d", Family: "window", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul.",
+		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := Conv2dBackward(in[0], in[1], bias(in), g, a.Window)
+			if len(in) < 3 {
+				return []*T{gx, gw}
+			}
+			return []*T{gx, gw, gb}
+		},
+		Cases: convCases()},
+	{Name: "embedding", Family: "gather", Doc: "rows of a table [rows, features] named by int32 indices of any shape; gradient accumulates repeated indices.",
+		Forward:  func(in []*T, _ Attrs) *T { return Embedding(in[0], in[1]) },
+		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
+		Cases:    embeddingCases()},
+	{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen; gradient to each window's first maximum.",
+		Forward:  func(in []*T, a Attrs) *T { return MaxPool2d(in[0], a.Window) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{MaxPool2dBackward(in[0], g, a.Window)} },
+		Cases:    poolCases(true)},
+	{Name: "avg_pool2d", Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
+		Forward:  func(in []*T, a Attrs) *T { return AvgPool2d(in[0], a.Window) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AvgPool2dBackward(in[0], g, a.Window)} },
+		Cases:    poolCases(false)},
+
+	// Gradient utilities: in place, no gradient. The table's forward
+	// clips copies of its inputs and returns them flattened and joined
+	// (after the norm, for clip_grad_norm).
+	{Name: "clip_grad_value", Family: "unary", Doc: "each element clamped to [−limit, limit] in place.",
+		Forward: func(in []*T, a Attrs) *T {
+			cs := clones(in)
+			ClipGradValue(cs, a.Alpha)
+			return joined(nil, cs)
+		},
+		Cases: clipCases(false)},
+	{Name: "clip_grad_norm", Family: "reduce", Doc: "scaled in place by min(1, max/(‖all‖₂ + 1e-6)); returns the norm, computed on the device.",
+		Forward: func(in []*T, a Attrs) *T {
+			cs := clones(in)
+			norm := ClipGradNorm(cs, a.Alpha)
+			return joined(norm, cs)
+		},
+		Cases: clipCases(true)},
 
 	// Updates.
 	{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
@@ -187,17 +276,31 @@ func crossEntropyCases() []Case {
 }
 
 func matmulCases() []Case {
+	c := func(a, b []int) Case {
+		return Case{Name: ShapeName(a) + "@" + ShapeName(b), Inputs: []Input{{Shape: a}, {Shape: b}}}
+	}
 	var cs []Case
 	for _, mkn := range [][3]int{{1, 1, 1}, {7, 7, 7}, {257, 7, 3}, {3, 257, 5}, {8, 12, 16}, {70, 33, 66}, {64, 64, 64}, {5, 0, 3}} {
 		m, k, n := mkn[0], mkn[1], mkn[2]
-		cs = append(cs, Case{Name: fmt.Sprintf("(%d,%d)@(%d,%d)", m, k, k, n), Inputs: []Input{{Shape: sh(m, k)}, {Shape: sh(k, n)}}})
+		cs = append(cs, c(sh(m, k), sh(k, n)))
 	}
-	// More terms than one loop of a lavapipe invocation runs: the sum is split.
-	return append(cs, Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true},
+	cs = append(cs,
+		// Vectors.
+		c(sh(3), sh(3, 2)), c(sh(2, 3), sh(3)), c(sh(5), sh(5)), c(sh(4), sh(2, 4, 3)), c(sh(2, 3, 4), sh(4)),
+		// Batches: whole, broadcast, folded into rows, shared a, empty.
+		c(sh(2, 3, 4), sh(2, 4, 5)), c(sh(2, 1, 4, 3), sh(3, 3, 2)), c(sh(5, 3, 4), sh(4, 2)), c(sh(4, 3), sh(5, 3, 2)),
+		c(sh(1, 2, 3), sh(4, 3, 5)), c(sh(3, 1, 2, 4), sh(1, 2, 4, 8)), c(sh(0, 2, 3), sh(3, 4)), c(sh(2, 0, 3), sh(2, 3, 4)),
+		// More terms than one loop of a lavapipe invocation runs: the sum is split.
+		Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true},
+		Case{Name: "(64,60,70)@(64,70,50)", Inputs: []Input{{Shape: sh(64, 60, 70)}, {Shape: sh(64, 70, 50)}}, NoFD: true},
 		// NaN, ∞·0, ∞ and 1e30 in sums whose order cannot change the result.
 		Case{Name: "special values (3,3)@(3,2)", Inputs: []Input{
 			{Shape: sh(3, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1, 1e30, 1, -1e-30}}},
-			{Shape: sh(3, 2), Domain: Domain{Values: []float64{1, 0, 2, 1, math.Copysign(0, -1), 3}}}}, NoFD: true})
+			{Shape: sh(3, 2), Domain: Domain{Values: []float64{1, 0, 2, 1, math.Copysign(0, -1), 3}}}}, NoFD: true},
+		Case{Name: "special values (2,1,3)@(2,3,1)", Inputs: []Input{
+			{Shape: sh(2, 1, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1}}},
+			{Shape: sh(2, 3, 1), Domain: Domain{Values: []float64{1, 0, 2, 1, 3, -1}}}}, NoFD: true})
+	return cs
 }
 
 // broadcastCases are the cases of broadcast_to, or (sum) of sum_to, its
@@ -218,6 +321,240 @@ func broadcastCases(sum bool) []Case {
 		vals = []float64{inf, -inf, nan, 1e30, 1e30, 1}
 	}
 	return append(cs, Case{Name: "special values " + ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from, Domain: Domain{Values: vals}}}, Attrs: Attrs{Shape: to}, NoFD: true})
+}
+
+// shapeCases checks a shape op on each shape, with the attributes attrs
+// gives it, and on the special values, whose bits it must move unchanged.
+func shapeCases(attrs func(s []int) Attrs, shapes ...[]int) []Case {
+	var cs []Case
+	for _, s := range shapes {
+		cs = append(cs, Case{Name: ShapeName(s), Inputs: []Input{{Shape: s}}, Attrs: attrs(s)})
+	}
+	s := shapes[0]
+	return append(cs, Case{Name: "special values " + ShapeName(s), Inputs: []Input{{Shape: s, Domain: Domain{Values: specials}}}, Attrs: attrs(s), NoFD: true})
+}
+
+func permuteCases() []Case {
+	c := func(s, p []int) Case {
+		return Case{Name: ShapeName(s) + " perm " + ShapeName(p), Inputs: []Input{{Shape: s}}, Attrs: Attrs{Perm: p}}
+	}
+	return []Case{
+		c(sh(2, 3, 4), sh(2, 0, 1)), c(sh(2, 3, 4), sh(0, 2, 1)), c(sh(2, 3, 4, 5), sh(3, 1, 0, 2)), c(sh(2, 3, 4, 5), sh(-1, -2, 0, 1)),
+		c(sh(7), sh(0)), c(sh(), sh()), c(sh(3, 0, 2), sh(1, 2, 0)), c(sh(1, 5, 1), sh(2, 0, 1)),
+		c(sh(2, 1, 3, 1, 2, 1, 2, 3), sh(7, 6, 5, 4, 3, 2, 1, 0)),
+		{Name: "(4099,4097) perm (1,0)", Inputs: []Input{{Shape: sh(4099, 4097)}}, Attrs: Attrs{Perm: sh(1, 0)}, NoFD: true},
+		{Name: "special values (3,5,2) perm (2,0,1)", Inputs: []Input{{Shape: sh(3, 5, 2), Domain: Domain{Values: specials}}}, Attrs: Attrs{Perm: sh(2, 0, 1)}, NoFD: true},
+	}
+}
+
+func sliceCases() []Case {
+	c := func(s []int, axis, start, stop, step int) Case {
+		return Case{Name: fmt.Sprintf("%s axis %d [%d:%d:%d]", ShapeName(s), axis, start, stop, step), Inputs: []Input{{Shape: s}},
+			Attrs: Attrs{Axis: axis, Start: start, Stop: stop, Step: step}}
+	}
+	cs := []Case{
+		c(sh(10), 0, 2, 8, 1), c(sh(10), 0, 1, 10, 3), c(sh(10), 0, -4, 100, 2), c(sh(3, 8, 5), 1, 1, 7, 2),
+		c(sh(3, 8, 5), -1, 0, 5, 4), c(sh(3, 8, 5), 0, 2, 1, 1), c(sh(0, 4), 1, 1, 3, 1), c(sh(1), 0, 0, 1, 1),
+		c(sh(LargeLen), 0, 1, LargeLen, 1),
+	}
+	cs[len(cs)-1].NoFD = true
+	sp := c(sh(len(specials)), 0, 1, len(specials), 2)
+	sp.Name, sp.Inputs[0].Domain, sp.NoFD = "special values "+sp.Name, Domain{Values: specials}, true
+	return append(cs, sp)
+}
+
+func padCases() []Case {
+	c := func(s []int, pads [][2]int, v float64) Case {
+		return Case{Name: fmt.Sprintf("%s pads %v value %v", ShapeName(s), pads, v), Inputs: []Input{{Shape: s}}, Attrs: Attrs{Pads: pads, Value: v}}
+	}
+	sp := c(sh(3, 5), [][2]int{{1, 0}, {2, 2}}, math.Inf(-1))
+	sp.Name, sp.Inputs[0].Domain, sp.NoFD = "special values "+sp.Name, Domain{Values: specials}, true
+	return []Case{
+		c(sh(5), [][2]int{{2, 3}}, 0), c(sh(2, 3, 4), [][2]int{{0, 1}, {1, 1}, {2, 0}}, 1.5), c(sh(2, 3), [][2]int{{0, 0}, {0, 0}}, 0),
+		c(sh(), [][2]int{}, 0), c(sh(0, 2), [][2]int{{1, 1}, {0, 1}}, -1), c(sh(1, 1, 28, 28), [][2]int{{0, 0}, {0, 0}, {1, 1}, {1, 1}}, 0),
+		sp,
+	}
+}
+
+// joinCases are the cases of concat, or (stack) of stack.
+func joinCases(stack bool) []Case {
+	c := func(axis int, shapes ...[]int) Case {
+		names := make([]string, len(shapes))
+		in := make([]Input, len(shapes))
+		for i, s := range shapes {
+			names[i], in[i] = ShapeName(s), Input{Shape: s}
+		}
+		return Case{Name: strings.Join(names, "+") + fmt.Sprintf(" axis %d", axis), Inputs: in, Attrs: Attrs{Axis: axis}}
+	}
+	var cs []Case
+	if stack {
+		cs = []Case{c(0, sh(3, 4), sh(3, 4)), c(1, sh(3, 4), sh(3, 4), sh(3, 4)), c(-1, sh(2, 3), sh(2, 3)), c(0, sh(), sh(), sh()), c(1, sh(0, 2), sh(0, 2)), c(0, sh(5))}
+	} else {
+		cs = []Case{c(0, sh(3, 4), sh(2, 4)), c(1, sh(3, 4), sh(3, 1), sh(3, 5)), c(-1, sh(2, 3, 2), sh(2, 3, 0), sh(2, 3, 3)), c(0, sh(7)), c(0, sh(0), sh(0))}
+	}
+	sp := c(0, sh(len(specials)), sh(len(specials)))
+	sp.Name, sp.NoFD = "special values "+sp.Name, true
+	for i := range sp.Inputs {
+		sp.Inputs[i].Domain = Domain{Values: specials}
+	}
+	return append(cs, sp)
+}
+
+// bias returns a layer's optional third input.
+func bias(in []*T) *T {
+	if len(in) > 2 {
+		return in[2]
+	}
+	return nil
+}
+
+func linearCases() []Case {
+	c := func(x []int, out int, b bool) Case {
+		in := []Input{{Shape: x}, {Shape: sh(out, x[len(x)-1])}}
+		name := ShapeName(x) + fmt.Sprintf(" → %d", out)
+		if b {
+			in = append(in, Input{Shape: sh(out)})
+		} else {
+			name += " no bias"
+		}
+		return Case{Name: name, Inputs: in}
+	}
+	sp := c(sh(3, 4), 2, true)
+	sp.Name, sp.NoFD = "special values "+sp.Name, true
+	sp.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, inf, 0, 1, 2, -1, 0.5, 1e30, 2}}
+	return []Case{
+		c(sh(5, 4), 3, true), c(sh(5, 4), 3, false), c(sh(2, 3, 4), 5, true), c(sh(4), 3, true), c(sh(0, 4), 3, true),
+		c(sh(3, 0), 2, true), c(sh(70, 33), 65, true), sp,
+	}
+}
+
+// pair is an {h, w} pair of a window's geometry.
+func pair(h, w int) [2]int { return [2]int{h, w} }
+
+func convCases() []Case {
+	c := func(x, w []int, bias bool, win Window) Case {
+		in := []Input{{Shape: x}, {Shape: w}}
+		name := fmt.Sprintf("%s*%s s%v p%v", ShapeName(x), ShapeName(w), win.Stride, win.Padding)
+		if win.Dilation != [2]int{} {
+			name += fmt.Sprintf(" d%v", win.Dilation)
+		}
+		if win.Groups > 1 {
+			name += fmt.Sprintf(" g%d", win.Groups)
+		}
+		if bias {
+			in = append(in, Input{Shape: sh(w[0])})
+		} else {
+			name += " no bias"
+		}
+		return Case{Name: name, Inputs: in, Attrs: Attrs{Window: win}}
+	}
+	s1 := Window{Stride: pair(1, 1)}
+	large := c(sh(64, 1, 28, 28), sh(32, 1, 3, 3), true, s1)
+	// The weight's gradient sums 43,264 products in float32.
+	large.NoFD, large.ATol = true, 1e-3
+	sp := c(sh(1, 1, 3, 4), sh(1, 1, 2, 2), true, s1)
+	sp.Name, sp.NoFD = "special values "+sp.Name, true
+	sp.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, 4, inf, 0, 1, 1e30, 2, 3, -1}}
+	return []Case{
+		c(sh(2, 3, 7, 7), sh(4, 3, 3, 3), true, s1),
+		c(sh(2, 3, 7, 7), sh(4, 3, 3, 3), true, Window{Stride: pair(2, 2), Padding: pair(1, 1)}),
+		c(sh(1, 2, 9, 8), sh(3, 2, 3, 2), true, Window{Stride: pair(1, 2), Padding: pair(2, 1), Dilation: pair(2, 1)}),
+		c(sh(2, 4, 6, 6), sh(6, 2, 3, 3), true, Window{Stride: pair(1, 1), Groups: 2}),
+		c(sh(2, 3, 5, 5), sh(3, 1, 3, 3), false, Window{Stride: pair(1, 1), Padding: pair(1, 1), Groups: 3}),
+		c(sh(2, 5, 4, 4), sh(3, 5, 1, 1), true, s1),
+		c(sh(1, 1, 3, 3), sh(2, 1, 3, 3), true, s1),
+		c(sh(0, 3, 5, 5), sh(2, 3, 3, 3), true, s1),
+		c(sh(2, 3, 5, 5), sh(0, 3, 3, 3), false, s1),
+		large, sp,
+	}
+}
+
+func embeddingCases() []Case {
+	c := func(idx []int, v, d int) Case {
+		return Case{Name: fmt.Sprintf("%s of (%d,%d)", ShapeName(idx), v, d), Inputs: []Input{{Shape: idx, Int: true, Domain: Domain{Classes: v}}, {Shape: sh(v, d)}}}
+	}
+	repeated := c(sh(6), 3, 4)
+	repeated.Name = "repeated indices " + repeated.Name
+	repeated.Inputs[0].Domain = Domain{Values: []float64{2, 0, 2, 2, 1, 0}}
+	large := c(sh(20000), 50, 3)
+	large.NoFD = true
+	sp := c(sh(2), 3, 4)
+	sp.Name, sp.NoFD = "special values "+sp.Name, true
+	sp.Inputs[1].Domain = Domain{Values: []float64{nan, inf, -inf, 0, 1, -1, 1e30, -1e-30, 2, 3, 4, 5}}
+	return []Case{c(sh(5), 7, 3), c(sh(2, 3), 4, 5), c(sh(), 3, 2), c(sh(0), 3, 2), c(sh(4), 1, 1), repeated, large, sp}
+}
+
+func poolCases(isMax bool) []Case {
+	c := func(x []int, win Window) Case {
+		name := fmt.Sprintf("%s k%v s%v p%v", ShapeName(x), win.Kernel, win.Stride, win.Padding)
+		if win.Dilation != [2]int{} {
+			name += fmt.Sprintf(" d%v", win.Dilation)
+		}
+		return Case{Name: name, Inputs: []Input{{Shape: x}}, Attrs: Attrs{Window: win}}
+	}
+	cs := []Case{
+		c(sh(2, 3, 6, 6), Window{Kernel: pair(2, 2), Stride: pair(2, 2)}),
+		c(sh(1, 2, 7, 7), Window{Kernel: pair(3, 3), Stride: pair(2, 2), Padding: pair(1, 1)}),
+		c(sh(1, 1, 5, 5), Window{Kernel: pair(3, 3), Stride: pair(1, 1)}),
+		c(sh(1, 2, 5, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 2), Padding: pair(1, 1)}),
+		c(sh(0, 2, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(2, 2)}),
+	}
+	if isMax {
+		cs = append(cs, c(sh(1, 1, 7, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 1), Dilation: pair(2, 2)}))
+		ties := c(sh(1, 1, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(1, 1)})
+		ties.Name, ties.NoFD = "ties "+ties.Name, true
+		ties.Inputs[0].Domain = Domain{Values: []float64{1, 3, 3, 0, 3, 1, 2, 3, 0, 0, 2, 2, 5, 5, 5, 5}}
+		cs = append(cs, ties)
+	}
+	large := c(sh(64, 32, 26, 26), Window{Kernel: pair(2, 2), Stride: pair(2, 2)})
+	large.NoFD = true
+	sp := c(sh(1, 2, 3, 4), Window{Kernel: pair(2, 2), Stride: pair(1, 2)})
+	sp.Name, sp.NoFD = "special values "+sp.Name, true
+	sp.Inputs[0].Domain = Domain{Values: specials}
+	return append(cs, large, sp)
+}
+
+// clones returns copies of ts.
+func clones(ts []*T) []*T {
+	cs := make([]*T, len(ts))
+	for i, t := range ts {
+		cs[i] = Clone(t)
+	}
+	return cs
+}
+
+// joined returns first (if any) and ts, flattened and joined, releasing
+// them.
+func joined(first *T, ts []*T) *T {
+	var flat []*T
+	if first != nil {
+		ts = append([]*T{first}, ts...)
+	}
+	for _, t := range ts {
+		flat = append(flat, t.Reshape(-1))
+		t.Release()
+	}
+	out := Concat(flat, 0)
+	for _, f := range flat {
+		f.Release()
+	}
+	return out
+}
+
+func clipCases(norm bool) []Case {
+	c := func(limit float64, shapes ...[]int) Case {
+		in := make([]Input, len(shapes))
+		names := make([]string, len(shapes))
+		for i, s := range shapes {
+			in[i], names[i] = Input{Shape: s, Domain: Domain{Lo: -3, Hi: 3}}, ShapeName(s)
+		}
+		return Case{Name: strings.Join(names, ",") + fmt.Sprintf(" limit %v", limit), Inputs: in, Attrs: Attrs{Alpha: limit}, NoFD: true}
+	}
+	sp := c(1, sh(len(specials)))
+	sp.Name, sp.Inputs[0].Domain = "special values "+sp.Name, Domain{Values: specials}
+	finite := c(0.5, sh(5), sh(2))
+	finite.Name, finite.Inputs[0].Domain = "huge "+finite.Name, Domain{Values: []float64{1e18, -1e18, 0, 1, -2}} // squares within float32
+	return []Case{c(1, sh(7)), c(1, sh(3, 4), sh(5), sh()), c(100, sh(3, 4), sh(5)), c(0.5, sh(0), sh(2, 2)), c(1, sh(LargeLen)), sp, finite}
 }
 
 func sgdCases() []Case {

@@ -87,3 +87,17 @@ func normAxis(op string, axis, rank int) int {
 // keep keeps tensors reachable until the device call that used their
 // buffers has returned: an unreachable tensor's cleanup frees its buffer.
 func keep(ts ...*tensor.Tensor) { runtime.KeepAlive(ts) }
+
+// as runs f, reporting a programmer error it panics with as op's: an op
+// that delegates its checks (to Tensor.Reshape, say) names itself.
+func as[R any](op string, f func() R) R {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*tensor.Error); ok && e.Op != op {
+				panic(&tensor.Error{Op: op, Kind: e.Kind, Msg: e.Msg})
+			}
+			panic(r)
+		}
+	}()
+	return f()
+}

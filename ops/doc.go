@@ -37,6 +37,14 @@
 // Losses reduce by MeanReduction (the zero value), SumReduction or
 // NoReduction.
 //
+// MatMul follows NumPy's matmul: 1-D operands are vectors, N-D operands
+// batches of matrices with broadcast batch axes, run as one batched
+// kernel. Shape ops (Permute, Transpose, Slice, Pad, Concat, Stack) copy
+// with one strided-copy kernel and work on every dtype; Reshape, Squeeze,
+// Unsqueeze and Flatten return views. Layers (Linear, Conv2d, MaxPool2d,
+// AvgPool2d) take PyTorch's layouts: weights [out, in], images NCHW,
+// filters [out, in/groups, KH, KW].
+//
 // Arguments that cannot work (incompatible shapes, dtypes or devices, a bad
 // axis, clip bounds lo > hi, a negative leaky_relu slope) panic with a
 // *tensor.Error; see package tensor for the error policy and tensor.Maybe

@@ -133,3 +133,53 @@ func ExampleTable() {
 	// mul (binary): a·b.
 	// true true
 }
+
+func ExampleMatMul_batched() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// Two 1×2 matrices times one shared 2×2 matrix: batch axes broadcast,
+	// as in NumPy.
+	a := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3, 4}, 2, 1, 2))
+	defer a.Release()
+	b := tensor.Must(tensor.FromFloat32(dev, []float32{1, 0, 0, 10}, 2, 2))
+	defer b.Release()
+	c := ops.MatMul(a, b)
+	defer c.Release()
+	fmt.Println(c)
+	// Output:
+	// Tensor([2 1 2], float32, cpu)
+	// [[[1 20]]
+	//  [[3 40]]]
+}
+
+func ExampleConv2d() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// One 3×3 image, one 2×2 filter that sums its window, stride 1.
+	x := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 1, 3, 3))
+	defer x.Release()
+	w := tensor.Must(tensor.Ones(dev, device.Float32, 1, 1, 2, 2))
+	defer w.Release()
+	y := ops.Conv2d(x, w, nil, ops.Window{Stride: [2]int{1, 1}})
+	defer y.Release()
+	fmt.Println(y)
+
+	p := ops.MaxPool2d(x, ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}})
+	defer p.Release()
+	fmt.Println(p)
+	// Output:
+	// Tensor([1 1 2 2], float32, cpu)
+	// [[[[12 16]
+	//    [24 28]]]]
+	// Tensor([1 1 2 2], float32, cpu)
+	// [[[[5 6]
+	//    [8 9]]]]
+}

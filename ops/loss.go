@@ -234,7 +234,7 @@ func NLLLoss(logp, target *tensor.Tensor, r Reduction) *tensor.Tensor {
 	dev, dt, n, c := classLoss(op, logp, target, r, false)
 	rows, ok := output(dev, dt, []int{n}, logp, target)
 	if ok {
-		dev.Gather(op, rows.Buffer(), logp.Buffer(), target.Buffer(), n, c, -1)
+		dev.Gather(rows.Buffer(), logp.Buffer(), target.Buffer(), device.Take{Site: op, N: n, C: c, Scale: -1})
 		keep(rows, logp, target)
 	}
 	return reduceLoss(op, rows, r)
@@ -251,7 +251,7 @@ func NLLLossBackward(logp, target, g *tensor.Tensor, r Reduction) *tensor.Tensor
 	defer ge.Release()
 	out, ok := output(dev, dt, logp.Shape(), logp, target, ge)
 	if ok {
-		dev.GatherGrad(op, out.Buffer(), target.Buffer(), ge.Buffer(), n, c, -1)
+		dev.GatherGrad(out.Buffer(), target.Buffer(), ge.Buffer(), device.Take{Site: op, N: n, C: c, Scale: -1})
 		keep(out, target, ge)
 	}
 	return out

@@ -1,9 +1,13 @@
 package ops
 
 import (
+	"slices"
+
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
+// matrix checks that t, named what in errors, is 2-D and returns its size.
 func matrix(op, what string, t *tensor.Tensor) (rows, cols int) {
 	if t.Rank() != 2 {
 		tensor.Panicf(op, tensor.ErrShape, "%s has shape %v; want a 2-D matrix", what, t.Shape())
@@ -11,26 +15,126 @@ func matrix(op, what string, t *tensor.Tensor) (rows, cols int) {
 	return t.Dim(0), t.Dim(1)
 }
 
-// MatMul returns the matrix product a·b of an m×k and a k×n matrix.
+// mm is the plan of a matrix product under NumPy's matmul rules.
+type mm struct {
+	m, k, n int
+	batch   []int // the broadcast batch shape
+	out     []int // the result's shape: batch, then m and n unless a or b is 1-D
+}
+
+// planMatMul checks a and b for MatMul and returns its plan.
+func planMatMul(op string, a, b *tensor.Tensor) mm {
+	as, bs := a.Shape(), b.Shape()
+	if len(as) == 0 || len(bs) == 0 {
+		tensor.Panicf(op, tensor.ErrShape, "a has shape %v, b %v; want operands of rank ≥ 1 (multiply by a scalar with Mul)", as, bs)
+	}
+	var p mm
+	p.k = as[len(as)-1]
+	if len(as) > 1 {
+		p.m = as[len(as)-2]
+	} else {
+		p.m = 1
+	}
+	k2 := bs[0]
+	if len(bs) > 1 {
+		k2, p.n = bs[len(bs)-2], bs[len(bs)-1]
+	} else {
+		p.n = 1
+	}
+	if p.k != k2 {
+		tensor.Panicf(op, tensor.ErrShape, "inner dimensions differ: a has shape %v, b %v; want a's last dimension equal to b's %s", as, bs,
+			map[bool]string{true: "first (b is 1-D)", false: "second-to-last"}[len(bs) == 1])
+	}
+	batch, ok := BroadcastShapes(batchOf(as), batchOf(bs))
+	if !ok {
+		tensor.Panicf(op, tensor.ErrShape, "batch dimensions of a %v and b %v do not broadcast", as, bs)
+	}
+	p.batch = batch
+	p.out = slices.Clone(batch)
+	if len(as) > 1 {
+		p.out = append(p.out, p.m)
+	}
+	if len(bs) > 1 {
+		p.out = append(p.out, p.n)
+	}
+	return p
+}
+
+// batchOf returns the batch dimensions of a matmul operand's shape.
+func batchOf(s []int) []int {
+	if len(s) <= 2 {
+		return nil
+	}
+	return s[:len(s)-2]
+}
+
+// operand is one side of a batched product as the device reads it: a
+// contiguous tensor and the stride between its matrices (0: one matrix
+// for the whole batch).
+type operand struct {
+	t      *tensor.Tensor
+	stride int
+	temp   bool // t is a broadcast copy, to release after use
+}
+
+// batched returns x, whose matrices are rows×cols, for a product over the
+// batch shape: as it is when its batch is the whole batch or a single
+// matrix, else broadcast to the batch.
+func batched(x *tensor.Tensor, batch []int, rows, cols int) operand {
+	switch xb := batchOf(x.Shape()); {
+	case device.Numel(xb) == 1:
+		return operand{t: x}
+	case equal(xb, batch):
+		return operand{t: x, stride: rows * cols}
+	default:
+		return operand{t: BroadcastTo(x, append(slices.Clone(batch), rows, cols)), stride: rows * cols, temp: true}
+	}
+}
+
+func (o operand) done() {
+	if o.temp {
+		o.t.Release()
+	}
+}
+
+// gemm records out = op(a)·op(b) over a batch of count products.
+func gemm(dev device.Device, out *tensor.Tensor, a, b operand, s device.GEMM) {
+	s.StrideA, s.StrideB = a.stride, b.stride
+	dev.MatMul(out.Buffer(), a.t.Buffer(), b.t.Buffer(), s)
+	keep(out, a.t, b.t)
+	a.done()
+	b.done()
+}
+
+// MatMul returns the matrix product of a and b under NumPy's matmul rules:
+// 2-D operands are an m×k and a k×n matrix; a 1-D a is a row vector and a
+// 1-D b a column vector, their added axis dropped from the result; N-D
+// operands are batches of matrices in their last two axes, with batch
+// axes broadcast, so (2,1,4,3)@(3,3,2) is (2,3,4,2). 0-D operands are an
+// error (multiply by a scalar with Mul). The batch runs as one batched
+// kernel; a product whose b has one matrix runs as a single matrix product.
 func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.MatMul"
 	dev := operands(op, a, b)
 	dt := floats(op, a, b)
-	m, k := matrix(op, "a", a)
-	k2, n := matrix(op, "b", b)
-	if k != k2 {
-		tensor.Panicf(op, tensor.ErrShape, "inner dimensions differ: a is %v, b is %v; want a m×k and b k×n", a.Shape(), b.Shape())
+	p := planMatMul(op, a, b)
+	out, ok := output(dev, dt, p.out, a, b)
+	if !ok || out.Len() == 0 {
+		return out
 	}
-	out, ok := output(dev, dt, []int{m, n}, a, b)
-	if ok {
-		dev.MatMul(out.Buffer(), a.Buffer(), b.Buffer(), m, k, n, false, false)
-		keep(out, a, b)
+	count := device.Numel(p.batch)
+	oa, ob := batched(a, p.batch, p.m, p.k), batched(b, p.batch, p.k, p.n)
+	if ob.stride == 0 && oa.stride != 0 { // a's batch folds into its rows
+		gemm(dev, out, operand{t: oa.t, temp: oa.temp}, ob, device.GEMM{Batch: 1, M: count * p.m, K: p.k, N: p.n})
+		return out
 	}
+	gemm(dev, out, oa, ob, device.GEMM{Batch: count, M: p.m, K: p.k, N: p.n})
 	return out
 }
 
-// MatMulBackward returns the gradients of MatMul: ga = g·bᵀ and gb = aᵀ·g,
-// for the m×n upstream gradient g.
+// MatMulBackward returns the gradients of MatMul: ga = g·bᵀ and gb = aᵀ·g
+// for each product of the batch, each summed over the batch axes along
+// which its operand was broadcast, and shaped like a and b.
 func MatMulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 	return matMulGrad("ops.MatMulBackward", a, b, g, true), matMulGrad("ops.MatMulBackward", a, b, g, false)
 }
@@ -49,49 +153,73 @@ func MatMulBackwardB(a, b, g *tensor.Tensor) *tensor.Tensor {
 func matMulGrad(op string, a, b, g *tensor.Tensor, wrtA bool) *tensor.Tensor {
 	dev := operands(op, a, b, g)
 	dt := floats(op, a, b, g)
-	m, k := matrix(op, "a", a)
-	k2, n := matrix(op, "b", b)
-	if k != k2 {
-		tensor.Panicf(op, tensor.ErrShape, "inner dimensions differ: a is %v, b is %v", a.Shape(), b.Shape())
-	}
-	sameShape(op, "upstream gradient", g, []int{m, n})
+	p := planMatMul(op, a, b)
+	sameShape(op, "upstream gradient", g, p.out)
+	count := device.Numel(p.batch)
+	gs := operand{t: g, stride: p.m * p.n} // g as its batch of m×n matrices
+	shape := func(r, c int) []int { return append(slices.Clone(p.batch), r, c) }
 	if wrtA {
-		ga, ok := output(dev, dt, []int{m, k}, a, b, g)
-		if ok {
-			dev.MatMul(ga.Buffer(), g.Buffer(), b.Buffer(), m, n, k, false, true)
-			keep(ga, g, b)
+		full, ok := output(dev, dt, shape(p.m, p.k), a, b, g)
+		switch {
+		case !ok || full.Len() == 0:
+		case batchFree(b): // ga = g·bᵀ for every row of the batch at once
+			gemm(dev, full, operand{t: g}, operand{t: b}, device.GEMM{Batch: 1, M: count * p.m, K: p.n, N: p.k, TransB: true})
+		default:
+			gemm(dev, full, gs, batched(b, p.batch, p.k, p.n), device.GEMM{Batch: count, M: p.m, K: p.n, N: p.k, TransB: true})
 		}
-		return ga
+		return sumBatch(full, a, ok)
 	}
-	gb, ok := output(dev, dt, []int{k, n}, a, b, g)
-	if ok {
-		dev.MatMul(gb.Buffer(), a.Buffer(), g.Buffer(), k, m, n, true, false)
-		keep(gb, a, g)
+	if batchFree(b) {
+		// gb = Σᵢ aᵢᵀ·gᵢ = Aᵀ·G with the batch's rows stacked: one product.
+		out, ok := output(dev, dt, []int{p.k, p.n}, a, b, g)
+		if ok && out.Len() > 0 {
+			ab := batched(a, p.batch, p.m, p.k)
+			gemm(dev, out, operand{t: ab.t, temp: ab.temp}, operand{t: g}, device.GEMM{Batch: 1, M: p.k, K: count * p.m, N: p.n, TransA: true})
+		}
+		return viewAs(out, b)
 	}
-	return gb
+	full, ok := output(dev, dt, shape(p.k, p.n), a, b, g)
+	if ok && full.Len() > 0 {
+		gemm(dev, full, batched(a, p.batch, p.m, p.k), gs, device.GEMM{Batch: count, M: p.k, K: p.m, N: p.n, TransA: true})
+	}
+	return sumBatch(full, b, ok)
 }
 
-// Transpose returns the transpose of a 2-D matrix.
-func Transpose(x *tensor.Tensor) *tensor.Tensor {
-	const op = "ops.Transpose"
-	dev := operands(op, x)
-	dt := floats(op, x)
-	r, c := matrix(op, "x", x)
-	out, ok := output(dev, dt, []int{c, r}, x)
-	if ok {
-		dev.Transpose(out.Buffer(), x.Buffer(), r, c)
-		keep(out, x)
+// batchFree reports whether x holds a single matrix (or vector).
+func batchFree(x *tensor.Tensor) bool { return device.Numel(batchOf(x.Shape())) == 1 }
+
+// sumBatch returns full, the gradient of x for every product of the batch
+// (batch, r, c), summed over the batch axes along which x was broadcast
+// and shaped like x.
+func sumBatch(full, x *tensor.Tensor, ok bool) *tensor.Tensor {
+	fs := full.Shape()
+	nb := len(batchOf(x.Shape()))
+	if !ok {
+		return tensor.Failed(full.Device(), full.DType(), full.Err(), x.Shape()...)
 	}
-	return out
+	if len(fs)-2 == nb && equal(fs[:nb], x.Shape()[:nb]) {
+		return viewAs(full, x)
+	}
+	// Sum to x's batch, with full's rank: 1 on the axes x lacks.
+	to := slices.Clone(fs)
+	for i := range len(fs) - 2 {
+		if j := i - (len(fs) - 2 - nb); j < 0 {
+			to[i] = 1
+		} else {
+			to[i] = x.Shape()[j]
+		}
+	}
+	s := SumTo(full, to)
+	full.Release()
+	return viewAs(s, x)
 }
 
-// TransposeBackward returns the gradient of Transpose with respect to x:
-// the transpose of g.
-func TransposeBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	const op = "ops.TransposeBackward"
-	operands(op, x, g)
-	floats(op, x, g)
-	r, c := matrix(op, "x", x)
-	sameShape(op, "upstream gradient", g, []int{c, r})
-	return Transpose(g)
+// viewAs returns t viewed in x's shape (a gradient of x).
+func viewAs(t, x *tensor.Tensor) *tensor.Tensor {
+	if equal(t.Shape(), x.Shape()) {
+		return t
+	}
+	v := t.Reshape(x.Shape()...)
+	t.Release()
+	return v
 }

@@ -37,7 +37,14 @@ type Attrs struct {
 	Alpha     float64   // leaky_relu's slope, pow_scalar's exponent, sgd's learning rate
 	Lo, Hi    float64   // clip's bounds
 	Reduction Reduction // losses
-	Shape     []int     // broadcast_to, sum_to: the target shape
+	Shape     []int     // broadcast_to, sum_to, reshape: the target shape
+	Perm      []int     // permute: axis k of the result is axis Perm[k]
+	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
+	// the axes Start…Stop, inclusive.
+	Start, Stop, Step int
+	Pads              [][2]int // pad: {before, after} per axis
+	Value             float64  // pad: the constant
+	Window            Window   // conv2d and the poolings: the geometry
 }
 
 // Case is one parity check of an op.
@@ -114,6 +121,7 @@ func Lookup(name string) *Op {
 // GPUs may flush them to zero.
 var (
 	nan, inf = math.NaN(), math.Inf(1)
+	negZero  = math.Copysign(0, -1)
 	// finiteSpecials suit ops whose float32 results cannot follow float64
 	// at huge or tiny magnitudes (the range reduction of sin, say).
 	finiteSpecials = []float64{nan, inf, -inf, 0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 2, -2, 3, -3, 100, -100}

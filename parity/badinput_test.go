@@ -40,6 +40,7 @@ func badInput(t *testing.T, dev device.Device) {
 	i23 := tensor.Must(tensor.FromInt32(dev, make([]int32, 6), 2, 3))
 	t.Cleanup(i23.Release)
 	empty := f(0)
+	s1 := ops.Window{Stride: [2]int{1, 1}}
 	tests := []struct {
 		name string
 		fn   func()
@@ -80,6 +81,49 @@ func badInput(t *testing.T, dev device.Device) {
 		{"CrossEntropyLoss probabilities shape", func() { ops.CrossEntropyLoss(m23, m32, ops.MeanReduction) }, "ops.CrossEntropyLoss", tensor.ErrShape, "target probabilities"},
 		{"NLLLoss float targets", func() { ops.NLLLoss(m23, v3, ops.MeanReduction) }, "ops.NLLLoss", tensor.ErrDType, "int32 class indices"},
 		{"Mod broadcast", func() { ops.Mod(m23, f(2)) }, "ops.Mod", tensor.ErrShape, "do not broadcast"},
+		{"MatMul inner dims", func() { ops.MatMul(m23, m23) }, "ops.MatMul", tensor.ErrShape, "inner dimensions differ: a has shape [2 3], b [2 3]"},
+		{"MatMul vector inner dims", func() { ops.MatMul(m23, f(2)) }, "ops.MatMul", tensor.ErrShape, "b's first (b is 1-D)"},
+		{"MatMul batch dims", func() { ops.MatMul(f(2, 2, 3), f(3, 3, 2)) }, "ops.MatMul", tensor.ErrShape, "batch dimensions of a [2 2 3] and b [3 3 2] do not broadcast"},
+		{"MatMul 0-D", func() { ops.MatMul(m23, s) }, "ops.MatMul", tensor.ErrShape, "rank ≥ 1"},
+		{"MatMulBackward g shape", func() { ops.MatMulBackward(f(4, 2, 3), m32, f(4, 2, 3)) }, "ops.MatMulBackward", tensor.ErrShape, "want [4 2 2]"},
+		{"Linear in features", func() { ops.Linear(m23, f(4, 2), nil) }, "ops.Linear", tensor.ErrShape, "want x's last dimension 2"},
+		{"Linear bias", func() { ops.Linear(m23, f(4, 3), f(3)) }, "ops.Linear", tensor.ErrShape, "bias has shape [3]; want [4]"},
+		{"Conv2d channels", func() { ops.Conv2d(f(1, 3, 5, 5), f(2, 2, 3, 3), nil, s1) }, "ops.Conv2d", tensor.ErrShape, "want weight's second dimension 3"},
+		{"Conv2d kernel larger than input", func() { ops.Conv2d(f(1, 1, 2, 2), f(1, 1, 3, 3), nil, s1) }, "ops.Conv2d", tensor.ErrShape, "no larger than the padded input"},
+		{"Conv2d stride 0", func() { ops.Conv2d(f(1, 1, 5, 5), f(1, 1, 3, 3), nil, ops.Window{}) }, "ops.Conv2d", tensor.ErrArgument, "stride 0; want ≥ 1"},
+		{"Conv2d groups", func() { ops.Conv2d(f(1, 3, 5, 5), f(2, 1, 3, 3), nil, ops.Window{Stride: [2]int{1, 1}, Groups: 2}) }, "ops.Conv2d", tensor.ErrArgument, "2 groups for 3 input"},
+		{"Conv2d 3-D x", func() { ops.Conv2d(f(3, 5, 5), f(2, 3, 3, 3), nil, s1) }, "ops.Conv2d", tensor.ErrShape, "want NCHW images"},
+		{"Conv2dBackward g shape", func() { ops.Conv2dBackward(f(1, 1, 5, 5), f(1, 1, 3, 3), nil, f(1, 1, 5, 5), s1) }, "ops.Conv2dBackward", tensor.ErrShape, "want [1 1 3 3]"},
+		{"MaxPool2d padding", func() {
+			ops.MaxPool2d(f(1, 1, 5, 5), ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}, Padding: [2]int{2, 2}})
+		}, "ops.MaxPool2d", tensor.ErrArgument, "at most half the kernel"},
+		{"AvgPool2d dilation", func() {
+			ops.AvgPool2d(f(1, 1, 5, 5), ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}, Dilation: [2]int{2, 2}})
+		}, "ops.AvgPool2d", tensor.ErrArgument, "avg_pool2d has none"},
+		{"MaxPool2d no kernel", func() { ops.MaxPool2d(f(1, 1, 5, 5), s1) }, "ops.MaxPool2d", tensor.ErrShape, "0×0 kernel"},
+		{"Embedding float indices", func() { ops.Embedding(v3, m23) }, "ops.Embedding", tensor.ErrDType, "want int32"},
+		{"Embedding 1-D table", func() { ops.Embedding(i(0, 1), v3) }, "ops.Embedding", tensor.ErrShape, "want [rows, features]"},
+		{"EmbeddingBackward g shape", func() { ops.EmbeddingBackward(i(0, 1), m23, m32) }, "ops.EmbeddingBackward", tensor.ErrShape, "want [2 3]"},
+		{"ClipGradValue negative", func() { ops.ClipGradValue([]*tensor.Tensor{m23}, -1) }, "ops.ClipGradValue", tensor.ErrArgument, "limit -1"},
+		{"ClipGradNorm zero", func() { ops.ClipGradNorm([]*tensor.Tensor{m23}, 0) }, "ops.ClipGradNorm", tensor.ErrArgument, "max norm 0"},
+		{"ClipGradNorm int32", func() { ops.ClipGradNorm([]*tensor.Tensor{m23, i23}, 1) }, "ops.ClipGradNorm", tensor.ErrDType, "gradient 1 is int32"},
+		{"Permute not a permutation", func() { ops.Permute(m23, []int{1, 1}) }, "ops.Permute", tensor.ErrArgument, "[1 1] is not a permutation of 0…1"},
+		{"Permute rank", func() { ops.Permute(m23, []int{0, 1, 2}) }, "ops.Permute", tensor.ErrArgument, "for rank 2"},
+		{"PermuteBackward g shape", func() { ops.PermuteBackward(m23, m23, []int{1, 0}) }, "ops.PermuteBackward", tensor.ErrShape, "want [3 2]"},
+		{"TransposeBackward g dtype", func() { ops.TransposeBackward(m23, i(1, 2, 3, 4, 5, 6).Reshape(3, 2)) }, "ops.TransposeBackward", tensor.ErrDType, "int32"},
+		{"Slice step 0", func() { ops.Slice(m23, 1, 0, 3, 0) }, "ops.Slice", tensor.ErrArgument, "want a step ≥ 1"},
+		{"Slice axis", func() { ops.Slice(m23, 2, 0, 1, 1) }, "ops.Slice", tensor.ErrArgument, "axis 2"},
+		{"SliceBackward g shape", func() { ops.SliceBackward(m23, m23, 1, 0, 2, 1) }, "ops.SliceBackward", tensor.ErrShape, "want [2 2]"},
+		{"Pad negative", func() { ops.Pad(m23, [][2]int{{0, 0}, {-1, 0}}, 0) }, "ops.Pad", tensor.ErrArgument, "negative padding on axis 1"},
+		{"Pad count", func() { ops.Pad(m23, [][2]int{{1, 1}}, 0) }, "ops.Pad", tensor.ErrArgument, "1 pads for a tensor of shape [2 3]"},
+		{"Concat shapes", func() { ops.Concat([]*tensor.Tensor{m23, m32}, 0) }, "ops.Concat", tensor.ErrShape, "equal sizes except on axis 0"},
+		{"Concat dtypes", func() { ops.Concat([]*tensor.Tensor{m23, i23}, 0) }, "ops.Concat", tensor.ErrDType, "int32"},
+		{"Concat 0-D", func() { ops.Concat([]*tensor.Tensor{s, s}, 0) }, "ops.Concat", tensor.ErrShape, "0-D"},
+		{"Concat nothing", func() { ops.Concat(nil, 0) }, "ops.Concat", tensor.ErrArgument, "no tensors"},
+		{"Stack shapes", func() { ops.Stack([]*tensor.Tensor{m23, m32}, 0) }, "ops.Stack", tensor.ErrShape, "want one shape"},
+		{"Squeeze size 3", func() { ops.Squeeze(m23, 1) }, "ops.Squeeze", tensor.ErrShape, "size 3; want size 1"},
+		{"Flatten start after end", func() { ops.Flatten(m23, 1, 0) }, "ops.Flatten", tensor.ErrArgument, "comes after"},
+		{"Reshape count", func() { ops.Reshape(m23, 4) }, "ops.Reshape", tensor.ErrShape, "6 values do not fill shape [4]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, tt.says) })

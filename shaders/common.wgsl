@@ -124,6 +124,18 @@ fn pow_real(x: f32, y: f32) -> f32 {
 }
 {{- end}}
 
+{{- define "main_1d_count"}}
+// Entry point of a kernel with one invocation per element e < p[0]·p[4]
+// (rows of p[4] elements), over workgroups of 256 spread over x and y.
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let e = linear_index(wid, nwg, lid, 256u);
+    if (e >= {{if .}}{{.}}{{else}}p[0] * p[4]{{end}}) {
+        return;
+    }
+{{- end}}
+
 {{- define "main_1d"}}
 // Entry point of a kernel with one invocation per element i < p[0], over
 // workgroups of 256 spread over x and y.

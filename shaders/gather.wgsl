@@ -1,15 +1,38 @@
-// The gather family, along the last axis of an n×c matrix with int32
-// indices idx (one per row); p[0] = n, p[1] = c, p[2] = scale (f32 bits),
-// p[3] = site id. An index outside [0, c) gives NaN{{if .Grad}} for its whole row{{end}}, and
-// is reported in the flags.
+// The gather family, with int32 indices idx, one for each of n rows;
+// p[0] = n, p[1] = c, p[2] = scale (f32 bits), p[3] = site id, p[4] = d.
+{{- if .Table}} Table form: row i takes row idx[i] of a c×d table.{{else}} Row i takes element idx[i] of its own row of an n×c matrix.{{end}}
+// An index outside [0, c) gives NaN{{if and .Grad (not .Table)}} for its whole row{{end}}{{if and .Grad .Table}} in the forward and adds nowhere here{{end}}, and is
+// reported in the flags.
 {{- if .Grad}}
-// gather_grad: dx[i, j] = scale·g[i] where j == idx[i], else 0; one
-// invocation per element of dx.
 @group(0) @binding(1) var<storage, read> idx: array<i32>;
 @group(0) @binding(2) var<storage, read> g: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 {{template "index_check" 4}}
+{{- if .Table}}
 
+// gather_grad, table: out[r, j] = scale·Σ g[i, j] over the i in
+// [p[5], p[6]) with idx[i] = r, added to what earlier chunks wrote unless
+// p[5] = 0; one invocation per element of out.
+{{template "main_1d_count" "p[1] * p[4]"}}
+    let d = p[4];
+    let r = i32(e / d);
+    let j = e % d;
+    var s = 0.0;
+    for (var i = p[5]; i < p[6]; i++) {
+        let k = idx[i];
+        if (e == 0u) {
+            check_index(k, p[1], p[3]);
+        }
+        if (k == r) {
+            s += g[i * d + j];
+        }
+    }
+    out[e] = select(0.0, out[e], p[5] != 0u) + pf(2u) * s;
+}
+{{- else}}
+
+// gather_grad: dx[i, j] = scale·g[i] where j == idx[i], else 0; one
+// invocation per element of dx.
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -27,13 +50,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     out[e] = v;
 }
+{{- end}}
 {{- else}}
-// gather: out[i] = scale·x[i·c + idx[i]]; one invocation per row.
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 {{template "index_check" 4}}
+{{- if .Table}}
 
+// gather, table: out[i, j] = scale·x[idx[i], j]; one invocation per
+// element of out, the first of each row reporting a bad index.
+{{template "main_1d_count"}}
+    let d = p[4];
+    let i = e / d;
+    let j = e % d;
+    let k = idx[i];
+    let c = p[1];
+    if ((j == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
+        out[e] = nan();
+        return;
+    }
+    out[e] = pf(2u) * x[u32(k) * d + j];
+}
+{{- else}}
+
+// gather: out[i] = scale·x[i·c + idx[i]]; one invocation per row.
 {{template "main_1d"}}
     let c = p[1];
     let k = idx[i];
@@ -43,4 +84,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     out[i] = pf(2u) * x[i * c + u32(k)];
 }
+{{- end}}
 {{- end}}

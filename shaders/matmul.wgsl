@@ -4,7 +4,10 @@
 // b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
 // dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0
-// (lavapipe silently ends a loop after about 32768 iterations).
+// (lavapipe silently ends a loop after about 32768 iterations). Matrix
+// z = p[6] + gid.z of a batch starts at p[10] + (z, or z mod p[9] if
+// p[9] > 0)·p[7] in a, p[11] + z·p[8] in b (in the arrays' elements) and
+// p[12] + z·M·N in out.
 @group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else}}f32{{end}}>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
@@ -19,6 +22,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (row0 >= M || col0 >= N) {
         return;
     }
+    let z = p[6] + gid.z;
+    let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
+    let zb = p[11] + z * p[8];
+    let zo = p[12] + z * M * N;
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
     let ra{{$q}} = min(row0 + {{mul $q 4}}u, M - 4u) / 4u;
@@ -43,23 +50,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = p[4]; k < p[5]; k++) {
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
-        let av{{$q}} = a[k * (M / 4u) + ra{{$q}}];
+        let av{{$q}} = a[za + k * (M / 4u) + ra{{$q}}];
 {{- end}}
 {{- range $i := seq .TM}}
         let a{{$i}} = av{{div $i 4}}[{{mod $i 4}}];
 {{- end}}
 {{- else}}
 {{- range $i := seq .TM}}
-        let a{{$i}} = a[{{if $.TransA}}k * M + r{{$i}}{{else}}r{{$i}} * K + k{{end}}];
+        let a{{$i}} = a[za + {{if $.TransA}}k * M + r{{$i}}{{else}}r{{$i}} * K + k{{end}}];
 {{- end}}
 {{- end}}
 {{- if .VecB}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = b[k * (N / 4u) + cb{{$j}}];
+        let b{{$j}} = b[zb + k * (N / 4u) + cb{{$j}}];
 {{- end}}
 {{- else}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b[{{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}]{{end}});
+        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b[zb + {{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}]{{end}});
 {{- end}}
 {{- end}}
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
@@ -68,7 +75,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 {{- range $i := seq .TM}}
     if (row0 + {{$i}}u < M) {
-        let o{{$i}} = (row0 + {{$i}}u) * N + col0;
+        let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
             out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], p[4] != 0u) + acc{{$i}}_{{$j}}[{{$c}}];

@@ -31,12 +31,18 @@ func TestSource(t *testing.T) {
 		{"softmax", map[string]any{"Log": false, "Grad": false, "Vec": true, "Stage": "stats"},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn fold", "s2[i] = 1.0 / acc.y;", "@binding(3) var<storage, read_write> s2: array<f32>;"}},
 		{"softmax", map[string]any{"Log": false, "Grad": true, "Vec": false, "Stage": "stats"}, []string{"acc += dy[k] * y[k];"}},
-		{"gather", map[string]any{"Grad": true}, []string{"pf(2u) * g[i]"}},
+		{"gather", map[string]any{"Grad": true, "Table": false}, []string{"pf(2u) * g[i]"}},
+		{"gather", map[string]any{"Grad": true, "Table": true}, []string{"if (e >= p[1] * p[4])", "s += g[i * d + j];"}},
+		{"gather", map[string]any{"Grad": false, "Table": true}, []string{"if (e >= p[0] * p[4])", "x[u32(k) * d + j]"}},
 		{"softmax_xent", nil, []string{"fn row_stats"}},
 		{"softmax_xent_grad", nil, []string{"fn row_stats", "dlogits[row + j]"}},
-		{"transpose", nil, []string{"out[c * rows + r]"}},
+		{"strided", nil, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false},
-			[]string{"var acc7_3 = vec4<f32>(0.0);", "b[c15 * K + k]", "a[r7 * K + k]"}},
+			[]string{"var acc7_3 = vec4<f32>(0.0);", "b[zb + c15 * K + k]", "a[za + r7 * K + k]", "let z = p[6] + gid.z;"}},
+		{"window", map[string]any{"Op": "im2col"}, []string{"fn tap", "out[i] = v;"}},
+		{"window", map[string]any{"Op": "max_pool_grad"}, []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
+		{"window", map[string]any{"Op": "col2im"}, []string{"out[p[2] * p[3] * p[4] * p[5] + i] = s;"}},
+		{"window", map[string]any{"Op": "avg_pool"}, []string{"out[i] = s / f32(KK);"}},
 	} {
 		src, err := Source(c.name, c.data)
 		if err != nil {

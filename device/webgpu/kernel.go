@@ -155,7 +155,12 @@ func (d *Device) run(k *kernel, groups int, params []uint32, bufs ...*buffer) {
 // dispatch records one dispatch of k over an x×y grid of workgroups, with
 // its parameters in the batch's parameter buffer.
 func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buffer) {
-	if k == nil || x == 0 || y == 0 || !d.ok() {
+	d.dispatch3(k, x, y, 1, params, bufs...)
+}
+
+// dispatch3 is dispatch over a grid of x×y×z workgroups.
+func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*buffer) {
+	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
 	if len(params) > paramWords {
@@ -182,7 +187,7 @@ func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buff
 	pass := enc.BeginComputePass(nil)
 	pass.SetPipeline(k.pipeline)
 	pass.SetBindGroup(0, bg, []uint32{uint32(off)})
-	pass.DispatchWorkgroups(x, y, 1)
+	pass.DispatchWorkgroups(x, y, z)
 	err = pass.End()
 	pass.Release()
 	bg.Release()

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/extensor/extensor/device"
 )
@@ -443,67 +444,112 @@ func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log
 	d.softmax(log, true, d.buf(dx), shape, axis, d.buf(y), d.buf(dy))
 }
 
-// Gather sets dst[i] = scale·x[i, idx[i]].
-func (d *Device) Gather(site string, dst, x, idx device.Buffer, n, c int, scale float64) {
+// Gather takes elements (or table rows) as t describes.
+func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel("gather", "gather", map[string]any{"Grad": false}, false, false, true, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(c), f32bits(scale), d.site(site)}, d.buf(x), d.buf(idx), d.buf(dst), d.flags)
+	k := d.kernel(fmt.Sprintf("gather/table=%v", t.Table), "gather", map[string]any{"Grad": false, "Table": t.Table}, flags(2, 2)...)
+	n := t.N
+	if t.Table {
+		n *= t.D
+	}
+	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D)},
+		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
-// GatherGrad scatters scale·g[i] to (i, idx[i]) of dx, zeros elsewhere.
-func (d *Device) GatherGrad(site string, dx, idx, g device.Buffer, n, c int, scale float64) {
+// GatherGrad scatters scale·g back to where Gather took from, each
+// element of dx gathering what it receives: a table row loops over the
+// indices, in chunks of at most maxLoop a dispatch.
+func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel("gather_grad", "gather", map[string]any{"Grad": true}, false, false, true, true)
-	d.run(k, groupsOf(n*c, 256), []uint32{uint32(n), uint32(c), f32bits(scale), d.site(site)}, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+	k := d.kernel(fmt.Sprintf("gather_grad/table=%v", t.Table), "gather", map[string]any{"Grad": true, "Table": t.Table}, flags(2, 2)...)
+	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0}
+	if !t.Table {
+		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+		return
+	}
+	for i0 := 0; i0 < max(t.N, 1); i0 += maxLoop {
+		q := slices.Clone(p)
+		q[5], q[6] = uint32(i0), uint32(min(t.N, i0+maxLoop))
+		d.run(k, groupsOf(t.C*t.D, 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+	}
 }
 
 // maxDispatchFlops bounds the work of one matmul dispatch, so that no
 // dispatch runs long (lavapipe crashes on very long ones).
 const maxDispatchFlops = 1 << 31
 
-// MatMul sets dst = op(a)·op(b), in row blocks of bounded work.
-func (d *Device) MatMul(dst, a, b device.Buffer, m, k, n int, transA, transB bool) {
+// MatMul computes the batch of products, the batch in the grid's z, in
+// dispatches of bounded work.
+func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
-	if m == 0 || n == 0 {
+	m, k, n := s.M, s.K, s.N
+	if m == 0 || n == 0 || s.Batch == 0 {
 		return
 	}
 	const tm, tn, wg = 8, 16, 8
 	spec := map[string]any{
-		"TM": tm, "TN": tn, "TransA": transA, "TransB": transB,
-		"VecA": transA && m%4 == 0, "VecB": !transB && n%4 == 0,
+		"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB,
+		"VecA": s.TransA && m%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0,
+		"VecB": !s.TransB && n%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0,
 	}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v", tm, tn, transA, transB, spec["VecA"], spec["VecB"])
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v", tm, tn, s.TransA, s.TransB, spec["VecA"], spec["VecB"])
 	kern := d.kernel(key, "matmul", spec, false, false, true)
 	gx := groupsOf(n, tn*wg)
 	if gx > maxGroups {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", key, n, gx, maxGroups))
 		return
 	}
-	// Dispatches of row blocks of bounded work, each looping over at most
-	// maxLoop of the k terms and adding to what the last one wrote.
+	// Dispatches of row blocks (or, for small matrices, of several
+	// matrices) of bounded work, each looping over at most maxLoop of the k
+	// terms and adding to what the last one wrote.
 	kPer := min(max(k, 1), maxLoop)
-	rowsPer := maxDispatchFlops / max(2*kPer*n, 1) / (tm * wg) * (tm * wg)
+	work := max(2*kPer*n, 1)
+	rowsPer := maxDispatchFlops / work / (tm * wg) * (tm * wg)
 	rowsPer = min(max(rowsPer, tm*wg), maxGroups*tm*wg)
-	for row := 0; row < m; row += rowsPer {
-		rows := min(rowsPer, m-row)
-		for k0 := 0; k0 < max(k, 1); k0 += kPer {
-			k1 := min(k, k0+kPer)
-			d.dispatch(kern, uint32(gx), uint32(groupsOf(rows, tm*wg)),
-				[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1)}, x, y, o)
+	batchPer := 1
+	if rowsPer >= m {
+		batchPer = min(max(maxDispatchFlops/(work*m), 1), maxGroups)
+	}
+	vec := func(stride int, v bool) uint32 {
+		if v {
+			return uint32(stride / 4)
+		}
+		return uint32(stride)
+	}
+	for b0 := 0; b0 < s.Batch; b0 += batchPer {
+		nb := min(batchPer, s.Batch-b0)
+		for row := 0; row < m; row += rowsPer {
+			rows := min(rowsPer, m-row)
+			for k0 := 0; k0 < max(k, 1); k0 += kPer {
+				k1 := min(k, k0+kPer)
+				d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, tm*wg)), uint32(nb),
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
+						uint32(b0), vec(s.StrideA, spec["VecA"].(bool)), vec(s.StrideB, spec["VecB"].(bool)),
+						uint32(s.CycleA), vec(s.OffA, spec["VecA"].(bool)), vec(s.OffB, spec["VecB"].(bool)), uint32(s.OffDst)}, x, y, o)
+			}
 		}
 	}
 }
 
-// Transpose sets dst = xᵀ.
-func (d *Device) Transpose(dst, x device.Buffer, rows, cols int) {
+// CopyStrided copies src into dst as s describes.
+func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	o, in := d.buf(dst), d.buf(x)
-	d.run(d.kernel("transpose", "transpose", nil, false, true), groupsOf(rows*cols, 256), []uint32{uint32(rows), uint32(cols)}, in, o)
+	n := s.Len()
+	if n == 0 {
+		return
+	}
+	p := make([]uint32, 28)
+	p[0], p[1], p[26], p[27] = uint32(n), uint32(len(s.Shape)), uint32(s.SrcOffset), uint32(s.DstOffset)
+	for k := range s.Shape {
+		p[2+k], p[10+k], p[18+k] = uint32(s.Shape[k]), uint32(s.SrcStrides[k]), uint32(s.DstStrides[k])
+	}
+	k := d.kernel("strided", "strided", nil, false, true)
+	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
 // SoftmaxCrossEntropy sets the per-row loss.
@@ -526,4 +572,37 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 		return
 	}
 	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits), d.flags)
+}
+
+// Window runs a kernel of the window family, one invocation per element
+// of its output.
+func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Window2D) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	oh, ow := w.Out()
+	var n, loop int
+	var in []*buffer
+	kk := w.KH * w.KW
+	switch op {
+	case device.Im2Col:
+		n, loop, in = w.N*w.C*kk*oh*ow, 1, []*buffer{d.buf(x)}
+	case device.MaxPool, device.AvgPool:
+		n, loop, in = w.N*w.C*oh*ow, kk, []*buffer{d.buf(x)}
+	case device.Col2Im:
+		n, loop, in = w.N*w.C*w.H*w.W, kk, []*buffer{d.buf(x)}
+	case device.AvgPoolGrad:
+		n, loop, in = w.N*w.C*w.H*w.W, kk, []*buffer{d.buf(g)}
+	case device.MaxPoolGrad:
+		n, loop, in = w.N*w.C*w.H*w.W, kk*kk, []*buffer{d.buf(x), d.buf(g)}
+	}
+	if n == 0 {
+		return
+	}
+	k := d.kernel("window/"+op.String(), "window", map[string]any{"Op": op.String()}, flags(len(in), 1)...)
+	if !d.rowLimit(k, loop) {
+		return
+	}
+	p := []uint32{uint32(n), uint32(w.N), uint32(w.N0), uint32(w.C), uint32(w.H), uint32(w.W), uint32(w.KH), uint32(w.KW),
+		uint32(w.SH), uint32(w.SW), uint32(w.PH), uint32(w.PW), uint32(w.DH), uint32(w.DW), uint32(oh), uint32(ow)}
+	d.run(k, groupsOf(n, 256), p, append(in, d.buf(dst))...)
 }

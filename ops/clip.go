@@ -1,0 +1,104 @@
+package ops
+
+import (
+	"errors"
+	"math"
+
+	"github.com/extensor/extensor/tensor"
+)
+
+// assign sets dst's elements to src's in place (src then released).
+func assign(dst, src *tensor.Tensor) {
+	if err := src.Err(); err != nil {
+		dst.SetErr(err)
+	} else if dst.Len() > 0 {
+		dst.Device().Copy(dst.Buffer(), src.Buffer())
+		keep(dst, src)
+	}
+	src.Release()
+}
+
+// gradients checks the tensors of a gradient utility: live, floating
+// point, on one device.
+func gradients(op string, grads []*tensor.Tensor) {
+	if len(grads) == 0 {
+		return
+	}
+	operands(op, grads...)
+	for i, g := range grads {
+		if !g.DType().IsFloat() {
+			tensor.Panicf(op, tensor.ErrDType, "gradient %d is %v; want float32 or float64", i, g.DType())
+		}
+	}
+}
+
+// ClipGradValue clamps every element of each gradient to [−limit, limit]
+// in place, as PyTorch's clip_grad_value_. NaN stays NaN; limit must be
+// finite and not negative.
+func ClipGradValue(grads []*tensor.Tensor, limit float64) {
+	const op = "ops.ClipGradValue"
+	if !(limit >= 0) || math.IsInf(limit, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "limit %v; want a finite limit ≥ 0", limit)
+	}
+	gradients(op, grads)
+	for _, g := range grads {
+		assign(g, Clip(g, -limit, limit))
+	}
+}
+
+// ClipGradNorm scales the gradients in place so that their global L2 norm
+// (of all their elements together) is at most maxNorm, as PyTorch's
+// clip_grad_norm_: each is multiplied by min(1, maxNorm/(norm + 1e-6)).
+// It returns the norm before clipping as a 0-D tensor. Everything runs
+// on the device: nothing is read back. A NaN or infinite norm makes the
+// gradients NaN, as in PyTorch. maxNorm must be positive and finite.
+func ClipGradNorm(grads []*tensor.Tensor, maxNorm float64) *tensor.Tensor {
+	const op = "ops.ClipGradNorm"
+	if !(maxNorm > 0) || math.IsInf(maxNorm, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "max norm %v; want a finite norm > 0", maxNorm)
+	}
+	if len(grads) == 0 {
+		tensor.Panicf(op, tensor.ErrArgument, "no gradients")
+	}
+	gradients(op, grads)
+	dt := floats(op, grads...)
+	var sq *tensor.Tensor
+	for _, g := range grads {
+		g2 := Mul(g, g)
+		s := Sum(g2)
+		g2.Release()
+		if sq == nil {
+			sq = s
+			continue
+		}
+		t := Add(sq, s)
+		sq.Release()
+		s.Release()
+		sq = t
+	}
+	norm := Sqrt(sq)
+	sq.Release()
+	dev := grads[0].Device()
+	num, err1 := tensor.Scalar(dev, dt, maxNorm)
+	eps, err2 := tensor.Scalar(dev, dt, 1e-6)
+	if err := errors.Join(err1, err2); err != nil {
+		num.Release()
+		eps.Release()
+		for _, g := range grads {
+			g.SetErr(err)
+		}
+		norm.Release()
+		return tensor.Failed(dev, dt, err)
+	}
+	den := Add(norm, eps)
+	ratio := Div(num, den)
+	coef := Clip(ratio, math.Inf(-1), 1)
+	for _, t := range []*tensor.Tensor{num, eps, den, ratio} {
+		t.Release()
+	}
+	for _, g := range grads {
+		assign(g, Mul(g, coef))
+	}
+	coef.Release()
+	return norm
+}

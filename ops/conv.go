@@ -1,0 +1,296 @@
+package ops
+
+import (
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Window is the geometry of a 2-D convolution or pooling over NCHW
+// images, each pair {height, width}. Strides must be given (a stride of 0
+// is an error, as in PyTorch); a zero Dilation or Groups means 1.
+type Window struct {
+	Kernel   [2]int // pooling: the window's size (a convolution's is its weight's)
+	Stride   [2]int // how far the window moves, ≥ 1
+	Padding  [2]int // added on each side: zeros for conv2d and avg_pool2d, never chosen by max_pool2d
+	Dilation [2]int // the distance between taps (avg_pool2d: 1 only)
+	Groups   int    // conv2d: channel groups (Groups = C is depthwise)
+}
+
+// dilation returns the window's dilation, 1 for a zero.
+func (w Window) dilation() [2]int {
+	d := w.Dilation
+	for i := range d {
+		if d[i] == 0 {
+			d[i] = 1
+		}
+	}
+	return d
+}
+
+// geometry checks w for images of shape (n, c, h, wd) and a kernel of kh×kw
+// taps, and returns the device's description of it.
+func (w Window) geometry(op string, x []int, kh, kw int) device.Window2D {
+	d := w.dilation()
+	for i, name := range []string{"height", "width"} {
+		switch {
+		case w.Stride[i] < 1:
+			tensor.Panicf(op, tensor.ErrArgument, "stride %v: %s stride %d; want ≥ 1", w.Stride, name, w.Stride[i])
+		case w.Padding[i] < 0:
+			tensor.Panicf(op, tensor.ErrArgument, "padding %v: negative %s padding", w.Padding, name)
+		case d[i] < 1:
+			tensor.Panicf(op, tensor.ErrArgument, "dilation %v: %s dilation %d; want ≥ 1", w.Dilation, name, d[i])
+		}
+	}
+	g := device.Window2D{N: x[0], C: x[1], H: x[2], W: x[3], KH: kh, KW: kw, SH: w.Stride[0], SW: w.Stride[1],
+		PH: w.Padding[0], PW: w.Padding[1], DH: d[0], DW: d[1]}
+	if kh < 1 || kw < 1 || g.H+2*g.PH < d[0]*(kh-1)+1 || g.W+2*g.PW < d[1]*(kw-1)+1 {
+		tensor.Panicf(op, tensor.ErrShape, "a %d×%d kernel (dilation %v) does not fit images of %d×%d padded by %v; want a kernel no larger than the padded input",
+			kh, kw, d, g.H, g.W, w.Padding)
+	}
+	return g
+}
+
+// images checks that x is a batch of NCHW images.
+func images(op string, x *tensor.Tensor) []int {
+	if x.Rank() != 4 {
+		tensor.Panicf(op, tensor.ErrShape, "x has shape %v; want NCHW images (rank 4)", x.Shape())
+	}
+	return x.Shape()
+}
+
+// conv is the plan of a convolution.
+type conv struct {
+	g              device.Window2D
+	cout, groups   int
+	cg, og, kk, hw int // channels and filters per group, taps, output pixels
+	out            []int
+}
+
+func planConv(op string, x, w, b *tensor.Tensor, win Window) conv {
+	xs := images(op, x)
+	if w.Rank() != 4 {
+		tensor.Panicf(op, tensor.ErrShape, "weight has shape %v; want [out channels, in channels / groups, KH, KW]", w.Shape())
+	}
+	ws := w.Shape()
+	groups := max(win.Groups, 1)
+	if win.Groups < 0 || xs[1]%groups != 0 || ws[0]%groups != 0 {
+		tensor.Panicf(op, tensor.ErrArgument, "%d groups for %d input and %d output channels; want a positive divisor of both", win.Groups, xs[1], ws[0])
+	}
+	if ws[1] != xs[1]/groups {
+		tensor.Panicf(op, tensor.ErrShape, "x has shape %v (%d channels), weight %v; want weight's second dimension %d (channels / groups)", xs, xs[1], ws, xs[1]/groups)
+	}
+	if b != nil && !equal(b.Shape(), []int{ws[0]}) {
+		tensor.Panicf(op, tensor.ErrShape, "bias has shape %v; want [%d]", b.Shape(), ws[0])
+	}
+	p := conv{g: win.geometry(op, xs, ws[2], ws[3]), cout: ws[0], groups: groups}
+	oh, ow := p.g.Out()
+	p.cg, p.og, p.kk, p.hw = xs[1]/groups, ws[0]/groups, ws[2]*ws[3], oh*ow
+	p.out = []int{xs[0], ws[0], oh, ow}
+	return p
+}
+
+// colsBudget bounds the elements of one chunk's im2col matrix, so that
+// the columns of a large batch never outgrow a binding.
+const colsBudget = 1 << 24
+
+// columns calls f, for each run of images n0… (nb of them) whose
+// columns fit colsBudget, with their im2col matrix, released after f. It
+// stops at, and returns, the first failure.
+func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, f func(n0, nb int, cols *tensor.Tensor) error) error {
+	step := max(colsBudget/max(p.g.C*p.kk*p.hw, 1), 1)
+	for n0 := 0; n0 < p.g.N; n0 += step {
+		nb := min(step, p.g.N-n0)
+		cols, ok := output(dev, dt, []int{nb, p.g.C * p.kk, p.hw}, x)
+		if !ok {
+			return cols.Err()
+		}
+		g := p.g
+		g.N, g.N0 = nb, n0
+		dev.Window(device.Im2Col, cols.Buffer(), x.Buffer(), nil, g)
+		keep(cols, x)
+		err := f(n0, nb, cols)
+		cols.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Conv2d returns the 2-D cross-correlation of the NCHW images x with the
+// filters w ([out channels, in channels / groups, KH, KW]) plus the bias
+// b ([out channels], or nil), as PyTorch's conv2d: stride, zero padding,
+// dilation and groups from win (win.Kernel is unused). The result is
+// (N, out channels, OH, OW) with OH = ⌊(H + 2·pad − dil·(KH−1) − 1)/stride⌋ + 1.
+//
+// It runs as im2col (a window kernel copying each image's taps into a
+// (C·KH·KW)×(OH·OW) matrix) and one batched matrix product of the
+// filters with every image's matrix (per group): measured on lavapipe
+// the matmul kernel is the fastest code we have for the multiply-adds,
+// and the copy costs less than a tenth of the product. Large batches run
+// in chunks of bounded column memory.
+func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
+	const op = "ops.Conv2d"
+	dev, dt := layerOperands(op, x, w, b)
+	p := planConv(op, x, w, b, win)
+	out, ok := output(dev, dt, p.out, x, w)
+	if ok && out.Len() > 0 {
+		failed := p.columns(dev, dt, x, func(n0, nb int, cols *tensor.Tensor) error {
+			// out[n, g] = W_g · cols[n, g] for every image and group.
+			dev.MatMul(out.Buffer(), w.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.cg * p.kk, N: p.hw,
+				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.cg * p.kk * p.hw, OffDst: n0 * p.cout * p.hw})
+			keep(out, w, cols)
+			return nil
+		})
+		if failed != nil {
+			out.Release()
+			out = tensor.Failed(dev, dt, failed, p.out...)
+		}
+	}
+	if b == nil {
+		return out
+	}
+	b4 := b.Reshape(1, p.cout, 1, 1)
+	ob := Add(out, b4)
+	b4.Release()
+	out.Release()
+	return ob
+}
+
+// Conv2dBackward returns the gradients of Conv2d for the upstream
+// gradient g: gx (the transposed convolution of g, as col2im of Wᵀ·g),
+// gw (g times each image's columns, summed over the batch) and gb (g
+// summed over N, H and W; nil when b is nil).
+func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.Tensor) {
+	const op = "ops.Conv2dBackward"
+	dev, dt := layerOperands(op, x, w, b, g)
+	p := planConv(op, x, w, b, win)
+	sameShape(op, "upstream gradient", g, p.out)
+	gx, okx := output(dev, dt, x.Shape(), x, w, g)
+	gw, okw := output(dev, dt, w.Shape(), x, w, g)
+	if okx && okw && (g.Len() == 0 || x.Len() == 0) {
+		// No products: gradients of zeros (an empty batch, or no filters).
+		dev.Fill(gw.Buffer(), 0)
+		dev.Fill(gx.Buffer(), 0)
+		keep(gw, gx)
+	}
+	if okx && okw && g.Len() > 0 && x.Len() > 0 {
+		first := true
+		failed := p.columns(dev, dt, x, func(n0, nb int, cols *tensor.Tensor) error {
+			// Per image and group, g[n, g] · cols[n, g]ᵀ; summed over images.
+			part, ok := output(dev, dt, []int{nb, p.cout * p.cg * p.kk}, x, g)
+			if !ok {
+				return part.Err()
+			}
+			dev.MatMul(part.Buffer(), g.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.hw, N: p.cg * p.kk, TransB: true,
+				StrideA: p.og * p.hw, OffA: n0 * p.cout * p.hw, StrideB: p.cg * p.kk * p.hw})
+			keep(part, g, cols)
+			sum := SumAxis(part, 0, false)
+			part.Release()
+			if err := sum.Err(); err != nil {
+				return err
+			}
+			if first {
+				dev.Copy(gw.Buffer(), sum.Buffer())
+			} else {
+				dev.Axpy(gw.Buffer(), sum.Buffer(), 1)
+			}
+			keep(gw, sum)
+			sum.Release()
+			first = false
+			// The columns' gradient, W_gᵀ · g[n, g], into cols, then col2im.
+			dev.MatMul(cols.Buffer(), w.Buffer(), g.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.hw, TransA: true,
+				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.hw, OffB: n0 * p.cout * p.hw})
+			c := p.g
+			c.N, c.N0 = nb, n0
+			dev.Window(device.Col2Im, gx.Buffer(), cols.Buffer(), nil, c)
+			keep(gx, w, g, cols)
+			return nil
+		})
+		if failed != nil {
+			gx.Release()
+			gw.Release()
+			gx, gw = tensor.Failed(dev, dt, failed, x.Shape()...), tensor.Failed(dev, dt, failed, w.Shape()...)
+		}
+	}
+	if b != nil {
+		gb = SumAxes(g, []int{0, 2, 3}, false)
+	}
+	return gx, gw, gb
+}
+
+// pool checks a pooling's arguments and returns the device's window.
+func pool(op string, x *tensor.Tensor, win Window, max bool) device.Window2D {
+	xs := images(op, x)
+	if win.Groups > 1 {
+		tensor.Panicf(op, tensor.ErrArgument, "groups %d; pooling has none", win.Groups)
+	}
+	if !max && win.dilation() != [2]int{1, 1} {
+		tensor.Panicf(op, tensor.ErrArgument, "dilation %v; avg_pool2d has none", win.Dilation)
+	}
+	g := win.geometry(op, xs, win.Kernel[0], win.Kernel[1])
+	// As PyTorch: padding at most half the (dilated) kernel, so that every
+	// window holds a pixel of the image.
+	if 2*g.PH > g.DH*(g.KH-1)+1 || 2*g.PW > g.DW*(g.KW-1)+1 {
+		tensor.Panicf(op, tensor.ErrArgument, "padding %v for a %v kernel (dilation %v); want at most half the kernel", win.Padding, win.Kernel, win.dilation())
+	}
+	return g
+}
+
+func poolOut(g device.Window2D) []int {
+	oh, ow := g.Out()
+	return []int{g.N, g.C, oh, ow}
+}
+
+// runPool returns the pooling op of x, or its gradient given g.
+func runPool(op string, kind device.WindowOp, x, g *tensor.Tensor, win Window) *tensor.Tensor {
+	max := kind == device.MaxPool || kind == device.MaxPoolGrad
+	ts := []*tensor.Tensor{x}
+	if g != nil {
+		ts = append(ts, g)
+	}
+	dev := operands(op, ts...)
+	dt := floats(op, ts...)
+	geo := pool(op, x, win, max)
+	shape := poolOut(geo)
+	var gb device.Buffer
+	if g != nil {
+		sameShape(op, "upstream gradient", g, shape)
+		shape, gb = x.Shape(), g.Buffer()
+	}
+	out, ok := output(dev, dt, shape, ts...)
+	if ok && out.Len() > 0 {
+		dev.Window(kind, out.Buffer(), x.Buffer(), gb, geo)
+		keep(out, x, g)
+	}
+	return out
+}
+
+// MaxPool2d returns the maximum of each window of the NCHW images x, as
+// PyTorch's max_pool2d: win.Kernel, win.Stride, win.Padding (at most half
+// the kernel; never chosen) and win.Dilation. NaN is the maximum of any
+// window that holds one.
+func MaxPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
+	return runPool("ops.MaxPool2d", device.MaxPool, x, nil, win)
+}
+
+// MaxPool2dBackward returns the gradient of MaxPool2d: each window's
+// upstream gradient routed to the first maximum of the window (in
+// row-major order; the first NaN if any), as PyTorch does, summed where
+// windows overlap.
+func MaxPool2dBackward(x, g *tensor.Tensor, win Window) *tensor.Tensor {
+	return runPool("ops.MaxPool2dBackward", device.MaxPoolGrad, x, g, win)
+}
+
+// AvgPool2d returns the mean of each window of the NCHW images x, as
+// PyTorch's avg_pool2d with its defaults: the padding counts as zeros and
+// every window divides by KH·KW (count_include_pad).
+func AvgPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
+	return runPool("ops.AvgPool2d", device.AvgPool, x, nil, win)
+}
+
+// AvgPool2dBackward returns the gradient of AvgPool2d: g/(KH·KW) spread
+// over each window, summed where windows overlap.
+func AvgPool2dBackward(x, g *tensor.Tensor, win Window) *tensor.Tensor {
+	return runPool("ops.AvgPool2dBackward", device.AvgPoolGrad, x, g, win)
+}

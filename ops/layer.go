@@ -1,0 +1,123 @@
+package ops
+
+import (
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// linearShape checks Linear's operands and returns the number of rows of
+// x (its leading axes flattened), in and out.
+func linearShape(op string, x, w, b *tensor.Tensor) (rows, in, out int) {
+	if w.Rank() != 2 {
+		tensor.Panicf(op, tensor.ErrShape, "weight has shape %v; want [out, in]", w.Shape())
+	}
+	out, in = w.Dim(0), w.Dim(1)
+	if x.Rank() == 0 || x.Dim(x.Rank()-1) != in {
+		tensor.Panicf(op, tensor.ErrShape, "x has shape %v, weight %v; want x's last dimension %d", x.Shape(), w.Shape(), in)
+	}
+	if b != nil && !equal(b.Shape(), []int{out}) {
+		tensor.Panicf(op, tensor.ErrShape, "bias has shape %v; want [%d]", b.Shape(), out)
+	}
+	return device.Numel(x.Shape()[:x.Rank()-1]), in, out
+}
+
+// layerOperands checks Linear's tensors (b may be nil) and returns the
+// device and dtype.
+func layerOperands(op string, x, w, b *tensor.Tensor, more ...*tensor.Tensor) (device.Device, device.DType) {
+	ts := append([]*tensor.Tensor{x, w}, more...)
+	if b != nil {
+		ts = append(ts, b)
+	}
+	return operands(op, ts...), floats(op, ts...)
+}
+
+// Linear returns x·Wᵀ + b, PyTorch's linear layer: w is [out, in], x has
+// any leading batch shape and in features last, b is [out] or nil (no
+// bias). The result has x's leading shape and out features last.
+func Linear(x, w, b *tensor.Tensor) *tensor.Tensor {
+	const op = "ops.Linear"
+	dev, dt := layerOperands(op, x, w, b)
+	rows, in, out := linearShape(op, x, w, b)
+	shape := append(x.Shape()[:x.Rank()-1], out)
+	y, ok := output(dev, dt, shape, x, w)
+	if ok && y.Len() > 0 {
+		gemm(dev, y, operand{t: x}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: in, N: out, TransB: true})
+	}
+	if b == nil {
+		return y
+	}
+	yb := Add(y, b)
+	y.Release()
+	return yb
+}
+
+// LinearBackward returns the gradients of Linear for the upstream
+// gradient g (shaped like its result): gx = g·W, gw = gᵀ·x summed over
+// every row of the batch, and gb = g summed to [out] (nil when b is nil).
+func LinearBackward(x, w, b, g *tensor.Tensor) (gx, gw, gb *tensor.Tensor) {
+	const op = "ops.LinearBackward"
+	dev, dt := layerOperands(op, x, w, b, g)
+	rows, in, out := linearShape(op, x, w, b)
+	sameShape(op, "upstream gradient", g, append(x.Shape()[:x.Rank()-1], out))
+	gx, ok := output(dev, dt, x.Shape(), x, w, g)
+	if ok && gx.Len() > 0 {
+		gemm(dev, gx, operand{t: g}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: out, N: in})
+	}
+	gw, ok = output(dev, dt, w.Shape(), x, w, g)
+	if ok && gw.Len() > 0 {
+		gemm(dev, gw, operand{t: g}, operand{t: x}, device.GEMM{Batch: 1, M: out, K: rows, N: in, TransA: true})
+	}
+	if b != nil {
+		g2 := g.Reshape(rows, out)
+		gb = SumTo(g2, b.Shape())
+		g2.Release()
+	}
+	return gx, gw, gb
+}
+
+// embedding checks Embedding's operands and returns the device, dtype and
+// the number of indices, rows and row length.
+func embedding(op string, idx, w *tensor.Tensor, more ...*tensor.Tensor) (dev device.Device, dt device.DType, n, v, d int) {
+	dev = operands(op, append([]*tensor.Tensor{idx, w}, more...)...)
+	dt = floats(op, append([]*tensor.Tensor{w}, more...)...)
+	if idx.DType() != device.Int32 {
+		tensor.Panicf(op, tensor.ErrDType, "indices are %v; want int32", idx.DType())
+	}
+	if w.Rank() != 2 {
+		tensor.Panicf(op, tensor.ErrShape, "weight has shape %v; want [rows, features]", w.Shape())
+	}
+	return dev, dt, idx.Len(), w.Dim(0), w.Dim(1)
+}
+
+// Embedding returns the rows of the table w ([rows, features]) that the
+// int32 indices idx (any shape) name: a tensor of idx's shape with
+// features last, as PyTorch's embedding. An index outside [0, rows) gives
+// NaN for its row and is reported, naming the op, the index and the row
+// count, by the next readback or Sync.
+func Embedding(idx, w *tensor.Tensor) *tensor.Tensor {
+	const op = "ops.Embedding"
+	dev, dt, n, v, d := embedding(op, idx, w)
+	out, ok := output(dev, dt, append(idx.Shape(), d), idx, w)
+	if ok && out.Len() > 0 {
+		dev.Gather(out.Buffer(), w.Buffer(), idx.Buffer(), device.Take{Site: op, N: n, C: v, D: d, Table: true, Scale: 1})
+		keep(out, w, idx)
+	}
+	return out
+}
+
+// EmbeddingBackward returns the gradient of Embedding for the table w: row
+// r holds the sum of the upstream gradient's rows whose index is r
+// (repeated indices accumulate, in index order), zero for rows never
+// taken. The indices get no gradient. Each row of the result gathers its
+// sum over every index, so its cost grows as rows × indices × features.
+func EmbeddingBackward(idx, w, g *tensor.Tensor) *tensor.Tensor {
+	const op = "ops.EmbeddingBackward"
+	dev, dt, n, v, d := embedding(op, idx, w, g)
+	sameShape(op, "upstream gradient", g, append(idx.Shape(), d))
+	out, ok := output(dev, dt, w.Shape(), idx, w, g)
+	if ok && out.Len() > 0 {
+		dev.GatherGrad(out.Buffer(), idx.Buffer(), g.Buffer(), device.Take{Site: op, N: n, C: v, D: d, Table: true, Scale: 1})
+		keep(out, idx, g)
+	}
+	return out
+}
