@@ -5,6 +5,15 @@ import (
 	"testing"
 )
 
+// win is the specialisation of a window kernel with a 2×3 kernel.
+func win(op string) map[string]any {
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3}
+	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW"} {
+		m[k] = 1
+	}
+	return m
+}
+
 func TestSource(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -39,10 +48,10 @@ func TestSource(t *testing.T) {
 		{"strided", nil, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false},
 			[]string{"var acc7_3 = vec4<f32>(0.0);", "b[zb + c15 * K + k]", "a[za + r7 * K + k]", "let z = p[6] + gid.z;"}},
-		{"window", map[string]any{"Op": "im2col"}, []string{"fn tap", "out[i] = v;"}},
-		{"window", map[string]any{"Op": "max_pool_grad"}, []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
-		{"window", map[string]any{"Op": "col2im"}, []string{"out[p[2] * p[3] * p[4] * p[5] + i] = s;"}},
-		{"window", map[string]any{"Op": "avg_pool"}, []string{"out[i] = s / f32(KK);"}},
+		{"window", win("im2col"), []string{"fn tap", "out[o + j] = v;"}},
+		{"window", win("max_pool_grad"), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
+		{"window", win("col2im"), []string{"out[p[2] * C * H * W + i] = s;", "const KK = 6u;"}},
+		{"window", win("avg_pool"), []string{"out[i] = s / f32(KK);"}},
 	} {
 		src, err := Source(c.name, c.data)
 		if err != nil {

@@ -585,7 +585,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	kk := w.KH * w.KW
 	switch op {
 	case device.Im2Col:
-		n, loop, in = w.N*w.C*kk*oh*ow, 1, []*buffer{d.buf(x)}
+		n, loop, in = w.N*w.C*kk*oh, ow, []*buffer{d.buf(x)} // a row of windows each
 	case device.MaxPool, device.AvgPool:
 		n, loop, in = w.N*w.C*oh*ow, kk, []*buffer{d.buf(x)}
 	case device.Col2Im:
@@ -598,11 +598,14 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	if n == 0 {
 		return
 	}
-	k := d.kernel("window/"+op.String(), "window", map[string]any{"Op": op.String()}, flags(len(in), 1)...)
+	// One pipeline per geometry (a network has few): its sizes are
+	// constants of the kernel.
+	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow}
+	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW)
+	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
 	if !d.rowLimit(k, loop) {
 		return
 	}
-	p := []uint32{uint32(n), uint32(w.N), uint32(w.N0), uint32(w.C), uint32(w.H), uint32(w.W), uint32(w.KH), uint32(w.KW),
-		uint32(w.SH), uint32(w.SW), uint32(w.PH), uint32(w.PW), uint32(w.DH), uint32(w.DW), uint32(oh), uint32(ow)}
-	d.run(k, groupsOf(n, 256), p, append(in, d.buf(dst))...)
+	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(w.N), uint32(w.N0)}, append(in, d.buf(dst))...)
 }
