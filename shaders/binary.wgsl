@@ -173,7 +173,7 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 {{template "broadcast_offsets"}}
 {{- end}}
 
-{{template "main_1d"}}
+fn elem(i: u32) {
 {{- if .Same}}
     let x = x_in[i];
     let y = y_in[i];
@@ -184,3 +184,4 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 {{- end}}
     out[i] = apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0.0){{end}});
 }
+{{template "main_unrolled" .Unroll}}

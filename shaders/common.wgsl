@@ -124,6 +124,22 @@ fn pow_real(x: f32, y: f32) -> f32 {
 }
 {{- end}}
 
+{{- define "main_unrolled"}}
+// Entry point of an elementwise kernel: invocation k calls elem(i) for the
+// {{.}} elements i = {{.}}k… below p[0] (fewer invocations for llvmpipe to
+// schedule, 8 to a SIMD batch, for the same loads: 1.2–1.3× on unary ops).
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i0 = linear_index(wid, nwg, lid, 256u) * {{.}}u;
+{{- range $u := seq .}}
+    if (i0 + {{$u}}u < p[0]) {
+        elem(i0 + {{$u}}u);
+    }
+{{- end}}
+}
+{{- end}}
+
 {{- define "main_1d_count"}}
 // Entry point of a kernel with one invocation per element e < p[0]·p[4]
 // (rows of p[4] elements), over workgroups of 256 spread over x and y.

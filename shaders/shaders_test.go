@@ -20,13 +20,13 @@ func TestSource(t *testing.T) {
 		data any
 		want []string
 	}{
-		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true},
+		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true, "Unroll": 4},
 			[]string{"fn erfc_approx", "op_gelu_grad(x, g, a, b)", "fn apply4", "var<storage, read> g_in: array<vec4<f32>>", "fn pow_real"}},
-		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false},
+		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false, "Unroll": 1},
 			[]string{"op_exp(x, a, b)", "@binding(2) var<storage, read_write> out: array<f32>"}},
-		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false},
+		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Unroll": 1},
 			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);"}},
-		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true},
+		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Unroll": 4},
 			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<vec4<f32>>", "fn apply4"}},
 		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
 		{"update", map[string]any{"Op": "axpy", "T": "f32"}, []string{"out[i] = out[i] + pf(1u) * x[i];"}},
@@ -39,6 +39,7 @@ func TestSource(t *testing.T) {
 		{"softmax", map[string]any{"Log": true, "Grad": true, "Vec": false, "Stage": "apply"}, []string{"out[i] = dy[i] - exp(y[i]) * s1[row];", "@binding(3) var<storage, read> s1: array<f32>;", "@binding(4) var<storage, read_write> out"}},
 		{"softmax", map[string]any{"Log": false, "Grad": false, "Vec": true, "Stage": "stats"},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn fold", "s2[i] = 1.0 / acc.y;", "@binding(3) var<storage, read_write> s2: array<f32>;"}},
+		{"softmax", map[string]any{"Log": false, "Grad": false, "Vec": true, "Stage": "apply", "Quads": 256}, []string{"let row = i / 256u;"}},
 		{"softmax", map[string]any{"Log": false, "Grad": true, "Vec": false, "Stage": "stats"}, []string{"acc += dy[k] * y[k];"}},
 		{"gather", map[string]any{"Grad": true, "Table": false}, []string{"pf(2u) * g[i]"}},
 		{"gather", map[string]any{"Grad": true, "Table": true}, []string{"if (e >= p[1] * p[4])", "s += g[i * d + j];"}},

@@ -85,7 +85,7 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- end}}
 {{- else}}
 {{- if .Vec}}
-    let row = (i * 4u) / p[1];
+    let row = i / {{.Quads}}u; // a constant: llvmpipe has no vector division
 {{- else}}
     let row = (i / (p[1] * p[2])) * p[2] + i % p[2];
 {{- end}}

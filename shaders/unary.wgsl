@@ -226,6 +226,8 @@ fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
 @group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
 {{- end}}
 
-{{template "main_1d"}}
+
+fn elem(i: u32) {
     out[i] = apply{{if .Vec}}4{{end}}(x_in[i], {{if .Grad}}g_in[i]{{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u));
 }
+{{template "main_unrolled" .Unroll}}
