@@ -159,7 +159,7 @@ func BenchmarkMLPStep(b *testing.B) {
 				step()
 			}
 			sync(b, dev)
-			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
 			if p, ok := dev.(device.Pooler); ok {
 				s := p.PoolStats()
 				b.ReportMetric(100*float64(s.Hits)/float64(max(s.Hits+s.Misses, 1)), "%pool-hits")
@@ -182,7 +182,7 @@ func BenchmarkTinyOp(b *testing.B) {
 				ops.Axpy(y, x, 1)
 			}
 			sync(b, dev)
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N), "µs/op")
 		})
 	}
 }

@@ -116,6 +116,10 @@ var catalogue = []*Op{
 
 	// Matrices and shapes.
 	{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.", Forward: fwd2(MatMul), Backward: bwd2(MatMulBackward), Cases: matmulCases()},
+	{Name: "dot", Family: "matmul", Doc: "Σ aᵢbᵢ of two vectors, 0-D.", Forward: fwd2(Dot), Backward: bwd2(DotBackward),
+		Cases: vectorCases(func(n int) []int { return sh(n) })},
+	{Name: "outer", Family: "matmul", Doc: "aᵢbⱼ of an m- and an n-vector, m×n.", Forward: fwd2(Outer), Backward: bwd2(OuterBackward),
+		Cases: vectorCases(func(n int) []int { return sh(n + 2) })},
 	{Name: "transpose", Family: "strided", Doc: "axes reversed (NumPy's x.T); a copy.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
 		Cases: shapeCases(func(s []int) Attrs { return Attrs{} }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))},
 	{Name: "permute", Family: "strided", Doc: "axis k of the result is axis perm[k] of x; a copy.",
@@ -301,6 +305,18 @@ func matmulCases() []Case {
 			{Shape: sh(2, 1, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1}}},
 			{Shape: sh(2, 3, 1), Domain: Domain{Values: []float64{1, 0, 2, 1, 3, -1}}}}, NoFD: true})
 	return cs
+}
+
+// vectorCases are the cases of dot, or outer: vectors of n elements and
+// of other(n).
+func vectorCases(other func(n int) []int) []Case {
+	var cs []Case
+	for _, n := range []int{1, 7, 257, 0} {
+		cs = append(cs, Case{Name: ShapeName(sh(n)) + "," + ShapeName(other(n)), Inputs: []Input{{Shape: sh(n)}, {Shape: other(n)}}})
+	}
+	return append(cs, Case{Name: "special values", Inputs: []Input{
+		{Shape: sh(3), Domain: Domain{Values: []float64{nan, 1, inf}}},
+		{Shape: other(3), Domain: Domain{Values: []float64{1, 2, 0, -1, 1e30}}}}, NoFD: true})
 }
 
 // broadcastCases are the cases of broadcast_to, or (sum) of sum_to, its

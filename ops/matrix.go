@@ -223,3 +223,65 @@ func viewAs(t, x *tensor.Tensor) *tensor.Tensor {
 	t.Release()
 	return v
 }
+
+// vector checks that t, named what in errors, is 1-D and returns its length.
+func vector(op, what string, t *tensor.Tensor) int {
+	if t.Rank() != 1 {
+		tensor.Panicf(op, tensor.ErrShape, "%s has shape %v; want a 1-D vector", what, t.Shape())
+	}
+	return t.Dim(0)
+}
+
+// Dot returns the inner product Σ aᵢ·bᵢ of two vectors of one length, as
+// a 0-D tensor (MatMul of two vectors).
+func Dot(a, b *tensor.Tensor) *tensor.Tensor {
+	const op = "ops.Dot"
+	operands(op, a, b)
+	if n, m := vector(op, "a", a), vector(op, "b", b); n != m {
+		tensor.Panicf(op, tensor.ErrShape, "a has %d elements, b %d; want equal lengths", n, m)
+	}
+	return as(op, func() *tensor.Tensor { return MatMul(a, b) })
+}
+
+// DotBackward returns the gradients of Dot for the 0-D upstream gradient
+// g: g·b and g·a.
+func DotBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
+	const op = "ops.DotBackward"
+	operands(op, a, b, g)
+	vector(op, "a", a)
+	vector(op, "b", b)
+	var x, y *tensor.Tensor
+	as(op, func() *tensor.Tensor { x, y = MatMulBackward(a, b, g); return nil })
+	return x, y
+}
+
+// Outer returns the outer product of the vectors a (m) and b (n): the m×n
+// matrix aᵢ·bⱼ.
+func Outer(a, b *tensor.Tensor) *tensor.Tensor {
+	const op = "ops.Outer"
+	operands(op, a, b)
+	m, n := vector(op, "a", a), vector(op, "b", b)
+	return as(op, func() *tensor.Tensor {
+		col, row := a.Reshape(m, 1), b.Reshape(1, n)
+		defer col.Release()
+		defer row.Release()
+		return MatMul(col, row)
+	})
+}
+
+// OuterBackward returns the gradients of Outer for the m×n upstream
+// gradient g: g·b and gᵀ·a.
+func OuterBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
+	const op = "ops.OuterBackward"
+	operands(op, a, b, g)
+	m, n := vector(op, "a", a), vector(op, "b", b)
+	as(op, func() *tensor.Tensor {
+		col, row := a.Reshape(m, 1), b.Reshape(1, n)
+		defer col.Release()
+		defer row.Release()
+		gc, gr := MatMulBackward(col, row, g)
+		ga, gb = viewAs(gc, a), viewAs(gr, b)
+		return nil
+	})
+	return ga, gb
+}

@@ -155,6 +155,16 @@ func Slice(x *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
 	return out
 }
 
+// Narrow returns length elements of x from start along axis (PyTorch's
+// narrow): Slice with step 1. Its gradient is SliceBackward's with stop
+// start+length and step 1.
+func Narrow(x *tensor.Tensor, axis, start, length int) *tensor.Tensor {
+	if length < 0 {
+		tensor.Panicf("ops.Narrow", tensor.ErrArgument, "length %d; want ≥ 0", length)
+	}
+	return as("ops.Narrow", func() *tensor.Tensor { return Slice(x, axis, start, start+length, 1) })
+}
+
 // SliceBackward returns the gradient of Slice: g scattered into zeros
 // shaped like x, at the positions the slice took.
 func SliceBackward(x, g *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
