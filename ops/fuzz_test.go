@@ -85,6 +85,23 @@ func FuzzShapes(f *testing.F) {
 		err := tensor.Maybe(func() {
 			a := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, sa...))
 			b := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, sb...))
+			fuzzMatMul(t, a, b)
+			_ = tensor.Maybe(func() {
+				if p := ops.Permute(a, axes); !slices.Equal(ops.PermuteBackward(a, p, axes).Shape(), sa) {
+					t.Fatalf("PermuteBackward(%v, %v) is not shaped like its input", sa, axes)
+				}
+			})
+			_ = tensor.Maybe(func() {
+				ax := 0
+				if len(axes) > 0 {
+					ax = axes[0]
+				}
+				c := ops.Concat([]*tensor.Tensor{a, b}, ax)
+				gs := ops.ConcatBackward([]*tensor.Tensor{a, b}, c, ax)
+				if !slices.Equal(gs[0].Shape(), sa) || !slices.Equal(gs[1].Shape(), sb) {
+					t.Fatalf("ConcatBackward(%v, %v, %d): gradients %v, %v", sa, sb, ax, gs[0].Shape(), gs[1].Shape())
+				}
+			})
 			want, ok := broadcastShape(sa, sb)
 			if !ok {
 				if err := tensor.Maybe(func() { ops.Add(a, b) }); err == nil {
@@ -125,4 +142,48 @@ func FuzzShapes(f *testing.F) {
 		})
 		_ = err // a *tensor.Error is the expected answer to bad input
 	})
+}
+
+// fuzzMatMul checks MatMul's result shape against NumPy's matmul rule,
+// written here independently, and its gradients' shapes.
+func fuzzMatMul(t *testing.T, a, b *tensor.Tensor) {
+	sa, sb := a.Shape(), b.Shape()
+	var want []int
+	ok := len(sa) > 0 && len(sb) > 0
+	if ok {
+		ma, mb := sa, sb
+		if len(ma) == 1 {
+			ma = []int{1, ma[0]}
+		}
+		if len(mb) == 1 {
+			mb = []int{mb[0], 1}
+		}
+		batch, bok := broadcastShape(ma[:len(ma)-2], mb[:len(mb)-2])
+		ok = bok && ma[len(ma)-1] == mb[len(mb)-2]
+		want = batch
+		if len(sa) > 1 {
+			want = append(want, ma[len(ma)-2])
+		}
+		if len(sb) > 1 {
+			want = append(want, mb[len(mb)-1])
+		}
+	}
+	var c *tensor.Tensor
+	err := tensor.Maybe(func() { c = ops.MatMul(a, b) })
+	switch {
+	case !ok && err == nil:
+		t.Fatalf("MatMul(%v, %v): no error, shape %v", sa, sb, c.Shape())
+	case ok && err != nil:
+		t.Fatalf("MatMul(%v, %v): %v; want shape %v", sa, sb, err, want)
+	case ok && !slices.Equal(c.Shape(), want):
+		t.Fatalf("MatMul(%v, %v) has shape %v; want %v", sa, sb, c.Shape(), want)
+	case ok:
+		ga, gb := ops.MatMulBackward(a, b, c)
+		if !slices.Equal(ga.Shape(), sa) || !slices.Equal(gb.Shape(), sb) {
+			t.Fatalf("MatMulBackward(%v, %v): gradients %v, %v", sa, sb, ga.Shape(), gb.Shape())
+		}
+		if _, err := gb.Float32s(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
