@@ -266,8 +266,40 @@ type Device interface {
 	// (softmax(logits[i]) − onehot(labels[i]))·g[i], where g holds the
 	// upstream gradient of each row's loss; labels as in SoftmaxCrossEntropy.
 	SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g Buffer, n, c int)
+	// Step runs one fused optimiser step in place: param and the state
+	// buffers are read and written, grad read, by a single kernel (see
+	// Optimizer for the state each needs).
+	Step(op Optimizer, param, grad Buffer, state []Buffer, h StepParams)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)
+}
+
+// Optimizer names a fused optimiser step (Device.Step), as PyTorch's
+// torch.optim computes it.
+type Optimizer uint8
+
+// The optimisers.
+const (
+	// SGD: g ← grad + wd·p; with momentum, buf ← g on the first step, else
+	// momentum·buf + (1 − dampening)·g, and g ← g + momentum·buf
+	// (Nesterov) or buf; p ← p − lr·g. State: the momentum buffer (none
+	// without momentum).
+	SGD Optimizer = iota
+	// Adam: with weight decay, p ← p·(1 − lr·wd) (decoupled, AdamW) or
+	// g ← grad + wd·p; m ← β1·m + (1−β1)·g, v ← β2·v + (1−β2)·g²; with
+	// AMSGrad, vmax ← max(vmax, v) stands for v below;
+	// p ← p − lr/(1−β1ᵗ)·m/(√v/√(1−β2ᵗ) + ε). State: m, v (and vmax).
+	Adam
+)
+
+// StepParams are the hyper-parameters of one optimiser step.
+type StepParams struct {
+	LR, WeightDecay     float64
+	Momentum, Dampening float64 // SGD
+	Nesterov, FirstStep bool    // SGD: FirstStep starts the momentum buffer
+	Beta1, Beta2, Eps   float64 // Adam
+	Decoupled, AMSGrad  bool    // Adam: AdamW's weight decay; AMSGrad
+	T                   int     // Adam: the step number, from 1
 }
 
 // Take describes a gather with int32 indices, one for each of N rows
@@ -413,6 +445,13 @@ type PoolStats struct {
 // Pooler is implemented by devices that keep a buffer pool.
 type Pooler interface {
 	PoolStats() PoolStats
+}
+
+// Counter is implemented by devices that count the kernels they run.
+type Counter interface {
+	// Kernels returns the number of kernel dispatches recorded since the
+	// device opened (copies not counted).
+	Kernels() int64
 }
 
 // Flusher is implemented by devices that batch work; Flush submits what has

@@ -2,6 +2,9 @@ package ops
 
 import (
 	"fmt"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
 	"math"
 	"strings"
 )
@@ -221,6 +224,12 @@ var catalogue = []*Op{
 			return joined(norm, cs)
 		},
 		Cases: clipCases(true)},
+
+	// Optimisers: one fused kernel a step, in place.
+	{Name: "sgd_momentum", Family: "update", Doc: "PyTorch's SGD: weight decay, momentum, dampening, Nesterov; the table's forward runs 10 steps on ½‖p − y‖² and returns the trajectory.",
+		Forward: trajectory, Cases: optimCases(device.SGD)},
+	{Name: "adam", Family: "update", Doc: "PyTorch's Adam and AdamW (decoupled weight decay), bias-corrected, AMSGrad optional; the table's forward runs 10 steps as sgd_momentum's.",
+		Forward: trajectory, Cases: optimCases(device.Adam)},
 
 	// Updates.
 	{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
@@ -571,6 +580,68 @@ func clipCases(norm bool) []Case {
 	finite := c(0.5, sh(5), sh(2))
 	finite.Name, finite.Inputs[0].Domain = "huge "+finite.Name, Domain{Values: []float64{1e18, -1e18, 0, 1, -2}} // squares within float32
 	return []Case{c(1, sh(7)), c(1, sh(3, 4), sh(5), sh()), c(100, sh(3, 4), sh(5)), c(0.5, sh(0), sh(2, 2)), c(1, sh(LargeLen)), sp, finite}
+}
+
+// trajectory runs ten optimiser steps from p = in[0] on the loss
+// ½‖p − in[1]‖² (gradient p − in[1]) and returns p after each, stacked
+// (only the last for parameters of over 2²⁰ elements, whose ten would
+// outgrow a binding).
+func trajectory(in []*T, a Attrs) *T {
+	p := Clone(in[0])
+	defer p.Release()
+	state := make([]*T, StateLen(a.Optimizer, a.Hyper))
+	for i := range state {
+		state[i] = tensor.Must(tensor.Zeros(p.Device(), p.DType(), p.Shape()...))
+		defer state[i].Release()
+	}
+	var snaps []*T
+	for t := 1; t <= 10; t++ {
+		g := Sub(p, in[1])
+		h := a.Hyper
+		h.T, h.FirstStep = t, t == 1
+		Step(a.Optimizer, p, g, state, h)
+		g.Release()
+		if p.Len() <= 1<<20 || t == 10 {
+			snaps = append(snaps, Clone(p))
+		}
+	}
+	out := Stack(snaps, 0)
+	for _, s := range snaps {
+		s.Release()
+	}
+	return out
+}
+
+func optimCases(op device.Optimizer) []Case {
+	c := func(name string, s []int, h device.StepParams) Case {
+		return Case{Name: name + " " + ShapeName(s), Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: Attrs{Optimizer: op, Hyper: h}, NoFD: true}
+	}
+	sp := func(h device.StepParams) Case {
+		cs := c("special values", sh(len(specials)), h)
+		cs.Inputs[0].Domain = Domain{Values: specials}
+		return cs
+	}
+	if op == device.SGD {
+		h := device.StepParams{LR: 0.1, Momentum: 0.9}
+		return []Case{
+			c("lr 0.1 momentum 0.9", sh(257), h),
+			c("nesterov weight decay 0.01", sh(3, 4), device.StepParams{LR: 0.05, Momentum: 0.8, Nesterov: true, WeightDecay: 0.01}),
+			c("dampening 0.5", sh(7), device.StepParams{LR: 0.1, Momentum: 0.5, Dampening: 0.5}),
+			c("no momentum", sh(5), device.StepParams{LR: 0.3}),
+			c("empty", sh(0), h), c("0-D", sh(), h), c("large", sh(LargeLen), h),
+			sp(h),
+		}
+	}
+	h := device.StepParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	w := h
+	w.Decoupled, w.WeightDecay = true, 0.1
+	l2, ams := h, h
+	l2.WeightDecay, ams.AMSGrad = 0.05, true
+	return []Case{
+		c("lr 0.01", sh(257), h), c("adamw weight decay 0.1", sh(3, 4), w), c("L2 weight decay 0.05", sh(7), l2),
+		c("amsgrad", sh(2, 5), ams), c("empty", sh(0), h), c("0-D", sh(), h), c("large", sh(LargeLen), h),
+		sp(h),
+	}
 }
 
 func sgdCases() []Case {

@@ -3,6 +3,7 @@ package ops
 import (
 	"math"
 
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -45,6 +46,9 @@ type Attrs struct {
 	Pads              [][2]int // pad: {before, after} per axis
 	Value             float64  // pad: the constant
 	Window            Window   // conv2d and the poolings: the geometry
+	// Optimiser steps: which optimiser and its hyper-parameters.
+	Optimizer device.Optimizer
+	Hyper     device.StepParams
 }
 
 // Case is one parity check of an op.

@@ -110,6 +110,15 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Dot lengths", func() { ops.Dot(v3, f(2)) }, "ops.Dot", tensor.ErrShape, "a has 3 elements, b 2"},
 		{"Outer matrix", func() { ops.Outer(m23, v3) }, "ops.Outer", tensor.ErrShape, "want a 1-D vector"},
 		{"Narrow length", func() { ops.Narrow(m23, 1, 0, -1) }, "ops.Narrow", tensor.ErrArgument, "length -1"},
+		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
+		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},
+		{"Step β1 = 1", func() {
+			ops.Step(device.Adam, m23, f(2, 3), []*tensor.Tensor{f(2, 3), f(2, 3)}, device.StepParams{LR: 0.1, Beta1: 1, Beta2: 0.9, T: 1})
+		}, "ops.Step", tensor.ErrArgument, "β1 1"},
+		{"Step state count", func() {
+			ops.Step(device.Adam, m23, f(2, 3), nil, device.StepParams{LR: 0.1, Beta1: 0.9, Beta2: 0.9, T: 1})
+		}, "ops.Step", tensor.ErrArgument, "0 state tensors; this step needs 2"},
+		{"Step gradient shape", func() { ops.Step(device.SGD, m23, m32, nil, device.StepParams{LR: 0.1}) }, "ops.Step", tensor.ErrShape, "gradient has shape [3 2]; want [2 3]"},
 		{"Permute not a permutation", func() { ops.Permute(m23, []int{1, 1}) }, "ops.Permute", tensor.ErrArgument, "[1 1] is not a permutation of 0…1"},
 		{"Permute rank", func() { ops.Permute(m23, []int{0, 1, 2}) }, "ops.Permute", tensor.ErrArgument, "for rank 2"},
 		{"PermuteBackward g shape", func() { ops.PermuteBackward(m23, m23, []int{1, 0}) }, "ops.PermuteBackward", tensor.ErrShape, "want [3 2]"},

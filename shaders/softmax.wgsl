@@ -40,8 +40,8 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 }
 {{- end}}
 
-{{template "main_1d"}}
 {{- if eq .Stage "stats"}}
+{{template "main_1d"}}
     let n = p[1];
     let inner = p[2];
 {{- if .Vec}}
@@ -83,7 +83,10 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
     s2[i] = 1.0 / acc.y;
 {{- end}}
 {{- end}}
+}
 {{- else}}
+
+fn elem(i: u32) {
 {{- if .Vec}}
     let row = i / {{.Quads}}u; // a constant: llvmpipe has no vector division
 {{- else}}
@@ -94,5 +97,6 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- else}}
     out[i] = {{if .Log}}x[i] - s1[row]{{else}}exp(x[i] - s1[row]) * s2[row]{{end}};
 {{- end}}
-{{- end}}
 }
+{{template "main_unrolled" .Unroll}}
+{{- end}}

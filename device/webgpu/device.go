@@ -72,7 +72,8 @@ type Device struct {
 	encoder    *wgpu.CommandEncoder
 	params     []byte // parameter slots of the open batch
 	paramBuf   *wgpu.Buffer
-	dispatches int // in the open batch
+	dispatches int   // in the open batch
+	ran        int64 // kernel dispatches since the device opened
 	labels     []string
 
 	submitted, completed uint64 // submission counts

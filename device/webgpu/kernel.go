@@ -200,6 +200,7 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*
 		return
 	}
 	d.dispatches++
+	d.ran++
 	d.labels = append(d.labels, k.name)
 	if d.dispatches >= BatchSize {
 		d.flush()

@@ -421,6 +421,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	params := []uint32{uint32(count), uint32(n), uint32(inner)}
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
 	spec["Stage"] = "apply"
+	spec["Unroll"] = unroll(vec)
 	apply := name + "/apply"
 	if vec {
 		// The row length is a constant of the vec4 kernel: one pipeline per
@@ -434,7 +435,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		elems /= 4
 	}
 	params[0] = uint32(elems)
-	d.run(ka, groupsOf(elems, 256), params, append(append(in, stats...), out)...)
+	d.run(ka, groupsOf(groupsOf(elems, unroll(vec)), 256), params, append(append(in, stats...), out)...)
 }
 
 // flags returns the writable flags of a kernel's storage bindings: read
@@ -625,4 +626,54 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		return
 	}
 	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(w.N), uint32(w.N0)}, append(in, d.buf(dst))...)
+}
+
+// Step runs one fused optimiser step: one dispatch reading the gradient
+// and updating the parameter and its state in place.
+func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []device.Buffer, h device.StepParams) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.buf(param)
+	if p.n == 0 {
+		return
+	}
+	bufs := []*buffer{d.buf(grad), p}
+	for _, s := range state {
+		bufs = append(bufs, d.buf(s))
+	}
+	var spec map[string]any
+	var params []uint32
+	switch op {
+	case device.SGD:
+		momentum := h.Momentum != 0
+		spec = map[string]any{"Op": "sgd", "T": "f32", "Momentum": momentum, "First": h.FirstStep, "Nesterov": h.Nesterov}
+		params = []uint32{uint32(p.n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Momentum), f32bits(h.Dampening)}
+		bufs = bufs[:2+b2i(momentum)]
+	case device.Adam:
+		spec = map[string]any{"Op": "adam", "T": "f32", "Decoupled": h.Decoupled, "AMSGrad": h.AMSGrad}
+		bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
+		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
+		params = []uint32{uint32(p.n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Beta1), f32bits(h.Beta2), f32bits(h.Eps),
+			f32bits(h.LR / bc1), f32bits(math.Sqrt(bc2))}
+		bufs = bufs[:2+2+b2i(h.AMSGrad)]
+	}
+	key := fmt.Sprintf("step/%v", spec)
+	k := d.kernel(key, "update", spec, flags(1, len(bufs)-1)...)
+	d.run(k, groupsOf(p.n, 256), params, bufs...)
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Kernels returns the number of kernel dispatches recorded since the
+// device opened (device.Counter).
+func (d *Device) Kernels() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ran
 }

@@ -1,0 +1,224 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Var is a tensor on the tape: a leaf (a parameter or an input) or the
+// output of a recorded op. Its gradient accumulates in Grad.
+type Var struct {
+	t        *tensor.Tensor
+	grad     *tensor.Tensor
+	requires bool
+	keep     bool  // Retain: backward leaves its value alone
+	node     *node // the op that made it; nil for a leaf
+}
+
+// node is one recorded op: the table entry, its attributes and inputs.
+type node struct {
+	op    *ops.Op
+	attrs ops.Attrs
+	in    []*Var
+	freed bool // backward consumed it and released what it held
+}
+
+// Leaf returns t as a leaf of the tape; requiresGrad says whether Backward
+// computes its gradient (parameters: true; data: false, at no cost).
+func Leaf(t *tensor.Tensor, requiresGrad bool) *Var {
+	if t == nil {
+		tensor.Panicf("autograd.Leaf", tensor.ErrArgument, "nil tensor")
+	}
+	return &Var{t: t, requires: requiresGrad}
+}
+
+// Value returns the variable's tensor. After Backward has consumed the
+// graph, an intermediate's value is released unless Retain was called.
+func (v *Var) Value() *tensor.Tensor { return v.t }
+
+// Grad returns the gradient accumulated by Backward, or nil.
+func (v *Var) Grad() *tensor.Tensor { return v.grad }
+
+// RequiresGrad reports whether Backward computes the variable's gradient.
+func (v *Var) RequiresGrad() bool { return v.requires }
+
+// ZeroGrad releases the accumulated gradient.
+func (v *Var) ZeroGrad() {
+	v.grad.Release()
+	v.grad = nil
+}
+
+// Retain keeps the variable's value alive through Backward (an
+// intermediate a caller wants to read afterwards). It returns v.
+func (v *Var) Retain() *Var {
+	v.keep = true
+	return v
+}
+
+// Detach returns v's value as a leaf that requires no gradient: what is
+// computed from it is not recorded.
+func (v *Var) Detach() *Var { return &Var{t: v.t} }
+
+// Release releases the variable's value and gradient.
+func (v *Var) Release() {
+	v.t.Release()
+	v.ZeroGrad()
+}
+
+// Apply runs the op named name of the op table on the inputs, recording
+// it when an input requires a gradient. It panics with a *tensor.Error
+// for an unknown op or bad input, as the ops do.
+func Apply(name string, a ops.Attrs, in ...*Var) *Var {
+	op := ops.Lookup(name)
+	if op == nil {
+		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "no op %q in the op table", name)
+	}
+	ts := make([]*tensor.Tensor, len(in))
+	requires := false
+	for i, v := range in {
+		if v == nil {
+			tensor.Panicf("autograd."+name, tensor.ErrArgument, "input %d is nil", i)
+		}
+		ts[i] = v.t
+		requires = requires || v.requires
+	}
+	out := &Var{t: op.Forward(ts, a), requires: requires}
+	if requires {
+		out.node = &node{op: op, attrs: a, in: in}
+	}
+	return out
+}
+
+// Backward computes the gradient of v, a 0-D loss, with respect to every
+// variable it was computed from that requires one, adding it to their
+// Grad (gradients accumulate across calls until ZeroGrad, as in PyTorch).
+// It then releases the graph's intermediate values (those not Retained);
+// a second Backward through the same graph is an error.
+func (v *Var) Backward() error {
+	if v.t.Rank() != 0 {
+		return fmt.Errorf("autograd: Backward of a tensor of shape %v; want a 0-D loss, or BackwardWith an upstream gradient", v.t.Shape())
+	}
+	g, err := tensor.Scalar(v.t.Device(), v.t.DType(), 1)
+	if err != nil {
+		return err
+	}
+	defer g.Release()
+	return v.BackwardWith(g, false)
+}
+
+// BackwardWith is Backward with the upstream gradient g (shaped like v).
+// With retain, the graph keeps its intermediate values for another
+// backward pass.
+func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
+	if !v.requires {
+		return fmt.Errorf("autograd: Backward of a variable that requires no gradient")
+	}
+	order, err := topo(v)
+	if err != nil {
+		return err
+	}
+	// How many recorded ops still need each variable's value.
+	uses := map[*Var]int{}
+	for _, x := range order {
+		for _, y := range x.node.in {
+			uses[y]++
+		}
+	}
+	grads := map[*Var]*tensor.Tensor{v: g}
+	owned := map[*Var]bool{} // gradients this pass made, released once used
+	defer func() {
+		for x, t := range grads {
+			if owned[x] {
+				t.Release()
+			}
+		}
+	}()
+	err = tensor.Maybe(func() {
+		for i := len(order) - 1; i >= 0; i-- {
+			x := order[i]
+			gx, ok := grads[x]
+			if !ok {
+				continue
+			}
+			n := x.node
+			if n.op.Backward == nil {
+				tensor.Panicf("autograd.Backward", tensor.ErrArgument, "op %q has no gradient", n.op.Name)
+			}
+			in := make([]*tensor.Tensor, len(n.in))
+			for k, y := range n.in {
+				in[k] = y.t
+			}
+			gs := n.op.Backward(in, gx, n.attrs)
+			if owned[x] {
+				gx.Release()
+			}
+			delete(grads, x)
+			for k, y := range n.in {
+				gy := gs[k]
+				if gy == nil {
+					continue
+				}
+				if !y.requires {
+					gy.Release()
+					continue
+				}
+				if y.node == nil { // a leaf: accumulate into Grad
+					if y.grad == nil {
+						y.grad = gy
+					} else {
+						s := ops.Add(y.grad, gy)
+						y.grad.Release()
+						gy.Release()
+						y.grad = s
+					}
+					continue
+				}
+				if prev, ok := grads[y]; ok {
+					s := ops.Add(prev, gy)
+					if owned[y] {
+						prev.Release()
+					}
+					gy.Release()
+					gy = s
+				}
+				grads[y], owned[y] = gy, true
+			}
+			if !retain {
+				n.freed = true
+				for _, y := range n.in {
+					if uses[y]--; uses[y] == 0 && y.node != nil && !y.keep && y != v {
+						y.t.Release()
+					}
+				}
+			}
+		}
+	})
+	return err
+}
+
+// topo returns the recorded variables that v depends on, v last, each
+// after its inputs, or an error if the graph was already consumed.
+func topo(v *Var) ([]*Var, error) {
+	var order []*Var
+	seen := map[*Var]bool{}
+	var visit func(x *Var) error
+	visit = func(x *Var) error {
+		if x.node == nil || seen[x] {
+			return nil
+		}
+		if x.node.freed {
+			return fmt.Errorf("autograd: Backward through a graph already consumed by an earlier Backward (op %q); pass retain to keep it", x.node.op.Name)
+		}
+		seen[x] = true
+		for _, y := range x.node.in {
+			if err := visit(y); err != nil {
+				return err
+			}
+		}
+		order = append(order, x)
+		return nil
+	}
+	return order, visit(v)
+}

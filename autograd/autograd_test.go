@@ -1,0 +1,235 @@
+package autograd_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/floats/scalar"
+)
+
+// graph is a random small computation over three leaves of shapes (3,4),
+// (4,) and (3,1): each step applies an op to earlier values (leaves are
+// reused, values broadcast), and the loss is the sum of the last value.
+type graph struct{ steps [][3]int } // op, operand, operand
+
+var leafShapes = [][]int{{3, 4}, {4}, {3, 1}}
+
+const nOps = 9
+
+func randomGraph(r *rand.Rand) graph {
+	var g graph
+	for range 3 + r.IntN(5) {
+		g.steps = append(g.steps, [3]int{r.IntN(nOps), r.IntN(3 + len(g.steps)), r.IntN(3 + len(g.steps))})
+	}
+	return g
+}
+
+// eval runs the graph on leaves of the given values.
+func (g graph) eval(dev device.Device, dt device.DType, vals [][]float64) (leaves []*autograd.Var, loss *autograd.Var) {
+	var vs []*autograd.Var
+	for i, s := range leafShapes {
+		t := tensor.Must(tensor.FromValues(dev, dt, vals[i], s...))
+		vs = append(vs, autograd.Leaf(t, true))
+	}
+	leaves = append(leaves, vs...)
+	for _, st := range g.steps {
+		a, b := vs[st[1]], vs[st[2]]
+		var v *autograd.Var
+		switch st[0] {
+		case 0:
+			v = autograd.Add(a, b)
+		case 1:
+			v = autograd.Mul(a, b)
+		case 2:
+			v = autograd.Sub(a, b)
+		case 3:
+			v = autograd.Tanh(a)
+		case 4:
+			v = autograd.Sigmoid(a)
+		case 5:
+			v = autograd.Tanh(a)
+			if a.Value().Rank() > 0 {
+				v = autograd.Softmax(a, -1)
+			}
+		case 6:
+			v = autograd.Mean(a)
+			if a.Value().Rank() > 0 {
+				v = autograd.Mean(a, 0)
+			}
+		case 7:
+			v = autograd.Exp(autograd.Mul(a, autograd.Sigmoid(b))) // a value used twice via reuse
+		default:
+			v = autograd.Sum(a)
+		}
+		vs = append(vs, v)
+	}
+	return leaves, autograd.Sum(vs[len(vs)-1])
+}
+
+// TestRandomGraphs checks the tape's gradients of random graphs against
+// central finite differences (CPU, float64) and the WebGPU tape's against
+// the CPU's.
+func TestRandomGraphs(t *testing.T) {
+	c := cpu.New()
+	gpu := gputest.OrNil(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	for k := range 40 {
+		g := randomGraph(r)
+		vals := make([][]float64, len(leafShapes))
+		for i, s := range leafShapes {
+			vals[i] = make([]float64, device.Numel(s))
+			for j := range vals[i] {
+				vals[i][j] = float64(float32(r.Float64()*2 - 1))
+			}
+		}
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			leaves, loss := g.eval(c, device.Float64, vals)
+			if err := loss.Backward(); err != nil {
+				t.Fatal(err)
+			}
+			want := make([][]float64, len(leaves))
+			for i, l := range leaves {
+				want[i] = read(t, l.Grad(), device.Numel(leafShapes[i]))
+				// Finite differences of the loss in leaf i.
+				fdg := fd.Gradient(nil, func(x []float64) float64 {
+					v := append([][]float64(nil), vals...)
+					v[i] = x
+					_, l := g.eval(c, device.Float64, v)
+					return read(t, l.Value(), 1)[0]
+				}, vals[i], &fd.Settings{Formula: fd.Central})
+				for j := range fdg {
+					if !scalar.EqualWithinAbsOrRel(want[i][j], fdg[j], 1e-6, 1e-5) {
+						t.Fatalf("graph %v: leaf %d gradient [%d] = %v; finite differences %v", g.steps, i, j, want[i][j], fdg[j])
+					}
+				}
+			}
+			if gpu == nil {
+				return
+			}
+			gl, gloss := g.eval(gpu, device.Float32, vals)
+			if err := gloss.Backward(); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range gl {
+				got := read(t, l.Grad(), len(want[i]))
+				for j := range got {
+					if !scalar.EqualWithinAbsOrRel(got[j], want[i][j], 1e-5, 1e-4) {
+						t.Fatalf("graph %v: webgpu leaf %d gradient [%d] = %v; cpu float64 %v", g.steps, i, j, got[j], want[i][j])
+					}
+				}
+			}
+		})
+	}
+}
+
+// read returns t's n values, or zeros for a nil gradient (a leaf the loss
+// does not depend on).
+func read(t *testing.T, x *tensor.Tensor, n int) []float64 {
+	t.Helper()
+	if x == nil {
+		return make([]float64, n)
+	}
+	v, err := x.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestMLPMatchesHandWritten checks, on the CPU backend, that the tape
+// gives the same gradients as the hand-written backward of a two-layer
+// MLP with a cross-entropy loss, bit for bit.
+func TestMLPMatchesHandWritten(t *testing.T) {
+	dev := cpu.New()
+	u := func(seed uint64, shape ...int) *tensor.Tensor {
+		return tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, seed, shape...))
+	}
+	x, w1, b1, w2, b2 := u(1, 8, 5), u(2, 6, 5), u(3, 6), u(4, 3, 6), u(5, 3)
+	labels := tensor.Must(tensor.FromInt32(dev, []int32{0, 2, 1, 1, 0, 2, 2, 1}))
+
+	// By hand.
+	h := ops.Linear(x, w1, b1)
+	a := ops.Relu(h)
+	z := ops.Linear(a, w2, b2)
+	one := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
+	gz, _ := ops.CrossEntropyLossBackward(z, labels, one, ops.MeanReduction)
+	ga, gw2, gb2 := ops.LinearBackward(a, w2, b2, gz)
+	gh := ops.ReluBackward(h, ga)
+	_, gw1, gb1 := ops.LinearBackward(x, w1, b1, gh)
+
+	// By the tape.
+	vw1, vb1, vw2, vb2 := autograd.Leaf(w1, true), autograd.Leaf(b1, true), autograd.Leaf(w2, true), autograd.Leaf(b2, true)
+	hidden := autograd.Relu(autograd.Linear(autograd.Leaf(x, false), vw1, vb1))
+	loss := autograd.CrossEntropy(autograd.Linear(hidden, vw2, vb2), autograd.Leaf(labels, false), ops.MeanReduction)
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []struct {
+		v    *autograd.Var
+		want *tensor.Tensor
+	}{{vw1, gw1}, {vb1, gb1}, {vw2, gw2}, {vb2, gb2}} {
+		got, want := read(t, p.v.Grad(), 0), read(t, p.want, 0)
+		for j := range want {
+			if got[j] != want[j] {
+				t.Fatalf("parameter %d [%d]: tape %v, by hand %v", i, j, got[j], want[j])
+			}
+		}
+	}
+	if !hidden.Value().Released() {
+		t.Errorf("an intermediate value outlived Backward")
+	}
+	if x.Released() || w1.Released() {
+		t.Errorf("Backward released a leaf")
+	}
+}
+
+func TestAccumulateAndErrors(t *testing.T) {
+	dev := cpu.New()
+	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2, 3})), true)
+	sq := func() *autograd.Var { return autograd.Sum(autograd.Mul(x, x)) }
+	for range 2 {
+		if err := sq().Backward(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(t, x.Grad(), 3); got[0] != 4 || got[1] != 8 || got[2] != 12 {
+		t.Errorf("two backward passes of Σx² accumulate to %v; want [4 8 12]", got)
+	}
+	x.ZeroGrad()
+	if x.Grad() != nil {
+		t.Errorf("ZeroGrad left a gradient")
+	}
+
+	loss := sq()
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if err := loss.Backward(); err == nil {
+		t.Errorf("a second Backward through a consumed graph: no error")
+	}
+	if err := autograd.Mul(x, x).Backward(); err == nil {
+		t.Errorf("Backward of a non-scalar: no error")
+	}
+	c := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), false)
+	if err := autograd.Sum(c).Backward(); err == nil {
+		t.Errorf("Backward of a loss that requires no gradient: no error")
+	}
+	am := autograd.Apply("argmax", ops.Attrs{All: true}, x)
+	one := tensor.Must(tensor.Scalar(dev, device.Int32, 1))
+	if err := am.BackwardWith(one, false); err == nil {
+		t.Errorf("a gradient through argmax: no error")
+	}
+	err := tensor.Maybe(func() { autograd.Apply("no such op", ops.Attrs{}, x) })
+	if !errors.Is(err, tensor.ErrArgument) {
+		t.Errorf("Apply of an unknown op: %v; want ErrArgument", err)
+	}
+}

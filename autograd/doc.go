@@ -1,0 +1,24 @@
+// Package autograd is extensor's reverse-mode automatic differentiation:
+// a tape over the op table of package ops.
+//
+// Variables wrap tensors. Leaf makes a parameter (requiresGrad true) or an
+// input (false); Apply, and the one-line functions named after the ops
+// (Add, MatMul, Relu, Conv2d, …), run an op of the table and record it when
+// any input requires a gradient: an op on inputs that need none is not
+// recorded and costs nothing in backward. Recording and differentiating
+// come from the op's table entry (its Forward and Backward), never from
+// code written again per op; an op without a backward (argmax, say) is an
+// error when a gradient must pass through it.
+//
+// Backward on a 0-D loss (or BackwardWith an upstream gradient) adds each
+// leaf's gradient to its Grad: gradients accumulate across calls until
+// ZeroGrad, as in PyTorch, and a variable used several times receives the
+// sum of its gradients. Backward releases the graph's intermediate values
+// as soon as the ops that need them have been differentiated, so a
+// training loop keeps device memory flat without waiting for the garbage
+// collector; Retain keeps one to read afterwards, and BackwardWith's
+// retain keeps the whole graph for another pass. A second Backward
+// through a consumed graph is an error.
+//
+// Variables are not safe for concurrent use; the devices under them are.
+package autograd

@@ -1,0 +1,144 @@
+// Package optim holds the optimisers that train autograd variables: SGD
+// (momentum, dampening, Nesterov, weight decay), Adam and AdamW
+// (bias-corrected, AMSGrad optional), as PyTorch's torch.optim computes
+// them, and learning-rate schedules. Each step runs one fused WGSL kernel
+// per parameter tensor (ops.Step), reading the parameter, its gradient
+// and its state and writing them in place; the state lives on the
+// parameter's device.
+package optim
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Optimizer updates parameters from their gradients.
+type Optimizer struct {
+	params []*autograd.Var
+	kind   device.Optimizer
+	// Hyper are the hyper-parameters; LR may be changed between steps
+	// (Schedule does).
+	Hyper device.StepParams
+	state [][]*tensor.Tensor
+	steps int
+}
+
+// SGD returns PyTorch's SGD over params with learning rate lr and the
+// momentum, dampening, Nesterov flag and weight decay of h (h.LR is set
+// to lr).
+func SGD(params []*autograd.Var, lr float64, h device.StepParams) *Optimizer {
+	h.LR = lr
+	return newOptimizer(params, device.SGD, h)
+}
+
+// Adam returns PyTorch's Adam over params with learning rate lr and its
+// defaults β = (0.9, 0.999), ε = 1e-8, no weight decay.
+func Adam(params []*autograd.Var, lr float64) *Optimizer {
+	return newOptimizer(params, device.Adam, device.StepParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+}
+
+// AdamW returns PyTorch's AdamW: Adam with weight decay wd decoupled from
+// the gradient (PyTorch's default wd is 0.01).
+func AdamW(params []*autograd.Var, lr, wd float64) *Optimizer {
+	return newOptimizer(params, device.Adam, device.StepParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: wd, Decoupled: true})
+}
+
+func newOptimizer(params []*autograd.Var, kind device.Optimizer, h device.StepParams) *Optimizer {
+	for i, p := range params {
+		if p == nil || !p.RequiresGrad() {
+			tensor.Panicf("optim", tensor.ErrArgument, "parameter %d requires no gradient; want leaves made with autograd.Leaf(t, true)", i)
+		}
+	}
+	return &Optimizer{params: params, kind: kind, Hyper: h, state: make([][]*tensor.Tensor, len(params))}
+}
+
+// Params returns the parameters.
+func (o *Optimizer) Params() []*autograd.Var { return o.params }
+
+// Steps returns the number of steps taken.
+func (o *Optimizer) Steps() int { return o.steps }
+
+// Step updates every parameter that has a gradient, one kernel each. The
+// state is created (zeros) at the first step that needs it. A parameter
+// on another device than its state or gradient panics, naming both.
+func (o *Optimizer) Step() {
+	o.steps++
+	h := o.Hyper
+	h.T, h.FirstStep = o.steps, o.steps == 1
+	for i, p := range o.params {
+		g := p.Grad()
+		if g == nil {
+			continue
+		}
+		w := p.Value()
+		if o.state[i] == nil {
+			n := ops.StateLen(o.kind, h)
+			o.state[i] = make([]*tensor.Tensor, n)
+			for k := range n {
+				z, err := tensor.Zeros(w.Device(), w.DType(), w.Shape()...)
+				if err != nil {
+					w.SetErr(err)
+					return
+				}
+				o.state[i][k] = z
+			}
+		}
+		ops.Step(o.kind, w, g, o.state[i], h)
+	}
+}
+
+// ZeroGrad releases every parameter's gradient.
+func (o *Optimizer) ZeroGrad() {
+	for _, p := range o.params {
+		p.ZeroGrad()
+	}
+}
+
+// State returns the optimiser state of parameter i (nil before its first
+// step): SGD's momentum buffer, or Adam's m, v (and vmax).
+func (o *Optimizer) State(i int) []*tensor.Tensor { return o.state[i] }
+
+// Release frees the optimiser's state.
+func (o *Optimizer) Release() {
+	for _, st := range o.state {
+		for _, t := range st {
+			t.Release()
+		}
+	}
+	o.state = make([][]*tensor.Tensor, len(o.params))
+}
+
+// A Schedule gives the learning rate of a step, from 0.
+type Schedule func(step int) float64
+
+// StepLR multiplies base by gamma every size steps (PyTorch's StepLR).
+func StepLR(base float64, size int, gamma float64) Schedule {
+	return func(step int) float64 { return base * math.Pow(gamma, float64(step/max(size, 1))) }
+}
+
+// Cosine anneals from base to min over total steps (PyTorch's
+// CosineAnnealingLR), and stays at min after.
+func Cosine(base, min float64, total int) Schedule {
+	return func(step int) float64 {
+		t := math.Min(float64(step), float64(total)) / float64(max(total, 1))
+		return min + (base-min)*(1+math.Cos(math.Pi*t))/2
+	}
+}
+
+// Warmup ramps the rate linearly from 0 (exclusive) over the first steps,
+// then follows s.
+func Warmup(s Schedule, steps int) Schedule {
+	return func(step int) float64 {
+		if step < steps {
+			return s(step) * float64(step+1) / float64(steps)
+		}
+		return s(step)
+	}
+}
+
+// Schedule sets the learning rate for the next step from s.
+func (o *Optimizer) Schedule(s Schedule) { o.Hyper.LR = s(o.steps) }

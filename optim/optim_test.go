@@ -1,0 +1,126 @@
+package optim_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
+)
+
+// TestOneKernelPerParameter counts the kernels of an Adam step over three
+// parameters on WebGPU: one each.
+func TestOneKernelPerParameter(t *testing.T) {
+	dev := gputest.Open(t)
+	counter, ok := dev.(device.Counter)
+	if !ok {
+		t.Fatalf("%s counts no kernels", dev)
+	}
+	var params []*autograd.Var
+	for i, s := range [][]int{{3, 4}, {4}, {257}} {
+		p := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, uint64(i), s...)), true)
+		params = append(params, p)
+	}
+	o := optim.Adam(params, 1e-3)
+	defer o.Release()
+	loss := func() {
+		var l *autograd.Var
+		for _, p := range params {
+			s := autograd.Sum(autograd.Mul(p, p))
+			if l == nil {
+				l = s
+			} else {
+				l = autograd.Add(l, s)
+			}
+		}
+		if err := l.Backward(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loss()
+	o.Step() // the first step also makes the state
+	o.ZeroGrad()
+	loss()
+	before := counter.Kernels()
+	o.Step()
+	if n := counter.Kernels() - before; n != int64(len(params)) {
+		t.Errorf("an Adam step over %d parameters ran %d kernels; want one each", len(params), n)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrainsAQuadratic checks that each optimiser drives ‖p − 3‖² down on
+// the CPU backend, and that schedules give PyTorch's rates.
+func TestTrainsAQuadratic(t *testing.T) {
+	dev := cpu.New()
+	for _, tt := range []struct {
+		name string
+		make func(ps []*autograd.Var) *optim.Optimizer
+	}{
+		{"sgd", func(ps []*autograd.Var) *optim.Optimizer { return optim.SGD(ps, 0.1, device.StepParams{}) }},
+		{"sgd nesterov", func(ps []*autograd.Var) *optim.Optimizer {
+			return optim.SGD(ps, 0.05, device.StepParams{Momentum: 0.9, Nesterov: true})
+		}},
+		{"adam", func(ps []*autograd.Var) *optim.Optimizer { return optim.Adam(ps, 0.1) }},
+		{"adamw", func(ps []*autograd.Var) *optim.Optimizer { return optim.AdamW(ps, 0.1, 0.01) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{0, 10, -4})), true)
+			target := autograd.Leaf(tensor.Must(tensor.Full(dev, device.Float64, 3, 3)), false)
+			o := tt.make([]*autograd.Var{p})
+			for range 300 {
+				o.ZeroGrad()
+				d := autograd.Sub(p, target)
+				if err := autograd.Sum(autograd.Mul(d, d)).Backward(); err != nil {
+					t.Fatal(err)
+				}
+				o.Step()
+			}
+			v, err := p.Value().Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range v {
+				if math.Abs(x-3) > 0.1 { // AdamW's decay pulls p a little towards 0
+					t.Fatalf("after 300 steps p = %v; want about 3", v)
+				}
+			}
+		})
+	}
+	if lr := optim.StepLR(0.1, 10, 0.5)(25); math.Abs(lr-0.025) > 1e-15 {
+		t.Errorf("StepLR at 25: %v; want 0.025", lr)
+	}
+	if lr := optim.Cosine(1, 0, 100)(50); math.Abs(lr-0.5) > 1e-12 {
+		t.Errorf("Cosine at half: %v; want 0.5", lr)
+	}
+	if lr := optim.Warmup(optim.StepLR(1, 100, 1), 4)(1); lr != 0.5 {
+		t.Errorf("Warmup at step 1 of 4: %v; want 0.5", lr)
+	}
+}
+
+// TestBadParameters: state on another device and a variable without a
+// gradient are clear errors.
+func TestBadParameters(t *testing.T) {
+	a, b := cpu.New(), cpu.New()
+	p := autograd.Leaf(tensor.Must(tensor.FromFloat64(a, []float64{1})), true)
+	o := optim.Adam([]*autograd.Var{p}, 0.1)
+	if err := autograd.Sum(autograd.Mul(p, p)).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	o.Step()
+	st := o.State(0)
+	st[0] = tensor.Must(tensor.FromFloat64(b, []float64{0}))
+	if err := tensor.Maybe(o.Step); !errors.Is(err, tensor.ErrDevice) {
+		t.Errorf("a step with state on another device: %v; want ErrDevice", err)
+	}
+	if err := tensor.Maybe(func() { optim.Adam([]*autograd.Var{autograd.Leaf(p.Value(), false)}, 0.1) }); !errors.Is(err, tensor.ErrArgument) {
+		t.Errorf("an optimiser of a variable without gradient: %v; want ErrArgument", err)
+	}
+}
