@@ -6,7 +6,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train bench fuzz soak
+.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn bench fuzz soak
 
 all: test
 
@@ -73,6 +73,11 @@ parity: deps
 
 train: deps
 	$(GO) run ./examples/mlp -device auto -epochs 3
+
+# train-cnn trains the CNN of examples/cnn (tape, layers, Adam) for 3
+# epochs: minutes on a GPU, about a quarter of an hour on lavapipe.
+train-cnn: deps
+	$(GO) run ./examples/cnn -device auto -epochs 3
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/

@@ -14,6 +14,7 @@ type Var struct {
 	grad     *tensor.Tensor
 	requires bool
 	keep     bool  // Retain: backward leaves its value alone
+	temp     bool  // Temp: backward releases this leaf's value once used
 	node     *node // the op that made it; nil for a leaf
 }
 
@@ -32,6 +33,15 @@ func Leaf(t *tensor.Tensor, requiresGrad bool) *Var {
 		tensor.Panicf("autograd.Leaf", tensor.ErrArgument, "nil tensor")
 	}
 	return &Var{t: t, requires: requiresGrad}
+}
+
+// Temp returns t as a leaf that requires no gradient and belongs to the
+// graph: Backward releases it once the ops that read it are
+// differentiated (a dropout mask, say).
+func Temp(t *tensor.Tensor) *Var {
+	v := Leaf(t, false)
+	v.temp = true
+	return v
 }
 
 // Value returns the variable's tensor. After Backward has consumed the
@@ -188,7 +198,7 @@ func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
 			if !retain {
 				n.freed = true
 				for _, y := range n.in {
-					if uses[y]--; uses[y] == 0 && y.node != nil && !y.keep && y != v {
+					if uses[y]--; uses[y] == 0 && (y.node != nil || y.temp) && !y.keep && y != v {
 						y.t.Release()
 					}
 				}

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
+	cnnmodel "github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -22,6 +25,19 @@ func devices(b *testing.B) []device.Device {
 		devs = append(devs, g)
 	}
 	return devs
+}
+
+// steps times step, run once first to compile its kernels, and reports
+// ms/step.
+func steps(b *testing.B, dev device.Device, step func()) {
+	step()
+	sync(b, dev)
+	b.ResetTimer()
+	for range b.N {
+		step()
+	}
+	sync(b, dev)
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
 }
 
 func sync(b *testing.B, dev device.Device) {
@@ -152,14 +168,7 @@ func BenchmarkMLPStep(b *testing.B) {
 				x.Release()
 				y.Release()
 			}
-			step()
-			sync(b, dev)
-			b.ResetTimer()
-			for range b.N {
-				step()
-			}
-			sync(b, dev)
-			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+			steps(b, dev, step)
 			if p, ok := dev.(device.Pooler); ok {
 				s := p.PoolStats()
 				b.ReportMetric(100*float64(s.Hits)/float64(max(s.Hits+s.Misses, 1)), "%pool-hits")
@@ -247,4 +256,59 @@ func BenchmarkConv2d(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkTrainStep runs one training step (forward, backward through
+// the tape, optimiser) of the examples' networks on synthetic batches:
+// the MLP of examples/mlp (784-256-10, batch 128, SGD; BenchmarkMLPStep
+// is the same step with the backward written by hand) and the CNN of
+// examples/cnn (batch 64, Adam).
+func BenchmarkTrainStep(b *testing.B) {
+	for _, dev := range devices(b) {
+		for _, net := range []string{"mlp", "cnn"} {
+			b.Run(net+"/"+dev.Name(), func(b *testing.B) {
+				shape := []int{64, 1, 28, 28}
+				if net == "mlp" {
+					shape = []int{128, 784}
+				}
+				x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, 5, shape...))
+				defer x.Release()
+				labels := make([]int32, shape[0])
+				for i := range labels {
+					labels[i] = int32(i % 10)
+				}
+				y := tensor.Must(tensor.FromInt32(dev, labels))
+				defer y.Release()
+				var step func()
+				if net == "mlp" {
+					m := must(model.New(dev, 784, 256, 10, 1))
+					defer m.Release()
+					opt := optim.SGD(m.Params(), 0.1, device.StepParams{})
+					step = func() { m.TapeStep(x, y, opt).Release() }
+				} else {
+					layers := must(cnnmodel.New(dev, 1))
+					opt := optim.Adam(layers.Params(), 1e-3)
+					defer opt.Release()
+					step = func() {
+						loss := autograd.CrossEntropy(layers.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
+						if err := loss.Backward(); err != nil {
+							b.Fatal(err)
+						}
+						opt.Step()
+						opt.ZeroGrad()
+						loss.Release()
+					}
+				}
+				steps(b, dev, step)
+			})
+		}
+	}
+}
+
+// must returns v, failing the benchmark run on an error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -102,6 +102,38 @@ func (o *Optimizer) ZeroGrad() {
 // step): SGD's momentum buffer, or Adam's m, v (and vmax).
 func (o *Optimizer) State(i int) []*tensor.Tensor { return o.state[i] }
 
+// StateDict returns the optimiser's state by name, for checkpoints: for
+// parameter i named names[i], "<name>.<k>" for each of its state tensors
+// (SGD: momentum; Adam: m, v, vmax), made (zeros) if no step has made it
+// yet. Steps and SetSteps carry the step count.
+func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error) {
+	labels := []string{"momentum"}
+	if o.kind == device.Adam {
+		labels = []string{"m", "v", "vmax"}
+	}
+	d := map[string]*tensor.Tensor{}
+	for i, p := range o.params {
+		if o.state[i] == nil {
+			w := p.Value()
+			for range ops.StateLen(o.kind, o.Hyper) {
+				z, err := tensor.Zeros(w.Device(), w.DType(), w.Shape()...)
+				if err != nil {
+					return nil, err
+				}
+				o.state[i] = append(o.state[i], z)
+			}
+		}
+		for k, t := range o.state[i] {
+			d[names[i]+"."+labels[k]] = t
+		}
+	}
+	return d, nil
+}
+
+// SetSteps sets the number of steps taken (when resuming from a
+// checkpoint: Adam's bias correction depends on it).
+func (o *Optimizer) SetSteps(n int) { o.steps = n }
+
 // Release frees the optimiser's state.
 func (o *Optimizer) Release() {
 	for _, st := range o.state {

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"os"
 	"time"
 
 	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -68,50 +69,30 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := train.N
-	if cfg.Limit > 0 && cfg.Limit < n {
-		n = cfg.Limit
-	}
 	feat := train.Features()
 	m, err := model.New(dev, feat, cfg.Hidden, 10, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Release()
+	opt := optim.SGD(m.Params(), cfg.LR, device.StepParams{})
 
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
-	xb := make([]float32, cfg.Batch*feat)
-	yb := make([]int32, cfg.Batch)
-	stepsPerEpoch := (n + cfg.Batch - 1) / cfg.Batch
+	data := loader.New(train.Images, train.Labels, feat, cfg.Batch, cfg.Seed)
+	data.Limit = cfg.Limit
+	stepsPerEpoch := data.Steps()
 	var epochs []Epoch
 	for e := 1; e <= cfg.Epochs; e++ {
-		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		lossSum, err := tensor.Zeros(dev, device.Float32)
 		if err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		for s := 0; s < stepsPerEpoch; s++ {
-			lo := s * cfg.Batch
-			bs := min(cfg.Batch, n-lo)
-			for i := 0; i < bs; i++ {
-				src := order[lo+i]
-				copy(xb[i*feat:(i+1)*feat], train.Images[src*feat:(src+1)*feat])
-				yb[i] = train.Labels[src]
+		for s, b := range data.Epoch(dev) {
+			if b.Err != nil {
+				return nil, b.Err
 			}
-			x, err := tensor.FromFloat32(dev, xb[:bs*feat], bs, feat)
-			if err != nil {
-				return nil, err
-			}
-			y, err := tensor.FromInt32(dev, yb[:bs], bs)
-			if err != nil {
-				return nil, err
-			}
-			loss := m.Step(x, y, cfg.LR)
+			x, y := b.X, b.Y
+			loss := m.TapeStep(x, y, opt)
 			ops.Axpy(lossSum, loss, 1)
 			loss.Release()
 			x.Release()

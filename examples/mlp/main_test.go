@@ -7,8 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
 )
 
 // config is the configuration of make train.
@@ -70,5 +75,40 @@ func TestTrainUnknownDevice(t *testing.T) {
 	_, err := Train(Config{Device: "tpu", Epochs: 1}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "unknown device") {
 		t.Errorf("device tpu: %v; want an unknown-device error", err)
+	}
+}
+
+// TestTapeMatchesHandWritten trains two copies of the MLP on the CPU, one
+// with the tape and an optimiser (as Train does), one with the
+// hand-written backward, and checks that their losses agree step for step.
+func TestTapeMatchesHandWritten(t *testing.T) {
+	dev := cpu.New()
+	tape, err := model.New(dev, 20, 16, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, err := model.New(dev, 20, 16, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := optim.SGD(tape.Params(), 0.1, device.StepParams{})
+	for s := range 20 {
+		x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, uint64(100+s), 8, 20))
+		labels := make([]int32, 8)
+		for i := range labels {
+			labels[i] = int32((i + s) % 10)
+		}
+		y := tensor.Must(tensor.FromInt32(dev, labels))
+		a, err := tape.TapeStep(x, y, opt).Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := hand.Step(x, y, 0.1).Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a[0] != b[0] {
+			t.Fatalf("step %d: tape loss %v, hand-written %v", s, a[0], b[0])
+		}
 	}
 }

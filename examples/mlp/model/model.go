@@ -3,15 +3,18 @@ package model
 import (
 	"math"
 
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
 // MLP is a two-layer perceptron: logits = relu(x·W1 + b1)·W2 + b2.
 type MLP struct {
 	W1, B1, W2, B2 *tensor.Tensor
-	one            *tensor.Tensor // the upstream gradient of the loss
+	one            *tensor.Tensor  // the upstream gradient of the loss
+	params         []*autograd.Var // the weights as tape leaves, made once
 }
 
 // New returns an MLP with He-initialised weights (N(0, 2/fan_in), drawn
@@ -94,4 +97,31 @@ func (m *MLP) Step(x, y *tensor.Tensor, lr float64) (loss *tensor.Tensor) {
 		t.Release()
 	}
 	return loss
+}
+
+// Params returns W1, B1, W2 and B2 as leaves of the tape that share the
+// model's tensors, so that an optimiser over them updates the model.
+func (m *MLP) Params() []*autograd.Var {
+	if m.params == nil {
+		for _, t := range []*tensor.Tensor{m.W1, m.B1, m.W2, m.B2} {
+			m.params = append(m.params, autograd.Leaf(t, true))
+		}
+	}
+	return m.params
+}
+
+// TapeStep is Step through the tape: the forward pass recorded, Backward,
+// and one step of opt (which must be over Params). It returns the loss.
+func (m *MLP) TapeStep(x, y *tensor.Tensor, opt *optim.Optimizer) *tensor.Tensor {
+	p := m.Params()
+	h := autograd.Relu(autograd.Add(autograd.MatMul(autograd.Leaf(x, false), p[0]), p[1]))
+	logits := autograd.Add(autograd.MatMul(h, p[2]), p[3])
+	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction)
+	if err := loss.Backward(); err != nil {
+		// Only misuse reaches here (the graph is fresh and the loss 0-D).
+		panic(err)
+	}
+	opt.Step()
+	opt.ZeroGrad()
+	return loss.Value()
 }

@@ -1,0 +1,341 @@
+// Package checkpoint saves and loads tensors in the safetensors format,
+// which PyTorch users open with the safetensors package: an 8-byte
+// little-endian header length, a JSON header naming each tensor's dtype,
+// shape and byte range, then the raw little-endian data.
+//
+// Saving is atomic: the file is written under a temporary name beside the
+// target and renamed over it, so a crash never leaves a broken
+// checkpoint. Loading checks the header completely (lengths, offsets
+// inside the data and covering it exactly, dtypes, shapes) before it
+// reads a tensor, and reports a bad file as an error, never a panic or an
+// out-of-range read.
+package checkpoint
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// ErrFormat is wrapped by the errors of a file that is not a valid
+// safetensors file.
+var ErrFormat = errors.New("checkpoint: not a valid safetensors file")
+
+// maxHeader bounds the JSON header, as the reference implementation does
+// (100 MB), so that a lying length cannot exhaust memory.
+const maxHeader = 100 << 20
+
+// entry is one tensor in the header.
+type entry struct {
+	DType   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+var dtypes = map[string]device.DType{"F32": device.Float32, "F64": device.Float64, "I32": device.Int32}
+
+func dtypeName(dt device.DType) (string, bool) {
+	for k, v := range dtypes {
+		if v == dt {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// Save writes the tensors, by name, and the metadata to path, atomically.
+// It waits for each tensor's value (a failed tensor's error is returned).
+func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) (err error) {
+	names := make([]string, 0, len(tensors))
+	for name := range tensors {
+		if name == "__metadata__" || name == "" {
+			return fmt.Errorf("checkpoint: invalid tensor name %q", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	var data [][]byte
+	var off int64
+	for _, name := range names {
+		t := tensors[name]
+		dn, ok := dtypeName(t.DType())
+		if !ok {
+			return fmt.Errorf("checkpoint: tensor %q has dtype %v, which safetensors files here do not hold", name, t.DType())
+		}
+		b, err := raw(t)
+		if err != nil {
+			return fmt.Errorf("checkpoint: tensor %q: %w", name, err)
+		}
+		header[name] = entry{DType: dn, Shape: t.Shape(), Offsets: [2]int64{off, off + int64(len(b))}}
+		off += int64(len(b))
+		data = append(data, b)
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(h)%8 != 0 { // the reference pads the header with spaces to 8 bytes
+		h = append(h, ' ')
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
+	for _, b := range append([][]byte{n[:], h}, data...) {
+		if _, err = tmp.Write(b); err != nil {
+			return fmt.Errorf("checkpoint: writing %s: %w", path, err)
+		}
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// raw returns t's values as little-endian bytes.
+func raw(t *tensor.Tensor) ([]byte, error) {
+	switch t.DType() {
+	case device.Float32:
+		v, err := t.Float32s()
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return b, err
+	case device.Float64:
+		v, err := t.Float64s()
+		b := make([]byte, 8*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+		}
+		return b, err
+	default:
+		v, err := t.Int32s()
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+		}
+		return b, err
+	}
+}
+
+// File is a checked safetensors file in memory.
+type File struct {
+	Metadata map[string]string
+	entries  map[string]entry
+	data     []byte
+}
+
+// Names returns the tensors' names, sorted.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.entries))
+	for n := range f.entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Parse checks a whole safetensors file and returns it.
+func Parse(b []byte) (*File, error) {
+	bad := func(format string, args ...any) (*File, error) {
+		return nil, fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
+	}
+	if len(b) < 8 {
+		return bad("%d bytes; a header length needs 8", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > maxHeader || n > uint64(len(b)-8) {
+		return bad("header length %d past the file's %d bytes (or the %d-byte limit)", n, len(b), maxHeader)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
+		return bad("header: %v", err)
+	}
+	f := &File{entries: map[string]entry{}, data: b[8+n:]}
+	type span struct {
+		lo, hi int64
+		name   string
+	}
+	var spans []span
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
+				return bad("metadata: %v", err)
+			}
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return bad("tensor %q: %v", name, err)
+		}
+		dt, ok := dtypes[e.DType]
+		if !ok {
+			return bad("tensor %q has dtype %q; want F32, F64 or I32", name, e.DType)
+		}
+		count := int64(1)
+		for _, d := range e.Shape {
+			if d < 0 || d > math.MaxInt32 || count > math.MaxInt64/int64(max(d, 1))/8 {
+				return bad("tensor %q has shape %v", name, e.Shape)
+			}
+			count *= int64(d)
+		}
+		if len(e.Shape) > device.MaxRank {
+			return bad("tensor %q has rank %d; at most %d", name, len(e.Shape), device.MaxRank)
+		}
+		lo, hi := e.Offsets[0], e.Offsets[1]
+		if lo < 0 || hi < lo || hi > int64(len(f.data)) || hi-lo != count*int64(dt.Size()) {
+			return bad("tensor %q (%s %v) has offsets [%d, %d) in %d bytes of data; want %d bytes inside it",
+				name, e.DType, e.Shape, lo, hi, len(f.data), count*int64(dt.Size()))
+		}
+		f.entries[name] = e
+		spans = append(spans, span{lo, hi, name})
+	}
+	// The tensors tile the data exactly, as the reference requires.
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.lo != b.lo {
+			return int(a.lo - b.lo)
+		}
+		return int(a.hi - b.hi)
+	})
+	var at int64
+	for _, s := range spans {
+		if s.lo != at {
+			return bad("tensor %q starts at byte %d of the data; want %d (tensors must tile the data)", s.name, s.lo, at)
+		}
+		at = s.hi
+	}
+	if at != int64(len(f.data)) {
+		return bad("the tensors cover %d of %d bytes of data", at, len(f.data))
+	}
+	return f, nil
+}
+
+// Read returns the file at path, checked.
+func Read(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	f, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Tensor returns the named tensor on dev.
+func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
+	e, ok := f.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint: no tensor %q", name)
+	}
+	b := f.data[e.Offsets[0]:e.Offsets[1]]
+	dt := dtypes[e.DType]
+	switch dt {
+	case device.Float32:
+		v := make([]float32, len(b)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return tensor.FromFloat32(dev, v, e.Shape...)
+	case device.Float64:
+		v := make([]float64, len(b)/8)
+		for i := range v {
+			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		return tensor.FromFloat64(dev, v, e.Shape...)
+	default:
+		v := make([]int32, len(b)/4)
+		for i := range v {
+			v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return tensor.FromInt32(dev, v, e.Shape...)
+	}
+}
+
+// Mismatch lists what did not fit when loading into a model.
+type Mismatch []string
+
+func (m Mismatch) Error() string {
+	s := fmt.Sprintf("checkpoint: %d mismatches with the model:", len(m))
+	for _, x := range m {
+		s += "\n  " + x
+	}
+	return s
+}
+
+// LoadInto copies the file's tensors into into's, by name, after checking
+// every name, shape and dtype: a tensor missing from either side or of
+// another shape or dtype is listed in the returned Mismatch, and nothing
+// is copied then.
+func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
+	var m Mismatch
+	for name, t := range into {
+		e, ok := f.entries[name]
+		switch {
+		case !ok:
+			m = append(m, fmt.Sprintf("%q: in the model (%v %v), not in the checkpoint", name, t.DType(), t.Shape()))
+		case dtypes[e.DType] != t.DType() || !slices.Equal(e.Shape, t.Shape()):
+			m = append(m, fmt.Sprintf("%q: the checkpoint has %s %v, the model %v %v", name, e.DType, e.Shape, t.DType(), t.Shape()))
+		}
+	}
+	for name, e := range f.entries {
+		if _, ok := into[name]; !ok {
+			m = append(m, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, e.DType, e.Shape))
+		}
+	}
+	if len(m) > 0 {
+		sort.Strings(m)
+		return m
+	}
+	var srcs []*tensor.Tensor
+	defer func() {
+		for _, s := range srcs {
+			s.Release()
+		}
+	}()
+	devs := map[device.Device]bool{}
+	for name, t := range into {
+		src, err := f.Tensor(t.Device(), name)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, src)
+		t.Device().Copy(t.Buffer(), src.Buffer())
+		devs[t.Device()] = true
+	}
+	for dev := range devs {
+		if err := dev.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+// Package loader feeds a training loop: it yields the examples of a
+// labelled set in seeded random order, as batches of device tensors, and
+// prepares and uploads the next batch on its own goroutine while the
+// current one trains.
+package loader
+
+import (
+	"iter"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Loader batches a set of N examples: Images holds N·Features float32
+// values, Labels N int32 classes.
+type Loader struct {
+	Images   []float32
+	Labels   []int32
+	Features int   // values per example
+	Shape    []int // an example's shape on the device (nil: [Features])
+	Batch    int   // examples per batch
+	Limit    int   // use only the first Limit examples (0: all)
+	DropLast bool  // drop the last, partial batch
+	rng      *rand.Rand
+	order    []int // the example order, reshuffled each epoch
+}
+
+// New returns a loader of batches of the given size, shuffled with seed.
+func New(images []float32, labels []int32, features, batch int, seed uint64) *Loader {
+	return &Loader{Images: images, Labels: labels, Features: features, Batch: max(batch, 1), rng: rand.New(rand.NewPCG(seed, 7))}
+}
+
+// Len returns the number of examples used.
+func (l *Loader) Len() int {
+	n := len(l.Labels)
+	if l.Limit > 0 {
+		n = min(n, l.Limit)
+	}
+	return n
+}
+
+// Steps returns the number of batches in an epoch.
+func (l *Loader) Steps() int {
+	if l.DropLast {
+		return l.Len() / l.Batch
+	}
+	return (l.Len() + l.Batch - 1) / l.Batch
+}
+
+// A Batch is one batch on a device; the consumer releases X and Y.
+type Batch struct {
+	X, Y *tensor.Tensor
+	Size int
+	Err  error // a failed upload; X and Y are nil
+}
+
+// Epoch returns the batches of one epoch on dev, the order of the last
+// epoch shuffled again (rand.Rand.Shuffle of a PCG seeded (seed, 7)).
+// While the loop body trains on one batch, the next is gathered and
+// uploaded on another goroutine. Stopping the loop early is fine.
+func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
+	n := l.Len()
+	if len(l.order) != n {
+		l.order = make([]int, n)
+		for i := range l.order {
+			l.order[i] = i
+		}
+	}
+	l.rng.Shuffle(n, func(i, j int) { l.order[i], l.order[j] = l.order[j], l.order[i] })
+	order := slices.Clone(l.order)
+	shape := l.Shape
+	if shape == nil {
+		shape = []int{l.Features}
+	}
+	steps := l.Steps()
+	return func(yield func(int, Batch) bool) {
+		next := make(chan Batch, 1)
+		stop := make(chan struct{})
+		defer func() {
+			// Stopped early: end the producer and release what it made.
+			close(stop)
+			for b := range next {
+				b.X.Release()
+				b.Y.Release()
+			}
+		}()
+		go func() {
+			defer close(next)
+			for s := range steps {
+				b := l.upload(dev, order, s, shape)
+				select {
+				case next <- b:
+				case <-stop:
+					b.X.Release()
+					b.Y.Release()
+					return
+				}
+			}
+		}()
+		for s := 0; ; s++ {
+			b, ok := <-next
+			if !ok || !yield(s, b) {
+				return
+			}
+		}
+	}
+}
+
+// upload gathers batch s and makes its tensors.
+func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batch {
+	lo := s * l.Batch
+	bs := min(l.Batch, len(order)-lo)
+	f := l.Features
+	x := make([]float32, bs*f)
+	y := make([]int32, bs)
+	for i := range bs {
+		src := order[lo+i]
+		copy(x[i*f:(i+1)*f], l.Images[src*f:(src+1)*f])
+		y[i] = l.Labels[src]
+	}
+	xt, err := tensor.FromFloat32(dev, x, append([]int{bs}, shape...)...)
+	if err != nil {
+		return Batch{Err: err}
+	}
+	yt, err := tensor.FromInt32(dev, y, bs)
+	if err != nil {
+		xt.Release()
+		return Batch{Err: err}
+	}
+	return Batch{X: xt, Y: yt, Size: bs}
+}

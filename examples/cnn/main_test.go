@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/checkpoint"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/tensor"
+)
+
+// TestShortTraining trains the CNN for 40 steps of 64 on WebGPU: the loss
+// falls and the accuracy on 1000 test images is far above chance. The
+// full run (make train-cnn) takes minutes on lavapipe.
+func TestShortTraining(t *testing.T) {
+	gputest.Open(t)
+	var out bytes.Buffer
+	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
+	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt}
+	epochs, err := Train(cfg, &out)
+	t.Log(out.String())
+	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
+		t.Skipf("no Fashion-MNIST data: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(epochs) != 2 || !(epochs[1].Loss < epochs[0].Loss) {
+		t.Fatalf("epochs %+v; want 2 with a falling loss", epochs)
+	}
+	if acc := epochs[1].Accuracy; acc < 0.6 {
+		t.Errorf("test accuracy after 40 steps: %.1f%%; want ≥ 60%%", 100*acc)
+	}
+	for _, want := range []string{"device: webgpu#", "epoch 2: step 10/20", "test accuracy"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	// Resume from the checkpoint for a third epoch: it starts where the
+	// second ended (its loss below the second's).
+	out.Reset()
+	cfg.Epochs, cfg.Resume = 3, ckpt
+	more, err := Train(cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(more) != 1 || !strings.Contains(out.String(), "resumed from "+ckpt+" after epoch 2 (40 steps)") || !(more[0].Loss < epochs[0].Loss) {
+		t.Errorf("resumed run: %+v\n%s", more, out.String())
+	}
+
+	// A checkpoint of another model is refused, naming what differs.
+	other := filepath.Join(t.TempDir(), "other.safetensors")
+	x := tensor.Must(tensor.Zeros(cpu.New(), device.Float32, 2))
+	if err := checkpoint.Save(other, map[string]*tensor.Tensor{"0.weight": x}, map[string]string{"epoch": "1", "steps": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resume = other
+	if _, err := Train(cfg, &out); err == nil || !strings.Contains(err.Error(), `"0.weight": the checkpoint has F32 [2], the model float32 [32 1 3 3]`) {
+		t.Errorf("resuming from another model's checkpoint: %v", err)
+	}
+}
+
+func TestUnknownOptimiser(t *testing.T) {
+	_, err := Train(Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Opt: "lbfgs"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `unknown optimiser "lbfgs"`) {
+		t.Errorf("optimiser lbfgs: %v; want an unknown-optimiser error", err)
+	}
+}

@@ -1,0 +1,218 @@
+// Package nn holds layers for training with autograd: Linear, Conv2d,
+// MaxPool2d, AvgPool2d, Flatten, Dropout, the activations as layers, and
+// Sequential. Parameters are initialised as PyTorch's defaults do (Kaiming
+// uniform: weights and biases in ±1/√fan_in), from a seed, so a seed gives
+// the same network on every device. Layers run on their parameters'
+// device; Train switches Dropout between training and evaluation.
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Layer is one stage of a network.
+type Layer interface {
+	// Forward applies the layer to x.
+	Forward(x *autograd.Var) *autograd.Var
+	// Params returns the layer's parameters (none for most).
+	Params() []*autograd.Var
+}
+
+// uniform returns a parameter of the given shape drawn from U(−bound,
+// bound) with the seed.
+func uniform(dev device.Device, dt device.DType, bound float64, seed uint64, shape ...int) (*autograd.Var, error) {
+	t, err := tensor.Uniform(dev, dt, -bound, bound, seed, shape...)
+	if err != nil {
+		return nil, err
+	}
+	return autograd.Leaf(t, true), nil
+}
+
+// LinearLayer is x·Wᵀ + b.
+type LinearLayer struct{ W, B *autograd.Var }
+
+// Linear returns a linear layer of in→out features, initialised from seed.
+func Linear(dev device.Device, dt device.DType, in, out int, seed uint64) (*LinearLayer, error) {
+	bound := 1 / math.Sqrt(float64(max(in, 1)))
+	w, err := uniform(dev, dt, bound, seed, out, in)
+	if err != nil {
+		return nil, err
+	}
+	b, err := uniform(dev, dt, bound, seed+1, out)
+	if err != nil {
+		return nil, err
+	}
+	return &LinearLayer{W: w, B: b}, nil
+}
+
+// Forward returns x·Wᵀ + b.
+func (l *LinearLayer) Forward(x *autograd.Var) *autograd.Var { return autograd.Linear(x, l.W, l.B) }
+
+// Params returns W and b.
+func (l *LinearLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
+
+// Conv2dLayer is a 2-D convolution with bias.
+type Conv2dLayer struct {
+	W, B   *autograd.Var
+	Window ops.Window
+}
+
+// Conv2d returns a convolution of in→out channels with a k×k kernel,
+// stride 1, no padding (change Window for others), from seed.
+func Conv2d(dev device.Device, dt device.DType, in, out, k int, seed uint64) (*Conv2dLayer, error) {
+	bound := 1 / math.Sqrt(float64(max(in*k*k, 1)))
+	w, err := uniform(dev, dt, bound, seed, out, in, k, k)
+	if err != nil {
+		return nil, err
+	}
+	b, err := uniform(dev, dt, bound, seed+1, out)
+	if err != nil {
+		return nil, err
+	}
+	return &Conv2dLayer{W: w, B: b, Window: ops.Window{Stride: [2]int{1, 1}}}, nil
+}
+
+// Forward convolves x.
+func (c *Conv2dLayer) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.Conv2d(x, c.W, c.B, c.Window)
+}
+
+// Params returns W and b.
+func (c *Conv2dLayer) Params() []*autograd.Var { return []*autograd.Var{c.W, c.B} }
+
+// Func is a layer without parameters: a function of its input.
+type Func func(x *autograd.Var) *autograd.Var
+
+// Forward applies f.
+func (f Func) Forward(x *autograd.Var) *autograd.Var { return f(x) }
+
+// Params returns none.
+func (f Func) Params() []*autograd.Var { return nil }
+
+// Relu is the ReLU layer.
+var Relu = Func(autograd.Relu)
+
+// Tanh is the tanh layer.
+var Tanh = Func(autograd.Tanh)
+
+// Sigmoid is the sigmoid layer.
+var Sigmoid = Func(autograd.Sigmoid)
+
+// Gelu is the GELU layer.
+var Gelu = Func(autograd.Gelu)
+
+// Flatten flattens every axis after the first (the batch).
+var Flatten = Func(func(x *autograd.Var) *autograd.Var { return autograd.Flatten(x, 1, -1) })
+
+// MaxPool2d returns a k×k max pooling of stride k.
+func MaxPool2d(k int) Func {
+	win := ops.Window{Kernel: [2]int{k, k}, Stride: [2]int{k, k}}
+	return func(x *autograd.Var) *autograd.Var { return autograd.MaxPool2d(x, win) }
+}
+
+// AvgPool2d returns a k×k average pooling of stride k.
+func AvgPool2d(k int) Func {
+	win := ops.Window{Kernel: [2]int{k, k}, Stride: [2]int{k, k}}
+	return func(x *autograd.Var) *autograd.Var { return autograd.AvgPool2d(x, win) }
+}
+
+// DropoutLayer zeroes each element with probability P while training and
+// scales the rest by 1/(1−P); in evaluation it is the identity. Its masks
+// come from a seeded generator on the host, so runs repeat exactly.
+type DropoutLayer struct {
+	P        float64
+	Training bool
+	rng      *rand.Rand
+}
+
+// Dropout returns a dropout layer in training mode.
+func Dropout(p float64, seed uint64) *DropoutLayer {
+	if !(p >= 0 && p < 1) {
+		tensor.Panicf("nn.Dropout", tensor.ErrArgument, "probability %v; want 0 ≤ p < 1", p)
+	}
+	return &DropoutLayer{P: p, Training: true, rng: rand.New(rand.NewPCG(seed, 0x0d))}
+}
+
+// Forward applies the layer.
+func (d *DropoutLayer) Forward(x *autograd.Var) *autograd.Var {
+	if !d.Training || d.P == 0 {
+		return x
+	}
+	v := x.Value()
+	mask := make([]float64, v.Len())
+	keep := 1 / (1 - d.P)
+	for i := range mask {
+		if d.rng.Float64() >= d.P {
+			mask[i] = keep
+		}
+	}
+	m, err := tensor.FromValues(v.Device(), v.DType(), mask, v.Shape()...)
+	if err != nil {
+		m = tensor.Failed(v.Device(), v.DType(), err, v.Shape()...)
+	}
+	return autograd.Mul(x, autograd.Temp(m))
+}
+
+// Params returns none.
+func (d *DropoutLayer) Params() []*autograd.Var { return nil }
+
+// Sequential applies its layers in order.
+type Sequential []Layer
+
+// Forward applies every layer.
+func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
+	for _, l := range s {
+		x = l.Forward(x)
+	}
+	return x
+}
+
+// Params returns every layer's parameters, in order.
+func (s Sequential) Params() []*autograd.Var {
+	var ps []*autograd.Var
+	for _, l := range s {
+		ps = append(ps, l.Params()...)
+	}
+	return ps
+}
+
+// Train sets training (true) or evaluation mode on the layers that have
+// one (Dropout).
+func (s Sequential) Train(on bool) {
+	for _, l := range s {
+		if d, ok := l.(*DropoutLayer); ok {
+			d.Training = on
+		}
+	}
+}
+
+// ParamNames returns the names of Params, in order, as PyTorch's
+// state_dict names them for a Sequential: "<index>.weight" and
+// "<index>.bias" for a Linear or Conv2d at that index.
+func (s Sequential) ParamNames() []string {
+	var names []string
+	for i, l := range s {
+		switch l.(type) {
+		case *LinearLayer, *Conv2dLayer:
+			names = append(names, fmt.Sprintf("%d.weight", i), fmt.Sprintf("%d.bias", i))
+		}
+	}
+	return names
+}
+
+// StateDict returns the parameters' tensors by their ParamNames.
+func (s Sequential) StateDict() map[string]*tensor.Tensor {
+	d := map[string]*tensor.Tensor{}
+	names := s.ParamNames()
+	for i, p := range s.Params() {
+		d[names[i]] = p.Value()
+	}
+	return d
+}

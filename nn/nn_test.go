@@ -1,0 +1,87 @@
+package nn_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/nn"
+	"github.com/extensor/extensor/tensor"
+)
+
+func TestInitAndShapes(t *testing.T) {
+	dev := cpu.New()
+	c, err := nn.Conv2d(dev, device.Float32, 2, 4, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := nn.Linear(dev, device.Float32, 36, 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := nn.Sequential{c, nn.Relu, nn.MaxPool2d(2), nn.Flatten, l}
+	if n := len(model.Params()); n != 4 {
+		t.Fatalf("%d parameters; want 4", n)
+	}
+	// PyTorch's default init: within ±1/√fan_in.
+	for _, p := range []struct {
+		v   *autograd.Var
+		fan int
+	}{{c.W, 18}, {c.B, 18}, {l.W, 36}, {l.B, 36}} {
+		vals, err := p.v.Value().Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range vals {
+			if math.Abs(x) > 1/math.Sqrt(float64(p.fan)) {
+				t.Fatalf("initial value %v outside ±1/√%d", x, p.fan)
+			}
+		}
+	}
+	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 2, 2, 8, 8)), false)
+	if s := model.Forward(x).Value().Shape(); len(s) != 2 || s[0] != 2 || s[1] != 5 {
+		t.Errorf("output shape %v; want [2 5]", s)
+	}
+}
+
+func TestDropout(t *testing.T) {
+	dev := cpu.New()
+	d := nn.Dropout(0.5, 1)
+	x := autograd.Leaf(tensor.Must(tensor.Ones(dev, device.Float64, 1000)), true)
+	y, err := d.Forward(x).Value().Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := 0
+	for _, v := range y {
+		switch v {
+		case 0:
+			zeros++
+		case 2:
+		default:
+			t.Fatalf("a kept element is %v; want 1/(1−p) = 2", v)
+		}
+	}
+	if zeros < 400 || zeros > 600 {
+		t.Errorf("%d of 1000 dropped at p = 0.5", zeros)
+	}
+	nn.Sequential{d}.Train(false)
+	if d.Forward(x) != x {
+		t.Errorf("dropout in evaluation mode is not the identity")
+	}
+}
+
+func TestStateDict(t *testing.T) {
+	dev := cpu.New()
+	l, err := nn.Linear(dev, device.Float32, 3, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := nn.Sequential{nn.Relu, l}
+	d := s.StateDict()
+	if len(d) != 2 || d["1.weight"] != l.W.Value() || d["1.bias"] != l.B.Value() {
+		t.Errorf("state dict %v; want 1.weight and 1.bias", d)
+	}
+}
