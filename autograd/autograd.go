@@ -94,8 +94,14 @@ func Apply(name string, a ops.Attrs, in ...*Var) *Var {
 		ts[i] = v.t
 		requires = requires || v.requires
 	}
+	requires = requires && recording()
 	out := &Var{t: op.Forward(ts, a), requires: requires}
 	if requires {
+		// Backward skips the gradients of inputs that need none.
+		a.Need = make([]bool, len(in))
+		for i, v := range in {
+			a.Need[i] = v.requires
+		}
 		out.node = &node{op: op, attrs: a, in: in}
 	}
 	return out

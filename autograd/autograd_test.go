@@ -223,6 +223,12 @@ func TestAccumulateAndErrors(t *testing.T) {
 	if err := autograd.Sum(c).Backward(); err == nil {
 		t.Errorf("Backward of a loss that requires no gradient: no error")
 	}
+	y := autograd.Mul(x, x)
+	l := autograd.Sum(y)
+	y.Value().Release()
+	if err := l.Backward(); !errors.Is(err, tensor.ErrReleased) {
+		t.Errorf("a gradient through a released tensor: %v; want ErrReleased", err)
+	}
 	am := autograd.Apply("argmax", ops.Attrs{All: true}, x)
 	one := tensor.Must(tensor.Scalar(dev, device.Int32, 1))
 	if err := am.BackwardWith(one, false); err == nil {
@@ -231,5 +237,25 @@ func TestAccumulateAndErrors(t *testing.T) {
 	err := tensor.Maybe(func() { autograd.Apply("no such op", ops.Attrs{}, x) })
 	if !errors.Is(err, tensor.ErrArgument) {
 		t.Errorf("Apply of an unknown op: %v; want ErrArgument", err)
+	}
+}
+
+func TestNoGrad(t *testing.T) {
+	dev := cpu.New()
+	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), true)
+	var y *autograd.Var
+	autograd.NoGrad(func() { y = autograd.Mul(x, x) })
+	if y.RequiresGrad() {
+		t.Errorf("an op under NoGrad requires a gradient")
+	}
+	done := make(chan bool)
+	autograd.NoGrad(func() {
+		go func() { done <- autograd.Mul(x, x).RequiresGrad() }()
+		if !<-done {
+			t.Errorf("NoGrad on one goroutine stopped another's recording")
+		}
+	})
+	if !autograd.Mul(x, x).RequiresGrad() {
+		t.Errorf("recording did not resume after NoGrad")
 	}
 }

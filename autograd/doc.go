@@ -20,5 +20,8 @@
 // retain keeps the whole graph for another pass. A second Backward
 // through a consumed graph is an error.
 //
+// NoGrad runs a function without recording (evaluation), on the calling
+// goroutine only, as torch.no_grad does.
+//
 // Variables are not safe for concurrent use; the devices under them are.
 package autograd

@@ -118,7 +118,19 @@ var catalogue = []*Op{
 		classCases(Domain{Lo: -5, Hi: 0}, false)),
 
 	// Matrices and shapes.
-	{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.", Forward: fwd2(MatMul), Backward: bwd2(MatMulBackward), Cases: matmulCases()},
+	{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
+		Forward: fwd2(MatMul),
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gs := make([]*T, 2)
+			if a.needs(0) {
+				gs[0] = MatMulBackwardA(in[0], in[1], g)
+			}
+			if a.needs(1) {
+				gs[1] = MatMulBackwardB(in[0], in[1], g)
+			}
+			return gs
+		},
+		Cases: matmulCases()},
 	{Name: "dot", Family: "matmul", Doc: "Σ aᵢbᵢ of two vectors, 0-D.", Forward: fwd2(Dot), Backward: bwd2(DotBackward),
 		Cases: vectorCases(func(n int) []int { return sh(n) })},
 	{Name: "outer", Family: "matmul", Doc: "aᵢbⱼ of an m- and an n-vector, m×n.", Forward: fwd2(Outer), Backward: bwd2(OuterBackward),
@@ -176,8 +188,8 @@ var catalogue = []*Op{
 	// Layers.
 	{Name: "linear", Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
 		Forward: func(in []*T, _ Attrs) *T { return Linear(in[0], in[1], bias(in)) },
-		Backward: func(in []*T, g *T, _ Attrs) []*T {
-			gx, gw, gb := LinearBackward(in[0], in[1], bias(in), g)
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := linearBackward(in[0], in[1], bias(in), g, a.needs(0))
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}
@@ -187,7 +199,7 @@ var catalogue = []*Op{
 	{Name: "conv2d", Family: "window", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul.",
 		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gw, gb := Conv2dBackward(in[0], in[1], bias(in), g, a.Window)
+			gx, gw, gb := conv2dBackward(in[0], in[1], bias(in), g, a.Window, a.needs(0))
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}

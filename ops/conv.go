@@ -164,16 +164,27 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 // gw (g times each image's columns, summed over the batch) and gb (g
 // summed over N, H and W; nil when b is nil).
 func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.Tensor) {
+	return conv2dBackward(x, w, b, g, win, true)
+}
+
+// conv2dBackward is Conv2dBackward, gx left nil (and its products and
+// col2im skipped) unless wantX.
+func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.Conv2dBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
 	p := planConv(op, x, w, b, win)
 	sameShape(op, "upstream gradient", g, p.out)
-	gx, okx := output(dev, dt, x.Shape(), x, w, g)
+	okx := true
+	if wantX {
+		gx, okx = output(dev, dt, x.Shape(), x, w, g)
+	}
 	gw, okw := output(dev, dt, w.Shape(), x, w, g)
 	if okx && okw && (g.Len() == 0 || x.Len() == 0) {
 		// No products: gradients of zeros (an empty batch, or no filters).
 		dev.Fill(gw.Buffer(), 0)
-		dev.Fill(gx.Buffer(), 0)
+		if wantX {
+			dev.Fill(gx.Buffer(), 0)
+		}
 		keep(gw, gx)
 	}
 	if okx && okw && g.Len() > 0 && x.Len() > 0 {
@@ -200,6 +211,9 @@ func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.T
 			keep(gw, sum)
 			sum.Release()
 			first = false
+			if !wantX {
+				return nil
+			}
 			// The columns' gradient, W_gᵀ · g[n, g], into cols, then col2im.
 			dev.MatMul(cols.Buffer(), w.Buffer(), g.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.hw, TransA: true,
 				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.hw, OffB: n0 * p.cout * p.hw})
@@ -210,9 +224,12 @@ func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.T
 			return nil
 		})
 		if failed != nil {
-			gx.Release()
 			gw.Release()
-			gx, gw = tensor.Failed(dev, dt, failed, x.Shape()...), tensor.Failed(dev, dt, failed, w.Shape()...)
+			gw = tensor.Failed(dev, dt, failed, w.Shape()...)
+			if wantX {
+				gx.Release()
+				gx = tensor.Failed(dev, dt, failed, x.Shape()...)
+			}
 		}
 	}
 	if b != nil {

@@ -55,15 +55,23 @@ func Linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 // gradient g (shaped like its result): gx = g·W, gw = gᵀ·x summed over
 // every row of the batch, and gb = g summed to [out] (nil when b is nil).
 func LinearBackward(x, w, b, g *tensor.Tensor) (gx, gw, gb *tensor.Tensor) {
+	return linearBackward(x, w, b, g, true)
+}
+
+// linearBackward is LinearBackward, gx left nil unless wantX.
+func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.LinearBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
 	rows, in, out := linearShape(op, x, w, b)
 	sameShape(op, "upstream gradient", g, append(x.Shape()[:x.Rank()-1], out))
-	gx, ok := output(dev, dt, x.Shape(), x, w, g)
-	if ok && gx.Len() > 0 {
-		gemm(dev, gx, operand{t: g}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: out, N: in})
+	if wantX {
+		var ok bool
+		gx, ok = output(dev, dt, x.Shape(), x, w, g)
+		if ok && gx.Len() > 0 {
+			gemm(dev, gx, operand{t: g}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: out, N: in})
+		}
 	}
-	gw, ok = output(dev, dt, w.Shape(), x, w, g)
+	gw, ok := output(dev, dt, w.Shape(), x, w, g)
 	if ok && gw.Len() > 0 {
 		gemm(dev, gw, operand{t: g}, operand{t: x}, device.GEMM{Batch: 1, M: out, K: rows, N: in, TransA: true})
 	}

@@ -46,6 +46,10 @@ type Attrs struct {
 	Pads              [][2]int // pad: {before, after} per axis
 	Value             float64  // pad: the constant
 	Window            Window   // conv2d and the poolings: the geometry
+	// Need, for Backward, says which inputs need a gradient (nil: all).
+	// Ops whose gradients cost a kernel of their own (matmul, linear,
+	// conv2d) skip the others and return nil for them; the tape sets it.
+	Need []bool
 	// Optimiser steps: which optimiser and its hyper-parameters.
 	Optimizer device.Optimizer
 	Hyper     device.StepParams
@@ -106,6 +110,9 @@ func (r Reduction) String() string {
 	}
 	return "reduction?"
 }
+
+// needs reports whether input i needs a gradient under a.Need.
+func (a Attrs) needs(i int) bool { return a.Need == nil || i >= len(a.Need) || a.Need[i] }
 
 // Table returns every op, in the coverage table's order.
 func Table() []*Op { return append([]*Op(nil), catalogue...) }

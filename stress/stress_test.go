@@ -9,11 +9,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	cnnmodel "github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
+	"runtime/debug"
 )
 
 var soak = flag.Bool("soak", false, "run the long forms (make soak)")
@@ -309,6 +313,61 @@ func TestHugeSizesAreErrors(t *testing.T) {
 			x := tensor.Must(tensor.Ones(b.dev, device.Float32, 4))
 			if v, err := ops.Neg(x).Float32s(); err != nil || v[0] != -1 {
 				t.Errorf("after the failed allocations: %v, %v", v, err)
+			}
+		})
+	}
+}
+
+// TestTapeFreesIntermediates trains the CNN of examples/cnn through the
+// tape with the garbage collector off: the loop releases only what it
+// owns (the batch, the loss), Backward and ZeroGrad release the rest, so
+// device memory stays flat from the first steps on. make test runs 30
+// steps, make soak 1000.
+func TestTapeFreesIntermediates(t *testing.T) {
+	steps := 30
+	if *soak {
+		steps = 1000
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer func(n int64) { tensor.GCInterval = n }(tensor.GCInterval)
+	tensor.GCInterval = 0 // no collections asked for
+	for _, b := range backends(t) {
+		t.Run(b.dev.Name(), func(t *testing.T) {
+			dev := b.dev
+			net, err := cnnmodel.New(dev, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := optim.Adam(net.Params(), 1e-3)
+			defer opt.Release()
+			labels := make([]int32, 16)
+			for i := range labels {
+				labels[i] = int32(i % 10)
+			}
+			var after3, peak uint64
+			for step := range steps {
+				x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, uint64(step), 16, 1, 28, 28))
+				y := tensor.Must(tensor.FromInt32(dev, labels))
+				loss := autograd.CrossEntropy(net.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
+				if err := loss.Backward(); err != nil {
+					t.Fatal(err)
+				}
+				opt.Step()
+				opt.ZeroGrad()
+				loss.Release()
+				x.Release()
+				y.Release()
+				if err := dev.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				if step == 2 {
+					after3 = b.live()
+				}
+				peak = max(peak, b.live())
+			}
+			t.Logf("%d steps, no garbage collection: live %d KiB after 3 steps, peak %d KiB", steps, after3>>10, peak>>10)
+			if peak > after3 {
+				t.Errorf("live bytes grew from %d to %d: the tape leaves something for the collector", after3, peak)
 			}
 		})
 	}

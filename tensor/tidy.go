@@ -1,11 +1,10 @@
 package tensor
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/extensor/extensor/internal/goid"
 )
 
 // Tidy calls fn and then releases every tensor that the calling goroutine
@@ -20,7 +19,7 @@ import (
 //		return ops.MSELoss(ops.Add(ops.MatMul(x, w), b), y)
 //	})
 func Tidy[T *Tensor | []*Tensor](fn func() T) T {
-	id := goid()
+	id := goid.Get()
 	s := &scope{}
 	scopes.mu.Lock()
 	scopes.byG[id] = append(scopes.byG[id], s)
@@ -79,28 +78,11 @@ func record(t *Tensor) {
 	if scopes.active.Load() == 0 {
 		return
 	}
-	id := goid()
+	id := goid.Get()
 	scopes.mu.Lock()
 	defer scopes.mu.Unlock()
 	if stack := scopes.byG[id]; len(stack) > 0 {
 		s := stack[len(stack)-1]
 		s.ts = append(s.ts, t)
 	}
-}
-
-// goid returns the calling goroutine's id, from the header of its stack
-// trace ("goroutine 18 [running]:"). Go offers no other way; Tidy calls it
-// only while a scope is open.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		panic("tensor: cannot read the goroutine id for Tidy: " + err.Error())
-	}
-	return id
 }

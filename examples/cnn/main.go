@@ -250,8 +250,10 @@ func accuracy(dev device.Device, net nn.Sequential, test *fashionmnist.Set, limi
 				err = e
 				return nil
 			}
-			logits := net.Forward(autograd.Leaf(x, false)).Value()
-			pred, err = ops.ArgMaxAxis(logits, 1, false).Int32s()
+			autograd.NoGrad(func() {
+				logits := net.Forward(autograd.Leaf(x, false)).Value()
+				pred, err = ops.ArgMaxAxis(logits, 1, false).Int32s()
+			})
 			return nil
 		})
 		if err != nil {
