@@ -259,3 +259,99 @@ func TestNoGrad(t *testing.T) {
 		t.Errorf("recording did not resume after NoGrad")
 	}
 }
+
+// TestCheckpoint trains nothing: it compares the gradients of a 16-layer
+// MLP with and without checkpointing every 4 layers (bit for bit on the
+// CPU, close on WebGPU) and the peak device memory of the two.
+func TestCheckpoint(t *testing.T) {
+	devs := []device.Device{cpu.New()}
+	if g := gputest.OrNil(t); g != nil {
+		gd, err := device.Open("webgpu") // its own pool statistics
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gd.Close()
+		devs = append(devs, gd)
+	}
+	const width, batch, layers = 128, 2048, 16
+	for _, dev := range devs {
+		t.Run(dev.Name(), func(t *testing.T) {
+			var ws []*autograd.Var
+			for i := range layers {
+				ws = append(ws, autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -0.15, 0.15, uint64(i), width, width)), true))
+			}
+			x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 99, batch, width)), false)
+			block := func(lo int) func(*autograd.Var) *autograd.Var {
+				return func(h *autograd.Var) *autograd.Var {
+					for _, w := range ws[lo : lo+4] {
+						h = autograd.Tanh(autograd.MatMul(h, w))
+					}
+					return h
+				}
+			}
+			run := func(checkpointed bool) (grads [][]float64, peak uint64) {
+				if err := dev.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				resetPeak(dev)
+				h := x
+				for lo := 0; lo < layers; lo += 4 {
+					if checkpointed {
+						h = autograd.Checkpoint(block(lo), h)
+					} else {
+						h = block(lo)(h)
+					}
+				}
+				loss := autograd.Mean(h)
+				if err := loss.Backward(); err != nil {
+					t.Fatal(err)
+				}
+				loss.Release()
+				if err := dev.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				peak = peakOf(dev)
+				for _, w := range ws {
+					grads = append(grads, read(t, w.Grad(), width*width))
+					w.ZeroGrad()
+				}
+				return grads, peak
+			}
+			plain, p0 := run(false)
+			ck, p1 := run(true)
+			exact := dev.Name() == "cpu"
+			for i := range plain {
+				for j := range plain[i] {
+					a, b := plain[i][j], ck[i][j]
+					if exact && a != b || !exact && !scalar.EqualWithinAbsOrRel(a, b, 1e-6, 1e-4) {
+						t.Fatalf("layer %d gradient [%d]: %v checkpointed, %v not", i, j, b, a)
+					}
+				}
+			}
+			drop := 1 - float64(p1)/float64(p0)
+			t.Logf("peak device memory: %d KiB plain, %d KiB checkpointed every 4 layers (%.0f%% less)", p0>>10, p1>>10, 100*drop)
+			if drop < 0.4 {
+				t.Errorf("checkpointing lowered the peak by %.0f%%; want ≥ 40%%", 100*drop)
+			}
+		})
+	}
+}
+
+func resetPeak(dev device.Device) {
+	switch d := dev.(type) {
+	case *cpu.Device:
+		d.ResetPeak()
+	case device.Pooler:
+		d.ResetPeak()
+	}
+}
+
+func peakOf(dev device.Device) uint64 {
+	switch d := dev.(type) {
+	case *cpu.Device:
+		return uint64(d.MemoryPeak())
+	case device.Pooler:
+		return d.PoolStats().BytesPeak
+	}
+	return 0
+}

@@ -20,6 +20,9 @@
 // retain keeps the whole graph for another pass. A second Backward
 // through a consumed graph is an error.
 //
+// Checkpoint trades compute for memory: a segment's activations are not
+// kept but recomputed during backward.
+//
 // NoGrad runs a function without recording (evaluation), on the calling
 // goroutine only, as torch.no_grad does.
 //

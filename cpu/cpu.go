@@ -28,6 +28,7 @@ type Device struct {
 	closed atomic.Bool
 	limit  atomic.Int64 // bytes that live buffers may take
 	inUse  atomic.Int64 // bytes that live buffers take
+	peak   atomic.Int64 // the most inUse has been since New or ResetPeak
 
 	mu  sync.Mutex
 	err error // a failure not yet reported by Read or Sync
@@ -75,6 +76,13 @@ func (d *Device) SetMemoryLimit(bytes int64) { d.limit.Store(bytes) }
 
 // MemoryInUse returns how many bytes the device's live buffers take.
 func (d *Device) MemoryInUse() int64 { return d.inUse.Load() }
+
+// MemoryPeak returns the most memory live buffers have taken since New or
+// ResetPeak.
+func (d *Device) MemoryPeak() int64 { return d.peak.Load() }
+
+// ResetPeak restarts MemoryPeak from the memory in use now.
+func (d *Device) ResetPeak() { d.peak.Store(d.inUse.Load()) }
 
 // buffer holds exactly one of its slices, according to dt.
 type buffer struct {
@@ -165,10 +173,13 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	if used := d.inUse.Add(int64(size)); used > d.limit.Load() {
+	used := d.inUse.Add(int64(size))
+	if used > d.limit.Load() {
 		d.inUse.Add(-int64(size))
 		return nil, fmt.Errorf("cpu: allocating %d bytes for a %v tensor of %d elements on %s: %d bytes are in use and the limit is %d (cpu.Device.SetMemoryLimit): %w",
 			size, dt, n, d.id, used-int64(size), d.limit.Load(), device.ErrOutOfMemory)
+	}
+	for p := d.peak.Load(); used > p && !d.peak.CompareAndSwap(p, used); p = d.peak.Load() {
 	}
 	b := &buffer{dt: dt, bytes: int64(size)}
 	switch dt {

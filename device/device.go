@@ -438,6 +438,7 @@ func (e *IndexError) Error() string {
 type PoolStats struct {
 	Hits, Misses uint64 // allocations served from the pool, and not
 	BytesLive    uint64 // bytes held by buffers in use
+	BytesPeak    uint64 // the most BytesLive has been since the device opened or ResetPeak
 	BytesPooled  uint64 // bytes held by free buffers kept for reuse
 	BytesPending uint64 // bytes freed but waiting for their submission to complete
 }
@@ -445,6 +446,8 @@ type PoolStats struct {
 // Pooler is implemented by devices that keep a buffer pool.
 type Pooler interface {
 	PoolStats() PoolStats
+	// ResetPeak restarts BytesPeak from BytesLive.
+	ResetPeak()
 }
 
 // Counter is implemented by devices that count the kernels they run.

@@ -97,6 +97,7 @@ func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buf
 	}
 	p.stats.Misses++
 	p.stats.BytesLive += key.size
+	p.stats.BytesPeak = max(p.stats.BytesPeak, p.stats.BytesLive)
 	return b, key.size, nil
 }
 
@@ -111,6 +112,7 @@ func (p *pool) take(key poolKey) *wgpu.Buffer {
 	p.stats.Hits++
 	p.stats.BytesPooled -= key.size
 	p.stats.BytesLive += key.size
+	p.stats.BytesPeak = max(p.stats.BytesPeak, p.stats.BytesLive)
 	return b
 }
 

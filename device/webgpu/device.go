@@ -413,6 +413,13 @@ func (d *Device) PoolStats() device.PoolStats {
 	return d.pool.stats
 }
 
+// ResetPeak restarts the pool's BytesPeak from BytesLive.
+func (d *Device) ResetPeak() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pool.stats.BytesPeak = d.pool.stats.BytesLive
+}
+
 var (
 	_ device.Device  = (*Device)(nil)
 	_ device.Pooler  = (*Device)(nil)
