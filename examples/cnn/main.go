@@ -21,8 +21,8 @@ import (
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
-	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/cnn/model"
+	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
@@ -76,16 +76,11 @@ func main() {
 // Train trains the network as cfg says, printing to w, and returns what
 // each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
-	dev, err := device.Open(cfg.Device)
+	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
-	fmt.Fprintf(w, "device: %s\n", dev)
-	train, test, err := fashionmnist.Load(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
 	net, err := model.New(dev, cfg.Seed)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
-	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
+	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
@@ -59,16 +59,11 @@ func main() {
 // Train trains the MLP as cfg says, printing progress to w, and returns
 // what each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
-	dev, err := device.Open(cfg.Device)
+	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w)
 	if err != nil {
 		return nil, err
 	}
 	defer dev.Close()
-	fmt.Fprintf(w, "device: %s\n", dev)
-	train, test, err := fashionmnist.Load(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
 	feat := train.Features()
 	m, err := model.New(dev, feat, cfg.Hidden, 10, cfg.Seed)
 	if err != nil {
