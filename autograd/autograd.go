@@ -151,67 +151,64 @@ func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
 			}
 		}
 	}()
-	err = tensor.Maybe(func() {
-		for i := len(order) - 1; i >= 0; i-- {
-			x := order[i]
-			gx, ok := grads[x]
-			if !ok {
+	return reverse(order, grads, func(x *Var, gx *tensor.Tensor) {
+		n := x.node
+		gs := n.backward(gx)
+		if owned[x] {
+			gx.Release()
+		}
+		delete(grads, x)
+		for k, y := range n.in {
+			gy := gs[k]
+			if gy == nil {
 				continue
 			}
-			n := x.node
-			if n.op.Backward == nil {
-				tensor.Panicf("autograd.Backward", tensor.ErrArgument, "op %q has no gradient", n.op.Name)
+			if !y.requires {
+				gy.Release()
+				continue
 			}
-			in := make([]*tensor.Tensor, len(n.in))
-			for k, y := range n.in {
-				in[k] = y.t
-			}
-			gs := n.op.Backward(in, gx, n.attrs)
-			if owned[x] {
-				gx.Release()
-			}
-			delete(grads, x)
-			for k, y := range n.in {
-				gy := gs[k]
-				if gy == nil {
-					continue
-				}
-				if !y.requires {
+			if y.node == nil { // a leaf: accumulate into Grad
+				if y.grad == nil {
+					y.grad = gy
+				} else {
+					s := ops.Add(y.grad, gy)
+					y.grad.Release()
 					gy.Release()
-					continue
+					y.grad = s
 				}
-				if y.node == nil { // a leaf: accumulate into Grad
-					if y.grad == nil {
-						y.grad = gy
-					} else {
-						s := ops.Add(y.grad, gy)
-						y.grad.Release()
-						gy.Release()
-						y.grad = s
-					}
-					continue
-				}
-				if prev, ok := grads[y]; ok {
-					s := ops.Add(prev, gy)
-					if owned[y] {
-						prev.Release()
-					}
-					gy.Release()
-					gy = s
-				}
-				grads[y], owned[y] = gy, true
+				continue
 			}
-			if !retain {
-				n.freed = true
-				for _, y := range n.in {
-					if uses[y]--; uses[y] == 0 && (y.node != nil || y.temp) && !y.keep && y != v {
-						y.t.Release()
-					}
+			if prev, ok := grads[y]; ok {
+				s := ops.Add(prev, gy)
+				if owned[y] {
+					prev.Release()
+				}
+				gy.Release()
+				gy = s
+			}
+			grads[y], owned[y] = gy, true
+		}
+		if !retain {
+			n.freed = true
+			for _, y := range n.in {
+				if uses[y]--; uses[y] == 0 && (y.node != nil || y.temp) && !y.keep && y != v {
+					y.t.Release()
 				}
 			}
 		}
 	})
-	return err
+}
+
+// backward runs the node's Backward given its output's gradient gx.
+func (n *node) backward(gx *tensor.Tensor) []*tensor.Tensor {
+	if n.op.Backward == nil {
+		tensor.Panicf("autograd.Backward", tensor.ErrArgument, "op %q has no gradient", n.op.Name)
+	}
+	in := make([]*tensor.Tensor, len(n.in))
+	for k, y := range n.in {
+		in[k] = y.t
+	}
+	return n.op.Backward(in, gx, n.attrs)
 }
 
 // topo returns the recorded variables that v depends on, v last, each

@@ -20,6 +20,12 @@
 // retain keeps the whole graph for another pass. A second Backward
 // through a consumed graph is an error.
 //
+// Grad returns gradients as variables instead (torch.autograd.grad); with
+// create it records their computation, through each op's Grad rule in the
+// op table (its backward written in ops of the table), so that they can be
+// differentiated again: second-order gradients, and a Hessian-vector
+// product as two Grad calls.
+//
 // Checkpoint trades compute for memory: a segment's activations are not
 // kept but recomputed during backward.
 //

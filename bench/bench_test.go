@@ -2,6 +2,10 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -31,16 +35,16 @@ func devices(b *testing.B) []device.Device {
 // ms/step.
 func steps(b *testing.B, dev device.Device, step func()) {
 	step()
-	sync(b, dev)
+	wait(b, dev)
 	b.ResetTimer()
 	for range b.N {
 		step()
 	}
-	sync(b, dev)
+	wait(b, dev)
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
 }
 
-func sync(b *testing.B, dev device.Device) {
+func wait(b *testing.B, dev device.Device) {
 	if err := dev.Sync(); err != nil {
 		b.Fatal(err)
 	}
@@ -70,12 +74,12 @@ func BenchmarkMatMul(b *testing.B) {
 				z := ops.MatMul(x, y) // compile the kernel outside the timing
 				flops := 2 * float64(z.Len()) * float64(x.Dim(x.Rank()-1))
 				z.Release()
-				sync(b, dev)
+				wait(b, dev)
 				b.ResetTimer()
 				for range b.N {
 					ops.MatMul(x, y).Release()
 				}
-				sync(b, dev)
+				wait(b, dev)
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
@@ -94,11 +98,11 @@ func stream(b *testing.B, n, bytesPerElem int, shape []int, op func(x, y *tensor
 			defer x.Release()
 			defer y.Release()
 			op(x, y).Release() // compile the kernel outside the timing
-			sync(b, dev)
+			wait(b, dev)
 			b.ResetTimer()
 			for range b.N {
 				op(x, y).Release()
-				sync(b, dev)
+				wait(b, dev)
 			}
 			b.ReportMetric(float64(bytesPerElem)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
@@ -185,12 +189,12 @@ func BenchmarkTinyOp(b *testing.B) {
 			defer x.Release()
 			defer y.Release()
 			ops.Axpy(y, x, 1)
-			sync(b, dev)
+			wait(b, dev)
 			b.ResetTimer()
 			for range b.N {
 				ops.Axpy(y, x, 1)
 			}
-			sync(b, dev)
+			wait(b, dev)
 			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N), "µs/op")
 		})
 	}
@@ -241,12 +245,12 @@ func BenchmarkConv2d(b *testing.B) {
 						y.Release()
 					}
 					step() // compile the kernels outside the timing
-					sync(b, dev)
+					wait(b, dev)
 					b.ResetTimer()
 					for range b.N {
 						step()
 					}
-					sync(b, dev)
+					wait(b, dev)
 					flops := 2 * float64(c.x[0]*c.w[0]*oh*ow*c.w[1]*c.w[2]*c.w[3])
 					if bwd {
 						flops *= 3
@@ -262,7 +266,10 @@ func BenchmarkConv2d(b *testing.B) {
 // the tape, optimiser) of the examples' networks on synthetic batches:
 // the MLP of examples/mlp (784-256-10, batch 128, SGD; BenchmarkMLPStep
 // is the same step with the backward written by hand) and the CNN of
-// examples/cnn (batch 64, Adam).
+// examples/cnn (batch 64, Adam). When PyTorch is importable, PyTorch's
+// step for the same networks on this machine (one thread and all of
+// them: testdata/torch_step.py) is reported beside, as
+// <net>/pytorch-<n>thread.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, dev := range devices(b) {
 		for _, net := range []string{"mlp", "cnn"} {
@@ -303,6 +310,57 @@ func BenchmarkTrainStep(b *testing.B) {
 			})
 		}
 	}
+	for _, r := range torchSteps(b) {
+		b.Run(fmt.Sprintf("%s/pytorch-%dthread", r.net, r.threads), func(b *testing.B) {
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(r.ms, "ms/step")
+		})
+	}
+}
+
+// torchStep is PyTorch's time for one training step of a network.
+type torchStep struct {
+	net     string
+	threads int
+	ms      float64
+}
+
+var torchOnce = sync.OnceValues(func() ([]torchStep, error) {
+	// The first Python that imports torch: $EXTENSOR_PYTHON, the one on
+	// the PATH, or Debian's (python3-torch) behind another on the PATH.
+	python := ""
+	for _, p := range []string{os.Getenv("EXTENSOR_PYTHON"), "python3", "/usr/bin/python3"} {
+		if p != "" && exec.Command(p, "-c", "import torch").Run() == nil {
+			python = p
+			break
+		}
+	}
+	if python == "" {
+		return nil, fmt.Errorf("PyTorch is not importable by python3 or /usr/bin/python3 (set EXTENSOR_PYTHON); on Debian, apt-get install python3-torch")
+	}
+	out, err := exec.Command(python, "testdata/torch_step.py").Output()
+	if err != nil {
+		return nil, fmt.Errorf("testdata/torch_step.py: %v", err)
+	}
+	var rs []torchStep
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r torchStep
+		if _, err := fmt.Sscan(line, &r.net, &r.threads, &r.ms); err != nil {
+			return nil, fmt.Errorf("testdata/torch_step.py printed %q: %v", line, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+})
+
+// torchSteps runs testdata/torch_step.py once, giving PyTorch's step
+// times on this machine beside extensor's, or logs why it cannot.
+func torchSteps(b *testing.B) []torchStep {
+	rs, err := torchOnce()
+	if err != nil {
+		b.Log(err)
+	}
+	return rs
 }
 
 // must returns v, failing the benchmark run on an error.

@@ -175,9 +175,13 @@ func reduceCases(empty, large bool) []Case {
 func reduceOp(name, doc string, f func(x *T, axes []int, keepdims bool) *T, df func(x, g *T, axes []int, keepdims bool) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "reduce", Doc: doc,
 		Forward:  func(in []*T, a Attrs) *T { return f(in[0], a.Axes, a.Keepdims) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{df(in[0], g, a.Axes, a.Keepdims)} },
+		Backward: reduceBwd(df),
 		Cases:    cases,
 	}
+}
+
+func reduceBwd(df func(x, g *T, axes []int, keepdims bool) *T) func([]*T, *T, Attrs) []*T {
+	return func(in []*T, g *T, a Attrs) []*T { return []*T{df(in[0], g, a.Axes, a.Keepdims)} }
 }
 
 // argCases are the cases of argmax and argmin.

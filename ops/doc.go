@@ -14,7 +14,10 @@
 // (a file of package shaders), its conventions, its forward and backward
 // functions in a uniform signature, and the cases on which the parity
 // suite checks it. The parity suite and the README's coverage table are
-// generated from it. Adding an elementwise op takes its device constant,
+// generated from it. An entry's Grad is a Rule: the backward written in
+// ops of the table through a Builder, which a tape records to
+// differentiate a gradient again (Eager runs it on tensors; the parity
+// suite checks it against Backward). Adding an elementwise op takes its device constant,
 // its WGSL function, its CPU twin, two one-line functions here and its
 // table entry.
 //

@@ -23,6 +23,10 @@ type Op struct {
 	// gradient g (nil for an int32 input). A nil Backward means the op has
 	// no gradient (argmax, an in-place update).
 	Backward func(in []*tensor.Tensor, g *tensor.Tensor, a Attrs) []*tensor.Tensor
+	// Grad is Backward written in ops of the table, which a tape can
+	// record to differentiate the gradient again (second-order
+	// gradients). nil: the op's gradient cannot be differentiated.
+	Grad Rule
 
 	// Cases are the parity cases: inputs, their domains and attributes.
 	Cases []Case

@@ -59,6 +59,9 @@ const (
 type Result struct {
 	Op, Family, Case                   string
 	CPUFwd, CPUBwd, GPUFwd, GPUBwd, FD Status
+	// Rule: the op's Grad rule, run eagerly on both backends, agrees
+	// with its Backward on CPU float64 (cases with finite differences).
+	Rule Status
 }
 
 // run is one evaluation of a case on a device in a dtype.
@@ -254,7 +257,62 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
+	res.Rule = NotApplicable
+	if c.Op.Grad != nil && !c.NoFD {
+		res.Rule = c.checkRule(t, host, device.Float64, vals, g, want, FDRTol, FDATol)
+		if gpu != nil && res.Rule == Pass {
+			res.Rule = c.checkRule(t, gpu, device.Float32, vals, g, want, RTol, ATol)
+		} else if gpu == nil {
+			res.Rule = NotRun
+		}
+	}
 	return res
+}
+
+// checkRule evaluates the op's Grad rule eagerly on dev and compares its
+// gradients with the CPU float64 Backward's.
+func (c *Case) checkRule(t testing.TB, dev device.Device, dt device.DType, vals [][]float64, g []float64, want *run, rtol, atol float64) Status {
+	t.Helper()
+	where := fmt.Sprintf("%s %s: rule on %s %v", c.Op.Name, c.Case.Name, dev.Name(), dt)
+	in, err := c.tensors(dev, dt, vals)
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return Fail
+	}
+	defer release(in)
+	status := Pass
+	err = tensor.Maybe(func() {
+		out := c.Op.Forward(in, c.Attrs)
+		gt := tensor.Must(tensor.FromValues(dev, dt, g, out.Shape()...))
+		vs := make([]ops.Value, len(in))
+		for i, x := range in {
+			vs[i] = x
+		}
+		gs := c.Op.Grad(ops.Eager{}, vs, out, gt, c.Attrs)
+		for i := range c.Inputs {
+			if c.Inputs[i].Int {
+				continue
+			}
+			gr := gs[i].(*tensor.Tensor)
+			if !slices.Equal(gr.Shape(), c.Inputs[i].Shape) {
+				t.Errorf("%s: gradient %d has shape %v; input has shape %v", where, i, gr.Shape(), c.Inputs[i].Shape)
+				status = Fail
+				continue
+			}
+			v, e := gr.Float64s()
+			if e != nil {
+				t.Errorf("%s: %v", where, e)
+				status = Fail
+			} else if !Close(t, fmt.Sprintf("%s: gradient %d", where, i), v, toFloat32(want.grads[i]), rtol, max(atol, 1e-7)) {
+				status = Fail
+			}
+		}
+	})
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return Fail
+	}
+	return status
 }
 
 // gradShapesOK checks that every gradient has its input's shape.

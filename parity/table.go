@@ -15,7 +15,7 @@ type tableRow struct {
 	family               string
 	cases, fdPass, fdRun int
 	cells                [4]Status // cpu fwd, cpu bwd, webgpu fwd, webgpu bwd
-	fd                   Status
+	fd, rule             Status
 }
 
 // merge combines the outcomes of two cases for one cell: a failure wins,
@@ -35,7 +35,7 @@ func (t *Table) Add(r Result) {
 	}
 	row, ok := t.rows[r.Op]
 	if !ok {
-		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable}
+		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable, rule: NotApplicable}
 		t.rows[r.Op] = row
 		t.order = append(t.order, r.Op)
 	}
@@ -44,6 +44,7 @@ func (t *Table) Add(r Result) {
 		row.cells[i] = merge(row.cells[i], s)
 	}
 	row.fd = merge(row.fd, r.FD)
+	row.rule = merge(row.rule, r.Rule)
 	if r.FD == Pass || r.FD == Fail {
 		row.fdRun++
 	}
@@ -55,7 +56,7 @@ func (t *Table) Add(r Result) {
 // Complete reports whether every applicable check ran and passed.
 func (t *Table) Complete() bool {
 	for _, row := range t.rows {
-		for _, s := range append(row.cells[:], row.fd) {
+		for _, s := range append(row.cells[:], row.fd, row.rule) {
 			if s == Fail || s == NotRun {
 				return false
 			}
@@ -77,19 +78,21 @@ func (s Status) String() string {
 }
 
 // Markdown renders the table. A finite-differences cell counts the cases
-// checked: the large-tensor cases are too big for them.
+// checked: the large-tensor cases are too big for them. The second-order
+// column says whether the op's gradient can itself be differentiated (its
+// Grad rule, checked against its backward on both backends).
 func (t *Table) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, op := range t.order {
 		row := t.rows[op]
 		fd := row.fd.String()
 		if row.fd == Pass || row.fd == Fail {
 			fd = fmt.Sprintf("%s %d/%d", fd, row.fdPass, row.cases)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
-			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
+			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd, row.rule)
 	}
 	return b.String()
 }

@@ -1,0 +1,187 @@
+package autograd_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+	"gonum.org/v1/gonum/floats/scalar"
+)
+
+// hvpCase is a scalar function of x (of shape shape) built from a
+// composition of ops, with constants drawn from r.
+type hvpCase struct {
+	name  string
+	shape []int
+	f     func(x *autograd.Var, c consts) *autograd.Var
+}
+
+// consts makes the constants of a case on the case's device, the same
+// values on every device.
+type consts struct {
+	dev device.Device
+	dt  device.DType
+	r   *rand.Rand
+}
+
+func (c consts) uniform(lo, hi float64, shape ...int) *autograd.Var {
+	v := make([]float64, device.Numel(shape))
+	for i := range v {
+		v[i] = float64(float32(lo + (hi-lo)*c.r.Float64()))
+	}
+	return autograd.Leaf(tensor.Must(tensor.FromValues(c.dev, c.dt, v, shape...)), false)
+}
+
+func (c consts) labels(n, classes int) *autograd.Var {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = float64(c.r.IntN(classes))
+	}
+	return autograd.Leaf(tensor.Must(tensor.FromValues(c.dev, device.Int32, v, n)), false)
+}
+
+func scaled(x *autograd.Var, c consts) *autograd.Var {
+	return autograd.Mul(x, c.uniform(0.5, 1.5, x.Shape()...))
+}
+
+var hvpCases = []hvpCase{
+	{"mul exp", []int{3, 4}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.Sum(autograd.Mul(autograd.Exp(scaled(x, c)), x))
+	}},
+	{"tanh sigmoid", []int{7}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.Sum(autograd.Mul(autograd.Tanh(x), autograd.Sigmoid(scaled(x, c))))
+	}},
+	{"softmax", []int{3, 5}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.Sum(autograd.Mul(autograd.Softmax(x, -1), c.uniform(-1, 1, 3, 5)))
+	}},
+	{"matmul tanh matmul", []int{4, 3}, func(x *autograd.Var, c consts) *autograd.Var {
+		h := autograd.Tanh(autograd.MatMul(c.uniform(-1, 1, 5, 4), x))
+		return autograd.Sum(autograd.MatMul(h, c.uniform(-1, 1, 3)))
+	}},
+	{"linear mse", []int{4, 6}, func(x *autograd.Var, c consts) *autograd.Var {
+		y := autograd.Sigmoid(autograd.Linear(c.uniform(-1, 1, 5, 6), x, c.uniform(-1, 1, 4)))
+		return autograd.MSE(y, c.uniform(0, 1, 5, 4), ops.MeanReduction)
+	}},
+	{"bce of sigmoid", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.Apply("bce", ops.Attrs{}, autograd.Sigmoid(x), c.uniform(0, 1, 6))
+	}},
+	{"bce with logits, sum", []int{2, 3}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.Apply("bce_with_logits", ops.Attrs{Reduction: ops.SumReduction}, autograd.Mul(x, x), c.uniform(0, 1, 2, 3))
+	}},
+	{"cross-entropy of matmul, class indices", []int{4, 5}, func(x *autograd.Var, c consts) *autograd.Var {
+		logits := autograd.MatMul(c.uniform(-1, 1, 6, 4), x)
+		return autograd.CrossEntropy(logits, c.labels(6, 5), ops.MeanReduction)
+	}},
+	{"cross-entropy, probabilities", []int{3, 4}, func(x *autograd.Var, c consts) *autograd.Var {
+		return autograd.CrossEntropy(autograd.Exp(x), c.uniform(0, 1, 3, 4), ops.SumReduction)
+	}},
+	{"nll of log_softmax, per row", []int{5, 3}, func(x *autograd.Var, c consts) *autograd.Var {
+		l := autograd.Apply("nll", ops.Attrs{Reduction: ops.NoReduction}, autograd.LogSoftmax(autograd.Mul(x, x), 1), c.labels(5, 3))
+		return autograd.Sum(autograd.Mul(l, c.uniform(0, 1, 5)))
+	}},
+}
+
+// hvp returns the Hessian-vector product of the case at x along v, by two
+// Grad passes, and the gradient.
+func (h hvpCase) hvp(t *testing.T, dev device.Device, dt device.DType, x, v []float64) (hv, grad []float64) {
+	t.Helper()
+	c := consts{dev: dev, dt: dt, r: rand.New(rand.NewPCG(7, 7))}
+	xv := autograd.Leaf(tensor.Must(tensor.FromValues(dev, dt, x, h.shape...)), true)
+	vv := autograd.Leaf(tensor.Must(tensor.FromValues(dev, dt, v, h.shape...)), false)
+	gs, err := autograd.Grad(h.f(xv, c), []*autograd.Var{xv}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := autograd.Grad(autograd.Sum(autograd.Mul(gs[0], vv)), []*autograd.Var{xv}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return read(t, hs[0].Value(), len(x)), read(t, gs[0].Value(), len(x))
+}
+
+// gradAt returns the first-order gradient of the case at x (CPU float64,
+// Backward).
+func (h hvpCase) gradAt(t *testing.T, x []float64) []float64 {
+	t.Helper()
+	c := consts{dev: cpu.New(), dt: device.Float64, r: rand.New(rand.NewPCG(7, 7))}
+	xv := autograd.Leaf(tensor.Must(tensor.FromValues(c.dev, c.dt, x, h.shape...)), true)
+	if err := h.f(xv, c).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	return read(t, xv.Grad(), len(x))
+}
+
+// TestHessianVectorProducts checks H·v from two Grad passes (the first
+// recording its gradient) against central differences of the gradient,
+// (∇f(x + εv) − ∇f(x − εv))/2ε, on the CPU in float64, and the WebGPU
+// products against the CPU's.
+func TestHessianVectorProducts(t *testing.T) {
+	c := cpu.New()
+	gpu := gputest.OrNil(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, h := range hvpCases {
+		t.Run(h.name, func(t *testing.T) {
+			n := device.Numel(h.shape)
+			x, v := make([]float64, n), make([]float64, n)
+			for i := range x {
+				x[i] = float64(float32(2*r.Float64() - 1))
+				v[i] = float64(float32(2*r.Float64() - 1))
+			}
+			hv, grad := h.hvp(t, c, device.Float64, x, v)
+			first := h.gradAt(t, x)
+			const eps = 1e-5
+			xp, xm := make([]float64, n), make([]float64, n)
+			for i := range x {
+				xp[i], xm[i] = x[i]+eps*v[i], x[i]-eps*v[i]
+			}
+			gp, gm := h.gradAt(t, xp), h.gradAt(t, xm)
+			for i := range hv {
+				if !scalar.EqualWithinAbsOrRel(grad[i], first[i], 1e-12, 1e-12) {
+					t.Fatalf("recorded gradient [%d] = %v; Backward gives %v", i, grad[i], first[i])
+				}
+				if want := (gp[i] - gm[i]) / (2 * eps); !scalar.EqualWithinAbsOrRel(hv[i], want, 1e-7, 1e-6) {
+					t.Fatalf("cpu float64 H·v [%d] = %v; finite differences of the gradient %v", i, hv[i], want)
+				}
+			}
+			if gpu == nil {
+				return
+			}
+			got, _ := h.hvp(t, gpu, device.Float32, x, v)
+			for i := range got {
+				if !scalar.EqualWithinAbsOrRel(got[i], hv[i], 1e-4, 1e-3) {
+					t.Fatalf("webgpu H·v [%d] = %v; cpu float64 %v", i, got[i], hv[i])
+				}
+			}
+		})
+	}
+}
+
+// TestGradErrors checks that create fails clearly through an op without a
+// rule, and that Grad names a variable the output does not depend on.
+func TestGradErrors(t *testing.T) {
+	dev := cpu.New()
+	x := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1, 2}, 2)), true)
+	unused := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1}, 1)), true)
+	y := autograd.Sum(autograd.Gelu(x))
+	if _, err := autograd.Grad(y, []*autograd.Var{x}, true); err == nil || !contains(err.Error(), `"gelu" has no gradient rule`) {
+		t.Errorf("create through gelu: %v; want an error naming the op", err)
+	}
+	if _, err := autograd.Grad(y, []*autograd.Var{x, unused}, false); err == nil || !contains(err.Error(), "variable 1") {
+		t.Errorf("unused variable: %v; want an error naming it", err)
+	}
+	if _, err := autograd.Grad(autograd.Exp(x), []*autograd.Var{x}, false); err == nil {
+		t.Error("Grad of a non-scalar: no error")
+	}
+	gs, err := autograd.Grad(y, []*autograd.Var{x}, false)
+	if err != nil || gs[0].RequiresGrad() {
+		t.Errorf("Grad without create: %v, requires grad %v; want a constant gradient", err, gs[0].RequiresGrad())
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,382 @@
+package ops
+
+import (
+	"math"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// A Value is a tensor inside a Rule: a *tensor.Tensor when the rule runs
+// eagerly (Eager), a recorded variable when a tape records it.
+type Value interface {
+	Shape() []int
+}
+
+// A Builder runs the ops a Rule is written in.
+type Builder interface {
+	// Apply runs the table's op name on the inputs and returns its output.
+	Apply(name string, a Attrs, in ...Value) Value
+	// Const returns t as a value with no gradient (a one-hot mask, say).
+	Const(t *tensor.Tensor) Value
+	// Tensor returns the tensor that holds v's value.
+	Tensor(v Value) *tensor.Tensor
+}
+
+// A Rule computes an op's input gradients, like Backward, but in ops of
+// the table applied through b, so that a tape can record the gradient
+// computation and differentiate it again (second-order gradients, a
+// Hessian-vector product as two backward passes). in are the op's inputs,
+// out its output and g the upstream gradient; an input that needs no
+// gradient (Attrs.Need) or has none (int32) may get nil.
+type Rule func(b Builder, in []Value, out, g Value, a Attrs) []Value
+
+// Eager is the Builder that runs a Rule at once on tensors; the parity
+// suite uses it to check each Rule against its op's Backward.
+type Eager struct{}
+
+// Apply runs the op name's forward function on tensors.
+func (Eager) Apply(name string, a Attrs, in ...Value) Value {
+	op := Lookup(name)
+	if op == nil {
+		tensor.Panicf("ops.Eager", tensor.ErrArgument, "no op %q in the op table", name)
+	}
+	ts := make([]*tensor.Tensor, len(in))
+	for i, v := range in {
+		ts[i] = v.(*tensor.Tensor)
+	}
+	return op.Forward(ts, a)
+}
+
+// Const returns t.
+func (Eager) Const(t *tensor.Tensor) Value { return t }
+
+// Tensor returns v, a *tensor.Tensor.
+func (Eager) Tensor(v Value) *tensor.Tensor { return v.(*tensor.Tensor) }
+
+// with returns op with its second-order rule.
+func (op *Op) with(r Rule) *Op {
+	op.Grad = r
+	return op
+}
+
+// rb writes rules: the table's ops through a Builder.
+type rb struct{ b Builder }
+
+func (r rb) op(name string, a Attrs, in ...Value) Value { return r.b.Apply(name, a, in...) }
+func (r rb) add(x, y Value) Value                       { return r.op("add", Attrs{}, x, y) }
+func (r rb) sub(x, y Value) Value                       { return r.op("sub", Attrs{}, x, y) }
+func (r rb) mul(x, y Value) Value                       { return r.op("mul", Attrs{}, x, y) }
+func (r rb) div(x, y Value) Value                       { return r.op("div", Attrs{}, x, y) }
+func (r rb) neg(x Value) Value                          { return r.op("neg", Attrs{}, x) }
+func (r rb) un(name string, x Value) Value              { return r.op(name, Attrs{}, x) }
+func (r rb) reshape(x Value, s []int) Value             { return r.op("reshape", Attrs{Shape: s}, x) }
+func (r rb) sumTo(x Value, s []int) Value               { return r.op("sum_to", Attrs{Shape: s}, x) }
+func (r rb) broadcast(x Value, s []int) Value           { return r.op("broadcast_to", Attrs{Shape: s}, x) }
+func (r rb) matmul(x, y Value) Value                    { return r.op("matmul", Attrs{}, x, y) }
+
+// sum sums x over axes (every axis when nil), keeping them as size 1.
+func (r rb) sum(x Value, axes []int) Value {
+	return r.op("sum", Attrs{Axes: axes, Keepdims: true}, x)
+}
+
+// scalar returns a 0-D constant v of like's device and dtype.
+func (r rb) scalar(like Value, v float64) Value {
+	t := r.b.Tensor(like)
+	return r.b.Const(tensor.Must(tensor.Scalar(t.Device(), t.DType(), v)))
+}
+
+// scale returns x·v.
+func (r rb) scale(x Value, v float64) Value { return r.mul(x, r.scalar(x, v)) }
+
+// swap returns x with its last two axes swapped.
+func (r rb) swap(x Value) Value {
+	n := len(x.Shape())
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[n-2], perm[n-1] = n-1, n-2
+	return r.op("permute", Attrs{Perm: perm}, x)
+}
+
+// Rules of the table's ops, in the catalogue's order. Each is the op's
+// Backward written in table ops (compare the Backward's doc comment).
+
+func unaryRule(f func(r rb, x, y, g Value, a Attrs) Value) Rule {
+	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+		return []Value{f(rb{b}, in[0], out, g, a)}
+	}
+}
+
+// binaryRule sums each gradient back to its input's shape.
+func binaryRule(f func(r rb, x, y, g Value) (Value, Value)) Rule {
+	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		gx, gy := f(r, in[0], in[1], g)
+		return []Value{r.sumTo(gx, in[0].Shape()), r.sumTo(gy, in[1].Shape())}
+	}
+}
+
+var (
+	addRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return g, g })
+	subRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return g, r.neg(g) })
+	mulRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return r.mul(g, y), r.mul(g, x) })
+	divRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
+		return r.div(g, r.add(y, r.scalar(y, device.DivEpsilon))),
+			r.neg(r.div(r.mul(g, x), r.add(r.mul(y, y), r.scalar(y, device.DivEpsilon))))
+	})
+	negRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(g) })
+	expRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, y) })
+	logRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.div(g, r.add(x, r.scalar(x, device.DivEpsilon)))
+	})
+	log2Rule  = logBaseRule(math.Ln2)
+	log10Rule = logBaseRule(math.Ln10)
+	// floor_divide's gradients are zeros; mod's g and −g·⌊a/b⌋.
+	floorDivideRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		return []Value{zerosLike(b, in[0]), zerosLike(b, in[1])}
+	}
+	modRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
+		return g, r.neg(r.mul(g, r.op("floor_divide", Attrs{}, x, y)))
+	})
+	sqrtRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.div(g, r.add(r.scale(y, 2), r.scalar(y, device.DivEpsilon)))
+	})
+	absRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", x)) })
+	sinRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("cos", x)) })
+	cosRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un("sin", x))) })
+	reluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", y)) })
+	// 1 − y² and y·(1 − y) in the outputs.
+	tanhRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.mul(g, r.sub(r.scalar(y, 1), r.mul(y, y)))
+	})
+	sigmoidRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.mul(g, r.mul(y, r.sub(r.scalar(y, 1), y)))
+	})
+	powScalarRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		return r.mul(g, r.scale(r.op("pow_scalar", Attrs{Alpha: a.Alpha - 1}, x), a.Alpha))
+	})
+	// y·(g − Σg·y) and g − softmax·Σg along the axis.
+	softmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		return r.mul(y, r.sub(g, r.sum(r.mul(g, y), softmaxAxes(x, a.Axis))))
+	})
+	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		return r.sub(g, r.mul(r.un("exp", y), r.sum(g, softmaxAxes(x, a.Axis))))
+	})
+	sumRule  = unaryRule(func(r rb, x, y, g Value, a Attrs) Value { return r.unreduce(x, g, a) })
+	meanRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		n := device.Numel(x.Shape()) / max(1, device.Numel(y.Shape()))
+		return r.scale(r.unreduce(x, g, a), 1/float64(max(n, 1)))
+	})
+	reshapeRule   = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.reshape(g, x.Shape()) })
+	broadcastRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.sumTo(g, x.Shape()) })
+	sumToRule     = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.broadcast(g, x.Shape()) })
+	transposeRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.un("transpose", g) })
+	permuteRule   = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		inv := make([]int, len(a.Perm))
+		for k, p := range a.Perm {
+			if p < 0 {
+				p += len(a.Perm)
+			}
+			inv[p] = k
+		}
+		return r.op("permute", Attrs{Perm: inv}, g)
+	})
+)
+
+func logBaseRule(lnBase float64) Rule {
+	return unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.div(g, r.add(r.scale(x, lnBase), r.scalar(x, device.DivEpsilon)))
+	})
+}
+
+// zerosLike returns a constant of zeros shaped like v.
+func zerosLike(b Builder, v Value) Value {
+	t := b.Tensor(v)
+	return b.Const(tensor.Must(tensor.Zeros(t.Device(), t.DType(), t.Shape()...)))
+}
+
+// slopeRule is the rule of an op whose gradient is g times a slope that
+// is piecewise constant in x (clip, leaky_relu, the rounding ops' zero):
+// the slopes, Backward's gradient for a unit upstream, enter as a
+// constant. For max and min (reduce) the upstream is first broadcast back.
+func slopeRule(bwd func(in []*tensor.Tensor, g *tensor.Tensor, a Attrs) []*tensor.Tensor, reduce bool) Rule {
+	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+		r := rb{b}
+		x, y := b.Tensor(in[0]), b.Tensor(out)
+		one := tensor.Must(tensor.Ones(x.Device(), x.DType(), y.Shape()...))
+		slope := bwd([]*tensor.Tensor{x}, one, a)[0]
+		if reduce {
+			g = r.unreduce(in[0], g, a)
+		}
+		return []Value{r.mul(g, b.Const(slope))}
+	}
+}
+
+// softmaxAxes is the axis of a softmax of x as a reduction's axes: every
+// axis of a 0-D x.
+func softmaxAxes(x Value, axis int) []int {
+	if len(x.Shape()) == 0 {
+		return nil
+	}
+	return []int{axis}
+}
+
+// unreduce broadcasts the gradient g of a reduction of x back over x.
+func (r rb) unreduce(x, g Value, a Attrs) Value {
+	s := x.Shape()
+	keep := slices.Clone(s)
+	if a.Axes == nil {
+		for i := range keep {
+			keep[i] = 1
+		}
+	}
+	for _, ax := range a.Axes {
+		if ax < 0 {
+			ax += len(s)
+		}
+		keep[ax] = 1
+	}
+	return r.broadcast(r.reshape(g, keep), s)
+}
+
+// matmulRule is MatMul's backward, ga = g·bᵀ and gb = aᵀ·g, with 1-D
+// operands as matrices and broadcast batch axes summed back.
+func matmulRule(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	r := rb{b}
+	x, y := in[0], in[1]
+	xs, ys := x.Shape(), y.Shape()
+	if len(xs) == 1 {
+		x = r.reshape(x, []int{1, xs[0]})
+	}
+	if len(ys) == 1 {
+		y = r.reshape(y, []int{ys[0], 1})
+	}
+	// g with the axes of the 1-D operands back.
+	gs := slices.Clone(g.Shape())
+	if len(xs) == 1 {
+		gs = slices.Insert(gs, max(len(gs)-1+boolInt(len(ys) == 1), 0), 1)
+	}
+	if len(ys) == 1 {
+		gs = append(gs, 1)
+	}
+	g = r.reshape(g, gs)
+	gv := make([]Value, 2)
+	if a.needs(0) {
+		gv[0] = r.reshape(r.sumTo(r.matmul(g, r.swap(y)), x.Shape()), xs)
+	}
+	if a.needs(1) {
+		gv[1] = r.reshape(r.sumTo(r.matmul(r.swap(x), g), y.Shape()), ys)
+	}
+	return gv
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dotRule and outerRule: ga = g·b, gb = g·a; ga = g·b, gb = gᵀ·a.
+var (
+	dotRule   = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return r.mul(g, y), r.mul(g, x) })
+	outerRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return r.matmul(g, y), r.matmul(x, g) })
+)
+
+// linearRule is Linear's backward: gx = g·W, gW = gᵀ·x over the rows of
+// every leading axis, gb = g summed to [out].
+func linearRule(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	r := rb{b}
+	x, w := in[0], in[1]
+	gv := make([]Value, len(in))
+	if a.needs(0) {
+		gv[0] = r.matmul(g, w)
+	}
+	ws, xs := w.Shape(), x.Shape()
+	if a.needs(1) {
+		rows := device.Numel(xs[:len(xs)-1])
+		g2 := r.reshape(g, []int{rows, ws[0]})
+		x2 := r.reshape(x, []int{rows, ws[1]})
+		gv[1] = r.matmul(r.swap(g2), x2)
+	}
+	if len(in) > 2 && a.needs(2) {
+		gv[2] = r.sumTo(g, []int{ws[0]})
+	}
+	return gv
+}
+
+// lossScale returns the upstream gradient of each of n per-element (or
+// per-row) losses: g/n (mean), g (sum) or g itself (none), shaped to
+// broadcast against [n, …] when rows.
+func (r rb) lossScale(g Value, n int, red Reduction, rows bool) Value {
+	switch red {
+	case MeanReduction:
+		if n == 0 {
+			return g
+		}
+		return r.scale(g, 1/float64(n))
+	case NoReduction:
+		if rows {
+			return r.reshape(g, []int{n, 1})
+		}
+	}
+	return g
+}
+
+// Rules of the losses: each is the per-element gradient times the
+// reduction's upstream gradient.
+var (
+	mseRule = lossRule(func(r rb, p, t Value) (Value, Value) {
+		d := r.scale(r.sub(p, t), 2)
+		return d, r.neg(d)
+	})
+	bceRule = lossRule(func(r rb, p, y Value) (Value, Value) {
+		pc := r.op("clip", Attrs{Lo: device.BCEClamp, Hi: 1 - device.BCEClamp}, p)
+		q := r.sub(r.scalar(pc, 1), pc)
+		return r.div(r.sub(pc, y), r.mul(pc, q)), r.sub(r.un("log", q), r.un("log", pc))
+	})
+	bceLogitsRule = lossRule(func(r rb, x, y Value) (Value, Value) {
+		return r.sub(r.un("sigmoid", x), y), r.neg(x)
+	})
+)
+
+func lossRule(f func(r rb, p, t Value) (Value, Value)) Rule {
+	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
+		gp, gt := f(r, in[0], in[1])
+		return []Value{r.mul(gp, gs), r.mul(gt, gs)}
+	}
+}
+
+// classRule is the rule of the losses over classes: nll, or (lsm)
+// cross-entropy through log_softmax. Class indices enter as a constant
+// −onehot mask, NLLLossBackward's gradient for a unit upstream.
+func classRule(lsm bool) Rule {
+	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		x, t := in[0], in[1]
+		n := x.Shape()[0]
+		gs := r.lossScale(g, n, a.Reduction, true)
+		var gl, gt Value // the gradients of the log-probabilities and of t
+		probs := b.Tensor(t).DType().IsFloat()
+		if probs {
+			gl = r.mul(r.neg(t), gs)
+		} else {
+			xt := b.Tensor(x)
+			one := tensor.Must(tensor.Scalar(xt.Device(), xt.DType(), 1))
+			gl = r.mul(b.Const(NLLLossBackward(xt, b.Tensor(t), one, SumReduction)), gs)
+		}
+		if !lsm {
+			return []Value{gl, nil}
+		}
+		if probs {
+			gt = r.mul(r.neg(r.op("log_softmax", Attrs{Axis: 1}, x)), gs)
+		}
+		sm := r.op("softmax", Attrs{Axis: 1}, x)
+		return []Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}
+	}
+}
