@@ -43,6 +43,17 @@ type entry struct {
 
 var dtypes = map[string]device.DType{"F32": device.Float32, "F64": device.Float64, "I32": device.Int32}
 
+// sizes are the element sizes of every dtype of the safetensors format: a
+// file holding any of them parses, and Tensor reads those in dtypes.
+var sizes = map[string]int64{"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
+	"I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+
+// sameDType reports whether the safetensors dtype name is dt.
+func sameDType(name string, dt device.DType) bool {
+	d, ok := dtypes[name]
+	return ok && d == dt
+}
+
 func dtypeName(dt device.DType) (string, bool) {
 	for k, v := range dtypes {
 		if v == dt {
@@ -196,9 +207,9 @@ func Parse(b []byte) (*File, error) {
 		if err := json.Unmarshal(msg, &e); err != nil {
 			return bad("tensor %q: %v", name, err)
 		}
-		dt, ok := dtypes[e.DType]
+		size, ok := sizes[e.DType]
 		if !ok {
-			return bad("tensor %q has dtype %q; want F32, F64 or I32", name, e.DType)
+			return bad("tensor %q has dtype %q, not one of safetensors'", name, e.DType)
 		}
 		count := int64(1)
 		for _, d := range e.Shape {
@@ -211,9 +222,9 @@ func Parse(b []byte) (*File, error) {
 			return bad("tensor %q has rank %d; at most %d", name, len(e.Shape), device.MaxRank)
 		}
 		lo, hi := e.Offsets[0], e.Offsets[1]
-		if lo < 0 || hi < lo || hi > int64(len(f.data)) || hi-lo != count*int64(dt.Size()) {
+		if lo < 0 || hi < lo || hi > int64(len(f.data)) || hi-lo != count*size {
 			return bad("tensor %q (%s %v) has offsets [%d, %d) in %d bytes of data; want %d bytes inside it",
-				name, e.DType, e.Shape, lo, hi, len(f.data), count*int64(dt.Size()))
+				name, e.DType, e.Shape, lo, hi, len(f.data), count*size)
 		}
 		f.entries[name] = e
 		spans = append(spans, span{lo, hi, name})
@@ -258,7 +269,10 @@ func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("checkpoint: no tensor %q", name)
 	}
 	b := f.data[e.Offsets[0]:e.Offsets[1]]
-	dt := dtypes[e.DType]
+	dt, ok := dtypes[e.DType]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint: tensor %q has dtype %s; extensor reads F32, F64 and I32", name, e.DType)
+	}
 	switch dt {
 	case device.Float32:
 		v := make([]float32, len(b)/4)
@@ -303,7 +317,7 @@ func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 		switch {
 		case !ok:
 			m = append(m, fmt.Sprintf("%q: in the model (%v %v), not in the checkpoint", name, t.DType(), t.Shape()))
-		case dtypes[e.DType] != t.DType() || !slices.Equal(e.Shape, t.Shape()):
+		case !sameDType(e.DType, t.DType()) || !slices.Equal(e.Shape, t.Shape()):
 			m = append(m, fmt.Sprintf("%q: the checkpoint has %s %v, the model %v %v", name, e.DType, e.Shape, t.DType(), t.Shape()))
 		}
 	}

@@ -65,6 +65,46 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPythonFiles reads files written by Python's safetensors package
+// (testdata/python: the safetensors project's samples): each holds
+// range(-3, 3) in its dtype and the metadata {"test": "a"}. A dtype
+// extensor has no tensors of (U8, F16, …) parses, and reading it is a
+// clear error.
+func TestPythonFiles(t *testing.T) {
+	dev := cpu.New()
+	want := []float64{-3, -2, -1, 0, 1, 2}
+	dtypes := map[string]device.DType{"f": device.Float32, "d": device.Float64, "i": device.Int32}
+	for _, file := range []string{"f", "d", "i", "overall"} {
+		f, err := checkpoint.Read(filepath.Join("testdata", "python", file+".safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Metadata["test"] != "a" {
+			t.Errorf("%s: metadata %v", file, f.Metadata)
+		}
+		for name, dt := range dtypes {
+			if file != "overall" && name != file {
+				continue
+			}
+			x, err := f.Tensor(dev, name)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", file, name, err)
+			}
+			if v, _ := x.Float64s(); x.DType() != dt || !slices.Equal(x.Shape(), []int{6}) || !slices.Equal(v, want) {
+				t.Errorf("%s: %s is %v %v %v; want %v [6] %v", file, name, x.DType(), x.Shape(), v, dt, want)
+			}
+		}
+		if file == "overall" {
+			if names := strings.Join(f.Names(), ""); names != "BHIbdefhi" {
+				t.Errorf("overall holds %q", names)
+			}
+			if _, err := f.Tensor(dev, "e"); err == nil || !strings.Contains(err.Error(), "F16") {
+				t.Errorf("reading the F16 tensor: %v; want an error naming the dtype", err)
+			}
+		}
+	}
+}
+
 // header builds a file of the given header and data.
 func header(h string, data []byte) []byte {
 	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
@@ -80,7 +120,8 @@ func TestBadFiles(t *testing.T) {
 		{"short", []byte{1, 2}, "a header length needs 8"},
 		{"length past the end", binary.LittleEndian.AppendUint64(nil, 1<<40), "header length"},
 		{"not JSON", header("{", nil), "header"},
-		{"unknown dtype", header(`{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}`, make([]byte, 2)), `dtype "BF16"`},
+		{"unknown dtype", header(`{"a":{"dtype":"F24","shape":[1],"data_offsets":[0,3]}}`, make([]byte, 3)), `dtype "F24"`},
+		{"BF16 of the wrong size", header(`{"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,2]}}`, make([]byte, 2)), "want 4 bytes"},
 		{"offsets past the data", header(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 4)), "offsets [0, 8)"},
 		{"size not the shape's", header(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, make([]byte, 8)), "want 12 bytes"},
 		{"negative shape", header(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}}`, nil), "shape [-1]"},
