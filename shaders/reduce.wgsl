@@ -83,9 +83,16 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     let last = p[1] - 1u;
     let init = vec4<f32>({{.Op}}_init());
     var acc = init;
+    if (first + {{len .Unroll}}u * 256u - 256u <= last) {
+        // The whole chunk lies inside the row: no bounds to check.
 {{- range .Unroll}}
-    acc = combine4(acc, select(init, x[row + min(first + {{.}}u * 256u, last)], first + {{.}}u * 256u <= last));
+        acc = combine4(acc, x[row + first + {{.}}u * 256u]);
 {{- end}}
+    } else {
+{{- range .Unroll}}
+        acc = combine4(acc, select(init, x[row + min(first + {{.}}u * 256u, last)], first + {{.}}u * 256u <= last));
+{{- end}}
+    }
     out[i] = {{.Op}}_combine({{.Op}}_combine(acc.x, acc.y), {{.Op}}_combine(acc.z, acc.w));
 }
 {{- else if .Chunks}}
