@@ -272,6 +272,56 @@ type Device interface {
 	Step(op Optimizer, param, grad Buffer, state []Buffer, h StepParams)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)
+	// Draw paints into canvas, an int32 buffer of p.H×p.W pixels, as op
+	// and p describe, reading src (and aux); see DrawOp.
+	Draw(op DrawOp, canvas, src, aux Buffer, p Paint)
+}
+
+// DrawOp names a kernel of the draw family (Device.Draw), which paints
+// tensors into a canvas: an int32 buffer of H×W pixels, each packed RGBA
+// with red in the low byte (Pack). Each kernel paints the pixels of one
+// rectangle (X, Y, RW, RH; clipped to the canvas) and leaves the others.
+type DrawOp uint8
+
+// The draw kernels.
+const (
+	// DrawRect fills the rectangle with Color; src and aux are unused.
+	DrawRect DrawOp = iota
+	// DrawImages paints src, N float32 images of IH×IW, as a grid of Cols
+	// columns from the rectangle's corner: image k in cell (k mod Cols,
+	// k div Cols), each cell IW·Zoom + 2·Border wide and IH·Zoom + 2·Border
+	// high, the image's pixels Zoom×Zoom squares of grey, Lo black and Hi
+	// white (clamped; NaN red), framed Border pixels wide in the colour
+	// aux[k] (int32; 0 leaves the frame alone).
+	DrawImages
+	// DrawCurve paints the N values of src (float32) as a curve across the
+	// rectangle: value i at x = i·(RW−1)/(N−1), the value Lo at the bottom
+	// row and Hi at the top (clamped); each column spans the values of the
+	// indices it covers, Thick pixels thick, in Color. NaN values are left out.
+	DrawCurve
+	// DrawText paints the N int32 character codes of src in Color from the
+	// rectangle's corner, each a glyph of the bitmap font aux (GW×GH cells
+	// for the codes 32…126, one int32 a glyph row, bit c the pixel of
+	// column c), its pixels Zoom×Zoom squares.
+	DrawText
+)
+
+// Paint holds the geometry of a Device.Draw.
+type Paint struct {
+	W, H         int // the canvas
+	X, Y, RW, RH int // the rectangle painted
+	Color        uint32
+	N, IH, IW    int // DrawImages: images; DrawCurve, DrawText: values, characters
+	Cols, Border int // DrawImages
+	Zoom         int // DrawImages, DrawText: pixels per image pixel
+	Lo, Hi       float64
+	Thick        int // DrawCurve
+	GW, GH       int // DrawText: the font's glyph cells
+}
+
+// Pack packs an RGBA colour into a canvas pixel.
+func Pack(r, g, b, a uint8) uint32 {
+	return uint32(r) | uint32(g)<<8 | uint32(b)<<16 | uint32(a)<<24
 }
 
 // Optimizer names a fused optimiser step (Device.Step), as PyTorch's

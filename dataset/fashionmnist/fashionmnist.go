@@ -17,6 +17,9 @@ const DefaultDir = "/usr/share/datasets/fashion-mnist"
 // numClasses is the number of label classes; labels are in [0, numClasses).
 const numClasses = 10
 
+// Classes names the classes, by label.
+var Classes = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
 // installHint tells the user how to obtain missing data files.
 const installHint = "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"
 

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/extensor/extensor/autograd"
@@ -22,6 +24,8 @@ import (
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/examples/cnn/model"
+	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
@@ -43,14 +47,17 @@ type Config struct {
 	Progress int     // print progress every Progress steps (0: never)
 	Save     string  // write a checkpoint here after each epoch ("": none)
 	Resume   string  // start from this checkpoint ("": from scratch)
+	Plots    string  // write the metrics log and plots into this directory ("": none)
+	// Snapshot, when set, is a PNG file of the dashboard drawn by the
+	// training device at the end of training, and every SnapshotEvery
+	// steps if positive.
+	Snapshot      string
+	SnapshotEvery int
+	Bar           io.Writer // a progress bar here when it is a terminal (nil: none)
 }
 
-// Epoch is what one epoch achieved.
-type Epoch struct {
-	Loss     float64 // mean training loss
-	Accuracy float64 // test accuracy after the epoch, in [0, 1]
-	StepMS   float64 // mean wall time of a training step, ms
-}
+// Epoch is what one epoch achieved (report.Epoch's TestAcc).
+type Epoch = report.Epoch
 
 func main() {
 	cfg := Config{}
@@ -66,8 +73,12 @@ func main() {
 	flag.IntVar(&cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
 	flag.StringVar(&cfg.Save, "save", "cnn.safetensors", `checkpoint written after each epoch ("": none)`)
 	flag.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from")
+	flag.StringVar(&cfg.Plots, "plots", "cnn-report", `directory for the metrics log and PNG plots ("": none)`)
+	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
+	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
 	flag.Parse()
 	log.SetFlags(0)
+	cfg.Bar = os.Stderr
 	if _, err := Train(cfg, os.Stdout); err != nil {
 		log.Fatalf("cnn: %v", err)
 	}
@@ -105,58 +116,195 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 
 	data := loader.New(train.Images, train.Labels, train.Features(), cfg.Batch, cfg.Seed)
 	data.Limit, data.Shape = cfg.Limit, []int{1, train.Rows, train.Cols}
+	rec, err := report.New(cfg.Plots, fashionmnist.Classes)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
 	n, steps := data.Len(), data.Steps()
-	var epochs []Epoch
-	for e := first; e <= cfg.Epochs; e++ {
-		net.Train(true)
-		lossSum, err := tensor.Zeros(dev, device.Float32)
-		if err != nil {
+	var dash *board
+	var frames int
+	var frameTime time.Duration
+	if cfg.Snapshot != "" {
+		if dash, err = newDashboard(dev, net, test); err != nil {
 			return nil, err
 		}
+		defer dash.release()
+	}
+	// snapshot draws the dashboard and writes it to cfg.Snapshot.
+	snapshot := func(epoch int) error {
 		start := time.Now()
-		seen := 0
+		err := dash.draw(rec, epoch, net)
+		if err == nil {
+			err = dash.Snapshot(cfg.Snapshot)
+		}
+		frames++
+		frameTime += time.Since(start)
+		return err
+	}
+	var trainTime time.Duration
+	for e := first; e <= cfg.Epochs; e++ {
+		net.Train(true)
+		start := time.Now()
+		bar := report.NewProgress(cfg.Bar, e, steps)
+		var pending []*tensor.Tensor // losses not yet read back
+		var sizes []int
+		sum, last := 0.0, 0.0
+		done := 0
+		// flush reads the pending losses back in one readback.
+		flush := func() error {
+			if len(pending) == 0 {
+				return nil
+			}
+			all := ops.Stack(pending, 0)
+			v, err := all.Float64s()
+			all.Release()
+			for i, l := range pending {
+				l.Release()
+				if err == nil {
+					sum += v[i] * float64(sizes[i]) / float64(n)
+					last = v[i]
+					err = rec.AddSteps(report.Step{Epoch: e, Step: opt.Steps() - len(pending) + i + 1, Loss: v[i]})
+				}
+			}
+			pending, sizes = pending[:0], sizes[:0]
+			return err
+		}
 		for s, b := range data.Epoch(dev) {
 			if b.Err != nil {
 				return nil, b.Err
 			}
-			seen += b.Size
 			loss, err := step(net, opt, b.X, b.Y)
 			b.X.Release()
 			b.Y.Release()
 			if err != nil {
 				return nil, err
 			}
-			ops.Axpy(lossSum, loss, float64(b.Size)/float64(n))
-			loss.Release()
-			if cfg.Progress > 0 && (s+1)%cfg.Progress == 0 {
-				v, err := lossSum.Float64s()
-				if err != nil {
+			pending, sizes = append(pending, loss), append(sizes, b.Size)
+			done = s + 1
+			if dash != nil && cfg.SnapshotEvery > 0 && opt.Steps()%cfg.SnapshotEvery == 0 {
+				if err := flush(); err != nil {
 					return nil, err
 				}
-				fmt.Fprintf(w, "epoch %d: step %d/%d, loss so far %.4f, %.1f ms/step\n", e, s+1, steps,
-					v[0]*float64(n)/float64(seen), time.Since(start).Seconds()*1e3/float64(s+1))
+				if err := snapshot(e); err != nil {
+					return nil, err
+				}
+			}
+			if cfg.Progress > 0 && done%cfg.Progress == 0 {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				bar.Set(e, done, last)
 			}
 		}
-		v, err := lossSum.Float64s()
-		lossSum.Release()
-		if err != nil {
+		if err := flush(); err != nil {
 			return nil, err
 		}
+		bar.Finish()
+		trainTime += time.Since(start)
 		ms := time.Since(start).Seconds() * 1e3 / float64(steps)
-		acc, err := accuracy(dev, net, test, cfg.Test)
+		trainAcc, _, err := accuracy(dev, net, train, cmp.Or(cfg.Test, trainEval))
 		if err != nil {
 			return nil, err
 		}
-		epochs = append(epochs, Epoch{Loss: v[0], Accuracy: acc, StepMS: ms})
-		fmt.Fprintf(w, "epoch %d: loss %.4f, test accuracy %.2f%%, %.1f ms/step\n", e, v[0], 100*acc, ms)
+		testAcc, pred, err := accuracy(dev, net, test, cfg.Test)
+		if err != nil {
+			return nil, err
+		}
+		ep := Epoch{Epoch: e, Loss: sum, TrainAcc: trainAcc, TestAcc: testAcc, StepMS: ms}
+		if err := rec.AddEpoch(ep); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "epoch %d: loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.1f ms/step\n", e, sum, 100*trainAcc, 100*testAcc, ms)
 		if cfg.Save != "" {
 			if err := save(cfg.Save, net, opt, e); err != nil {
 				return nil, err
 			}
 		}
+		if e == cfg.Epochs && dash != nil {
+			if err := snapshot(e); err != nil {
+				return nil, err
+			}
+			per := frameTime.Seconds() * 1e3 / float64(frames)
+			fmt.Fprintf(w, "snapshot: %s; %d frames, %.1f ms a frame, %.2f%% of the training time\n", cfg.Snapshot, frames, per,
+				100*frameTime.Seconds()/trainTime.Seconds())
+		}
+		if e == cfg.Epochs && cfg.Plots != "" {
+			if err := rec.SetConfusion(test.Labels[:len(pred)], pred); err != nil {
+				return nil, err
+			}
+			paths, err := rec.Plot()
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(w, "plots: %s\n", strings.Join(paths, ", "))
+		}
 	}
-	return epochs, nil
+	return rec.Epochs, nil
 }
+
+// board is the dashboard of a run, with the test images it shows.
+type board struct {
+	*dashboard.Dashboard
+	images *tensor.Tensor // the first 12 test images, on the device
+	labels []int32
+}
+
+func newDashboard(dev device.Device, net nn.Sequential, test *fashionmnist.Set) (*board, error) {
+	d, err := dashboard.New(dev)
+	if err != nil {
+		return nil, err
+	}
+	const n = 12
+	x, err := tensor.FromFloat32(dev, test.Images[:n*test.Features()], n, 1, test.Rows, test.Cols)
+	if err != nil {
+		d.Release()
+		return nil, err
+	}
+	return &board{Dashboard: d, images: x, labels: test.Labels[:n]}, nil
+}
+
+func (b *board) release() {
+	b.Release()
+	b.images.Release()
+}
+
+// draw draws a frame: the metrics so far, the network's predictions for
+// the test images now, and its first convolution's filters.
+func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) error {
+	var pred []int32
+	var err error
+	net.Train(false)
+	autograd.NoGrad(func() {
+		logits := net.Forward(autograd.Leaf(b.images, false)).Value()
+		am := ops.ArgMaxAxis(logits, 1, false)
+		pred, err = am.Int32s()
+		logits.Release()
+		am.Release()
+	})
+	net.Train(true)
+	if err != nil {
+		return err
+	}
+	losses := make([]float64, len(rec.Steps))
+	for i, s := range rec.Steps {
+		losses[i] = s.Loss
+	}
+	acc := make([]float64, len(rec.Epochs))
+	for i, e := range rec.Epochs {
+		acc[i] = e.TestAcc
+	}
+	title := fmt.Sprintf("extensor CNN, Fashion-MNIST: epoch %d, step %d", epoch, len(losses))
+	if n := len(losses); n > 0 {
+		title += fmt.Sprintf(", loss %.3f", losses[n-1])
+	}
+	return b.Draw(dashboard.State{Title: title, Epoch: epoch, Losses: losses, TestAcc: acc, Images: b.images, Pred: pred,
+		Labels: b.labels, Classes: fashionmnist.Classes, Filters: net[0].Params()[0].Value(), FilterShape: [2]int{3, 3}})
+}
+
+// trainEval is how many training examples the train accuracy is measured
+// on, in evaluation mode after each epoch (unless Config.Test is set).
+const trainEval = 10000
 
 // save writes the network's parameters (PyTorch's state_dict names), the
 // optimiser's state ("optim.<name>.<m|v|momentum>") and the epoch and
@@ -223,24 +371,26 @@ func step(net nn.Sequential, opt *optim.Optimizer, x, y *tensor.Tensor) (*tensor
 	return loss.Value(), nil
 }
 
-// accuracy returns the share of the first limit (0: all) test examples
-// that the model classifies right, in evaluation mode.
-func accuracy(dev device.Device, net nn.Sequential, test *fashionmnist.Set, limit int) (float64, error) {
+// accuracy returns the share of the first limit (0: all) examples of set
+// that the model classifies right, in evaluation mode, and its
+// predictions.
+func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit int) (float64, []int32, error) {
 	net.Train(false)
 	defer net.Train(true)
-	n := test.N
+	n := set.N
 	if limit > 0 {
 		n = min(n, limit)
 	}
 	const batch = 500
-	feat := test.Features()
+	feat := set.Features()
 	right := 0
+	all := make([]int32, 0, n)
 	for lo := 0; lo < n; lo += batch {
 		bs := min(batch, n-lo)
 		var pred []int32
 		var err error
 		tensor.Tidy(func() *tensor.Tensor {
-			x, e := tensor.FromFloat32(dev, test.Images[lo*feat:(lo+bs)*feat], bs, 1, 28, 28)
+			x, e := tensor.FromFloat32(dev, set.Images[lo*feat:(lo+bs)*feat], bs, 1, set.Rows, set.Cols)
 			if e != nil {
 				err = e
 				return nil
@@ -252,13 +402,14 @@ func accuracy(dev device.Device, net nn.Sequential, test *fashionmnist.Set, limi
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		for i, p := range pred {
-			if p == test.Labels[lo+i] {
+			if p == set.Labels[lo+i] {
 				right++
 			}
 		}
+		all = append(all, pred...)
 	}
-	return float64(right) / float64(n), nil
+	return float64(right) / float64(n), all, nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"image/png"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +25,9 @@ func TestShortTraining(t *testing.T) {
 	gputest.Open(t)
 	var out bytes.Buffer
 	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
-	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt}
+	plots := t.TempDir()
+	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt, Plots: plots,
+		Snapshot: filepath.Join(plots, "dashboard.png"), SnapshotEvery: 15}
 	epochs, err := Train(cfg, &out)
 	t.Log(out.String())
 	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
@@ -35,12 +39,35 @@ func TestShortTraining(t *testing.T) {
 	if len(epochs) != 2 || !(epochs[1].Loss < epochs[0].Loss) {
 		t.Fatalf("epochs %+v; want 2 with a falling loss", epochs)
 	}
-	if acc := epochs[1].Accuracy; acc < 0.6 {
+	if acc := epochs[1].TestAcc; acc < 0.6 {
 		t.Errorf("test accuracy after 40 steps: %.1f%%; want ≥ 60%%", 100*acc)
 	}
-	for _, want := range []string{"device: webgpu#", "epoch 2: step 10/20", "test accuracy"} {
+	for _, want := range []string{"device: webgpu#", "epoch 2: loss", "train accuracy", "test accuracy", "plots: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+	// The metrics log has a line per step and per epoch; the plots are
+	// PNG images.
+	logged, err := os.ReadFile(filepath.Join(plots, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(logged), "\n"); lines != 40+2+1 {
+		t.Errorf("metrics.jsonl has %d lines; want 40 steps, 2 epochs and the confusion matrix", lines)
+	}
+	if !strings.Contains(out.String(), "snapshot: "+filepath.Join(plots, "dashboard.png")+"; 3 frames") {
+		t.Errorf("output lacks the snapshot's line with 3 frames (steps 15 and 30, and the end)")
+	}
+	for _, name := range []string{"loss.png", "accuracy.png", "confusion.png", "dashboard.png"} {
+		f, err := os.Open(filepath.Join(plots, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil || img.Bounds().Dx() < 400 {
+			t.Errorf("%s: %v, %v", name, err, img)
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/ops"
@@ -20,15 +21,16 @@ import (
 
 // Config sets up a training run.
 type Config struct {
-	Device   string  // "auto", "webgpu" or "cpu"
-	Data     string  // directory of the Fashion-MNIST IDX files
-	Epochs   int     // passes over the training set
-	Batch    int     // examples per SGD step
-	LR       float64 // learning rate
-	Hidden   int     // hidden units
-	Seed     uint64  // initialisation and shuffling
-	Limit    int     // use only the first Limit training examples (0: all)
-	Progress int     // print progress every Progress steps (0: never)
+	Device   string    // "auto", "webgpu" or "cpu"
+	Data     string    // directory of the Fashion-MNIST IDX files
+	Epochs   int       // passes over the training set
+	Batch    int       // examples per SGD step
+	LR       float64   // learning rate
+	Hidden   int       // hidden units
+	Seed     uint64    // initialisation and shuffling
+	Limit    int       // use only the first Limit training examples (0: all)
+	Progress int       // update the progress bar every Progress steps (0: never)
+	Bar      io.Writer // a progress bar here when it is a terminal (nil: none)
 }
 
 // Epoch is what one epoch achieved.
@@ -48,9 +50,10 @@ func main() {
 	flag.IntVar(&cfg.Hidden, "hidden", 256, "hidden units")
 	flag.Uint64Var(&cfg.Seed, "seed", 2, "random seed (initialisation and shuffling)")
 	flag.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
-	flag.IntVar(&cfg.Progress, "progress", 50, "print progress every N steps (0: never)")
+	flag.IntVar(&cfg.Progress, "progress", 50, "update the progress bar every N steps (0: never)")
 	flag.Parse()
 	log.SetFlags(0)
+	cfg.Bar = os.Stderr
 	if _, err := Train(cfg, os.Stdout); err != nil {
 		log.Fatalf("mlp: %v", err)
 	}
@@ -82,6 +85,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			return nil, err
 		}
 		start := time.Now()
+		bar := report.NewProgress(cfg.Bar, e, stepsPerEpoch)
 		for s, b := range data.Epoch(dev) {
 			if b.Err != nil {
 				return nil, b.Err
@@ -92,15 +96,15 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			loss.Release()
 			x.Release()
 			y.Release()
-			if cfg.Progress > 0 && (s+1)%cfg.Progress == 0 && s+1 < stepsPerEpoch {
+			if cfg.Progress > 0 && (s+1)%cfg.Progress == 0 && s+1 < stepsPerEpoch && bar.Shown() {
 				v, err := lossSum.Float64s()
 				if err != nil {
 					return nil, err
 				}
-				fmt.Fprintf(w, "  epoch %d  step %4d/%d  loss %.4f  %.1f steps/s\n", e, s+1, stepsPerEpoch,
-					v[0]/float64(s+1), float64(s+1)/time.Since(start).Seconds())
+				bar.Set(e, s+1, v[0]/float64(s+1))
 			}
 		}
+		bar.Finish()
 		v, err := lossSum.Float64s()
 		lossSum.Release()
 		if err != nil {
