@@ -1,19 +1,21 @@
 # extensor: the two commands are `make train` and `make test`.
 
 GO        ?= go
-DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist
+DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist \
+	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn bench fuzz soak
+.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn watch-cnn bench fuzz soak
 
 all: test
 
-# deps installs the Debian packages extensor needs at run time: lavapipe
-# (Mesa's software Vulkan, the WebGPU adapter on machines without a GPU),
-# the Vulkan loader, and the Fashion-MNIST data. Without root it prints the
-# command to run instead.
+# deps installs the Debian packages extensor needs: lavapipe (Mesa's
+# software Vulkan, the WebGPU adapter on machines without a GPU), the
+# Vulkan loader and the Fashion-MNIST data; and, for the examples' live
+# window (glfw), the X11/GL headers and Xvfb, under which make test runs.
+# Without root it prints the command to run instead.
 deps:
 	@missing=""; \
 	for p in $(DEB_PKGS); do \
@@ -44,8 +46,10 @@ nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
 
+# The tests run under a virtual X display (xvfb-run), so that the window
+# tests open real windows presented by WebGPU.
 test: deps vet nocgo race fuzz-smoke
-	$(GO) test -count=1 -timeout 45m ./...
+	xvfb-run -a $(GO) test -count=1 -timeout 45m ./...
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
@@ -75,9 +79,17 @@ train: deps
 	$(GO) run ./examples/mlp -device auto -epochs 3
 
 # train-cnn trains the CNN of examples/cnn (tape, layers, Adam) for 3
-# epochs: minutes on a GPU, about a quarter of an hour on lavapipe.
+# epochs: minutes on a GPU, about a quarter of an hour on lavapipe. It
+# writes its plots and metrics log into cnn-report/ and the dashboard,
+# drawn by the training device, to cnn-report/dashboard.png; ARGS adds
+# flags (ARGS=-window for the live window).
 train-cnn: deps
-	$(GO) run ./examples/cnn -device auto -epochs 3
+	$(GO) run ./examples/cnn -device auto -epochs 3 -snapshot cnn-report/dashboard.png -snapshot-every 100 $(ARGS)
+
+# watch-cnn trains the CNN in the live window (Space pauses, Escape stops
+# with a checkpoint); without a display it says so at once.
+watch-cnn: deps
+	$(GO) run ./examples/cnn -device webgpu -epochs 3 -window $(ARGS)
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/

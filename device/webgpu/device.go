@@ -90,20 +90,33 @@ type Device struct {
 
 	err    error // first runtime failure since the last report
 	closed bool
+
+	surface *wgpu.Surface // the window's, for a device made by OpenSurface
+	screen  *screen       // what presents on it
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
 // package documentation. Without an adapter it returns an error wrapping
 // device.ErrUnavailable.
-func Open() (*Device, error) {
+func Open() (*Device, error) { return open(nil) }
+
+// open creates the device; with a surface, on an adapter that can present
+// to it (OpenSurface), the surface released with the instance on failure.
+func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
 	// aborts the process on machines with EGL but no display.
 	d.instance = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackend_Primary})
+	if sd != nil {
+		d.surface = d.instance.CreateSurface(sd)
+	}
 	var err error
-	d.adapter, err = chooseAdapter(d.instance)
+	d.adapter, err = chooseAdapter(d.instance, d.surface)
 	if err != nil {
+		if d.surface != nil {
+			d.surface.Release()
+		}
 		d.instance.Release()
 		return nil, err
 	}
@@ -187,10 +200,10 @@ func (d *Device) readFlags() {
 	}
 }
 
-func chooseAdapter(inst *wgpu.Instance) (*wgpu.Adapter, error) {
+func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, error) {
 	want := strings.TrimSpace(os.Getenv(EnvAdapter))
 	if want == "" {
-		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreference_HighPerformance})
+		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreference_HighPerformance, CompatibleSurface: surface})
 		if err != nil || a == nil {
 			return nil, fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
 		}
@@ -369,6 +382,7 @@ func (d *Device) Close() error {
 		d.wait()
 	}
 	d.closed = true
+	d.screen.release()
 	d.pool.releaseAll()
 	for b := range d.live {
 		b.b.Release()
@@ -395,6 +409,9 @@ func (d *Device) Close() error {
 		d.dev.Release()
 	}
 	d.adapter.Release()
+	if d.surface != nil {
+		d.surface.Release()
+	}
 	d.instance.Release()
 	return d.report()
 }

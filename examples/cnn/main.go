@@ -23,10 +23,12 @@ import (
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/draw"
 	"github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
+	"github.com/extensor/extensor/examples/internal/window"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
@@ -53,7 +55,18 @@ type Config struct {
 	// steps if positive.
 	Snapshot      string
 	SnapshotEvery int
-	Bar           io.Writer // a progress bar here when it is a terminal (nil: none)
+	// Window, when set, shows the dashboard live and gives the device to
+	// train on (the one presenting on it); Device is then ignored.
+	Window Screen
+	Bar    io.Writer // a progress bar here when it is a terminal (nil: none)
+}
+
+// Screen is a live window for the dashboard (package window's Window).
+type Screen interface {
+	Device() device.Device // the device that presents on the window
+	Show(c *draw.Canvas)   // present this frame from now on
+	Paused() bool          // training should wait
+	Closed() bool          // training should stop, saving a checkpoint
 }
 
 // Epoch is what one epoch achieved (report.Epoch's TestAcc).
@@ -76,10 +89,33 @@ func main() {
 	flag.StringVar(&cfg.Plots, "plots", "cnn-report", `directory for the metrics log and PNG plots ("": none)`)
 	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
 	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
+	live := flag.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops)")
 	flag.Parse()
 	log.SetFlags(0)
 	cfg.Bar = os.Stderr
-	if _, err := Train(cfg, os.Stdout); err != nil {
+	if !*live {
+		if _, err := Train(cfg, os.Stdout); err != nil {
+			log.Fatalf("cnn: %v", err)
+		}
+		return
+	}
+	// The window first (on the main thread), then the device that presents
+	// on it; training runs on another goroutine.
+	win, err := window.Open("extensor: a CNN learns Fashion-MNIST", dashboard.Width, dashboard.Height)
+	if err != nil {
+		log.Fatalf("cnn: %v", err)
+	}
+	cfg.Window = win
+	done := make(chan error, 1)
+	go func() {
+		_, err := Train(cfg, os.Stdout)
+		done <- err
+	}()
+	err = win.Run(done)
+	if cerr := win.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		log.Fatalf("cnn: %v", err)
 	}
 }
@@ -87,11 +123,22 @@ func main() {
 // Train trains the network as cfg says, printing to w, and returns what
 // each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
-	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w)
+	var dev device.Device
+	var train, test *fashionmnist.Set
+	var err error
+	if cfg.Window != nil {
+		dev = cfg.Window.Device()
+		fmt.Fprintf(w, "device: %s, presenting on the window\n", dev)
+		train, test, err = fashionmnist.Load(cfg.Data)
+	} else {
+		dev, train, test, err = run.Open(cfg.Device, cfg.Data, w)
+		if err == nil {
+			defer dev.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer dev.Close()
 	net, err := model.New(dev, cfg.Seed)
 	if err != nil {
 		return nil, err
@@ -122,25 +169,12 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	}
 	defer rec.Close()
 	n, steps := data.Len(), data.Steps()
-	var dash *board
-	var frames int
-	var frameTime time.Duration
-	if cfg.Snapshot != "" {
-		if dash, err = newDashboard(dev, net, test); err != nil {
+	view := &viewer{snapshot: cfg.Snapshot, every: cfg.SnapshotEvery, win: cfg.Window}
+	if cfg.Snapshot != "" || cfg.Window != nil {
+		if view.b, err = newDashboard(dev, net, test); err != nil {
 			return nil, err
 		}
-		defer dash.release()
-	}
-	// snapshot draws the dashboard and writes it to cfg.Snapshot.
-	snapshot := func(epoch int) error {
-		start := time.Now()
-		err := dash.draw(rec, epoch, net)
-		if err == nil {
-			err = dash.Snapshot(cfg.Snapshot)
-		}
-		frames++
-		frameTime += time.Since(start)
-		return err
+		defer view.release()
 	}
 	var trainTime time.Duration
 	for e := first; e <= cfg.Epochs; e++ {
@@ -182,12 +216,21 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			}
 			pending, sizes = append(pending, loss), append(sizes, b.Size)
 			done = s + 1
-			if dash != nil && cfg.SnapshotEvery > 0 && opt.Steps()%cfg.SnapshotEvery == 0 {
+			if view.due(opt.Steps()) {
 				if err := flush(); err != nil {
 					return nil, err
 				}
-				if err := snapshot(e); err != nil {
+				if err := view.frame(rec, e, net, false); err != nil {
 					return nil, err
+				}
+			}
+			if cfg.Window != nil {
+				start = start.Add(view.waitWhilePaused()) // pauses are not training time
+				if cfg.Window.Closed() {
+					if err := flush(); err != nil {
+						return nil, err
+					}
+					return rec.Epochs, stopEarly(cfg, w, net, opt, e, done)
 				}
 			}
 			if cfg.Progress > 0 && done%cfg.Progress == 0 {
@@ -221,13 +264,13 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 				return nil, err
 			}
 		}
-		if e == cfg.Epochs && dash != nil {
-			if err := snapshot(e); err != nil {
+		if view.b != nil {
+			if err := view.frame(rec, e, net, e == cfg.Epochs); err != nil {
 				return nil, err
 			}
-			per := frameTime.Seconds() * 1e3 / float64(frames)
-			fmt.Fprintf(w, "snapshot: %s; %d frames, %.1f ms a frame, %.2f%% of the training time\n", cfg.Snapshot, frames, per,
-				100*frameTime.Seconds()/trainTime.Seconds())
+			if e == cfg.Epochs {
+				view.report(w, trainTime)
+			}
 		}
 		if e == cfg.Epochs && cfg.Plots != "" {
 			if err := rec.SetConfusion(test.Labels[:len(pred)], pred); err != nil {

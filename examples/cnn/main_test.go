@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/extensor/extensor/checkpoint"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/window"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/tensor"
 )
@@ -99,5 +102,58 @@ func TestUnknownOptimiser(t *testing.T) {
 	_, err := Train(Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Opt: "lbfgs"}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `unknown optimiser "lbfgs"`) {
 		t.Errorf("optimiser lbfgs: %v; want an unknown-optimiser error", err)
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(window.Main(m.Run)) }
+
+// TestWindowClose trains with the live window (under xvfb-run on CI) and
+// closes it mid-training: training stops cleanly with a checkpoint, which
+// resumes.
+func TestWindowClose(t *testing.T) {
+	gputest.Open(t)
+	var win *window.Window
+	var err error
+	window.Do(func() { win, err = window.Open("extensor cnn test", dashboard.Width, dashboard.Height) })
+	if errors.Is(err, window.ErrNoDisplay) && !gputest.CI() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
+	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 200, Save: ckpt, Window: win}
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := Train(cfg, &out)
+		done <- err
+	}()
+	go func() { // close the window once it has shown a few frames
+		for win.Presented() < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		win.RequestClose()
+	}()
+	window.Do(func() {
+		err = win.Run(done)
+		if cerr := win.Close(); err == nil {
+			err = cerr
+		}
+	})
+	t.Log(out.String())
+	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
+		t.Skipf("no Fashion-MNIST data: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "window closed at epoch 1") || !strings.Contains(out.String(), "wrote "+ckpt) {
+		t.Fatalf("closing the window did not stop training in epoch 1 with a checkpoint:\n%s", out.String())
+	}
+	cfg.Window, cfg.Device, cfg.Resume, cfg.Epochs = nil, "webgpu", ckpt, 1
+	out.Reset()
+	if _, err := Train(cfg, &out); err != nil || !strings.Contains(out.String(), "resumed from "+ckpt+" after epoch 0") {
+		t.Errorf("resuming after the window closed: %v\n%s", err, out.String())
 	}
 }

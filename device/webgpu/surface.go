@@ -1,0 +1,259 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/shaders"
+	"github.com/rajveermalviya/go-webgpu/wgpu"
+)
+
+// OpenSurface creates a device on an adapter that can present to the
+// window sd describes (one adapter, one device: the one that trains draws
+// and presents), with a swap chain of width×height pixels.
+func OpenSurface(sd *wgpu.SurfaceDescriptor, width, height int) (*Device, error) {
+	d, err := open(sd)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	format := d.surface.GetPreferredFormat(d.adapter)
+	d.screen = &screen{format: format}
+	if err := d.screen.init(d); err != nil {
+		d.mu.Unlock()
+		d.Close()
+		d.mu.Lock()
+		return nil, err
+	}
+	if err := d.resize(width, height); err != nil {
+		d.mu.Unlock()
+		d.Close()
+		d.mu.Lock()
+		return nil, err
+	}
+	return d, nil
+}
+
+// screen presents canvases on the device's surface: a canvas buffer is
+// copied into a texture and drawn, scaled to fit, by a render pipeline.
+type screen struct {
+	format   wgpu.TextureFormat
+	sc       *wgpu.SwapChain
+	w, h     int
+	tex      *wgpu.Texture
+	view     *wgpu.TextureView
+	tw, th   int
+	sampler  *wgpu.Sampler
+	module   *wgpu.ShaderModule
+	pipeline *wgpu.RenderPipeline
+	group    *wgpu.BindGroup
+}
+
+// srgb reports whether the surface encodes sRGB: the canvas texture then
+// decodes it, so that its pixels reach the screen unchanged.
+func (s *screen) srgb() bool {
+	return s.format == wgpu.TextureFormat_BGRA8UnormSrgb || s.format == wgpu.TextureFormat_RGBA8UnormSrgb
+}
+
+func (s *screen) init(d *Device) error {
+	src, err := shaders.Source("present", nil)
+	if err != nil {
+		return err
+	}
+	if s.module, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: "present", WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src}}); err != nil {
+		return fmt.Errorf("webgpu: present shader: %v", err)
+	}
+	s.pipeline, err = d.dev.CreateRenderPipeline(&wgpu.RenderPipelineDescriptor{
+		Label:       "present",
+		Vertex:      wgpu.VertexState{Module: s.module, EntryPoint: "vs"},
+		Fragment:    &wgpu.FragmentState{Module: s.module, EntryPoint: "fs", Targets: []wgpu.ColorTargetState{{Format: s.format, Blend: &wgpu.BlendState_Replace, WriteMask: wgpu.ColorWriteMask_All}}},
+		Primitive:   wgpu.PrimitiveState{Topology: wgpu.PrimitiveTopology_TriangleList, FrontFace: wgpu.FrontFace_CCW},
+		Multisample: wgpu.MultisampleState{Count: 1, Mask: 0xffffffff},
+	})
+	if err != nil {
+		return fmt.Errorf("webgpu: present pipeline: %v", err)
+	}
+	s.sampler, err = d.dev.CreateSampler(&wgpu.SamplerDescriptor{Label: "present", AddressModeU: wgpu.AddressMode_ClampToEdge, AddressModeV: wgpu.AddressMode_ClampToEdge,
+		AddressModeW: wgpu.AddressMode_ClampToEdge, MagFilter: wgpu.FilterMode_Linear, MinFilter: wgpu.FilterMode_Linear, MipmapFilter: wgpu.MipmapFilterMode_Nearest,
+		LodMaxClamp: 32, MaxAnisotrophy: 1})
+	if err != nil {
+		return fmt.Errorf("webgpu: present sampler: %v", err)
+	}
+	return nil
+}
+
+func (s *screen) release() {
+	if s == nil {
+		return
+	}
+	s.releaseTexture()
+	if s.sc != nil {
+		s.sc.Release()
+	}
+	if s.sampler != nil {
+		s.sampler.Release()
+	}
+	if s.pipeline != nil {
+		s.pipeline.Release()
+	}
+	if s.module != nil {
+		s.module.Release()
+	}
+}
+
+func (s *screen) releaseTexture() {
+	if s.group != nil {
+		s.group.Release()
+		s.group = nil
+	}
+	if s.view != nil {
+		s.view.Release()
+		s.view = nil
+	}
+	if s.tex != nil {
+		s.tex.Release()
+		s.tex = nil
+	}
+}
+
+// Resize makes the swap chain width×height pixels (the window's
+// framebuffer after a resize). A zero size (a minimised window) is kept
+// until the next resize and presents nothing.
+func (d *Device) Resize(width, height int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.resize(width, height)
+}
+
+func (d *Device) resize(width, height int) error {
+	s := d.screen
+	if s == nil {
+		return fmt.Errorf("webgpu: %s has no surface (open it with OpenSurface)", d.id)
+	}
+	s.w, s.h = width, height
+	if width <= 0 || height <= 0 {
+		return nil
+	}
+	if s.sc != nil {
+		s.sc.Release()
+		s.sc = nil
+	}
+	sc, err := d.dev.CreateSwapChain(d.surface, &wgpu.SwapChainDescriptor{Usage: wgpu.TextureUsage_RenderAttachment, Format: s.format,
+		Width: uint32(width), Height: uint32(height), PresentMode: wgpu.PresentMode_Fifo})
+	if err != nil {
+		return fmt.Errorf("webgpu: a %d×%d swap chain: %v", width, height, err)
+	}
+	s.sc = sc
+	return nil
+}
+
+// Present shows canvas, an int32 buffer of h×w packed RGBA pixels (see
+// device.DrawOp), in the window, scaled to fit with its aspect kept, after
+// the work recorded before it: the copy and the drawing run on the GPU,
+// with no round trip through the CPU. The width times 4 must be a multiple
+// of 256 bytes (WebGPU's rule for copies into textures).
+func (d *Device) Present(canvas device.Buffer, w, h int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.screen
+	if s == nil {
+		return fmt.Errorf("webgpu: %s has no surface (open it with OpenSurface)", d.id)
+	}
+	if w*4%256 != 0 || w <= 0 || h <= 0 {
+		return fmt.Errorf("webgpu: Present of a %d×%d canvas; its width must be a positive multiple of 64 pixels", w, h)
+	}
+	c := d.buf(canvas)
+	if c.dt != device.Int32 || c.n != w*h {
+		return fmt.Errorf("webgpu: Present of a %v buffer of %d elements as a %d×%d canvas; want int32 pixels", c.dt, c.n, w, h)
+	}
+	if s.sc == nil || !d.ok() {
+		return d.report()
+	}
+	if err := s.texture(d, w, h); err != nil {
+		return err
+	}
+	view, err := s.sc.GetCurrentTextureView()
+	if err != nil {
+		// Outdated or lost after a resize: make the swap chain again.
+		return d.resize(s.w, s.h)
+	}
+	defer view.Release()
+	enc := d.encoderFor()
+	if enc == nil {
+		return d.report()
+	}
+	err = enc.CopyBufferToTexture(&wgpu.ImageCopyBuffer{Buffer: c.b, Layout: wgpu.TextureDataLayout{BytesPerRow: uint32(4 * w), RowsPerImage: uint32(h)}},
+		&wgpu.ImageCopyTexture{Texture: s.tex}, &wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1})
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: copying the canvas to the screen: %v", err))
+		return d.report()
+	}
+	// Letterbox: the largest rectangle of the canvas's aspect.
+	scale := math.Min(float64(s.w)/float64(w), float64(s.h)/float64(h))
+	vw, vh := float64(w)*scale, float64(h)*scale
+	bg := wgpu.Color{R: 24.0 / 255, G: 26.0 / 255, B: 33.0 / 255, A: 1}
+	if s.srgb() {
+		bg = wgpu.Color{R: linear(bg.R), G: linear(bg.G), B: linear(bg.B), A: 1}
+	}
+	pass := enc.BeginRenderPass(&wgpu.RenderPassDescriptor{ColorAttachments: []wgpu.RenderPassColorAttachment{{
+		View: view, LoadOp: wgpu.LoadOp_Clear, StoreOp: wgpu.StoreOp_Store, ClearValue: bg}}})
+	pass.SetViewport(float32((float64(s.w)-vw)/2), float32((float64(s.h)-vh)/2), float32(vw), float32(vh), 0, 1)
+	pass.SetPipeline(s.pipeline)
+	pass.SetBindGroup(0, s.group, nil)
+	pass.Draw(3, 1, 0, 0)
+	err = pass.End()
+	pass.Release()
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: drawing the canvas on the screen: %v", err))
+	}
+	d.labels = append(d.labels, "present")
+	d.flush()
+	if err := d.report(); err != nil {
+		return err
+	}
+	s.sc.Present()
+	return nil
+}
+
+// linear converts an sRGB-encoded channel to linear light.
+func linear(c float64) float64 {
+	if c <= 0.04045 {
+		return c / 12.92
+	}
+	return math.Pow((c+0.055)/1.055, 2.4)
+}
+
+// texture makes the canvas texture w×h, with its bind group.
+func (s *screen) texture(d *Device, w, h int) error {
+	if s.tex != nil && s.tw == w && s.th == h {
+		return nil
+	}
+	s.releaseTexture()
+	format := wgpu.TextureFormat_RGBA8Unorm
+	if s.srgb() {
+		format = wgpu.TextureFormat_RGBA8UnormSrgb
+	}
+	var err error
+	s.tex, err = d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "canvas", Usage: wgpu.TextureUsage_CopyDst | wgpu.TextureUsage_TextureBinding,
+		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},
+		Format: format, MipLevelCount: 1, SampleCount: 1})
+	if err != nil {
+		return fmt.Errorf("webgpu: a %d×%d canvas texture: %v", w, h, err)
+	}
+	if s.view, err = s.tex.CreateView(nil); err != nil {
+		return fmt.Errorf("webgpu: canvas texture view: %v", err)
+	}
+	layout := s.pipeline.GetBindGroupLayout(0)
+	defer layout.Release()
+	s.group, err = d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: "present", Layout: layout, Entries: []wgpu.BindGroupEntry{
+		{Binding: 1, TextureView: s.view}, {Binding: 2, Sampler: s.sampler}}})
+	if err != nil {
+		return fmt.Errorf("webgpu: present bind group: %v", err)
+	}
+	s.tw, s.th = w, h
+	return nil
+}
