@@ -92,4 +92,4 @@ watch-cnn: deps
 	$(GO) run ./examples/cnn -device webgpu -epochs 3 -window $(ARGS)
 
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/ -args -chart $(CURDIR)/bench-trainstep.png

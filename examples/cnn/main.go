@@ -50,6 +50,8 @@ type Config struct {
 	Save     string  // write a checkpoint here after each epoch ("": none)
 	Resume   string  // start from this checkpoint ("": from scratch)
 	Plots    string  // write the metrics log and plots into this directory ("": none)
+	// PlotEvery, if positive, redraws the plots every PlotEvery steps too.
+	PlotEvery int
 	// Snapshot, when set, is a PNG file of the dashboard drawn by the
 	// training device at the end of training, and every SnapshotEvery
 	// steps if positive.
@@ -89,6 +91,7 @@ func main() {
 	flag.StringVar(&cfg.Plots, "plots", "cnn-report", `directory for the metrics log and PNG plots ("": none)`)
 	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
 	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
+	flag.IntVar(&cfg.PlotEvery, "plot-every", 0, "also redraw the plots every N steps (0: only at the end)")
 	live := flag.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -231,6 +234,14 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 						return nil, err
 					}
 					return rec.Epochs, stopEarly(cfg, w, net, opt, e, done)
+				}
+			}
+			if cfg.Plots != "" && cfg.PlotEvery > 0 && opt.Steps()%cfg.PlotEvery == 0 {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				if _, err := rec.Plot(); err != nil {
+					return nil, err
 				}
 			}
 			if cfg.Progress > 0 && done%cfg.Progress == 0 {

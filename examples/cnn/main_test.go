@@ -59,8 +59,8 @@ func TestShortTraining(t *testing.T) {
 	if lines := strings.Count(string(logged), "\n"); lines != 40+2+1 {
 		t.Errorf("metrics.jsonl has %d lines; want 40 steps, 2 epochs and the confusion matrix", lines)
 	}
-	if !strings.Contains(out.String(), "snapshot: "+filepath.Join(plots, "dashboard.png")+"; 3 frames") {
-		t.Errorf("output lacks the snapshot's line with 3 frames (steps 15 and 30, and the end)")
+	if !strings.Contains(out.String(), "dashboard (snapshot "+filepath.Join(plots, "dashboard.png")+"): 4 frames") {
+		t.Errorf("output lacks the snapshot's line with 4 frames (steps 15 and 30, and each epoch's end)")
 	}
 	for _, name := range []string{"loss.png", "accuracy.png", "confusion.png", "dashboard.png"} {
 		f, err := os.Open(filepath.Join(plots, name))

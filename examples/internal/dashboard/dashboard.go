@@ -115,7 +115,26 @@ func (d *Dashboard) text(at image.Point, s string, zoom int, col color.RGBA) {
 func (d *Dashboard) frame(r image.Rectangle, title string) image.Rectangle {
 	d.c.Fill(r, panel)
 	d.text(r.Min.Add(image.Pt(10, 6)), title, 1, text)
+	return plotArea(r)
+}
+
+// plotArea is the plot's area inside panel r.
+func plotArea(r image.Rectangle) image.Rectangle {
 	return image.Rect(r.Min.X+60, r.Min.Y+28, r.Max.X-14, r.Max.Y-24)
+}
+
+// The image panel's grid: six a row, zoomed twice, framed imageBorder
+// pixels wide, with a line for the class under each row.
+const (
+	imageCols   = 6
+	imageZoom   = 2
+	imageBorder = 3
+)
+
+// imageCell is the corner of image k's cell, for images of ih×iw.
+func imageCell(k, ih, iw int) image.Point {
+	cell := draw.Grid{Cols: imageCols, Zoom: imageZoom, Border: imageBorder}.Size(1, ih, iw)
+	return imagesPanel.Min.Add(image.Pt(14+(k%imageCols)*cell.X, 30+(k/imageCols)*(cell.Y+22)))
 }
 
 // axes paints the left and bottom axes of area with the range's labels.
@@ -178,12 +197,12 @@ func (d *Dashboard) imagePanel(s State) {
 	d.c.Fill(imagesPanel, panel)
 	d.text(imagesPanel.Min.Add(image.Pt(10, 6)), "test images: predicted class (green right, red wrong)", 1, text)
 	n := min(s.Images.Dim(0), len(s.Pred), 12)
-	const cols = 6
-	g := draw.Grid{Cols: cols, Zoom: 2, Border: 3}
+	g := draw.Grid{Cols: imageCols, Zoom: imageZoom, Border: imageBorder}
 	shape := s.Images.Shape()
-	cell := g.Size(1, shape[len(shape)-2], shape[len(shape)-1])
-	for row := 0; row*cols < n; row++ {
-		lo, hi := row*cols, min(n, (row+1)*cols)
+	ih, iw := shape[len(shape)-2], shape[len(shape)-1]
+	cell := g.Size(1, ih, iw)
+	for row := 0; row*imageCols < n; row++ {
+		lo, hi := row*imageCols, min(n, (row+1)*imageCols)
 		imgs := ops.Narrow(s.Images, 0, lo, hi-lo)
 		frames := make([]color.RGBA, hi-lo)
 		for i := range frames {
@@ -192,7 +211,7 @@ func (d *Dashboard) imagePanel(s State) {
 				frames[i] = right
 			}
 		}
-		at := imagesPanel.Min.Add(image.Pt(14, 30+row*(cell.Y+22)))
+		at := imageCell(lo, ih, iw)
 		err := d.c.Images(at, imgs, g, frames)
 		imgs.Release()
 		if err != nil {

@@ -148,8 +148,9 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// Plot writes loss.png, accuracy.png and confusion.png into the
-// Recorder's directory and returns their paths.
+// Plot writes loss.png, accuracy.png and (once SetConfusion has been
+// called) confusion.png into the Recorder's directory and returns their
+// paths. It may be called at any time during training.
 func (r *Recorder) Plot() ([]string, error) {
 	if r.dir == "" {
 		return nil, fmt.Errorf("report: no directory to plot into")
@@ -164,6 +165,9 @@ func (r *Recorder) Plot() ([]string, error) {
 		{"accuracy.png", r.accuracyPlot, 7 * vg.Inch, 4 * vg.Inch},
 		{"confusion.png", r.confusionPlot, 7 * vg.Inch, 6 * vg.Inch},
 	} {
+		if f.name == "confusion.png" && r.Confusion == nil {
+			continue // during training: no test predictions yet
+		}
 		p, err := f.make()
 		if err != nil {
 			return paths, fmt.Errorf("report: %s: %w", f.name, err)

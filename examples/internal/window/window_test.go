@@ -5,12 +5,11 @@ package window
 import (
 	"errors"
 	"image"
-	"image/color"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/extensor/extensor/draw"
+	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/go-gl/glfw/v3.3/glfw"
 )
@@ -33,28 +32,47 @@ func open(t *testing.T) *Window {
 	return w
 }
 
-// TestWindow presents frames drawn on the window's device while a
-// "training" goroutine runs, resizes the window, pauses and resumes with
-// Space, and stops with Escape; the frame read back from the GPU shows
-// what was drawn.
+// TestWindow shows the dashboard, drawn on the window's device, while a
+// "training" goroutine runs: the window resizes, presents frames, pauses
+// and resumes with Space and stops with Escape. The frame read back from
+// the GPU shows what was drawn (dashboard.CheckKnown), and a step that
+// changes a filter changes the filter panel.
 func TestWindow(t *testing.T) {
 	w := open(t)
 	defer Do(func() { w.Close() })
-	c, err := draw.New(w.Device(), 960, 600, color.RGBA{24, 26, 33, 255})
+	d, err := dashboard.New(w.Device())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Release()
+	defer d.Release()
+	draw := func(filter float32) *image.RGBA {
+		s, err := dashboard.Known(w.Device(), filter)
+		if err == nil {
+			err = d.Draw(s)
+		}
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		w.Show(d.Canvas())
+		img, err := d.Image()
+		if err != nil {
+			t.Error(err)
+		}
+		return img
+	}
 	done := make(chan error, 1)
 	var paused, resumed, stopped bool
+	var before, after *image.RGBA
 	go func() {
 		defer close(done)
-		for i := range 20 {
-			c.Fill(image.Rect(10*i, 100, 10*i+10, 200), color.RGBA{uint8(12 * i), 200, 0, 255})
-			w.Show(c)
-			time.Sleep(20 * time.Millisecond)
-		}
+		before = draw(0.5)
 		for w.Presented() < 5 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		after = draw(-0.5) // a training step moved a filter
+		n := w.Presented()
+		for w.Presented() < n+2 {
 			time.Sleep(10 * time.Millisecond)
 		}
 		w.key(glfw.KeySpace)
@@ -63,6 +81,7 @@ func TestWindow(t *testing.T) {
 		resumed = !w.Paused()
 		w.key(glfw.KeyEscape)
 		stopped = w.Closed()
+		w.Show(nil)
 	}()
 	Do(func() {
 		w.win.SetSize(640, 400) // the swap chain follows; frames keep coming
@@ -71,17 +90,19 @@ func TestWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := w.Presented(); n < 5 {
-		t.Errorf("%d frames presented; want at least 5", n)
+	if n := w.Presented(); n < 7 {
+		t.Errorf("%d frames presented; want at least 7", n)
 	}
 	if !paused || !resumed || !stopped {
 		t.Errorf("Space paused %v, Space again resumed %v, Escape closed %v", paused, resumed, stopped)
 	}
-	img, err := c.Image()
-	if err != nil {
-		t.Fatal(err)
+	if before == nil || after == nil {
+		t.Fatal("no frames read back")
 	}
-	if got, want := img.RGBAAt(195, 150), (color.RGBA{12 * 19, 200, 0, 255}); got != want {
-		t.Errorf("pixel (195,150) = %v; want %v", got, want)
+	for _, e := range dashboard.CheckKnown(before) {
+		t.Error(e)
+	}
+	for _, e := range dashboard.DiffersOnlyInFilters(before, after) {
+		t.Errorf("after a step: %s", e)
 	}
 }
