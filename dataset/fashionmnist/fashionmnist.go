@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -73,21 +74,55 @@ func (s *Set) Batch(start, size int, dstImages []float32, dstLabels []int32) (n 
 //
 // If a file is missing, the returned error satisfies
 // errors.Is(err, fs.ErrNotExist).
-func Load(dir string) (train, test *Set, err error) {
-	train, err = LoadSet(
-		filepath.Join(dir, "train-images-idx3-ubyte.gz"),
-		filepath.Join(dir, "train-labels-idx1-ubyte.gz"))
+func Load(dir string) (train, test *Set, err error) { return LoadWith(dir, nil) }
+
+// files are the four files of Fashion-MNIST: train images and labels,
+// test images and labels.
+var files = [4]string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}
+
+// LoadWith is Load that tells progress, as it reads and decompresses, how
+// many bytes of the four compressed files it has read of their total (for
+// a progress bar). progress may be nil.
+func LoadWith(dir string, progress func(read, total int64)) (train, test *Set, err error) {
+	c := &counter{progress: progress}
+	for _, f := range files {
+		if st, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			c.total += st.Size()
+		}
+	}
+	train, err = loadSet(filepath.Join(dir, files[0]), filepath.Join(dir, files[1]), c)
 	if err != nil {
 		return nil, nil, err
 	}
-	test, err = LoadSet(
-		filepath.Join(dir, "t10k-images-idx3-ubyte.gz"),
-		filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
+	test, err = loadSet(filepath.Join(dir, files[2]), filepath.Join(dir, files[3]), c)
 	if err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
 }
+
+// counter counts the compressed bytes read, telling progress.
+type counter struct {
+	progress    func(read, total int64)
+	read, total int64
+}
+
+// reader returns r counting what is read through it.
+func (c *counter) reader(r io.Reader) io.Reader {
+	if c == nil || c.progress == nil {
+		return r
+	}
+	return readFunc(func(p []byte) (int, error) {
+		n, err := r.Read(p)
+		c.read += int64(n)
+		c.progress(c.read, c.total)
+		return n, err
+	})
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 
 // LoadSet reads one set of examples from a gzip-compressed IDX image file
 // with three dimensions (count, rows, columns) and a gzip-compressed IDX
@@ -97,14 +132,18 @@ func Load(dir string) (train, test *Set, err error) {
 // If a file is missing, the returned error satisfies
 // errors.Is(err, fs.ErrNotExist).
 func LoadSet(imagesPath, labelsPath string) (*Set, error) {
-	idims, pixels, err := readGzipIDX(imagesPath)
+	return loadSet(imagesPath, labelsPath, nil)
+}
+
+func loadSet(imagesPath, labelsPath string, c *counter) (*Set, error) {
+	idims, pixels, err := readGzipIDX(imagesPath, c)
 	if err != nil {
 		return nil, err
 	}
 	if len(idims) != 3 {
 		return nil, fmt.Errorf("fashionmnist: %s: images must have 3 dimensions, got %d %v", imagesPath, len(idims), idims)
 	}
-	ldims, labels, err := readGzipIDX(labelsPath)
+	ldims, labels, err := readGzipIDX(labelsPath, c)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +184,7 @@ var pixelScale = func() (t [256]float32) {
 }()
 
 // readGzipIDX reads the gzip-compressed IDX file at path.
-func readGzipIDX(path string) (dims []int, data []byte, err error) {
+func readGzipIDX(path string, c *counter) (dims []int, data []byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -154,7 +193,7 @@ func readGzipIDX(path string) (dims []int, data []byte, err error) {
 		return nil, nil, fmt.Errorf("fashionmnist: %w", err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	zr, err := gzip.NewReader(bufio.NewReaderSize(c.reader(f), 1<<16))
 	if err != nil {
 		return nil, nil, fmt.Errorf("fashionmnist: %s: %w", path, err)
 	}

@@ -138,6 +138,34 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadWith: progress counts the compressed bytes read, rising to the
+// four files' total.
+func TestLoadWith(t *testing.T) {
+	dir := writeSet(t, goodImages, goodLabels)
+	var calls int
+	var last, total int64
+	_, _, err := LoadWith(dir, func(read, all int64) {
+		if read < last {
+			t.Errorf("progress went back from %d to %d", last, read)
+		}
+		calls, last, total = calls+1, read, all
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, f := range files {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += st.Size()
+	}
+	if calls == 0 || last != size || total != size {
+		t.Errorf("%d calls, last %d of %d; want the files' %d bytes", calls, last, total, size)
+	}
+}
+
 func TestBatch(t *testing.T) {
 	dir := writeSet(t, goodImages, goodLabels)
 	s, err := LoadSet(filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "train-labels-idx1-ubyte.gz"))

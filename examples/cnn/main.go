@@ -132,9 +132,9 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	if cfg.Window != nil {
 		dev = cfg.Window.Device()
 		fmt.Fprintf(w, "device: %s, presenting on the window\n", dev)
-		train, test, err = fashionmnist.Load(cfg.Data)
+		train, test, err = run.Load(cfg.Data, cfg.Bar)
 	} else {
-		dev, train, test, err = run.Open(cfg.Device, cfg.Data, w)
+		dev, train, test, err = run.Open(cfg.Device, cfg.Data, w, cfg.Bar)
 		if err == nil {
 			defer dev.Close()
 		}

@@ -62,7 +62,7 @@ func main() {
 // Train trains the MLP as cfg says, printing progress to w, and returns
 // what each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
-	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w)
+	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w, cfg.Bar)
 	if err != nil {
 		return nil, err
 	}

@@ -329,3 +329,25 @@ func (p *Progress) Finish() {
 		_ = p.bar.Finish()
 	}
 }
+
+// Loading returns a progress function for a load of bytes (such as
+// fashionmnist.LoadWith's), drawing a bar with the bytes read, the rate
+// and the time left on w when w is a terminal; nil otherwise.
+func Loading(w io.Writer, what string) func(read, total int64) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(read, total int64) {
+		if bar == nil {
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+				progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set64(read)
+		if read >= total {
+			_ = bar.Finish()
+		}
+	}
+}
