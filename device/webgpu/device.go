@@ -202,14 +202,32 @@ func (d *Device) readFlags() {
 
 func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, error) {
 	want := strings.TrimSpace(os.Getenv(EnvAdapter))
-	if want == "" {
+	noAdapter := fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
+	if want == "" && surface != nil {
 		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreference_HighPerformance, CompatibleSurface: surface})
 		if err != nil || a == nil {
-			return nil, fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
+			return nil, noAdapter
 		}
 		return a, nil
 	}
 	adapters := inst.EnumerateAdapters(nil)
+	if want == "" { // the best kind: a discrete GPU, an integrated one, then a CPU
+		best := -1
+		for i, a := range adapters {
+			if best < 0 || rank(a.GetProperties().AdapterType) < rank(adapters[best].GetProperties().AdapterType) {
+				best = i
+			}
+		}
+		for i, a := range adapters {
+			if i != best {
+				a.Release()
+			}
+		}
+		if best < 0 {
+			return nil, noAdapter
+		}
+		return adapters[best], nil
+	}
 	var names []string
 	pick := -1
 	idx, numeric := strconv.Atoi(want)
@@ -229,6 +247,55 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 		return nil, fmt.Errorf("webgpu: %s=%q matches no adapter (have: %s): %w", EnvAdapter, want, strings.Join(names, "; "), device.ErrUnavailable)
 	}
 	return adapters[pick], nil
+}
+
+// rank orders adapter types by preference: discrete GPUs first, CPU
+// adapters (lavapipe) last.
+func rank(t wgpu.AdapterType) int {
+	switch t {
+	case wgpu.AdapterType_DiscreteGPU:
+		return 0
+	case wgpu.AdapterType_IntegratedGPU:
+		return 1
+	case wgpu.AdapterType_CPU:
+		return 3
+	}
+	return 2
+}
+
+// Adapter describes an adapter that WebGPU offers.
+type Adapter struct {
+	Index   int    // its index for EXTENSOR_ADAPTER
+	Name    string // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Driver  string
+	Type    string // "DiscreteGPU", "IntegratedGPU", "CPU" or "Unknown"
+	Backend string // e.g. "Vulkan"
+	Chosen  bool   // what Open picks without EXTENSOR_ADAPTER
+}
+
+// Adapters lists the adapters of the primary backends (Vulkan, Metal,
+// D3D12) in the order EXTENSOR_ADAPTER's indices count them, marking the
+// one Open chooses by default: the first of the best kind (a discrete
+// GPU, then an integrated one, then any other, a CPU adapter last).
+func Adapters() []Adapter {
+	inst := wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackend_Primary})
+	defer inst.Release()
+	var list []Adapter
+	var types []wgpu.AdapterType
+	best := -1
+	for i, a := range inst.EnumerateAdapters(nil) {
+		p := a.GetProperties()
+		list = append(list, Adapter{Index: i, Name: p.Name, Driver: p.DriverDescription, Type: p.AdapterType.String(), Backend: p.BackendType.String()})
+		types = append(types, p.AdapterType)
+		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
+			best = i
+		}
+		a.Release()
+	}
+	if best >= 0 {
+		list[best].Chosen = true
+	}
+	return list
 }
 
 // Name returns "webgpu".

@@ -7,9 +7,13 @@
 //	import _ "github.com/extensor/extensor/device/webgpu"
 //
 // The runtime:
-//   - chooses an adapter with the high-performance preference, or by the
-//     EXTENSOR_ADAPTER environment variable (an index into the enumerated
-//     adapters, or a case-insensitive substring of the adapter's name), and
+//   - chooses an adapter of the best kind (a discrete GPU, then an
+//     integrated one, then any other, a CPU adapter such as lavapipe last;
+//     Adapters lists them, and go run ./cmd/adapters prints the list), or
+//     by the EXTENSOR_ADAPTER environment variable (an index into the
+//     enumerated adapters, or a case-insensitive substring of the
+//     adapter's name); with OpenSurface, one that can present to a window
+//     (Present then shows canvases drawn by the draw kernels on it); it
 //     requests the adapter's limits when it creates the device;
 //   - compiles each kernel once per specialisation (a pipeline cache);
 //   - keeps a size-bucketed buffer pool; a freed buffer returns to the pool

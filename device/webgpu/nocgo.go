@@ -13,3 +13,16 @@ func init() {
 		return nil, fmt.Errorf("webgpu: built without cgo (CGO_ENABLED=0); rebuild with cgo to use WebGPU: %w", device.ErrUnavailable)
 	}))
 }
+
+// EnvAdapter is the environment variable that chooses the adapter.
+const EnvAdapter = "EXTENSOR_ADAPTER"
+
+// Adapter describes an adapter that WebGPU offers.
+type Adapter struct {
+	Index                       int
+	Name, Driver, Type, Backend string
+	Chosen                      bool
+}
+
+// Adapters lists none: WebGPU needs cgo.
+func Adapters() []Adapter { return nil }

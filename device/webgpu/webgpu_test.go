@@ -220,3 +220,31 @@ func TestLongRowsFailLoudlyOnCPUAdapters(t *testing.T) {
 		t.Fatalf("softmax over rows of 40000: err = %v; want an error naming the kernel and the limit", err)
 	}
 }
+
+// TestAdapters: the list has one chosen adapter, and Open picks it.
+func TestAdapters(t *testing.T) {
+	list := webgpu.Adapters()
+	if len(list) == 0 {
+		if gputest.CI() {
+			t.Fatal("no adapters listed under CI")
+		}
+		t.Skip("no WebGPU adapter")
+	}
+	chosen := 0
+	for _, a := range list {
+		if a.Chosen {
+			chosen++
+			d, err := webgpu.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(d.String(), a.Name) {
+				t.Errorf("Open chose %s; Adapters marks %q", d, a.Name)
+			}
+			d.Close()
+		}
+	}
+	if chosen != 1 {
+		t.Errorf("%d adapters marked chosen in %+v", chosen, list)
+	}
+}
