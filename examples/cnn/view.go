@@ -25,9 +25,10 @@ type viewer struct {
 }
 
 // due reports whether a frame should be drawn after step steps: for the
-// snapshot every `every` steps; for the window when at least
-// window.FrameInterval and nine times the last frame's cost have passed
-// since it (drawing then costs at most a tenth of the time).
+// snapshot every `every` steps; for the window when at least a thirtieth
+// of a second and 19 times the last frame's cost have passed since it
+// (drawing then costs at most a twentieth of the time, leaving room for
+// presenting and for the pipeline stalls of the frame's readbacks).
 func (v *viewer) due(steps int) bool {
 	if v.b == nil {
 		return false
@@ -35,7 +36,7 @@ func (v *viewer) due(steps int) bool {
 	if v.snapshot != "" && v.every > 0 && steps%v.every == 0 {
 		return true
 	}
-	return v.win != nil && time.Since(v.last) >= max(time.Second/30, 9*v.lastCost)
+	return v.win != nil && time.Since(v.last) >= max(time.Second/30, 19*v.lastCost)
 }
 
 // frame draws a frame, shows it in the window and writes the snapshot

@@ -125,8 +125,9 @@ func (w *Window) Show(c *draw.Canvas) {
 	w.mu.Unlock()
 }
 
-// Run handles the window's events and presents its frames, at most 30 a
-// second, until done yields (the training has finished) and returns what
+// Run handles the window's events and presents its frames (each new one
+// at once, at most 30 a second; the last one again every second) until
+// done yields (the training has finished) and returns what
 // done yielded. Closing the window asks training to stop (Closed) and
 // keeps the loop running until it has. Call it on the main goroutine.
 func (w *Window) Run(done <-chan error) error {
@@ -142,7 +143,13 @@ func (w *Window) Run(done <-chan error) error {
 		if w.win.ShouldClose() {
 			w.closing.Store(true)
 		}
-		if time.Since(last) >= FrameInterval {
+		// A new frame (or a resize) is presented at once, at most 30 a
+		// second; the same frame again once a second, to keep the window
+		// alive without spending the CPU adapter's time on it.
+		w.mu.Lock()
+		fresh := w.fresh
+		w.mu.Unlock()
+		if since := time.Since(last); fresh && since >= FrameInterval || since >= time.Second {
 			last = time.Now()
 			if err := w.present(); err != nil {
 				fmt.Fprintln(os.Stderr, "window:", err)

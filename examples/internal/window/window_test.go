@@ -67,12 +67,12 @@ func TestWindow(t *testing.T) {
 	go func() {
 		defer close(done)
 		before = draw(0.5)
-		for w.Presented() < 5 {
+		for w.Presented() < 2 { // the new frame, and again a second later
 			time.Sleep(10 * time.Millisecond)
 		}
 		after = draw(-0.5) // a training step moved a filter
 		n := w.Presented()
-		for w.Presented() < n+2 {
+		for w.Presented() < n+1 { // presented at once
 			time.Sleep(10 * time.Millisecond)
 		}
 		w.key(glfw.KeySpace)
@@ -90,8 +90,8 @@ func TestWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := w.Presented(); n < 7 {
-		t.Errorf("%d frames presented; want at least 7", n)
+	if n := w.Presented(); n < 3 {
+		t.Errorf("%d frames presented; want at least 3", n)
 	}
 	if !paused || !resumed || !stopped {
 		t.Errorf("Space paused %v, Space again resumed %v, Escape closed %v", paused, resumed, stopped)
