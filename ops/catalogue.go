@@ -318,6 +318,13 @@ func matmulCases() []Case {
 		// More terms than one loop of a lavapipe invocation runs: the sum is split.
 		Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true},
 		Case{Name: "(64,60,70)@(64,70,50)", Inputs: []Input{{Shape: sh(64, 60, 70)}, {Shape: sh(64, 70, 50)}}, NoFD: true},
+		// Products large enough for the texture kernel on CPU adapters
+		// (edges not multiples of its tiles; gradients transposed), alone,
+		// folded, and batched with shared and own operands.
+		Case{Name: "(250,170)@(170,290)", Inputs: []Input{{Shape: sh(250, 170)}, {Shape: sh(170, 290)}}, NoFD: true},
+		Case{Name: "(2,130,250)@(250,260)", Inputs: []Input{{Shape: sh(2, 130, 250)}, {Shape: sh(250, 260)}}, NoFD: true},
+		Case{Name: "(130,250)@(2,250,260)", Inputs: []Input{{Shape: sh(130, 250)}, {Shape: sh(2, 250, 260)}}, NoFD: true},
+		Case{Name: "(2,130,250)@(2,250,260)", Inputs: []Input{{Shape: sh(2, 130, 250)}, {Shape: sh(2, 250, 260)}}, NoFD: true},
 		// NaN, ∞·0, ∞ and 1e30 in sums whose order cannot change the result.
 		Case{Name: "special values (3,3)@(3,2)", Inputs: []Input{
 			{Shape: sh(3, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1, 1e30, 1, -1e-30}}},

@@ -23,6 +23,14 @@ var funcs = template.FuncMap{
 	"add": func(a, b int) int { return a + b },
 	"div": func(a, b int) int { return a / b },
 	"mod": func(a, b int) int { return a % b },
+	// dict makes a map of its key, value arguments (for {{template}}).
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
 }
 
 // set holds every kernel, parsed once; common.wgsl defines the blocks that

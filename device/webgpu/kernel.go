@@ -44,13 +44,34 @@ func (k *kernel) release() {
 // under key. writable tells, for each data binding (1, 2, …), whether the
 // kernel writes it. It returns nil after recording a failure.
 func (d *Device) kernel(key, file string, data any, writable ...bool) *kernel {
+	kinds := make([]bindKind, len(writable))
+	for i, w := range writable {
+		if w {
+			kinds[i] = storageRW
+		}
+	}
+	return d.kernelOf(key, file, data, kinds...)
+}
+
+// bindKind is what a kernel binds at a binding after the parameters.
+type bindKind uint8
+
+const (
+	storageRO    bindKind = iota // a read-only storage buffer
+	storageRW                    // a read-write storage buffer
+	textureIn                    // a float texture read with textureLoad
+	textureOut                   // an rgba32float storage texture, written
+)
+
+// kernelOf is kernel with the kinds of its bindings (1, 2, …).
+func (d *Device) kernelOf(key, file string, data any, kinds ...bindKind) *kernel {
 	if k, ok := d.kernels[key]; ok {
 		return k
 	}
 	if !d.ok() {
 		return nil
 	}
-	k, err := d.compile(key, file, data, writable)
+	k, err := d.compile(key, file, data, kinds)
 	if err != nil {
 		if k != nil {
 			k.release()
@@ -62,7 +83,7 @@ func (d *Device) kernel(key, file string, data any, writable ...bool) *kernel {
 	return k
 }
 
-func (d *Device) compile(key, file string, data any, writable []bool) (*kernel, error) {
+func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel, error) {
 	src, err := shaders.Source(file, data)
 	if err != nil {
 		return nil, err
@@ -80,16 +101,19 @@ func (d *Device) compile(key, file string, data any, writable []bool) (*kernel, 
 		Visibility: wgpu.ShaderStage_Compute,
 		Buffer:     wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_ReadOnlyStorage, HasDynamicOffset: true},
 	}}
-	for i, w := range writable {
-		t := wgpu.BufferBindingType_ReadOnlyStorage
-		if w {
-			t = wgpu.BufferBindingType_Storage
+	for i, kind := range kinds {
+		e := wgpu.BindGroupLayoutEntry{Binding: uint32(i + 1), Visibility: wgpu.ShaderStage_Compute}
+		switch kind {
+		case storageRO:
+			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_ReadOnlyStorage}
+		case storageRW:
+			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_Storage}
+		case textureIn:
+			e.Texture = wgpu.TextureBindingLayout{SampleType: wgpu.TextureSampleType_UnfilterableFloat, ViewDimension: wgpu.TextureViewDimension_2D}
+		case textureOut:
+			e.StorageTexture = wgpu.StorageTextureBindingLayout{Access: wgpu.StorageTextureAccess_WriteOnly, Format: wgpu.TextureFormat_RGBA32Float, ViewDimension: wgpu.TextureViewDimension_2D}
 		}
-		entries = append(entries, wgpu.BindGroupLayoutEntry{
-			Binding:    uint32(i + 1),
-			Visibility: wgpu.ShaderStage_Compute,
-			Buffer:     wgpu.BufferBindingLayout{Type: t},
-		})
+		entries = append(entries, e)
 	}
 	if limit := d.limits.MaxStorageBuffersPerShaderStage; uint32(len(entries)) > limit {
 		return k, fmt.Errorf("needs %d storage buffers; the device allows %d", len(entries), limit)
@@ -163,6 +187,19 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
+	var entries []wgpu.BindGroupEntry
+	for i, b := range bufs {
+		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.bindSize()})
+	}
+	d.dispatchEntries(k, x, y, z, params, entries)
+}
+
+// dispatchEntries is dispatch3 with the bindings after the parameters
+// given as entries (buffers or texture views).
+func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bound []wgpu.BindGroupEntry) {
+	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
+		return
+	}
 	if len(params) > paramWords {
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}
@@ -175,10 +212,7 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*
 	for i, w := range params {
 		binary.LittleEndian.PutUint32(d.params[off+4*i:], w)
 	}
-	entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: d.paramBuf, Size: paramSlot}}
-	for i, b := range bufs {
-		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.bindSize()})
-	}
+	entries := append([]wgpu.BindGroupEntry{{Binding: 0, Buffer: d.paramBuf, Size: paramSlot}}, bound...)
 	bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: k.name, Layout: k.layout, Entries: entries})
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))

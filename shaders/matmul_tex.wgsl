@@ -1,0 +1,86 @@
+{{- define "mac"}}{
+{{- $T := .T}}{{$K := .K}}
+{{- range $q := seq (div $T.TM 4)}}
+            let a{{$q}} = textureLoad(ta, vec2<i32>(qa + {{$q}}, {{$K}}), 0);
+{{- end}}
+{{- range $j := seq (div $T.TN 4)}}
+            let b{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, {{$K}}), 0);
+{{- end}}
+{{- range $i := seq $T.TM}}{{range $j := seq (div $T.TN 4)}}
+            acc{{$i}}_{{$j}} += b{{$j}} * a{{div $i 4}}[{{mod $i 4}}];
+{{- end}}{{end}}
+        }
+{{- end}}
+{{- if eq .Stage "pack"}}
+// matmul_tex, stage pack: copies an operand of a matrix product into an
+// rgba32float texture, 4 consecutive entries along its wide axis (the rows
+// of op(a), or the columns of op(b)) a texel: texel (q, k) holds entries
+// 4q…4q+3 at depth k, zeros past the wide count. p[0] = wide count W,
+// p[1] = depth K, p[2] = offset, p[3] = stride along the wide axis,
+// p[4] = stride along depth (in src's elements), p[5] = texels a row.
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
+
+fn entry(w: u32, k: u32) -> f32 {
+    if (w >= p[0]) {
+        return 0.0;
+    }
+    return src[p[2] + w * p[3] + k * p[4]];
+}
+
+{{template "main_1d_count" "p[5] * p[1]"}}
+    let q = e % p[5];
+    let k = e / p[5];
+    let w = 4u * q;
+    textureStore(dst, vec2<i32>(i32(q), i32(k)), vec4<f32>(entry(w, k), entry(w + 1u, k), entry(w + 2u, k), entry(w + 3u, k)));
+}
+{{- else}}
+// matmul_tex: out (M×N) = op(a)·op(b) from textures that stage pack
+// wrote: ta holds op(a) as texels of 4 rows, tb op(b) as texels of 4
+// columns, each at its depth k. Each invocation computes a {{.TM}}×{{.TN}}
+// block in straight-line code: per k, {{div .TM 4}} + {{div .TN 4}} texel loads for {{mul .TM .TN}}
+// products (texel loads are far cheaper than storage loads on llvmpipe).
+// p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
+// dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0;
+// p[6] = the output's offset.
+@group(0) @binding(1) var ta: texture_2d<f32>;
+@group(0) @binding(2) var tb: texture_2d<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let M = p[0];
+    let N = p[2];
+    let row0 = p[3] + gid.y * {{.TM}}u;
+    let col0 = gid.x * {{.TN}}u;
+    if (row0 >= M || col0 >= N) {
+        return;
+    }
+    let qa = i32(row0 / 4u);
+    let qb = i32(col0 / 4u);
+{{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
+    var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
+{{- end}}{{end}}
+    // Four terms an iteration, then the rest: fewer loop iterations for
+    // llvmpipe to manage.
+    var k = p[4];
+    for (; k + {{.KU}}u <= p[5]; k += {{.KU}}u) {
+{{- range $u := seq .KU}}
+        {{template "mac" dict "K" (printf "i32(k) + %d" $u) "T" $}}
+{{- end}}
+    }
+    for (; k < p[5]; k++) {
+        {{template "mac" dict "K" "i32(k)" "T" $}}
+    }
+{{- range $i := seq .TM}}
+    if (row0 + {{$i}}u < M) {
+        let o{{$i}} = p[6] + (row0 + {{$i}}u) * N + col0;
+{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
+        if (col0 + {{add (mul $j 4) $c}}u < N) {
+            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], p[4] != 0u) + acc{{$i}}_{{$j}}[{{$c}}];
+        }
+{{- end}}{{end}}
+    }
+{{- end}}
+}
+{{- end}}
