@@ -130,7 +130,7 @@ func TestWindowClose(t *testing.T) {
 		done <- err
 	}()
 	go func() { // close the window once it has shown a few frames
-		for win.Presented() < 3 {
+		for deadline := time.Now().Add(time.Minute); win.Presented() < 3 && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
 		win.RequestClose()

@@ -66,15 +66,16 @@ func TestWindow(t *testing.T) {
 	var before, after *image.RGBA
 	go func() {
 		defer close(done)
+		deadline := time.Now().Add(30 * time.Second)
+		waitFor := func(n int64) {
+			for w.Presented() < n && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		before = draw(0.5)
-		for w.Presented() < 2 { // the new frame, and again a second later
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(2) // the new frame, and again a second later
 		after = draw(-0.5) // a training step moved a filter
-		n := w.Presented()
-		for w.Presented() < n+1 { // presented at once
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(w.Presented() + 1) // presented at once
 		w.key(glfw.KeySpace)
 		paused = w.Paused()
 		w.key(glfw.KeySpace)
