@@ -73,8 +73,8 @@ func TestWindow(t *testing.T) {
 			}
 		}
 		before = draw(0.5)
-		waitFor(2) // the new frame, and again a second later
-		after = draw(-0.5) // a training step moved a filter
+		waitFor(2)                 // the new frame, and again a second later
+		after = draw(-0.5)         // a training step moved a filter
 		waitFor(w.Presented() + 1) // presented at once
 		w.key(glfw.KeySpace)
 		paused = w.Paused()
