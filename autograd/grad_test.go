@@ -81,6 +81,13 @@ var hvpCases = []hvpCase{
 	{"cross-entropy, probabilities", []int{3, 4}, func(x *autograd.Var, c consts) *autograd.Var {
 		return autograd.CrossEntropy(autograd.Exp(x), c.uniform(0, 1, 3, 4), ops.SumReduction)
 	}},
+	{"pow of slices, concatenated", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
+		a := autograd.Apply("slice", ops.Attrs{Axis: 0, Start: 0, Stop: 6, Step: 2}, x)
+		b := autograd.Apply("slice", ops.Attrs{Axis: 0, Start: 1, Stop: 6, Step: 2}, x)
+		p := autograd.Apply("pow", ops.Attrs{}, autograd.Exp(a), autograd.Tanh(b))
+		j := autograd.Apply("concat", ops.Attrs{Axis: 0}, p, a)
+		return autograd.Sum(autograd.Mul(j, j))
+	}},
 	{"nll of log_softmax, per row", []int{5, 3}, func(x *autograd.Var, c consts) *autograd.Var {
 		l := autograd.Apply("nll", ops.Attrs{Reduction: ops.NoReduction}, autograd.LogSoftmax(autograd.Mul(x, x), 1), c.labels(5, 3))
 		return autograd.Sum(autograd.Mul(l, c.uniform(0, 1, 5)))

@@ -380,3 +380,102 @@ func classRule(lsm bool) Rule {
 		return []Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}
 	}
 }
+
+// Rules of the shape copies: pad's gradient is slices of g, concat's and
+// stack's slices of g along the joined axis; slice's scatters g back with
+// a constant 0/1 selection matrix along the axis (any step).
+var (
+	padRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		s := x.Shape()
+		for ax, p := range a.Pads {
+			if p != [2]int{} {
+				g = r.op("slice", Attrs{Axis: ax, Start: p[0], Stop: p[0] + s[ax], Step: 1}, g)
+			}
+		}
+		return g
+	})
+	sliceRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		s := x.Shape()
+		ax := a.Axis
+		if ax < 0 {
+			ax += len(s)
+		}
+		from, n := sliceRange("ops.Slice", s[ax], a.Start, a.Stop, a.Step)
+		sel := make([]float64, n*s[ax]) // row j picks element from + j·step
+		for j := range n {
+			sel[j*s[ax]+from+j*a.Step] = 1
+		}
+		xt := r.b.Tensor(x)
+		m := r.b.Const(tensor.Must(tensor.FromValues(xt.Device(), xt.DType(), sel, n, s[ax])))
+		last := len(s) - 1
+		perm := make([]int, len(s)) // swaps the axis with the last
+		for i := range perm {
+			perm[i] = i
+		}
+		perm[ax], perm[last] = last, ax
+		moved := r.op("permute", Attrs{Perm: perm}, g)
+		return r.op("permute", Attrs{Perm: perm}, r.matmul(moved, m))
+	})
+	concatRule = joinRule(false)
+	stackRule  = joinRule(true)
+	// embedding: the table's gradient is onehot(idx)ᵀ·g, onehot a constant.
+	embeddingRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		idx, w := b.Tensor(in[0]), b.Tensor(in[1])
+		ids, err := idx.Int32s()
+		if err != nil {
+			panic(err)
+		}
+		rows, d := w.Dim(0), w.Dim(1)
+		hot := make([]float64, len(ids)*rows)
+		for i, k := range ids {
+			if k >= 0 && int(k) < rows {
+				hot[i*rows+int(k)] = 1
+			}
+		}
+		oh := b.Const(tensor.Must(tensor.FromValues(w.Device(), w.DType(), hot, len(ids), rows)))
+		return []Value{nil, r.matmul(r.swap(oh), r.reshape(g, []int{len(ids), d}))}
+	}
+	// pow: g·b·a^(b−1) and g·aᵇ·ln a where a > 0 (a constant mask), 0
+	// elsewhere.
+	powRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
+		ga := r.mul(g, r.mul(y, r.op("pow", Attrs{}, x, r.sub(y, r.scalar(y, 1)))))
+		xt := r.b.Tensor(x)
+		pos := r.b.Const(Sign(Relu(xt))) // 1 where a > 0
+		lna := r.un("log", r.op("clip", Attrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
+		gb := r.mul(g, r.mul(r.op("pow", Attrs{}, x, y), r.mul(lna, pos)))
+		return ga, gb
+	})
+)
+
+// joinRule is concat's (or stack's) rule: each input's gradient is its
+// part of g along the axis.
+func joinRule(stack bool) Rule {
+	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		s0 := in[0].Shape()
+		ax := a.Axis
+		rank := len(s0)
+		if stack {
+			rank++
+		}
+		if ax < 0 {
+			ax += rank
+		}
+		gs := make([]Value, len(in))
+		off := 0
+		for i, x := range in {
+			n := 1
+			if !stack {
+				n = x.Shape()[ax]
+			}
+			part := r.op("slice", Attrs{Axis: ax, Start: off, Stop: off + n, Step: 1}, g)
+			if stack {
+				part = r.reshape(part, x.Shape())
+			}
+			gs[i] = part
+			off += n
+		}
+		return gs
+	}
+}

@@ -57,10 +57,10 @@ func (d *Device) kernel(key, file string, data any, writable ...bool) *kernel {
 type bindKind uint8
 
 const (
-	storageRO    bindKind = iota // a read-only storage buffer
-	storageRW                    // a read-write storage buffer
-	textureIn                    // a float texture read with textureLoad
-	textureOut                   // an rgba32float storage texture, written
+	storageRO  bindKind = iota // a read-only storage buffer
+	storageRW                  // a read-write storage buffer
+	textureIn                  // a float texture read with textureLoad
+	textureOut                 // an rgba32float storage texture, written
 )
 
 // kernelOf is kernel with the kinds of its bindings (1, 2, …).
