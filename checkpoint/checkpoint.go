@@ -41,7 +41,7 @@ type entry struct {
 	Offsets [2]int64 `json:"data_offsets"`
 }
 
-var dtypes = map[string]device.DType{"F32": device.Float32, "F64": device.Float64, "I32": device.Int32}
+var dtypes = map[string]device.DType{"F32": device.Float32, "F64": device.Float64, "I32": device.Int32, "F16": device.Float16}
 
 // sizes are the element sizes of every dtype of the safetensors format: a
 // file holding any of them parses, and Tensor reads those in dtypes.
@@ -145,6 +145,13 @@ func raw(t *tensor.Tensor) ([]byte, error) {
 		b := make([]byte, 8*len(v))
 		for i, x := range v {
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+		}
+		return b, err
+	case device.Float16:
+		v, err := t.Float16Bits()
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(b[2*i:], x)
 		}
 		return b, err
 	default:
@@ -271,7 +278,7 @@ func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 	b := f.data[e.Offsets[0]:e.Offsets[1]]
 	dt, ok := dtypes[e.DType]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint: tensor %q has dtype %s; extensor reads F32, F64 and I32", name, e.DType)
+		return nil, fmt.Errorf("checkpoint: tensor %q has dtype %s; extensor reads F32, F64, F16 and I32", name, e.DType)
 	}
 	switch dt {
 	case device.Float32:
@@ -286,6 +293,12 @@ func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 		}
 		return tensor.FromFloat64(dev, v, e.Shape...)
+	case device.Float16:
+		v := make([]uint16, len(b)/2)
+		for i := range v {
+			v[i] = binary.LittleEndian.Uint16(b[2*i:])
+		}
+		return tensor.FromFloat16Bits(dev, v, e.Shape...)
 	default:
 		v := make([]int32, len(b)/4)
 		for i := range v {

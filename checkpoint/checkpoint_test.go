@@ -20,9 +20,10 @@ func TestRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "model.safetensors")
 	w := tensor.Must(tensor.FromFloat32(dev, []float32{1, -2.5, 3, 4, 5, 6}, 2, 3))
 	d := tensor.Must(tensor.FromFloat64(dev, []float64{0.125}))
+	h := tensor.Must(tensor.FromValues(dev, device.Float16, []float64{1.5, -65504, 0.1}, 3))
 	i := tensor.Must(tensor.FromInt32(dev, []int32{7, -8}, 2, 1))
 	e := tensor.Must(tensor.Zeros(dev, device.Float32, 0, 4))
-	in := map[string]*tensor.Tensor{"layer.weight": w, "scale": d, "step": i, "empty": e}
+	in := map[string]*tensor.Tensor{"layer.weight": w, "scale": d, "step": i, "empty": e, "half": h}
 	if err := checkpoint.Save(path, in, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Metadata["format"] != "pt" || !slices.Equal(f.Names(), []string{"empty", "layer.weight", "scale", "step"}) {
+	if f.Metadata["format"] != "pt" || !slices.Equal(f.Names(), []string{"empty", "half", "layer.weight", "scale", "step"}) {
 		t.Fatalf("metadata %v, names %v", f.Metadata, f.Names())
 	}
 	for name, want := range in {
@@ -47,7 +48,8 @@ func TestRoundTrip(t *testing.T) {
 	// Into a model: values copied; every mismatch listed, nothing copied.
 	w2 := tensor.Must(tensor.Zeros(dev, device.Float32, 2, 3))
 	if err := f.LoadInto(map[string]*tensor.Tensor{"layer.weight": w2, "scale": tensor.Must(tensor.Zeros(dev, device.Float64, 1)),
-		"step": tensor.Must(tensor.Zeros(dev, device.Int32, 2, 1)), "empty": tensor.Must(tensor.Zeros(dev, device.Float32, 0, 4))}); err != nil {
+		"step": tensor.Must(tensor.Zeros(dev, device.Int32, 2, 1)), "empty": tensor.Must(tensor.Zeros(dev, device.Float32, 0, 4)),
+		"half": tensor.Must(tensor.Zeros(dev, device.Float16, 3))}); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := w2.Float32s(); v[1] != -2.5 {
@@ -56,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 	w3 := tensor.Must(tensor.Zeros(dev, device.Float32, 3, 2))
 	err = f.LoadInto(map[string]*tensor.Tensor{"layer.weight": w3, "other": w3})
 	var m checkpoint.Mismatch
-	if !errors.As(err, &m) || len(m) != 5 || !strings.Contains(err.Error(), `"layer.weight": the checkpoint has F32 [2 3], the model float32 [3 2]`) {
+	if !errors.As(err, &m) || len(m) != 6 || !strings.Contains(err.Error(), `"layer.weight": the checkpoint has F32 [2 3], the model float32 [3 2]`) {
 		t.Errorf("LoadInto of another model: %v", err)
 	}
 	// No temporary file is left beside the checkpoint.
@@ -68,12 +70,12 @@ func TestRoundTrip(t *testing.T) {
 // TestPythonFiles reads files written by Python's safetensors package
 // (testdata/python: the safetensors project's samples): each holds
 // range(-3, 3) in its dtype and the metadata {"test": "a"}. A dtype
-// extensor has no tensors of (U8, F16, …) parses, and reading it is a
+// extensor has no tensors of (U8, I16, …) parses, and reading it is a
 // clear error.
 func TestPythonFiles(t *testing.T) {
 	dev := cpu.New()
 	want := []float64{-3, -2, -1, 0, 1, 2}
-	dtypes := map[string]device.DType{"f": device.Float32, "d": device.Float64, "i": device.Int32}
+	dtypes := map[string]device.DType{"f": device.Float32, "d": device.Float64, "i": device.Int32, "e": device.Float16}
 	for _, file := range []string{"f", "d", "i", "overall"} {
 		f, err := checkpoint.Read(filepath.Join("testdata", "python", file+".safetensors"))
 		if err != nil {
@@ -98,8 +100,8 @@ func TestPythonFiles(t *testing.T) {
 			if names := strings.Join(f.Names(), ""); names != "BHIbdefhi" {
 				t.Errorf("overall holds %q", names)
 			}
-			if _, err := f.Tensor(dev, "e"); err == nil || !strings.Contains(err.Error(), "F16") {
-				t.Errorf("reading the F16 tensor: %v; want an error naming the dtype", err)
+			if _, err := f.Tensor(dev, "h"); err == nil || !strings.Contains(err.Error(), "I16") {
+				t.Errorf("reading the I16 tensor: %v; want an error naming the dtype", err)
 			}
 		}
 	}

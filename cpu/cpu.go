@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/x448/float16"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,7 @@ type buffer struct {
 	f32   []float32
 	f64   []float64
 	i32   []int32
+	f16   []uint16 // float16 bits
 	bytes int64
 	freed atomic.Bool
 }
@@ -100,6 +102,8 @@ func (b *buffer) Len() int {
 		return len(b.f32)
 	case device.Float64:
 		return len(b.f64)
+	case device.Float16:
+		return len(b.f16)
 	}
 	return len(b.i32)
 }
@@ -113,6 +117,8 @@ func (b *buffer) at(i int) float64 {
 		return float64(b.f32[i])
 	case device.Float64:
 		return b.f64[i]
+	case device.Float16:
+		return float64(float16.Frombits(b.f16[i]).Float32())
 	}
 	return float64(b.i32[i])
 }
@@ -124,6 +130,8 @@ func (b *buffer) copyFrom(i int, src *buffer, j int) {
 		b.f32[i] = src.f32[j]
 	case device.Float64:
 		b.f64[i] = src.f64[j]
+	case device.Float16:
+		b.f16[i] = src.f16[j]
 	default:
 		b.i32[i] = src.i32[j]
 	}
@@ -136,6 +144,9 @@ func (b *buffer) set(i int, v float64) {
 		b.f32[i] = float32(v)
 	case device.Float64:
 		b.f64[i] = v
+	case device.Float16:
+		// Through float32, exact for the float32 values kernels compute.
+		b.f16[i] = float16.Fromfloat32(float32(v)).Bits()
 	default:
 		b.i32[i] = int32(v)
 	}
@@ -157,7 +168,7 @@ func (d *Device) String() string { return d.id + ": Go reference backend (gonum 
 
 // Supports reports true for float32, float64 and int32.
 func (d *Device) Supports(dt device.DType) bool {
-	return dt == device.Float32 || dt == device.Float64 || dt == device.Int32
+	return dt == device.Float32 || dt == device.Float64 || dt == device.Int32 || dt == device.Float16
 }
 
 // Alloc returns a zeroed buffer. A buffer that would take the live
@@ -187,6 +198,8 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 		b.f32 = make([]float32, n)
 	case device.Float64:
 		b.f64 = make([]float64, n)
+	case device.Float16:
+		b.f16 = make([]uint16, n)
 	case device.Int32:
 		b.i32 = make([]int32, n)
 	default:
@@ -219,6 +232,8 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 		copy(b.f64, s)
 	case []int32:
 		copy(b.i32, s)
+	case []uint16:
+		copy(b.f16, s)
 	}
 	return nil
 }
@@ -236,6 +251,8 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 		copy(s, b.f64)
 	case []int32:
 		copy(s, b.i32)
+	case []uint16:
+		copy(s, b.f16)
 	}
 	return d.report()
 }
@@ -264,6 +281,7 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	copy(o.f32, s.f32)
 	copy(o.f64, s.f64)
 	copy(o.i32, s.i32)
+	copy(o.f16, s.f16)
 }
 
 // odometer visits every coordinate of shape in row-major order, calling

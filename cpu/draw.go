@@ -123,3 +123,12 @@ func curveRow(u float32, p device.Paint) int {
 	t := min(max((u-float32(p.Lo))/(float32(p.Hi)-float32(p.Lo)), 0), 1)
 	return int((1-t)*float32(p.RH-1) + 0.5)
 }
+
+// Convert sets dst to src's values in dst's dtype: float16 through
+// github.com/x448/float16 (float64 values are rounded to float32 first).
+func (d *Device) Convert(dst, src device.Buffer) {
+	o, s := buf(dst), buf(src)
+	for i := range o.Len() {
+		o.set(i, s.at(i))
+	}
+}

@@ -272,6 +272,10 @@ type Device interface {
 	Step(op Optimizer, param, grad Buffer, state []Buffer, h StepParams)
 	// Axpy sets y = y + alpha·x in place.
 	Axpy(y, x Buffer, alpha float64)
+	// Convert sets dst to src's values in dst's dtype (of the same length):
+	// to float16 rounding to nearest even (overflow to ±Inf, subnormals
+	// kept, NaN kept), from float16 exactly.
+	Convert(dst, src Buffer)
 	// Draw paints into canvas, an int32 buffer of p.H×p.W pixels, as op
 	// and p describe, reading src (and aux); see DrawOp.
 	Draw(op DrawOp, canvas, src, aux Buffer, p Paint)

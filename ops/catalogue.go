@@ -185,6 +185,11 @@ var catalogue = []*Op{
 		Forward:  func(in []*T, a Attrs) *T { return SumTo(in[0], a.Shape) },
 		Backward: bwd1(SumToBackward), Cases: broadcastCases(true)},
 
+	{Name: "cast", Grad: castRule, Family: "cast", Doc: "to float16 (round to nearest even, ±Inf past 65504, subnormals and NaN kept, bit for bit on every device) or from it (exact); gradient cast back (straight through).",
+		Forward:  func(in []*T, a Attrs) *T { return Cast(in[0], a.DType) },
+		Backward: bwd1(CastBackward),
+		Cases:    castCases()},
+
 	// Layers.
 	{Name: "linear", Grad: linearRule, Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
 		Forward: func(in []*T, _ Attrs) *T { return Linear(in[0], in[1], bias(in)) },
@@ -676,3 +681,19 @@ func sgdCases() []Case {
 func clipBwd(in []*T, g *T, a Attrs) []*T { return []*T{ClipBackward(in[0], g, a.Lo, a.Hi)} }
 
 func leakyBwd(in []*T, g *T, a Attrs) []*T { return []*T{LeakyReluBackward(in[0], g, a.Alpha)} }
+
+// castCases cast to float16: ordinary values, and values at its edges
+// (the largest finite, past it, subnormals, ties). Casting is flat almost
+// everywhere, so finite differences do not apply.
+func castCases() []Case {
+	h := Attrs{DType: device.Float16}
+	edges := []float64{65504, 65519, 65520, 70000, -70000, 1e-5, 6e-8, 3e-8, 2.9e-8, 1.0 / 3, 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 0.1}
+	return []Case{
+		{Name: "(257,) to float16", Inputs: []Input{{Shape: sh(257), Domain: moderate}}, Attrs: h, NoFD: true},
+		{Name: "(3,4,5) to float16", Inputs: []Input{{Shape: sh(3, 4, 5), Domain: Domain{Lo: -1e5, Hi: 1e5}}}, Attrs: h, NoFD: true},
+		{Name: "edges to float16", Inputs: []Input{{Shape: sh(len(edges)), Domain: Domain{Values: edges}}}, Attrs: h, NoFD: true},
+		{Name: "special values to float16", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: h, NoFD: true},
+		{Name: "(0,) to float16", Inputs: []Input{{Shape: sh(0)}}, Attrs: h, NoFD: true},
+		{Name: "() to float16", Inputs: []Input{{Shape: sh()}}, Attrs: h, NoFD: true},
+	}
+}

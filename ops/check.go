@@ -16,6 +16,9 @@ func operands(op string, ts ...*tensor.Tensor) device.Device {
 		if t.Released() {
 			tensor.Panicf(op, tensor.ErrReleased, "operand %d (%v %v) was released", i, t.Shape(), t.DType())
 		}
+		if t.DType() == device.Float16 {
+			tensor.Panicf(op, tensor.ErrDType, "operand %d (%v) is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, t.Shape(), op)
+		}
 	}
 	dev := ts[0].Device()
 	for i, t := range ts[1:] {
@@ -32,6 +35,9 @@ func floats(op string, ts ...*tensor.Tensor) device.DType {
 	for i, t := range ts {
 		if !t.DType().IsFloat() {
 			tensor.Panicf(op, tensor.ErrDType, "operand %d is %v; want float32 or float64", i, t.DType())
+		}
+		if t.DType() == device.Float16 {
+			tensor.Panicf(op, tensor.ErrDType, "operand %d is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, op)
 		}
 		if t.DType() != dt {
 			tensor.Panicf(op, tensor.ErrDType, "operand 0 is %v but operand %d is %v", dt, i, t.DType())

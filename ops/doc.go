@@ -37,6 +37,10 @@
 // PyTorch takes (0 for relu and abs at 0; clip passes the gradient at its
 // bounds).
 //
+// float16 tensors are storage: Cast converts to and from them, bit for
+// bit the same on every device, and the other ops refuse them with an
+// ErrDType saying so.
+//
 // Losses reduce by MeanReduction (the zero value), SumReduction or
 // NoReduction.
 //

@@ -479,3 +479,8 @@ func joinRule(stack bool) Rule {
 		return gs
 	}
 }
+
+// castRule casts the gradient back to the input's dtype.
+var castRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+	return r.op("cast", Attrs{DType: r.b.Tensor(x).DType()}, g)
+})

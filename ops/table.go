@@ -54,6 +54,8 @@ type Attrs struct {
 	// Ops whose gradients cost a kernel of their own (matmul, linear,
 	// conv2d) skip the others and return nil for them; the tape sets it.
 	Need []bool
+	// DType is cast's target dtype.
+	DType device.DType
 	// Optimiser steps: which optimiser and its hyper-parameters.
 	Optimizer device.Optimizer
 	Hyper     device.StepParams

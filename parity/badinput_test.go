@@ -40,6 +40,8 @@ func badInput(t *testing.T, dev device.Device) {
 	i23 := tensor.Must(tensor.FromInt32(dev, make([]int32, 6), 2, 3))
 	t.Cleanup(i23.Release)
 	empty := f(0)
+	h23 := ops.Cast(m23, device.Float16)
+	t.Cleanup(h23.Release)
 	s1 := ops.Window{Stride: [2]int{1, 1}}
 	tests := []struct {
 		name string
@@ -49,6 +51,10 @@ func badInput(t *testing.T, dev device.Device) {
 		says string // a fragment the message must hold
 	}{
 		{"Exp of int32", func() { ops.Exp(i23) }, "ops.Exp", tensor.ErrDType, "int32"},
+		{"Relu of float16", func() { ops.Relu(h23) }, "ops.Relu", tensor.ErrDType, "float16, a storage format that ops.Relu does not take; convert it with ops.Cast"},
+		{"Add of float16 and float32", func() { ops.Add(m23, h23) }, "ops.Add", tensor.ErrDType, "operand 1 ([2 3]) is float16"},
+		{"MatMul of float16", func() { ops.MatMul(h23, m32) }, "ops.MatMul", tensor.ErrDType, "float16"},
+		{"Cast of int32", func() { ops.Cast(i23, device.Float16) }, "ops.Cast", tensor.ErrDType, "cast from int32 to float16"},
 		{"Sigmoid of int32", func() { ops.Sigmoid(i23) }, "ops.Sigmoid", tensor.ErrDType, "want float32 or float64"},
 		{"Pow of int32", func() { ops.Pow(m23, i23) }, "ops.Pow", tensor.ErrDType, "int32"},
 		{"MaxAxes of int32", func() { ops.MaxAxes(i23, nil, false) }, "ops.MaxAxes", tensor.ErrDType, "int32"},

@@ -1,7 +1,11 @@
 package parity
 
 import (
+	"errors"
+	"strings"
+
 	"fmt"
+	"github.com/x448/float16"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -53,6 +57,7 @@ const (
 	Pass
 	Fail
 	NotApplicable // the op has no backward, or the case is too large
+	Refused       // the op refuses float16 inputs with a clear error, as it should
 )
 
 // Result holds the outcome of each check of a case.
@@ -62,6 +67,10 @@ type Result struct {
 	// Rule: the op's Grad rule, run eagerly on both backends, agrees
 	// with its Backward on CPU float64 (cases with finite differences).
 	Rule Status
+	// Half: the op given float16 inputs on both backends either refuses
+	// them (an ErrDType naming float16) or computes what it computes on
+	// their values in float64, within float16's precision.
+	Half Status
 }
 
 // run is one evaluation of a case on a device in a dtype.
@@ -257,6 +266,7 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
+	res.Half = c.checkHalf(t, host, gpu)
 	res.Rule = NotApplicable
 	if c.Op.Grad != nil && !c.NoFD {
 		res.Rule = c.checkRule(t, host, device.Float64, vals, g, want, FDRTol, FDATol)
@@ -267,6 +277,69 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 		}
 	}
 	return res
+}
+
+// HalfRTol and HalfATol are the tolerances of an op on float16 inputs
+// against float64 on the same (float16) values: float16's unit roundoff
+// (2⁻¹¹) with room for one rounding of the result, and its smallest
+// normal.
+const (
+	HalfRTol = 1.0 / 1024
+	HalfATol = 6.2e-5
+)
+
+// checkHalf runs the case's forward on float16 inputs (the values rounded
+// to float16) on the CPU and, if present, WebGPU.
+func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
+	t.Helper()
+	half := make([][]float64, len(c.Inputs))
+	for i, v := range c.inputs() {
+		half[i] = make([]float64, len(v))
+		for j, x := range v {
+			half[i][j] = x
+			if !c.Inputs[i].Int {
+				half[i][j] = float64(float16.Fromfloat32(float32(x)).Float32())
+			}
+		}
+	}
+	want, _, err := c.forward(host, device.Float64, half)
+	status := Refused
+	for _, dev := range []device.Device{host, gpu} {
+		if dev == nil {
+			continue
+		}
+		got, _, ferr := c.forward(dev, device.Float16, half)
+		var te *tensor.Error
+		switch {
+		case ferr == nil && err == nil:
+			if status == Refused && dev != host {
+				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev.Name())
+				return Fail
+			}
+			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev.Name()), got, toHalf(want), HalfRTol, HalfATol) {
+				return Fail
+			}
+			status = Pass
+		case errors.As(ferr, &te) && errors.Is(ferr, tensor.ErrDType) && strings.Contains(ferr.Error(), "float16"):
+			if status == Pass {
+				t.Errorf("%s %s: float16: the cpu computes it but %s refuses it: %v", c.Op.Name, c.Case.Name, dev.Name(), ferr)
+				return Fail
+			}
+		default:
+			t.Errorf("%s %s: %s float16: %v (float64: %v); want a result or an ErrDType naming float16", c.Op.Name, c.Case.Name, dev.Name(), ferr, err)
+			return Fail
+		}
+	}
+	return status
+}
+
+// toHalf rounds v to float16 (a float16 result's expected value).
+func toHalf(v []float64) []float64 {
+	r := make([]float64, len(v))
+	for i, x := range v {
+		r[i] = float64(float16.Fromfloat32(float32(x)).Float32())
+	}
+	return r
 }
 
 // checkRule evaluates the op's Grad rule eagerly on dev and compares its

@@ -15,13 +15,13 @@ type tableRow struct {
 	family               string
 	cases, fdPass, fdRun int
 	cells                [4]Status // cpu fwd, cpu bwd, webgpu fwd, webgpu bwd
-	fd, rule             Status
+	fd, rule, half       Status
 }
 
 // merge combines the outcomes of two cases for one cell: a failure wins,
 // then a pass, then not run, then not applicable.
 func merge(a, b Status) Status {
-	rank := map[Status]int{NotApplicable: 0, NotRun: 1, Pass: 2, Fail: 3}
+	rank := map[Status]int{NotApplicable: 0, NotRun: 1, Refused: 2, Pass: 2, Fail: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -35,7 +35,7 @@ func (t *Table) Add(r Result) {
 	}
 	row, ok := t.rows[r.Op]
 	if !ok {
-		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable, rule: NotApplicable}
+		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable, rule: NotApplicable, half: NotApplicable}
 		t.rows[r.Op] = row
 		t.order = append(t.order, r.Op)
 	}
@@ -45,6 +45,7 @@ func (t *Table) Add(r Result) {
 	}
 	row.fd = merge(row.fd, r.FD)
 	row.rule = merge(row.rule, r.Rule)
+	row.half = merge(row.half, r.Half)
 	if r.FD == Pass || r.FD == Fail {
 		row.fdRun++
 	}
@@ -73,6 +74,8 @@ func (s Status) String() string {
 		return "✗ FAIL"
 	case NotRun:
 		return "not run"
+	case Refused:
+		return "refused"
 	}
 	return "—"
 }
@@ -83,16 +86,16 @@ func (s Status) String() string {
 // Grad rule, checked against its backward on both backends).
 func (t *Table) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order | float16 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, op := range t.order {
 		row := t.rows[op]
 		fd := row.fd.String()
 		if row.fd == Pass || row.fd == Fail {
 			fd = fmt.Sprintf("%s %d/%d", fd, row.fdPass, row.cases)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
-			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd, row.rule)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
+			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd, row.rule, row.half)
 	}
 	return b.String()
 }

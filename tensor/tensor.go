@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"github.com/x448/float16"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -171,8 +172,15 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 	return newFilled(dev, device.Int32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
 }
 
+// FromFloat16Bits copies float16 values, given by their IEEE binary16
+// bits, into a new float16 tensor.
+func FromFloat16Bits(dev device.Device, bits []uint16, shape ...int) (*Tensor, error) {
+	checkLen("tensor.FromFloat16Bits", len(bits), shape)
+	return newFilled(dev, device.Float16, shape, func(b device.Buffer) error { return dev.Write(b, bits) })
+}
+
 // FromValues copies float64 values into a new tensor of dtype dt, rounding
-// them to dt.
+// them to dt (to float16 through float32, rounding to nearest even).
 func FromValues(dev device.Device, dt device.DType, data []float64, shape ...int) (*Tensor, error) {
 	switch dt {
 	case device.Float64:
@@ -189,6 +197,12 @@ func FromValues(dev device.Device, dt device.DType, data []float64, shape ...int
 			n[i] = int32(v)
 		}
 		return FromInt32(dev, n, shape...)
+	case device.Float16:
+		h := make([]uint16, len(data))
+		for i, v := range data {
+			h[i] = float16.Fromfloat32(float32(v)).Bits()
+		}
+		return FromFloat16Bits(dev, h, shape...)
 	}
 	Panicf("tensor.FromValues", ErrDType, "unknown dtype %v", dt)
 	return nil, nil
@@ -355,7 +369,7 @@ func (t *Tensor) Float64s() ([]float64, error) {
 	case device.Float64:
 		out := make([]float64, n)
 		return out, t.read(out)
-	case device.Float32:
+	case device.Float32, device.Float16:
 		f, err := t.Float32s()
 		if err != nil {
 			return nil, err
@@ -398,8 +412,31 @@ func (t *Tensor) Float32s() ([]float32, error) {
 			out[i] = float32(v)
 		}
 		return out, nil
+	case device.Float16:
+		h, err := t.Float16Bits()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(h))
+		for i, v := range h {
+			out[i] = float16.Frombits(v).Float32()
+		}
+		return out, nil
 	}
-	return nil, &Error{Op: "Tensor.Float32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want float32 or float64", t.dtype)}
+	return nil, &Error{Op: "Tensor.Float32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want float32, float64 or float16", t.dtype)}
+}
+
+// Float16Bits waits for the value of a float16 tensor and returns its
+// IEEE binary16 bits.
+func (t *Tensor) Float16Bits() ([]uint16, error) {
+	if err := t.readErr(); err != nil {
+		return nil, err
+	}
+	if t.dtype != device.Float16 {
+		return nil, &Error{Op: "Tensor.Float16Bits", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want float16", t.dtype)}
+	}
+	out := make([]uint16, t.Len())
+	return out, t.read(out)
 }
 
 // Int32s waits for the value of an int32 tensor and returns it.
@@ -443,6 +480,12 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 			return nil, err
 		}
 		return FromFloat32(dev, v, t.Shape()...)
+	case device.Float16:
+		v, err := t.Float16Bits()
+		if err != nil {
+			return nil, err
+		}
+		return FromFloat16Bits(dev, v, t.Shape()...)
 	default:
 		v, err := t.Float64s()
 		if err != nil {

@@ -32,8 +32,17 @@ type buffer struct {
 func (b *buffer) Len() int            { return b.n }
 func (b *buffer) DType() device.DType { return b.dt }
 
-// bytes is the size of the elements in bytes.
-func (b *buffer) bytes() uint64 { return uint64(b.n) * 4 }
+// bytes is the size of the elements in bytes: float16 elements two to a
+// 32-bit word, the last word half empty for an odd count.
+func (b *buffer) bytes() uint64 { return wordBytes(b.dt, b.n) }
+
+// wordBytes is the size of n elements of dt in whole 32-bit words.
+func wordBytes(dt device.DType, n int) uint64 {
+	if dt == device.Float16 {
+		return uint64((n+1)/2) * 4
+	}
+	return uint64(n) * 4
+}
 
 // bindSize is the size bound to a kernel: at least 16 bytes, the stride of
 // a vec4 array.
@@ -209,12 +218,12 @@ func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 		return nil, fmt.Errorf("webgpu: Alloc on %s after Close", d.id)
 	}
 	if !d.Supports(dt) {
-		return nil, fmt.Errorf("webgpu: cannot allocate %v: the device supports float32 and int32", dt)
+		return nil, fmt.Errorf("webgpu: cannot allocate %v: the device supports float32, float16 and int32", dt)
 	}
-	size, err := device.Bytes(dt, n)
-	if err != nil {
+	if _, err := device.Bytes(dt, n); err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
+	size := int(wordBytes(dt, n))
 	if limit := d.limits.MaxStorageBufferBindingSize; uint64(size) > limit {
 		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds %s's maximum storage buffer binding size of %d bytes: %w", dt, n, size, d.id, limit, device.ErrOutOfMemory)
 	}
@@ -244,12 +253,14 @@ func (d *Device) free(wb *buffer) {
 	wb.b = nil
 }
 
-// hostBytes returns the bytes of a []float32 or []int32 matching b.
+// hostBytes returns the bytes of a []float32, []int32 or []uint16
+// (float16) matching b.
 func hostBytes(op string, b *buffer, s any) ([]byte, error) {
 	if err := device.CheckHost("webgpu: "+op, s, b.dt, b.n); err != nil {
 		return nil, err
 	}
 	var p unsafe.Pointer
+	size := 4
 	switch s := s.(type) {
 	case []float32:
 		if len(s) > 0 {
@@ -259,11 +270,15 @@ func hostBytes(op string, b *buffer, s any) ([]byte, error) {
 		if len(s) > 0 {
 			p = unsafe.Pointer(&s[0])
 		}
+	case []uint16:
+		if len(s) > 0 {
+			p, size = unsafe.Pointer(&s[0]), 2
+		}
 	}
 	if p == nil {
 		return nil, nil
 	}
-	return unsafe.Slice((*byte)(p), b.n*4), nil
+	return unsafe.Slice((*byte)(p), b.n*size), nil
 }
 
 // Write copies src into dst, after submitting the work recorded before it.
@@ -280,6 +295,9 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 	}
 	if len(data) == 0 {
 		return nil
+	}
+	if len(data)%4 != 0 { // an odd count of float16: pad to the word
+		data = append(append([]byte(nil), data...), 0, 0)
 	}
 	d.flush() // work recorded earlier must see the old contents
 	if err := d.queue.WriteBuffer(b.b, 0, data); err != nil {
@@ -305,7 +323,7 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 		d.wait()
 		return d.report()
 	}
-	size := uint64(len(out))
+	size := b.bytes() // whole words, the last half word of an odd float16 count too
 	staging, stagingSize, err := d.pool.get(stagingUsage, size, "readback")
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: allocating a %d-byte readback buffer: %v", size, err))
@@ -331,7 +349,7 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", status, err))
 		return d.report()
 	}
-	copy(out, staging.GetMappedRange(0, uint(size)))
+	copy(out, staging.GetMappedRange(0, uint(size))[:len(out)])
 	if err := staging.Unmap(); err != nil {
 		d.fail(fmt.Errorf("webgpu: unmapping a readback buffer: %v", err))
 	}

@@ -309,7 +309,9 @@ func (d *Device) String() string { return d.info }
 func (d *Device) Limits() wgpu.Limits { return d.limits }
 
 // Supports reports true for float32 and int32.
-func (d *Device) Supports(dt device.DType) bool { return dt == device.Float32 || dt == device.Int32 }
+func (d *Device) Supports(dt device.DType) bool {
+	return dt == device.Float32 || dt == device.Int32 || dt == device.Float16
+}
 
 // fail records a runtime failure; the next Flush, Read or Sync reports the
 // first one recorded since the last report.

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"fmt"
 	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/x448/float16"
 	"math"
 	"slices"
 
@@ -59,10 +60,15 @@ func (d *Device) Fill(dst device.Buffer, v float64) {
 
 func (d *Device) fill(b *buffer, v float64) {
 	word := f32bits(v)
-	if b.dt == device.Int32 {
+	n := b.n
+	switch b.dt {
+	case device.Int32:
 		word = uint32(int32(v))
+	case device.Float16: // two halves a word
+		h := uint32(float16.Fromfloat32(float32(v)).Bits())
+		word, n = h|h<<16, (n+1)/2
 	}
-	vec, n := vec4(b.n)
+	vec, n := vec4(n)
 	t := elemType(true, vec)
 	k := d.kernel("fill/"+t, "update", map[string]any{"Op": "fill", "T": t}, true)
 	d.run(k, groupsOf(n, 256), []uint32{uint32(n), word}, b)
@@ -795,4 +801,25 @@ func (d *Device) texture(w, h int) (*wgpu.Texture, *wgpu.TextureView, error) {
 		return nil, nil, fmt.Errorf("a texture view: %v", err)
 	}
 	return t, v, nil
+}
+
+// Convert converts src into dst's dtype (float32 and float16).
+func (d *Device) Convert(dst, src device.Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, s := d.buf(dst), d.buf(src)
+	switch {
+	case o.n == 0:
+	case o.dt == s.dt:
+		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: use Copy", s.dt, o.dt))
+	case o.dt == device.Float16 && s.dt == device.Float32:
+		k := d.kernel("cast/to_half", "cast", map[string]any{"ToHalf": true}, false, true)
+		words := (o.n + 1) / 2
+		d.run(k, groupsOf(words, 256), []uint32{uint32(words), uint32(o.n)}, s, o)
+	case o.dt == device.Float32 && s.dt == device.Float16:
+		k := d.kernel("cast/from_half", "cast", map[string]any{"ToHalf": false}, false, true)
+		d.run(k, groupsOf(o.n, 256), []uint32{uint32(o.n)}, s, o)
+	default:
+		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: the device converts between float32 and float16", s.dt, o.dt))
+	}
 }

@@ -4,6 +4,9 @@ package webgpu_test
 
 import (
 	"errors"
+	"github.com/x448/float16"
+	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -246,5 +249,52 @@ func TestAdapters(t *testing.T) {
 	}
 	if chosen != 1 {
 		t.Errorf("%d adapters marked chosen in %+v", chosen, list)
+	}
+}
+
+// TestFloat16 converts every float16 to float32, and float32s of every
+// kind (edges, ties, subnormals, NaNs with payloads, random bits) to
+// float16, on the GPU, bit for bit as github.com/x448/float16 does (the
+// CPU twin); odd counts use the packed word's first half.
+func TestFloat16(t *testing.T) {
+	d := fresh(t)
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+	f := ops.Cast(h, device.Float32)
+	got, err := f.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
+			t.Fatalf("float16 %#04x → float32 %#08x; want %#08x", i, math.Float32bits(v), math.Float32bits(want))
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.99, 65520, 1e6, -1e6, 6e-8, 2.98e-8, 2.99e-8, 1e-45,
+		float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00000), math.Float32frombits(0xff800001),
+		math.Float32frombits(0x7f802000), 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 1.0 / 3}
+	for range 200000 {
+		vals = append(vals, math.Float32frombits(r.Uint32()))
+	}
+	for i := range 100000 { // near float16's range, where rounding matters
+		vals = append(vals, float32(r.NormFloat64())*float32(math.Pow(2, float64(i%40-25))))
+	}
+	x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
+	bits, err := ops.Cast(x, device.Float16).Float16Bits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		if want := float16.Fromfloat32(v).Bits(); bits[i] != want {
+			t.Fatalf("float32 %v (%#08x) → float16 %#04x; want %#04x", v, math.Float32bits(v), bits[i], want)
+		}
+	}
+	odd := tensor.Must(tensor.FromFloat16Bits(d, []uint16{0x3c00, 0xc000, 0x7bff}, 3))
+	if v, err := odd.Float32s(); err != nil || v[0] != 1 || v[1] != -2 || v[2] != 65504 {
+		t.Errorf("odd count: %v, %v", v, err)
 	}
 }
