@@ -274,6 +274,7 @@ func TestDType(t *testing.T) {
 		isFloat bool
 	}{
 		{device.Float32, 4, "float32", true},
+		{device.Float16, 2, "float16", true},
 		{device.Float64, 8, "float64", true},
 		{device.Int32, 4, "int32", false},
 	}
@@ -293,7 +294,7 @@ func TestDType(t *testing.T) {
 }
 
 func TestInvalidDType(t *testing.T) {
-	for _, dt := range []device.DType{0, 4, 255} {
+	for _, dt := range []device.DType{0, 5, 255} {
 		t.Run(fmt.Sprint(uint8(dt)), func(t *testing.T) {
 			if want := fmt.Sprintf("dtype(%d)", uint8(dt)); dt.String() != want {
 				t.Errorf("String() = %q, want %q", dt.String(), want)
