@@ -373,3 +373,27 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// BenchmarkExpDType runs Exp on 16M elements stored as float32 and as
+// float16 (computed in float32 either way), reporting elements per second:
+// float16 moves half the bytes.
+func BenchmarkExpDType(b *testing.B) {
+	for _, dev := range devices(b) {
+		for _, dt := range []device.DType{device.Float32, device.Float16} {
+			b.Run(fmt.Sprintf("%s/%v/16M", dev.Name(), dt), func(b *testing.B) {
+				x32 := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, n16M))
+				x := ops.Cast(x32, dt)
+				x32.Release()
+				defer x.Release()
+				ops.Exp(x).Release()
+				wait(b, dev)
+				b.ResetTimer()
+				for range b.N {
+					ops.Exp(x).Release()
+					wait(b, dev)
+				}
+				b.ReportMetric(float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
+	}
+}

@@ -7,8 +7,19 @@ import (
 	"github.com/extensor/extensor/tensor"
 )
 
-// operands checks that ts are live tensors on one device and returns it.
+// operands checks that ts are live tensors on one device, none float16,
+// and returns it.
 func operands(op string, ts ...*tensor.Tensor) device.Device {
+	return operandsOf(op, false, ts...)
+}
+
+// halfOperands is operands for the ops that take float16 (elementwise on
+// tensors of one shape): they compute in float32 and store float16.
+func halfOperands(op string, ts ...*tensor.Tensor) device.Device {
+	return operandsOf(op, true, ts...)
+}
+
+func operandsOf(op string, half bool, ts ...*tensor.Tensor) device.Device {
 	for i, t := range ts {
 		if t == nil {
 			tensor.Panicf(op, tensor.ErrArgument, "operand %d is nil", i)
@@ -16,7 +27,7 @@ func operands(op string, ts ...*tensor.Tensor) device.Device {
 		if t.Released() {
 			tensor.Panicf(op, tensor.ErrReleased, "operand %d (%v %v) was released", i, t.Shape(), t.DType())
 		}
-		if t.DType() == device.Float16 {
+		if t.DType() == device.Float16 && !half {
 			tensor.Panicf(op, tensor.ErrDType, "operand %d (%v) is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, t.Shape(), op)
 		}
 	}
@@ -29,14 +40,20 @@ func operands(op string, ts ...*tensor.Tensor) device.Device {
 	return dev
 }
 
-// floats checks that ts share one floating-point dtype and returns it.
-func floats(op string, ts ...*tensor.Tensor) device.DType {
+// floats checks that ts share one floating-point dtype, not float16, and
+// returns it.
+func floats(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, false, ts...) }
+
+// halfFloats is floats that accepts float16 too.
+func halfFloats(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, true, ts...) }
+
+func floatsOf(op string, half bool, ts ...*tensor.Tensor) device.DType {
 	dt := ts[0].DType()
 	for i, t := range ts {
 		if !t.DType().IsFloat() {
 			tensor.Panicf(op, tensor.ErrDType, "operand %d is %v; want float32 or float64", i, t.DType())
 		}
-		if t.DType() == device.Float16 {
+		if t.DType() == device.Float16 && !half {
 			tensor.Panicf(op, tensor.ErrDType, "operand %d is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, op)
 		}
 		if t.DType() != dt {

@@ -51,7 +51,8 @@ func badInput(t *testing.T, dev device.Device) {
 		says string // a fragment the message must hold
 	}{
 		{"Exp of int32", func() { ops.Exp(i23) }, "ops.Exp", tensor.ErrDType, "int32"},
-		{"Relu of float16", func() { ops.Relu(h23) }, "ops.Relu", tensor.ErrDType, "float16, a storage format that ops.Relu does not take; convert it with ops.Cast"},
+		{"Softmax of float16", func() { ops.Softmax(h23, 1) }, "ops.Softmax", tensor.ErrDType, "float16, a storage format that ops.Softmax does not take; convert it with ops.Cast"},
+		{"ReluBackward of float16 and float32", func() { ops.ReluBackward(h23, m23) }, "ops.ReluBackward", tensor.ErrDType, "operand 0 is float16 but operand 1 is float32"},
 		{"Add of float16 and float32", func() { ops.Add(m23, h23) }, "ops.Add", tensor.ErrDType, "operand 1 ([2 3]) is float16"},
 		{"MatMul of float16", func() { ops.MatMul(h23, m32) }, "ops.MatMul", tensor.ErrDType, "float16"},
 		{"Cast of int32", func() { ops.Cast(i23, device.Float16) }, "ops.Cast", tensor.ErrDType, "cast from int32 to float16"},

@@ -20,10 +20,16 @@ func TestSource(t *testing.T) {
 		data any
 		want []string
 	}{
-		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true, "Unroll": 4},
+		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true, "Half": false, "Unroll": 4},
 			[]string{"fn erfc_approx", "op_gelu_grad(x, g, a, b)", "fn apply4", "var<storage, read> g_in: array<vec4<f32>>", "fn pow_real"}},
-		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false, "Unroll": 1},
+		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false, "Half": false, "Unroll": 1},
 			[]string{"op_exp(x, a, b)", "@binding(2) var<storage, read_write> out: array<f32>"}},
+		{"unary", map[string]any{"Fn": "relu", "Grad": true, "Vec": true, "Half": true, "Unroll": 4},
+			[]string{"fn apply2", "var<storage, read> g_in: array<vec4<u32>>", "pack2x16float(vec2<f32>(apply(v.x, d.x, a, b)"}},
+		{"cast", map[string]any{"ToHalf": true}, []string{"fn to_half", "dst[i] = lo | (hi << 16u);"}},
+		{"cast", map[string]any{"ToHalf": false}, []string{"fn from_half", "countLeadingZeros(m)"}},
+		{"draw", map[string]any{"Op": "curve"}, []string{"fn value_at", "fn row_of"}},
+		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8}, []string{"textureLoad(ta, vec2<i32>(qa + 3, i32(k) + 7), 0)", "var acc15_3"}},
 		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Unroll": 1},
 			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);"}},
 		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Unroll": 4},

@@ -212,12 +212,8 @@ fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(op_{{.Fn}}{{if .Grad}}_grad(x, g, a, b){{else}}(x, a, b){{end}}, x, is_nan(x));
 }
-{{- if .Vec}}
-fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
-    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
-}
-{{- end}}
 {{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
+{{- if .Half}}{{$T = "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}{{end}}
 @group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g_in: array<{{$T}}>;
@@ -225,9 +221,35 @@ fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
 {{- end}}
+{{- if .Half}}
 
+// float16 storage: each u32 word holds two values, unpacked to f32, and
+// the results packed back (p[0] counts words{{if .Vec}} in vec4s{{end}}).
+fn apply2(x: u32, g: u32, a: f32, b: f32) -> u32 {
+    let v = unpack2x16float(x);
+    let d = unpack2x16float(g);
+    return pack2x16float(vec2<f32>(apply(v.x, d.x, a, b), apply(v.y, d.y, a, b)));
+}
+
+fn elem(i: u32) {
+    let x = x_in[i];
+    let g = {{if .Grad}}g_in[i]{{else}}{{$T}}(0u){{end}};
+{{- if .Vec}}
+    out[i] = vec4<u32>(apply2(x.x, g.x, pf(1u), pf(2u)), apply2(x.y, g.y, pf(1u), pf(2u)), apply2(x.z, g.z, pf(1u), pf(2u)), apply2(x.w, g.w, pf(1u), pf(2u)));
+{{- else}}
+    out[i] = apply2(x, g, pf(1u), pf(2u));
+{{- end}}
+}
+{{- else}}
+{{- if .Vec}}
+
+fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
+}
+{{- end}}
 
 fn elem(i: u32) {
     out[i] = apply{{if .Vec}}4{{end}}(x_in[i], {{if .Grad}}g_in[i]{{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u));
 }
+{{- end}}
 {{template "main_unrolled" .Unroll}}

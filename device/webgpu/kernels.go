@@ -116,9 +116,14 @@ func scalars(n int, p []float64) []uint32 {
 
 // unary records op or its gradient (grad) over x, writing out.
 func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, in ...*buffer) {
-	vec, n := vec4(out.n)
-	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v", op, grad, vec)
-	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Unroll": unroll(vec)}, flags(len(in), 1)...)
+	half := out.dt == device.Float16
+	count := out.n
+	if half { // words of two values
+		count = (count + 1) / 2
+	}
+	vec, n := vec4(count)
+	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/half=%v", op, grad, vec, half)
+	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
 	d.run(k, groupsOf(groupsOf(n, unroll(vec)), 256), scalars(n, p), append(in, out)...)
 }
 
