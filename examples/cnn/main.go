@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"image"
 	"io"
 	"log"
 	"maps"
@@ -61,6 +62,9 @@ type Config struct {
 	// train on (the one presenting on it); Device is then ignored.
 	Window Screen
 	Bar    io.Writer // a progress bar here when it is a terminal (nil: none)
+	// OnFrame, if set, is given each dashboard frame, read back from the
+	// device, and the state it shows (for tests).
+	OnFrame func(img *image.RGBA, s dashboard.State)
 }
 
 // Screen is a live window for the dashboard (package window's Window).
@@ -172,7 +176,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	}
 	defer rec.Close()
 	n, steps := data.Len(), data.Steps()
-	view := &viewer{snapshot: cfg.Snapshot, every: cfg.SnapshotEvery, win: cfg.Window}
+	view := &viewer{snapshot: cfg.Snapshot, every: cfg.SnapshotEvery, win: cfg.Window, onFrame: cfg.OnFrame}
 	if cfg.Snapshot != "" || cfg.Window != nil {
 		if view.b, err = newDashboard(dev, net, test); err != nil {
 			return nil, err
@@ -325,7 +329,7 @@ func (b *board) release() {
 
 // draw draws a frame: the metrics so far, the network's predictions for
 // the test images now, and its first convolution's filters.
-func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) error {
+func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) (dashboard.State, error) {
 	var pred []int32
 	var err error
 	net.Train(false)
@@ -338,7 +342,7 @@ func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) error {
 	})
 	net.Train(true)
 	if err != nil {
-		return err
+		return dashboard.State{}, err
 	}
 	losses := make([]float64, len(rec.Steps))
 	for i, s := range rec.Steps {
@@ -352,8 +356,9 @@ func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) error {
 	if n := len(losses); n > 0 {
 		title += fmt.Sprintf(", loss %.3f", losses[n-1])
 	}
-	return b.Draw(dashboard.State{Title: title, Epoch: epoch, Losses: losses, TestAcc: acc, Images: b.images, Pred: pred,
-		Labels: b.labels, Classes: fashionmnist.Classes, Filters: net[0].Params()[0].Value(), FilterShape: [2]int{3, 3}})
+	s := dashboard.State{Title: title, Epoch: epoch, Losses: losses, TestAcc: acc, Images: b.images, Pred: pred,
+		Labels: b.labels, Classes: fashionmnist.Classes, Filters: net[0].Params()[0].Value(), FilterShape: [2]int{3, 3}}
+	return s, b.Draw(s)
 }
 
 // trainEval is how many training examples the train accuracy is measured

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"image"
 	"image/png"
 	"io/fs"
 	"os"
@@ -122,15 +123,32 @@ func TestWindowClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
-	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 200, Save: ckpt, Window: win}
+	// The frames drawn while training, read back from the GPU, must show
+	// their state (dashboard.Check: the loss curve where its values say,
+	// the test images given, framed by whether the prediction is right),
+	// and the filter panel must change between frames a few steps apart.
+	var frames []*image.RGBA
+	var problems []string
+	twoFrames := make(chan struct{})
+	onFrame := func(img *image.RGBA, s dashboard.State) {
+		problems = append(problems, dashboard.Check(img, s)...)
+		if frames = append(frames, img); len(frames) == 2 {
+			close(twoFrames)
+		}
+	}
+	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := Train(cfg, &out)
 		done <- err
 	}()
-	go func() { // close the window once it has shown a few frames
-		for deadline := time.Now().Add(time.Minute); win.Presented() < 3 && time.Now().Before(deadline); {
+	go func() { // close the window once two frames are drawn and shown
+		select {
+		case <-twoFrames:
+		case <-time.After(time.Minute):
+		}
+		for deadline := time.Now().Add(time.Minute); win.Presented() < 2 && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
 		win.RequestClose()
@@ -147,6 +165,12 @@ func TestWindowClose(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("a frame drawn while training: %s", p)
+	}
+	if len(frames) < 2 || !dashboard.FiltersDiffer(frames[0], frames[1]) {
+		t.Errorf("%d frames; want two whose filter panels differ", len(frames))
 	}
 	if !strings.Contains(out.String(), "window closed at epoch 1") || !strings.Contains(out.String(), "wrote "+ckpt) {
 		t.Fatalf("closing the window did not stop training in epoch 1 with a checkpoint:\n%s", out.String())

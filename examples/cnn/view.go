@@ -1,7 +1,10 @@
 package main
 
 import (
+	"image"
+
 	"fmt"
+	"github.com/extensor/extensor/examples/internal/dashboard"
 	"io"
 	"time"
 
@@ -17,6 +20,7 @@ type viewer struct {
 	snapshot string // the PNG to write ("": none)
 	every    int    // also write it every this many steps (0: at the end)
 	win      Screen // the live window (nil: none)
+	onFrame  func(*image.RGBA, dashboard.State)
 
 	frames   int
 	cost     time.Duration // spent drawing frames
@@ -43,7 +47,13 @@ func (v *viewer) due(steps int) bool {
 // (when the snapshot is due every few steps, or final).
 func (v *viewer) frame(rec *report.Recorder, epoch int, net nn.Sequential, final bool) error {
 	start := time.Now()
-	err := v.b.draw(rec, epoch, net)
+	st, err := v.b.draw(rec, epoch, net)
+	if err == nil && v.onFrame != nil {
+		var img *image.RGBA
+		if img, err = v.b.Image(); err == nil {
+			v.onFrame(img, st)
+		}
+	}
 	if err == nil && v.win != nil {
 		v.win.Show(v.b.Canvas())
 	}

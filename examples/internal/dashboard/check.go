@@ -49,41 +49,75 @@ func Known(dev device.Device, filter float32) (State, error) {
 		Filters: filters, FilterShape: [2]int{3, 3}}, nil
 }
 
-// CheckKnown lists how img, a frame of Known's state, fails to show it:
-// the loss curves must cross the middle column of the loss plot at its
-// middle row (the loss there is 1, half the axis's top), and image k must
-// show grey k/11 (±1) in a frame green when predicted right, red when not.
-func CheckKnown(img *image.RGBA) []string {
+// CheckKnown lists how img, a frame of Known's state, fails to show it
+// (Check).
+func CheckKnown(img *image.RGBA, s State) []string { return Check(img, s) }
+
+// Check lists how img, a frame drawn of s, fails to show it: in the loss
+// plot's middle column, the curves must cover the row of the loss at that
+// point of the run (interpolated between steps, as the curve kernel
+// does); the centre pixel of each test image shown must be its grey level
+// (±1); and each image's frame must be green when its prediction is
+// right, red when not.
+func Check(img *image.RGBA, s State) []string {
 	var bad []string
-	area := plotArea(lossPanel)
-	mid := (area.Min.X + area.Max.X) / 2
-	top, bottom := -1, -1 // the rows the curves cover in that column
-	for y := area.Min.Y; y < area.Max.Y; y++ {
-		if c := img.RGBAAt(mid, y); c == smooth || c == raw {
-			if top < 0 {
-				top = y
+	if n := len(s.Losses); n > 1 {
+		area := plotArea(lossPanel)
+		mid := (area.Min.X + area.Max.X) / 2
+		top, bottom := -1, -1 // the rows the curves cover in that column
+		for y := area.Min.Y; y < area.Max.Y; y++ {
+			if c := img.RGBAAt(mid, y); c == smooth || c == raw {
+				if top < 0 {
+					top = y
+				}
+				bottom = y
 			}
-			bottom = y
+		}
+		f := float64(mid-area.Min.X) * float64(n-1) / float64(area.Dx()-1)
+		i := min(int(f), n-2)
+		v := s.Losses[i] + (s.Losses[i+1]-s.Losses[i])*(f-float64(i))
+		want := area.Min.Y + int((1-v/lossTop(s.Losses))*float64(area.Dy()-1)+0.5)
+		if top < 0 || want < top-2 || want > bottom+2 {
+			bad = append(bad, fmt.Sprintf("loss curves over rows %d…%d of column %d; the loss there, %.3f, is at row %d", top, bottom, mid, v, want))
 		}
 	}
-	if want := area.Min.Y + area.Dy()/2; top < 0 || want < top-1 || want > bottom+1 || bottom-top > 20 {
-		bad = append(bad, fmt.Sprintf("loss curves over rows %d…%d of column %d; want them at about %d", top, bottom, mid, want))
-	}
-	for k := range 12 {
-		at := imageCell(k, 4, 4)
-		g := uint8(float32(k)/11*255 + 0.5)
-		if got := img.RGBAAt(at.X+imageBorder+2, at.Y+imageBorder+2); absDiff(got.R, g) > 1 || got.R != got.G || got.G != got.B {
-			bad = append(bad, fmt.Sprintf("image %d shows %v; want grey %d", k, got, g))
+	if s.Images != nil {
+		shape := s.Images.Shape()
+		ih, iw := shape[len(shape)-2], shape[len(shape)-1]
+		px, err := s.Images.Float32s()
+		if err != nil {
+			return append(bad, err.Error())
 		}
-		want := right
-		if k%2 == 1 {
-			want = wrong
-		}
-		if got := img.RGBAAt(at.X, at.Y); got != want {
-			bad = append(bad, fmt.Sprintf("image %d framed %v; want %v", k, got, want))
+		for k := range min(s.Images.Dim(0), len(s.Pred), 12) {
+			at := imageCell(k, ih, iw)
+			v := min(max(px[(k*ih+ih/2)*iw+iw/2], 0), 1)
+			g := uint8(v*255 + 0.5)
+			got := img.RGBAAt(at.X+imageBorder+iw/2*imageZoom, at.Y+imageBorder+ih/2*imageZoom)
+			if absDiff(got.R, g) > 1 || got.R != got.G || got.G != got.B {
+				bad = append(bad, fmt.Sprintf("image %d shows %v at its centre; want grey %d", k, got, g))
+			}
+			want := right
+			if s.Pred[k] != s.Labels[k] {
+				want = wrong
+			}
+			if got := img.RGBAAt(at.X, at.Y); got != want {
+				bad = append(bad, fmt.Sprintf("image %d framed %v; want %v", k, got, want))
+			}
 		}
 	}
 	return bad
+}
+
+// FiltersDiffer reports whether the filter panels of a and b differ.
+func FiltersDiffer(a, b *image.RGBA) bool {
+	for y := filtersPanel.Min.Y; y < filtersPanel.Max.Y; y++ {
+		for x := filtersPanel.Min.X; x < filtersPanel.Max.X; x++ {
+			if a.RGBAAt(x, y) != b.RGBAAt(x, y) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DiffersOnlyInFilters lists the ways a and b are not frames that differ

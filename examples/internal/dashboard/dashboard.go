@@ -165,16 +165,22 @@ func (d *Dashboard) curve(area image.Rectangle, v []float64, lo, hi float64, thi
 
 func (d *Dashboard) lossPanel(losses []float64) {
 	area := d.frame(lossPanel, "training loss per step (smoothed)")
-	hi := 0.0
+	hi := lossTop(losses)
+	d.axes(area, "0", fmt.Sprintf("%.2f", hi), "step 1", fmt.Sprintf("step %d", len(losses)))
+	d.curve(area, losses, 0, hi, 1, raw)
+	d.curve(area, report.SmoothSteps(losses), 0, hi, 3, smooth)
+}
+
+// lossTop is the top of the loss plot's axis: the largest finite loss,
+// at least 0.1.
+func lossTop(losses []float64) float64 {
+	hi := 0.1
 	for _, l := range losses {
 		if !math.IsNaN(l) && !math.IsInf(l, 0) {
 			hi = max(hi, l)
 		}
 	}
-	hi = max(hi, 0.1)
-	d.axes(area, "0", fmt.Sprintf("%.2f", hi), "step 1", fmt.Sprintf("step %d", len(losses)))
-	d.curve(area, losses, 0, hi, 1, raw)
-	d.curve(area, report.SmoothSteps(losses), 0, hi, 3, smooth)
+	return hi
 }
 
 func (d *Dashboard) accuracyPanel(acc []float64) {

@@ -15,6 +15,12 @@ import (
 // frame draws Known's state on dev and reads the frame back.
 func frame(t *testing.T, d *Dashboard, dev device.Device, filter float32) *image.RGBA {
 	t.Helper()
+	img, _ := frameOf(t, d, dev, filter)
+	return img
+}
+
+func frameOf(t *testing.T, d *Dashboard, dev device.Device, filter float32) (*image.RGBA, State) {
+	t.Helper()
 	s, err := Known(dev, filter)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +32,7 @@ func frame(t *testing.T, d *Dashboard, dev device.Device, filter float32) *image
 	if err != nil {
 		t.Fatal(err)
 	}
-	return img
+	return img, s
 }
 
 // TestFrame checks a frame's pixels on each device (CheckKnown: the loss
@@ -45,9 +51,9 @@ func TestFrame(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := frame(t, d, dev, 0.5)
+		img, st := frameOf(t, d, dev, 0.5)
 		frames = append(frames, img)
-		for _, e := range CheckKnown(img) {
+		for _, e := range CheckKnown(img, st) {
 			t.Errorf("%s: %s", dev.Name(), e)
 		}
 		for _, e := range DiffersOnlyInFilters(img, frame(t, d, dev, -0.5)) {
@@ -74,7 +80,7 @@ func TestFrame(t *testing.T) {
 				rgba.Set(x, y, decoded.At(x, y))
 			}
 		}
-		for _, e := range CheckKnown(rgba) {
+		for _, e := range CheckKnown(rgba, st) {
 			t.Errorf("%s: snapshot: %s", dev.Name(), e)
 		}
 		d.Release()
