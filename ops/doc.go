@@ -38,9 +38,9 @@
 // bounds).
 //
 // float16 tensors are storage: Cast converts to and from them, bit for
-// bit the same on every device; the unary ops take them, computing in
-// float32 and storing float16; the other ops refuse them with an ErrDType
-// saying so.
+// bit the same on every device; the unary ops, and the binary arithmetic
+// ops on operands of one shape, take them, computing in float32 and
+// storing float16; the other ops refuse them with an ErrDType saying so.
 //
 // Losses reduce by MeanReduction (the zero value), SumReduction or
 // NoReduction.

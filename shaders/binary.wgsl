@@ -155,12 +155,8 @@ fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
 fn apply(x: f32, y: f32, g: f32) -> f32 {
     return op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}(x, y, g){{else}}(x, y){{end}};
 }
-{{- if .Vec}}
-fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
-    return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
-}
-{{- end}}
 {{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
+{{- if .Half}}{{$T = "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}{{end}}
 @group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
 @group(0) @binding(2) var<storage, read> y_in: array<{{$T}}>;
 {{- if ge .Grad 0}}
@@ -168,6 +164,35 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 @group(0) @binding(4) var<storage, read_write> out: array<{{$T}}>;
 {{- else}}
 @group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
+{{- end}}
+{{- if .Half}}
+
+// float16 storage, operands of one shape: each u32 word holds two
+// values, unpacked to f32, and the results packed back (p[0] counts
+// words{{if .Vec}} in vec4s{{end}}).
+fn apply2(x: u32, y: u32, g: u32) -> u32 {
+    let a = unpack2x16float(x);
+    let b = unpack2x16float(y);
+    let d = unpack2x16float(g);
+    return pack2x16float(vec2<f32>(apply(a.x, b.x, d.x), apply(a.y, b.y, d.y)));
+}
+
+fn elem(i: u32) {
+    let x = x_in[i];
+    let y = y_in[i];
+    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0u){{end}};
+{{- if .Vec}}
+    out[i] = vec4<u32>(apply2(x.x, y.x, g.x), apply2(x.y, y.y, g.y), apply2(x.z, y.z, g.z), apply2(x.w, y.w, g.w));
+{{- else}}
+    out[i] = apply2(x, y, g);
+{{- end}}
+}
+{{- else}}
+{{- if .Vec}}
+
+fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
+}
 {{- end}}
 {{- if not .Same}}
 {{template "broadcast_offsets"}}
@@ -184,4 +209,5 @@ fn elem(i: u32) {
 {{- end}}
     out[i] = apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0.0){{end}});
 }
+{{- end}}
 {{template "main_unrolled" .Unroll}}

@@ -168,14 +168,23 @@ func broadcastParams(l device.Broadcast) []uint32 {
 // broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
 	same := contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
+	half := out.dt == device.Float16
+	if half && !same {
+		d.fail(fmt.Errorf("webgpu: kernel binary/%s: float16 operands must have one shape", op))
+		return
+	}
 	vec, n := false, out.n
 	params := broadcastParams(l)
 	if same {
-		vec, n = vec4(out.n)
+		count := out.n
+		if half { // words of two values
+			count = (count + 1) / 2
+		}
+		vec, n = vec4(count)
 		params = []uint32{uint32(n)}
 	}
-	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v", op, grad, same, vec)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Unroll": unroll(vec)}, flags(len(in), 1)...)
+	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v", op, grad, same, vec, half)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
 	d.run(k, groupsOf(groupsOf(n, unroll(vec)), 256), params, append(in, out)...)
 }
 
