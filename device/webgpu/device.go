@@ -93,6 +93,8 @@ type Device struct {
 
 	surface *wgpu.Surface // the window's, for a device made by OpenSurface
 	screen  *screen       // what presents on it
+
+	textures map[texKey]opTexture // the texture matmul's operands, by size
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
@@ -452,6 +454,7 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	d.screen.release()
+	d.releaseTextures()
 	d.pool.releaseAll()
 	for b := range d.live {
 		b.b.Release()

@@ -746,20 +746,16 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if pack == nil || mul == nil {
 		return true // the failure is recorded
 	}
-	ta, va, err := d.texture(wa, k)
+	va, err := d.texture(wa, k, 0)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", mul.name, err))
 		return true
 	}
-	defer ta.Release()
-	defer va.Release()
-	tb, vb, err := d.texture(wb, k)
+	vb, err := d.texture(wb, k, 1)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", mul.name, err))
 		return true
 	}
-	defer tb.Release()
-	defer vb.Release()
 	// Strides of op(a) (M×K) and op(b) (K×N) along their wide axis and depth.
 	aw, ak := k, 1
 	if s.TransA {
@@ -800,21 +796,56 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	return true
 }
 
-// texture returns an rgba32float texture of w×h texels that kernels write
-// (pack) and read, and its view.
-func (d *Device) texture(w, h int) (*wgpu.Texture, *wgpu.TextureView, error) {
+// opTexture is a cached operand texture of the texture matmul.
+type opTexture struct {
+	tex  *wgpu.Texture
+	view *wgpu.TextureView
+}
+
+// texKey names a cached operand texture: its size, and which operand.
+type texKey struct{ w, h, slot int }
+
+// maxTextures bounds the operand textures kept between products: a
+// training loop reuses a few shapes, so each is made once.
+const maxTextures = 16
+
+// texture returns the view of an rgba32float texture of w×h texels for
+// operand slot (0: a, 1: b) that kernels write (pack) and read, made once
+// per size and kept: work recorded in order on one encoder may reuse it.
+func (d *Device) texture(w, h, slot int) (*wgpu.TextureView, error) {
+	key := texKey{w, h, slot}
+	if t, ok := d.textures[key]; ok {
+		return t.view, nil
+	}
+	if len(d.textures) >= maxTextures {
+		d.releaseTextures()
+	}
 	t, err := d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsage_StorageBinding | wgpu.TextureUsage_TextureBinding,
 		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},
 		Format: wgpu.TextureFormat_RGBA32Float, MipLevelCount: 1, SampleCount: 1})
 	if err != nil {
-		return nil, nil, fmt.Errorf("a %d×%d texture: %v", w, h, err)
+		return nil, fmt.Errorf("a %d×%d texture: %v", w, h, err)
 	}
 	v, err := t.CreateView(nil)
 	if err != nil {
 		t.Release()
-		return nil, nil, fmt.Errorf("a texture view: %v", err)
+		return nil, fmt.Errorf("a texture view: %v", err)
 	}
-	return t, v, nil
+	if d.textures == nil {
+		d.textures = map[texKey]opTexture{}
+	}
+	d.textures[key] = opTexture{t, v}
+	return v, nil
+}
+
+// releaseTextures releases the cached operand textures (wgpu keeps them
+// alive for work already recorded).
+func (d *Device) releaseTextures() {
+	for k, t := range d.textures {
+		t.view.Release()
+		t.tex.Release()
+		delete(d.textures, k)
+	}
 }
 
 // Convert converts src into dst's dtype (float32 and float16).
