@@ -91,5 +91,9 @@ train-cnn: deps
 watch-cnn: deps
 	$(GO) run ./examples/cnn -device webgpu -epochs 3 -window $(ARGS)
 
+# bench runs every benchmark on both backends; with a Python that imports
+# torch it then runs the same workloads in PyTorch (CUDA where it sees a
+# GPU, else the CPU) and prints them side by side (bench-table.md).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./bench/ -args -chart $(CURDIR)/bench-trainstep.png
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 -timeout 60m ./bench/ -args -chart $(CURDIR)/bench-trainstep.png \
+	  $$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import torch' 2>/dev/null && { echo -torch -table $(CURDIR)/bench-table.md; break; }; done)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ func devices(b *testing.B) []device.Device {
 	devs := []device.Device{c}
 	if g := gputest.OrNil(b); g != nil {
 		devs = append(devs, g)
+		describe("webgpu", g.String())
 	}
 	return devs
 }
@@ -42,7 +42,7 @@ func steps(b *testing.B, dev device.Device, step func()) float64 {
 	}
 	wait(b, dev)
 	ms := b.Elapsed().Seconds() * 1e3 / float64(b.N)
-	b.ReportMetric(ms, "ms/step")
+	report(b, ms, "ms/step")
 	return ms
 }
 
@@ -61,31 +61,56 @@ func BenchmarkMatMul(b *testing.B) {
 		{"512", []int{512, 512}, []int{512, 512}},
 		{"1024", []int{1024, 1024}, []int{1024, 1024}},
 		{"2048", []int{2048, 2048}, []int{2048, 2048}},
+		{"4096", []int{4096, 4096}, []int{4096, 4096}},
 		{"batch64x128", []int{64, 128, 128}, []int{64, 128, 128}}, // 64 products of 128×128
 		{"vector4096", []int{4096}, []int{4096, 4096}},            // (4096)@(4096,4096)
 		// The product inside conv2d 1→32 on 28×28 (batch 64): K = 9.
 		{"conv1-shape", []int{32, 9}, []int{64, 9, 676}},
 	}
 	for _, dev := range devices(b) {
+		gpu := dev.Name() == "webgpu" && !strings.HasSuffix(dev.String(), ", CPU")
 		for _, s := range shapes {
+			if s.name == "4096" && !gpu {
+				continue // 137 GFLOP a product: for GPUs only
+			}
 			b.Run(dev.Name()+"/"+s.name, func(b *testing.B) {
 				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, s.a...))
 				y := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, s.b...))
 				defer x.Release()
 				defer y.Release()
-				z := ops.MatMul(x, y) // compile the kernel outside the timing
+				z := ops.MatMul(x, y) // compile (and on GPUs choose) the kernel outside the timing
 				flops := 2 * float64(z.Len()) * float64(x.Dim(x.Rank()-1))
 				z.Release()
 				wait(b, dev)
+				if k, ok := dev.(interface{ MatMulKernel(device.GEMM) string }); ok {
+					b.Logf("%v: kernel %s", dev, k.MatMulKernel(gemmOf(s.a, s.b)))
+				}
 				b.ResetTimer()
 				for range b.N {
 					ops.MatMul(x, y).Release()
 				}
 				wait(b, dev)
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				report(b, flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}
+}
+
+// gemmOf is the device's description of the product of shapes a and b as
+// BenchmarkMatMul's cases form them (a vector, a matrix, or a batch of
+// matrices times a matrix or a batch).
+func gemmOf(a, b []int) device.GEMM {
+	if len(a) == 1 {
+		a = []int{1, a[0]}
+	}
+	s := device.GEMM{Batch: 1, M: a[len(a)-2], K: a[len(a)-1], N: b[len(b)-1]}
+	if len(b) == 3 {
+		s.Batch = b[0]
+	}
+	if len(a) == 3 {
+		s.Batch = a[0]
+	}
+	return s
 }
 
 // stream benchmarks op on tensors of n float32 elements on every device,
@@ -106,7 +131,7 @@ func stream(b *testing.B, n, bytesPerElem int, shape []int, op func(x, y *tensor
 				op(x, y).Release()
 				wait(b, dev)
 			}
-			b.ReportMetric(float64(bytesPerElem)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			report(b, float64(bytesPerElem)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
 }
@@ -119,6 +144,27 @@ const (
 func BenchmarkAdd(b *testing.B) {
 	for _, n := range []int{n1M, n16M} {
 		stream(b, n, 12, []int{n}, ops.Add)
+	}
+}
+
+// BenchmarkAddQueued adds 16M-element tensors with no wait between ops
+// (as a training step queues its work), reporting GB/s as Add does.
+func BenchmarkAddQueued(b *testing.B) {
+	for _, dev := range devices(b) {
+		b.Run(dev.Name()+"/16M", func(b *testing.B) {
+			x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, n16M))
+			y := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, n16M))
+			defer x.Release()
+			defer y.Release()
+			ops.Add(x, y).Release()
+			wait(b, dev)
+			b.ResetTimer()
+			for range b.N {
+				ops.Add(x, y).Release()
+			}
+			wait(b, dev)
+			report(b, 12*float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }
 
@@ -183,7 +229,17 @@ func BenchmarkMLPStep(b *testing.B) {
 	}
 }
 
-func BenchmarkTinyOp(b *testing.B) {
+// BenchmarkTinyOp measures the framework's cost of one tiny op queued
+// (y += x on 64 elements), with no wait between ops.
+func BenchmarkTinyOp(b *testing.B) { tinyOps(b, false) }
+
+// BenchmarkSync measures a wait for the device: one tiny op queued, then
+// Sync, reporting µs per round trip.
+func BenchmarkSync(b *testing.B) { tinyOps(b, true) }
+
+// tinyOps times y += x on 64 elements, waiting for the device after each
+// op with sync, reporting µs per op.
+func tinyOps(b *testing.B, sync bool) {
 	for _, dev := range devices(b) {
 		b.Run(dev.Name()+"/64", func(b *testing.B) {
 			x := tensor.Must(tensor.Ones(dev, device.Float32, 64))
@@ -195,9 +251,12 @@ func BenchmarkTinyOp(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				ops.Axpy(y, x, 1)
+				if sync {
+					wait(b, dev)
+				}
 			}
 			wait(b, dev)
-			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N), "µs/op")
+			report(b, b.Elapsed().Seconds()*1e6/float64(b.N), "µs/op")
 		})
 	}
 }
@@ -257,7 +316,7 @@ func BenchmarkConv2d(b *testing.B) {
 					if bwd {
 						flops *= 3
 					}
-					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					report(b, flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
 			}
 		}
@@ -329,17 +388,9 @@ type torchStep struct {
 }
 
 var torchOnce = sync.OnceValues(func() ([]torchStep, error) {
-	// The first Python that imports torch: $EXTENSOR_PYTHON, the one on
-	// the PATH, or Debian's (python3-torch) behind another on the PATH.
-	python := ""
-	for _, p := range []string{os.Getenv("EXTENSOR_PYTHON"), "python3", "/usr/bin/python3"} {
-		if p != "" && exec.Command(p, "-c", "import torch").Run() == nil {
-			python = p
-			break
-		}
-	}
-	if python == "" {
-		return nil, fmt.Errorf("PyTorch is not importable by python3 or /usr/bin/python3 (set EXTENSOR_PYTHON); on Debian, apt-get install python3-torch")
+	python, err := torchPython()
+	if err != nil {
+		return nil, err
 	}
 	out, err := exec.Command(python, "testdata/torch_step.py").Output()
 	if err != nil {

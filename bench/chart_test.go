@@ -38,6 +38,12 @@ func recordStep(b *testing.B, ms float64) {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
+	if *torchTable && code == 0 {
+		if err := sideBySide(); err != nil {
+			fmt.Fprintln(os.Stderr, "side by side:", err)
+			code = 1
+		}
+	}
 	if *chart != "" && code == 0 {
 		if err := writeChart(*chart); err != nil {
 			fmt.Fprintln(os.Stderr, "chart:", err)

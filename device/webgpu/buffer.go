@@ -166,6 +166,7 @@ func (p *pool) release(completed uint64) {
 func (p *pool) trim(limit uint64) {
 	for key, list := range p.free {
 		for len(list) > 0 && p.stats.BytesPooled > limit {
+			p.d.forget(list[len(list)-1])
 			list[len(list)-1].Release()
 			list = list[:len(list)-1]
 			p.stats.BytesPooled -= key.size
@@ -176,6 +177,7 @@ func (p *pool) trim(limit uint64) {
 
 func (p *pool) releaseAll() {
 	for _, pb := range p.pending {
+		p.d.forget(pb.b)
 		pb.b.Release()
 	}
 	p.pending = nil
@@ -201,8 +203,9 @@ func (d *Device) buf(b device.Buffer) *buffer {
 }
 
 // Alloc returns a buffer of n elements of dtype dt from the pool. A
-// buffer larger than the device's binding limit, or one the device has no
-// memory for, is an error wrapping device.ErrOutOfMemory.
+// buffer larger than the device's maximum buffer size, or one the device
+// has no memory for, is an error wrapping device.ErrOutOfMemory. (A buffer
+// may exceed the binding limit: see the package documentation.)
 func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -224,8 +227,8 @@ func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
 	size := int(wordBytes(dt, n))
-	if limit := d.limits.MaxStorageBufferBindingSize; uint64(size) > limit {
-		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds %s's maximum storage buffer binding size of %d bytes: %w", dt, n, size, d.id, limit, device.ErrOutOfMemory)
+	if limit := d.limits.MaxBufferSize; uint64(size) > limit {
+		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds %s's maximum buffer size of %d bytes: %w", dt, n, size, d.info, limit, device.ErrOutOfMemory)
 	}
 	b, bucketSize, err := d.pool.get(storageUsage, uint64(size), "tensor")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,9 @@ type Device struct {
 
 	// The open batch.
 	encoder    *wgpu.CommandEncoder
+	pass       *wgpu.ComputePassEncoder // open in encoder, or nil
+	passFrom   int                      // labels[passFrom:] are the pass's
+	bgs        bindGroups
 	params     []byte // parameter slots of the open batch
 	paramBuf   *wgpu.Buffer
 	dispatches int   // in the open batch
@@ -95,6 +99,7 @@ type Device struct {
 	screen  *screen       // what presents on it
 
 	textures map[texKey]opTexture // the texture matmul's operands, by size
+	mm       matmulChoice
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
@@ -105,7 +110,11 @@ func Open() (*Device, error) { return open(nil) }
 // open creates the device; with a surface, on an adapter that can present
 // to it (OpenSurface), the surface released with the instance on failure.
 func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
-	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}}
+	force, err := parseMatMul()
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, mm: matmulChoice{force: force}}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
 	// aborts the process on machines with EGL but no display.
@@ -113,7 +122,6 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if sd != nil {
 		d.surface = d.instance.CreateSurface(sd)
 	}
-	var err error
 	d.adapter, err = chooseAdapter(d.instance, d.surface)
 	if err != nil {
 		if d.surface != nil {
@@ -136,6 +144,8 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		return nil, fmt.Errorf("webgpu: requesting a device from %s: %v", props.Name, err)
 	}
 	d.limits = d.dev.GetLimits().Limits
+	// One consistent pair: a binding is never larger than a buffer.
+	d.limits.MaxStorageBufferBindingSize = min(d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize)
 	d.queue = d.dev.GetQueue()
 	d.pool.init(d)
 	d.paramBuf, err = d.dev.CreateBuffer(&wgpu.BufferDescriptor{
@@ -273,6 +283,10 @@ type Adapter struct {
 	Type    string // "DiscreteGPU", "IntegratedGPU", "CPU" or "Unknown"
 	Backend string // e.g. "Vulkan"
 	Chosen  bool   // what Open picks without EXTENSOR_ADAPTER
+
+	// MaxBufferSize and MaxBindingSize are the adapter's largest buffer
+	// and largest storage buffer binding, in bytes, as it reports them.
+	MaxBufferSize, MaxBindingSize uint64
 }
 
 // Adapters lists the adapters of the primary backends (Vulkan, Metal,
@@ -287,7 +301,9 @@ func Adapters() []Adapter {
 	best := -1
 	for i, a := range inst.EnumerateAdapters(nil) {
 		p := a.GetProperties()
-		list = append(list, Adapter{Index: i, Name: p.Name, Driver: p.DriverDescription, Type: p.AdapterType.String(), Backend: p.BackendType.String()})
+		l := a.GetLimits().Limits
+		list = append(list, Adapter{Index: i, Name: p.Name, Driver: p.DriverDescription, Type: p.AdapterType.String(), Backend: p.BackendType.String(),
+			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})
 		types = append(types, p.AdapterType)
 		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
 			best = i
@@ -307,7 +323,9 @@ func (d *Device) Name() string { return "webgpu" }
 // "webgpu#1: llvmpipe (LLVM 15.0.6, 256 bits), Vulkan, CPU".
 func (d *Device) String() string { return d.info }
 
-// Limits returns the limits of the device, which are the adapter's.
+// Limits returns the limits of the device: the adapter's, requested when
+// the device was made, with the binding size no larger than the buffer
+// size.
 func (d *Device) Limits() wgpu.Limits { return d.limits }
 
 // Supports reports true for float32 and int32.
@@ -357,17 +375,18 @@ func (d *Device) flush() {
 		d.reclaim()
 		return
 	}
+	d.endPass()
 	enc := d.encoder
 	d.encoder = nil
 	defer enc.Release()
 	if len(d.params) > 0 {
 		if err := d.queue.WriteBuffer(d.paramBuf, 0, d.params); err != nil {
-			d.fail(fmt.Errorf("webgpu: writing parameters of kernels %s: %v", d.batchLabels(), err))
+			d.fail(fmt.Errorf("webgpu: writing parameters of kernels %s: %v", d.batchLabels(0), err))
 		}
 	}
 	cmd, err := enc.Finish(nil)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: finishing a batch of kernels %s: %v", d.batchLabels(), err))
+		d.fail(fmt.Errorf("webgpu: finishing a batch of kernels %s: %v", d.batchLabels(0), err))
 	} else {
 		d.queue.Submit(cmd)
 		d.submitted++
@@ -379,8 +398,12 @@ func (d *Device) flush() {
 	d.reclaim()
 }
 
-func (d *Device) batchLabels() string {
-	return "[" + strings.Join(d.labels, " ") + "]"
+// batchLabels names the open batch's kernels from the from'th on.
+func (d *Device) batchLabels(from int) string {
+	if len(d.labels)-from == 1 {
+		return d.labels[from]
+	}
+	return "[" + strings.Join(d.labels[from:], " ") + "]"
 }
 
 // wait submits the open batch and waits until the queue is idle, polling
@@ -407,26 +430,31 @@ func (d *Device) wait() {
 	if d.completed == d.submitted {
 		return
 	}
-	spin := 0
+	// Poll without sleeping for the first spinFor (a GPU finishes short
+	// work in microseconds, and a sleep costs tens of them), yielding the
+	// processor between polls; then sleep, longer as the wait goes on, so
+	// that a long wait on a CPU adapter leaves the cores to its threads.
 	start := time.Now()
+	nap := 10 * time.Microsecond
 	for !d.dev.Poll(false, nil) {
-		if time.Since(start) > DrainTimeout {
+		waited := time.Since(start)
+		switch {
+		case waited > DrainTimeout:
 			d.fail(fmt.Errorf("webgpu: the queue did not drain within %v (device lost?)", DrainTimeout))
 			return
-		}
-		switch {
-		case spin < 50:
-			spin++
-		case spin < 200:
-			spin++
-			time.Sleep(20 * time.Microsecond)
+		case waited < spinFor:
+			runtime.Gosched()
 		default:
-			time.Sleep(200 * time.Microsecond)
+			time.Sleep(nap)
+			nap = min(2*nap, time.Millisecond)
 		}
 	}
 	d.completed = d.submitted
 	d.reclaim()
 }
+
+// spinFor is how long a wait polls the device without sleeping.
+const spinFor = 2 * time.Millisecond
 
 // Sync waits for all recorded work and reports the first runtime failure
 // recorded since the last report.
@@ -456,6 +484,7 @@ func (d *Device) Close() error {
 	d.screen.release()
 	d.releaseTextures()
 	d.pool.releaseAll()
+	d.releaseBindGroups()
 	for b := range d.live {
 		b.b.Release()
 		b.b = nil

@@ -14,7 +14,8 @@
 //     enumerated adapters, or a case-insensitive substring of the
 //     adapter's name); with OpenSurface, one that can present to a window
 //     (Present then shows canvases drawn by the draw kernels on it); it
-//     requests the adapter's limits when it creates the device;
+//     requests the adapter's limits when it creates the device, keeping
+//     the storage binding size no larger than the buffer size;
 //   - compiles each kernel once per specialisation (a pipeline cache);
 //   - keeps a size-bucketed buffer pool; a freed buffer returns to the pool
 //     only after the submission that used it has completed;
@@ -26,12 +27,21 @@
 //   - spreads dispatches of more than 65535 workgroups over x and y, with
 //     bounds guards in every kernel, and splits large matrix products into
 //     several dispatches so that none runs for long;
-//   - waits with non-blocking polls (lavapipe crashes in a blocking wait on
-//     a dispatch that runs for more than about 5 s);
-//   - turns WebGPU validation errors into Go errors naming the kernel, and
-//     refuses a tensor larger than the device can bind with an error.
+//   - waits with non-blocking polls, without sleeping for the first 2 ms
+//     (lavapipe crashes in a blocking wait on a dispatch that runs for
+//     more than about 5 s, and a sleep costs a GPU's short waits tens of
+//     microseconds);
+//   - turns WebGPU validation errors into Go errors naming the kernel.
 //
-// A Device is not safe for concurrent use by several goroutines.
+// Tensors may be as large as the adapter's maximum buffer size; a larger
+// one is an error wrapping device.ErrOutOfMemory. Elementwise kernels
+// (unary and same-shape binary ops, fills, axpy, optimiser steps) bind a
+// tensor larger than the maximum storage buffer binding size a chunk at a
+// time, at offsets; any other kernel given one records an error naming
+// the limit, which the next Sync or read returns.
+//
+// A Device is safe for concurrent use by several goroutines: a mutex
+// guards its state, and work is recorded in the order callers take it.
 //
 // Built without cgo (CGO_ENABLED=0) the package still registers "webgpu",
 // whose Open then fails with device.ErrUnavailable, so "auto" selects CPU.

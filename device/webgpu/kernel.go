@@ -5,7 +5,9 @@ package webgpu
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/shaders"
 	"github.com/rajveermalviya/go-webgpu/wgpu"
 )
@@ -137,9 +139,19 @@ func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel,
 	return k, nil
 }
 
-// encoderFor returns the open batch's command encoder, creating it; nil
-// after recording a failure.
+// encoderFor returns the open batch's command encoder for a command other
+// than a dispatch, ending the open compute pass, creating the encoder;
+// nil after recording a failure.
 func (d *Device) encoderFor() *wgpu.CommandEncoder {
+	if !d.endPass() {
+		d.flush() // drops the invalid batch
+	}
+	return d.openEncoder()
+}
+
+// openEncoder returns the open batch's command encoder, creating it; nil
+// after recording a failure.
+func (d *Device) openEncoder() *wgpu.CommandEncoder {
 	if d.encoder == nil {
 		enc, err := d.dev.CreateCommandEncoder(nil)
 		if err != nil {
@@ -176,6 +188,44 @@ func (d *Device) run(k *kernel, groups int, params []uint32, bufs ...*buffer) {
 	d.dispatch(k, x, y, params, bufs...)
 }
 
+// runItems records an elementwise kernel over p[0] items of itemBytes
+// bytes each, the same item i of every buffer, perInv items an
+// invocation. Buffers larger than the binding limit are bound a chunk
+// at a time, at offsets, one dispatch per chunk.
+func (d *Device) runItems(k *kernel, perInv, itemBytes int, params []uint32, bufs ...*buffer) {
+	items := int(params[0])
+	limit := d.limits.MaxStorageBufferBindingSize
+	large := false
+	for _, b := range bufs {
+		large = large || b.bindSize() > limit
+	}
+	if !large {
+		d.run(k, groupsOf(groupsOf(items, perInv), 256), params, bufs...)
+		return
+	}
+	// Chunks start at offsets aligned for storage bindings, and at
+	// multiples of perInv items.
+	align := max(uint64(d.limits.MinStorageBufferOffsetAlignment), 256)
+	chunk := int(limit/align*align) / itemBytes / perInv * perInv
+	p := slices.Clone(params)
+	for start := 0; start < items; start += chunk {
+		count := min(chunk, items-start)
+		p[0] = uint32(count)
+		off := uint64(start) * uint64(itemBytes)
+		entries := make([]wgpu.BindGroupEntry, len(bufs))
+		for i, b := range bufs {
+			size := min(uint64(count)*uint64(itemBytes), b.bytes()-off)
+			entries[i] = wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Offset: off, Size: min(max(size, 16), b.size-off)}
+		}
+		x, y, err := grid(groupsOf(groupsOf(count, perInv), 256))
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+			return
+		}
+		d.dispatchEntries(k, x, y, 1, p, entries)
+	}
+}
+
 // dispatch records one dispatch of k over an x×y grid of workgroups, with
 // its parameters in the batch's parameter buffer.
 func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buffer) {
@@ -203,8 +253,20 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 	if len(params) > paramWords {
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}
-	enc := d.encoderFor()
-	if enc == nil {
+	for _, e := range bound {
+		if e.Buffer != nil && e.Size > d.limits.MaxStorageBufferBindingSize {
+			d.fail(fmt.Errorf("webgpu: kernel %s: an operand of %d bytes exceeds the maximum storage buffer binding size of %s, %d bytes (elementwise ops take tensors up to the maximum buffer size, %d bytes): %w",
+				k.name, e.Size, d.info, d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize, device.ErrOutOfMemory))
+			return
+		}
+	}
+	bg, err := d.bindGroup(k, bound)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))
+		return
+	}
+	pass := d.passFor()
+	if pass == nil {
 		return
 	}
 	off := len(d.params)
@@ -212,27 +274,9 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 	for i, w := range params {
 		binary.LittleEndian.PutUint32(d.params[off+4*i:], w)
 	}
-	entries := append([]wgpu.BindGroupEntry{{Binding: 0, Buffer: d.paramBuf, Size: paramSlot}}, bound...)
-	bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: k.name, Layout: k.layout, Entries: entries})
-	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))
-		return
-	}
-	pass := enc.BeginComputePass(nil)
 	pass.SetPipeline(k.pipeline)
 	pass.SetBindGroup(0, bg, []uint32{uint32(off)})
 	pass.DispatchWorkgroups(x, y, z)
-	err = pass.End()
-	pass.Release()
-	bg.Release()
-	if err != nil {
-		// The encoder is invalid now: submit what it holds (Finish fails
-		// and drops the batch), so that later work gets a new one.
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
-		d.labels = append(d.labels, k.name)
-		d.flush()
-		return
-	}
 	d.dispatches++
 	d.ran++
 	d.labels = append(d.labels, k.name)

@@ -31,6 +31,15 @@ func unroll(vec bool) int {
 	return 1
 }
 
+// itemBytes is the size of an elementwise kernel's item: a vec4 or a
+// 32-bit word.
+func itemBytes(vec bool) int {
+	if vec {
+		return 16
+	}
+	return 4
+}
+
 func vec4(n int) (bool, int) {
 	if n%4 == 0 {
 		return true, n / 4
@@ -71,7 +80,7 @@ func (d *Device) fill(b *buffer, v float64) {
 	vec, n := vec4(n)
 	t := elemType(true, vec)
 	k := d.kernel("fill/"+t, "update", map[string]any{"Op": "fill", "T": t}, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), word}, b)
+	d.runItems(k, 1, itemBytes(vec), []uint32{uint32(n), word}, b)
 }
 
 // Axpy sets y += alpha·x.
@@ -82,7 +91,7 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	vec, n := vec4(o.n)
 	t := elemType(false, vec)
 	k := d.kernel("axpy/"+t, "update", map[string]any{"Op": "axpy", "T": t}, false, true)
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
+	d.runItems(k, 1, itemBytes(vec), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
 }
 
 // Copy copies src into dst.
@@ -124,7 +133,7 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 	vec, n := vec4(count)
 	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/half=%v", op, grad, vec, half)
 	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
-	d.run(k, groupsOf(groupsOf(n, unroll(vec)), 256), scalars(n, p), append(in, out)...)
+	d.runItems(k, unroll(vec), itemBytes(vec), scalars(n, p), append(in, out)...)
 }
 
 // Unary sets dst = op(x; p).
@@ -185,7 +194,11 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	}
 	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v", op, grad, same, vec, half)
 	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
-	d.run(k, groupsOf(groupsOf(n, unroll(vec)), 256), params, append(in, out)...)
+	if same {
+		d.runItems(k, unroll(vec), itemBytes(vec), params, append(in, out)...)
+		return
+	}
+	d.run(k, groupsOf(n, 256), params, append(in, out)...)
 }
 
 // Binary sets dst = op(a, b) with broadcasting.
@@ -515,68 +528,6 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	}
 }
 
-// maxDispatchFlops bounds the work of one matmul dispatch, so that no
-// dispatch runs long (lavapipe crashes on very long ones).
-const maxDispatchFlops = 1 << 31
-
-// MatMul computes the batch of products, the batch in the grid's z, in
-// dispatches of bounded work.
-func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
-	m, k, n := s.M, s.K, s.N
-	if m == 0 || n == 0 || s.Batch == 0 {
-		return
-	}
-	if d.loopLimited && d.matMulTextures(o, x, y, s) {
-		return
-	}
-	const tm, tn, wg = 8, 16, 8
-	spec := map[string]any{
-		"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB,
-		"VecA": s.TransA && m%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0,
-		"VecB": !s.TransB && n%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0,
-	}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v", tm, tn, s.TransA, s.TransB, spec["VecA"], spec["VecB"])
-	kern := d.kernel(key, "matmul", spec, false, false, true)
-	gx := groupsOf(n, tn*wg)
-	if gx > maxGroups {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", key, n, gx, maxGroups))
-		return
-	}
-	// Dispatches of row blocks (or, for small matrices, of several
-	// matrices) of bounded work, each looping over at most maxLoop of the k
-	// terms and adding to what the last one wrote.
-	kPer := min(max(k, 1), maxLoop)
-	work := max(2*kPer*n, 1)
-	rowsPer := maxDispatchFlops / work / (tm * wg) * (tm * wg)
-	rowsPer = min(max(rowsPer, tm*wg), maxGroups*tm*wg)
-	batchPer := 1
-	if rowsPer >= m {
-		batchPer = min(max(maxDispatchFlops/(work*m), 1), maxGroups)
-	}
-	vec := func(stride int, v bool) uint32 {
-		if v {
-			return uint32(stride / 4)
-		}
-		return uint32(stride)
-	}
-	for b0 := 0; b0 < s.Batch; b0 += batchPer {
-		nb := min(batchPer, s.Batch-b0)
-		for row := 0; row < m; row += rowsPer {
-			rows := min(rowsPer, m-row)
-			for k0 := 0; k0 < max(k, 1); k0 += kPer {
-				k1 := min(k, k0+kPer)
-				d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, tm*wg)), uint32(nb),
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
-						uint32(b0), vec(s.StrideA, spec["VecA"].(bool)), vec(s.StrideB, spec["VecB"].(bool)),
-						uint32(s.CycleA), vec(s.OffA, spec["VecA"].(bool)), vec(s.OffB, spec["VecB"].(bool)), uint32(s.OffDst)}, x, y, o)
-			}
-		}
-	}
-}
-
 // CopyStrided copies src into dst as s describes.
 func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	d.mu.Lock()
@@ -683,7 +634,7 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	}
 	key := fmt.Sprintf("step/%v", spec)
 	k := d.kernel(key, "update", spec, flags(1, len(bufs)-1)...)
-	d.run(k, groupsOf(p.n, 256), params, bufs...)
+	d.runItems(k, 1, 4, params, bufs...)
 }
 
 // b2i is 1 for true.
@@ -732,14 +683,11 @@ const (
 // could: the matrices must be large enough to gain, and fit the adapter's
 // texture size.
 func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
-	m, k, n := s.M, s.K, s.N
-	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
-	limit := int(d.limits.MaxTextureDimension2D)
-	// Each matrix of a batch costs three dispatches (two packs and the
-	// product): only products of at least texMinMACs multiply-adds gain.
-	if m < 32 || n < 32 || k < 8 || m*n*k < texMinMACs || wa > limit || wb > limit || k > limit || groupsOf(n, texTN*texWG) > maxGroups {
+	if !d.texturesFit(s) {
 		return false
 	}
+	m, k, n := s.M, s.K, s.N
+	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
 	pack := d.kernelOf("matmul_tex/pack", "matmul_tex", map[string]any{"Stage": "pack"}, storageRO, textureOut)
 	mul := d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d", texTM, texTN), "matmul_tex", map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU},
 		textureIn, textureIn, storageRW)
@@ -794,6 +742,17 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		}
 	}
 	return true
+}
+
+// texturesFit reports whether the texture kernel takes products shaped as
+// s: each matrix of a batch costs three dispatches (two packs and the
+// product), so only products of at least texMinMACs multiply-adds gain,
+// and the operands must fit the adapter's textures.
+func (d *Device) texturesFit(s device.GEMM) bool {
+	m, k, n := s.M, s.K, s.N
+	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
+	limit := int(d.limits.MaxTextureDimension2D)
+	return m >= 32 && n >= 32 && k >= 8 && m*n*k >= texMinMACs && wa <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups
 }
 
 // opTexture is a cached operand texture of the texture matmul.

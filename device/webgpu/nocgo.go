@@ -22,6 +22,8 @@ type Adapter struct {
 	Index                       int
 	Name, Driver, Type, Backend string
 	Chosen                      bool
+	MaxBufferSize               uint64
+	MaxBindingSize              uint64
 }
 
 // Adapters lists none: WebGPU needs cgo.

@@ -114,19 +114,59 @@ func TestFloat64Unsupported(t *testing.T) {
 	}
 }
 
+// TestTensorBeyondBindingLimit checks the limits are consistent, that a
+// tensor may be as large as the maximum buffer size, that elementwise ops
+// work on one larger than the binding limit (bound a chunk at a time) and
+// that other ops on it fail naming the limit, never returning zeros.
 func TestTensorBeyondBindingLimit(t *testing.T) {
 	d := fresh(t)
-	n := int(d.Limits().MaxStorageBufferBindingSize/4) + 1
-	_, err := tensor.Zeros(d, device.Float32, n)
-	if err == nil || !strings.Contains(err.Error(), "maximum storage buffer binding size") {
-		t.Fatalf("tensor of %d float32: err = %v; want a binding-size error", n, err)
+	l := d.Limits()
+	if l.MaxStorageBufferBindingSize > l.MaxBufferSize {
+		t.Fatalf("binding size %d > buffer size %d", l.MaxStorageBufferBindingSize, l.MaxBufferSize)
+	}
+	n := int(l.MaxBufferSize/4) + 1
+	if _, err := tensor.Zeros(d, device.Float32, n); !errors.Is(err, device.ErrOutOfMemory) || !strings.Contains(err.Error(), "maximum buffer size") {
+		t.Fatalf("tensor of %d float32: err = %v; want ErrOutOfMemory naming the maximum buffer size", n, err)
+	}
+	if l.MaxStorageBufferBindingSize == l.MaxBufferSize {
+		t.Logf("%v binds whole buffers: no tensor exceeds the binding limit", d)
+		return
+	}
+	// Beyond the binding limit: vec4 kernels (n a multiple of 4) and
+	// scalar ones, through unary, binary and axpy.
+	for _, extra := range []int{4096, 4099} {
+		n := int(l.MaxStorageBufferBindingSize/4) + extra
+		xs, ys := make([]float32, n), make([]float32, n)
+		for i := range xs {
+			xs[i], ys[i] = float32(i%1000), float32(i%7)
+		}
+		x := tensor.Must(tensor.FromFloat32(d, xs, n))
+		y := tensor.Must(tensor.FromFloat32(d, ys, n))
+		z := ops.Add(x, y)
+		ops.Axpy(z, x, -1)
+		got, err := ops.Neg(z).Float32s()
+		if err != nil {
+			t.Fatalf("n=%d: -(x+y-x): %v", n, err)
+		}
+		for i, v := range got {
+			if v != -ys[i] {
+				t.Fatalf("n=%d: -(x+y-x)[%d] = %v; want %v", n, i, v, -ys[i])
+			}
+		}
+		if _, err := ops.Sum(x).Float32s(); err == nil || !strings.Contains(err.Error(), "maximum storage buffer binding size") {
+			t.Errorf("n=%d: sum: err = %v; want an error naming the binding limit", n, err)
+		}
+		for _, v := range []*tensor.Tensor{x, y, z} {
+			v.Release()
+		}
 	}
 	// An op whose output is too large fails its readback, never zeros.
+	n = int(l.MaxStorageBufferBindingSize/4) + 1
 	x := tensor.Must(tensor.Ones(d, device.Float32, n/2+1, 1))
 	y := tensor.Must(tensor.Ones(d, device.Float32, 1, 2))
 	z := ops.Add(x, y)
 	if _, err := z.Float32s(); err == nil || !strings.Contains(err.Error(), "binding size") {
-		t.Errorf("readback of an oversized result: err = %v", err)
+		t.Errorf("readback of an oversized broadcast result: err = %v", err)
 	}
 }
 

@@ -1,0 +1,117 @@
+"""PyTorch's figures for the workloads of bench_test.go, for the side-by-side table.
+
+Runs on CUDA when PyTorch sees a GPU, else on the CPU (all its threads).
+Prints a first line "device <description>", then one line per workload:
+    <workload> <value> <unit>
+with the workload named as bench_test.go's sub-benchmarks are without their
+device ("MatMul/1024", "Add/16M", "TrainStep/cnn") and the unit one of
+GFLOP/s, GB/s, µs/op, ms/step. Each figure is the mean over about
+`seconds` (argv[1], default 0.3) of calls after two warm-up calls.
+"""
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+cuda = torch.cuda.is_available()
+dev = torch.device("cuda" if cuda else "cpu")
+seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
+
+
+def sync():
+    if cuda:
+        torch.cuda.synchronize()
+
+
+def per_call(fn, each_sync):
+    """Seconds per call of fn, synchronising after each call or only at the end."""
+    for _ in range(2):
+        fn()
+    sync()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or n < 3:
+        fn()
+        if each_sync:
+            sync()
+        n += 1
+    sync()
+    return (time.perf_counter() - start) / n
+
+
+def out(name, value, unit):
+    print("%s %.6g %s" % (name, value, unit), flush=True)
+
+
+def main():
+    torch.manual_seed(1)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    if cuda:
+        print("device PyTorch %s CUDA, %s" % (torch.__version__, torch.cuda.get_device_name()), flush=True)
+    else:
+        print("device PyTorch %s CPU, %d threads" % (torch.__version__, torch.get_num_threads()), flush=True)
+
+    sizes = [256, 512, 1024, 2048] + ([4096] if cuda else [])
+    for n in sizes:
+        a, b = torch.rand(n, n, device=dev) * 2 - 1, torch.rand(n, n, device=dev) * 2 - 1
+        out("MatMul/%d" % n, 2 * n**3 / per_call(lambda: a @ b, False) / 1e9, "GFLOP/s")
+    a, b = torch.rand(64, 128, 128, device=dev), torch.rand(64, 128, 128, device=dev)
+    out("MatMul/batch64x128", 2 * 64 * 128**3 / per_call(lambda: torch.bmm(a, b), False) / 1e9, "GFLOP/s")
+
+    for n, tag in ((1 << 20, "1M"), (1 << 24, "16M")):
+        x, y = torch.rand(n, device=dev) * 2 - 1, torch.rand(n, device=dev) * 2 - 1
+        out("Add/" + tag, 12 * n / per_call(lambda: x + y, True) / 1e9, "GB/s")
+    n = 1 << 24
+    x, y = torch.rand(n, device=dev) * 2 - 1, torch.rand(n, device=dev) * 2 - 1
+    out("AddQueued/16M", 12 * n / per_call(lambda: x + y, False) / 1e9, "GB/s")
+    for name, fn, bytes_ in (
+        ("Exp", lambda: torch.exp(x), 8),
+        ("Sigmoid", lambda: torch.sigmoid(x), 8),
+        ("Gelu", lambda: F.gelu(x), 8),
+        ("Pow", lambda: torch.pow(x, y), 12),
+        ("Softmax", lambda: torch.softmax(x.view(-1, 1024), -1), 8),
+        ("Sum", lambda: x.sum(), 4),
+    ):
+        out(name + "/16M", bytes_ * n / per_call(fn, True) / 1e9, "GB/s")
+
+    x, y = torch.ones(64, device=dev), torch.zeros(64, device=dev)
+    out("TinyOp/64", per_call(lambda: y.add_(x), False) * 1e6, "µs/op")
+    out("Sync/64", per_call(lambda: y.add_(x), True) * 1e6, "µs/op")
+
+    for name, batch in (("mlp", 128), ("cnn", 64)):
+        if name == "mlp":
+            net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)).to(dev)
+            x = torch.rand(batch, 784, device=dev)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        else:
+            net = nn.Sequential(
+                nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+                nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25),
+                nn.Linear(128, 10)).to(dev)
+            x = torch.rand(batch, 1, 28, 28, device=dev)
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        labels = torch.arange(batch, device=dev) % 10
+
+        def step():
+            opt.zero_grad()
+            F.cross_entropy(net(x), labels).backward()
+            opt.step()
+        ms = per_call(step, True) * 1e3
+        out("TrainStep/" + name, ms, "ms/step")
+        if name == "mlp":
+            # BenchmarkMLPStep: the same step, its batch uploaded each time.
+            host = torch.rand(batch, 784)
+            hy = torch.arange(batch) % 10
+
+            def upload_step():
+                xb, yb = host.to(dev), hy.to(dev)
+                opt.zero_grad()
+                F.cross_entropy(net(xb), yb).backward()
+                opt.step()
+            out("MLPStep/128", per_call(upload_step, True) * 1e3, "ms/step")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/extensor/extensor/device"
+)
+
+// The matrix product has three kernel families, and which is fastest
+// depends on the adapter (../shared/notes: the kernel that wins on
+// lavapipe loses on an H100 by 10×, and the reverse):
+//
+//   - "texture" (matmul_tex.wgsl): operands packed into rgba32float
+//     textures, 32×4 vec4 outputs a thread, no workgroup memory: the
+//     fastest on CPU adapters for large products;
+//   - "register" (matmul.wgsl): the same blocking from storage buffers:
+//     CPU adapters' kernel for the rest;
+//   - "tiled/BM×BN×BK/TM×TN" (matmul_tiled.wgsl): shared-memory tiles of
+//     BM×BK and BK×BN, a TM×TN register block a thread: the GPUs' kernel.
+//
+// On a CPU adapter the choice is by size. On any other, the tiled
+// variants are timed on the first product of each shape class (the sizes'
+// orders of magnitude and the transposes), and the fastest is kept for
+// the class; the choice is logged by log/slog at debug level and told by
+// MatMulKernel. EXTENSOR_MATMUL names a family or variant to use instead
+// (for tests, or to compare them): "texture", "register", "tiled" (timed
+// as on a GPU) or one variant such as "tiled/64×64×8/4×4" (an x for ×
+// will do).
+
+// EnvMatMul is the environment variable that forces a matmul kernel.
+const EnvMatMul = "EXTENSOR_MATMUL"
+
+// maxDispatchFlops bounds the work of one matmul dispatch on CPU adapters,
+// so that no dispatch runs long (lavapipe crashes on very long ones).
+const maxDispatchFlops = 1 << 31
+
+// tile is a variant of the tiled kernel.
+type tile struct{ BM, BN, BK, TM, TN int }
+
+func (t tile) String() string {
+	return fmt.Sprintf("tiled/%d×%d×%d/%d×%d", t.BM, t.BN, t.BK, t.TM, t.TN)
+}
+
+// tiles are the tiled kernel's variants, each of at most 256 threads and
+// 8 KiB of workgroup memory; the first is the default for small products.
+var tiles = []tile{
+	{64, 64, 8, 4, 4},
+	{32, 32, 8, 4, 4},
+	{64, 64, 16, 4, 4},
+	{128, 64, 8, 8, 4},
+	{64, 128, 8, 4, 8},
+	{128, 128, 8, 8, 8},
+}
+
+// tuneMinMACs is the smallest product whose class is timed: smaller ones
+// take the first variant (their time is the dispatch's, whatever the
+// tile).
+const tuneMinMACs = 1 << 18
+
+// matmulChoice is how a device picks the matmul kernel.
+type matmulChoice struct {
+	force  string          // EXTENSOR_MATMUL: a family or variant, or ""
+	chosen map[string]tile // the timed choice, by shape class
+}
+
+// parseMatMul reads EXTENSOR_MATMUL.
+func parseMatMul() (string, error) {
+	v := strings.TrimSpace(os.Getenv(EnvMatMul))
+	if strings.HasPrefix(v, "tiled/") {
+		v = strings.ReplaceAll(v, "x", "×")
+	}
+	switch v {
+	case "", "texture", "register", "tiled":
+		return v, nil
+	}
+	for _, t := range tiles {
+		if v == t.String() {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("webgpu: %s=%q names no matmul kernel; want one of %s", EnvMatMul, os.Getenv(EnvMatMul), strings.Join(MatMulKernels(), ", "))
+}
+
+// class names the shape class of s: the orders of magnitude of M, N and K
+// (in powers of 4) and the transposes.
+func class(s device.GEMM) string {
+	o := func(n int) int { return (bits.Len(uint(n)) + 1) / 2 }
+	return fmt.Sprintf("%d/%d/%d/ta=%v/tb=%v/batch=%v", o(s.M), o(s.N), o(s.K), s.TransA, s.TransB, s.Batch > 1)
+}
+
+// MatMul computes the batch of products with the kernel chosen for the
+// adapter and shape.
+func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
+	if s.M == 0 || s.N == 0 || s.Batch == 0 {
+		return
+	}
+	switch f := d.mm.force; {
+	case f == "texture" || (f == "" && d.loopLimited):
+		if d.matMulTextures(o, x, y, s) {
+			return
+		}
+		d.matMulRegister(o, x, y, s)
+	case f == "register":
+		d.matMulRegister(o, x, y, s)
+	default:
+		d.matMulTiled(d.tileFor(o, x, y, s), o, x, y, s)
+	}
+}
+
+// MatMulKernel names the kernel that products shaped as s use on d:
+// "texture", "register" or a tiled variant; for a GPU's shape class not
+// yet timed, "tiled (chosen at the first product)".
+func (d *Device) MatMulKernel(s device.GEMM) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch f := d.mm.force; {
+	case f == "texture" || (f == "" && d.loopLimited):
+		if d.texturesFit(s) {
+			return "texture"
+		}
+		return "register"
+	case f == "register":
+		return f
+	case strings.HasPrefix(f, "tiled/"):
+		return f
+	}
+	if int64(s.M)*int64(s.N)*int64(s.K) < tuneMinMACs {
+		return tiles[0].String()
+	}
+	if t, ok := d.mm.chosen[class(s)]; ok {
+		return t.String()
+	}
+	return "tiled (chosen at the first product)"
+}
+
+// tileFor returns the tiled variant for s: the forced one, the first for
+// small products, or the fastest for s's class, timed now on these
+// operands if the class is new.
+func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
+	if strings.HasPrefix(d.mm.force, "tiled/") {
+		for _, t := range tiles {
+			if t.String() == d.mm.force {
+				return t
+			}
+		}
+	}
+	if int64(s.M)*int64(s.N)*int64(s.K) < tuneMinMACs {
+		return tiles[0]
+	}
+	c := class(s)
+	if t, ok := d.mm.chosen[c]; ok {
+		return t
+	}
+	best, bestTime := tiles[0], time.Duration(1<<62)
+	times := make([]string, 0, len(tiles))
+	for _, t := range tiles {
+		d.matMulTiled(t, o, x, y, s) // compiles the kernel, warms up
+		d.wait()
+		start := time.Now()
+		for range 2 {
+			d.matMulTiled(t, o, x, y, s)
+		}
+		d.wait()
+		el := time.Since(start) / 2
+		times = append(times, fmt.Sprintf("%v %v", t, el))
+		if d.err == nil && el < bestTime {
+			best, bestTime = t, el
+		}
+	}
+	if d.mm.chosen == nil {
+		d.mm.chosen = map[string]tile{}
+	}
+	d.mm.chosen[c] = best
+	slog.Debug("extensor: matmul kernel chosen", "device", d.info, "class", c, "kernel", best.String(), "timings", strings.Join(times, ", "))
+	return best
+}
+
+// matMulTiled records the products with the tiled variant t: the batch in
+// the grid's z, the rows and k split into dispatches of bounded work on
+// CPU adapters.
+func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
+	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB}
+	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v", t, s.TransA, s.TransB)
+	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
+	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false)
+}
+
+// matMulRegister records the products with the register-blocked kernel.
+func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
+	const tm, tn, wg = 8, 16, 8
+	va := s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
+	vb := !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v", tm, tn, s.TransA, s.TransB, va, vb)
+	kern := d.kernel(key, "matmul", spec, false, false, true)
+	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb)
+}
+
+// matMulDispatches records kern over the products, a workgroup computing
+// a bm×bn block; va and vb tell whether the kernel reads a or b as vec4s.
+func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb bool) {
+	if kern == nil {
+		return
+	}
+	m, k, n := s.M, s.K, s.N
+	gx := groupsOf(n, bn)
+	if gx > maxGroups {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", kern.name, n, gx, maxGroups))
+		return
+	}
+	// On CPU adapters, dispatches of row blocks (or, for small matrices,
+	// of several matrices) of bounded work, each looping over at most
+	// maxLoop of the k terms and adding to what the last one wrote.
+	kPer, maxWork := max(k, 1), 1<<62
+	if d.loopLimited {
+		kPer, maxWork = min(kPer, maxLoop), maxDispatchFlops
+	}
+	work := max(2*kPer*n, 1)
+	rowsPer := maxWork / work / bm * bm
+	rowsPer = min(max(rowsPer, bm), maxGroups*bm)
+	batchPer := 1
+	if rowsPer >= m {
+		batchPer = min(max(maxWork/(work*m), 1), maxGroups)
+	}
+	vec := func(stride int, v bool) uint32 {
+		if v {
+			return uint32(stride / 4)
+		}
+		return uint32(stride)
+	}
+	for b0 := 0; b0 < s.Batch; b0 += batchPer {
+		nb := min(batchPer, s.Batch-b0)
+		for row := 0; row < m; row += rowsPer {
+			rows := min(rowsPer, m-row)
+			for k0 := 0; k0 < max(k, 1); k0 += kPer {
+				k1 := min(k, k0+kPer)
+				d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb),
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
+						uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
+						uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst)}, x, y, o)
+			}
+		}
+	}
+}
+
+// MatMulKernels lists the names EXTENSOR_MATMUL takes: the families, then
+// the tiled variants.
+func MatMulKernels() []string {
+	names := []string{"texture", "register", "tiled"}
+	for _, t := range tiles {
+		names = append(names, t.String())
+	}
+	return names
+}

@@ -1,0 +1,124 @@
+//go:build cgo
+
+package webgpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/tensor"
+)
+
+// gemmRef computes the products s describes in float64, with the bound
+// on each result's rounding error (a multiple of Σ|a||b|).
+func gemmRef(s device.GEMM, a, b []float32, dstLen int) (want, tol []float64) {
+	want, tol = make([]float64, dstLen), make([]float64, dstLen)
+	for i := range s.Batch {
+		ja := i
+		if s.CycleA > 0 {
+			ja = i % s.CycleA
+		}
+		oa, ob, od := s.OffA+ja*s.StrideA, s.OffB+i*s.StrideB, s.OffDst+i*s.M*s.N
+		for r := range s.M {
+			for c := range s.N {
+				var sum, abs float64
+				for k := range s.K {
+					av := a[oa+r*s.K+k]
+					if s.TransA {
+						av = a[oa+k*s.M+r]
+					}
+					bv := b[ob+k*s.N+c]
+					if s.TransB {
+						bv = b[ob+c*s.K+k]
+					}
+					sum += float64(av) * float64(bv)
+					abs += math.Abs(float64(av) * float64(bv))
+				}
+				want[od+r*s.N+c], tol[od+r*s.N+c] = sum, 1e-5*abs+1e-6
+			}
+		}
+	}
+	return want, tol
+}
+
+// TestMatMulKernels runs every matmul kernel (EXTENSOR_MATMUL) on products
+// with edges that are not multiples of any tile, transposes, batches
+// (shared, cycled and offset operands) and an empty k, against float64.
+func TestMatMulKernels(t *testing.T) {
+	cases := []device.GEMM{
+		{Batch: 1, M: 1, K: 1, N: 1},
+		{Batch: 1, M: 5, K: 7, N: 3},
+		{Batch: 1, M: 67, K: 33, N: 129},
+		{Batch: 1, M: 67, K: 33, N: 129, TransA: true},
+		{Batch: 1, M: 67, K: 33, N: 129, TransB: true},
+		{Batch: 1, M: 67, K: 33, N: 129, TransA: true, TransB: true},
+		{Batch: 1, M: 300, K: 200, N: 260, TransB: true}, // timed by "tiled"
+		{Batch: 1, M: 64, K: 64, N: 64},
+		{Batch: 3, M: 37, K: 20, N: 45, StrideA: 37 * 20, StrideB: 20 * 45},
+		{Batch: 4, M: 9, K: 11, N: 13, StrideA: 9 * 11, StrideB: 11 * 13, CycleA: 2},
+		{Batch: 3, M: 9, K: 11, N: 13, StrideA: 9 * 11, StrideB: 0, OffA: 5, OffB: 3, OffDst: 7},
+		{Batch: 1, M: 6, K: 0, N: 5},
+	}
+	gputest.Open(t) // the shared device, opened before EXTENSOR_MATMUL is set
+	for _, name := range webgpu.MatMulKernels() {
+		t.Run(strings.ReplaceAll(name, "×", "x"), func(t *testing.T) {
+			t.Setenv(webgpu.EnvMatMul, name)
+			d := fresh(t)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for _, s := range cases {
+				na := s.OffA + max(s.CycleA, 1)*s.M*s.K
+				if s.CycleA == 0 {
+					na = s.OffA + max((s.Batch-1)*s.StrideA, 0) + s.M*s.K
+				}
+				nb := s.OffB + max((s.Batch-1)*s.StrideB, 0) + s.K*s.N
+				nd := s.OffDst + s.Batch*s.M*s.N
+				a, b := make([]float32, max(na, 1)), make([]float32, max(nb, 1))
+				for i := range a {
+					a[i] = rng.Float32()*2 - 1
+				}
+				for i := range b {
+					b[i] = rng.Float32()*2 - 1
+				}
+				x := tensor.Must(tensor.FromFloat32(d, a, len(a)))
+				y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
+				out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
+				d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+				got, err := out.Float32s()
+				if err != nil {
+					t.Fatalf("%+v: %v", s, err)
+				}
+				want, tol := gemmRef(s, a, b, nd)
+				for i := range s.OffDst {
+					want[i], tol[i] = 42, 0
+				}
+				for i := range got {
+					if math.Abs(float64(got[i])-want[i]) > tol[i] {
+						t.Fatalf("%+v with %s: out[%d] = %v; want %v", s, d.MatMulKernel(s), i, got[i], want[i])
+					}
+				}
+				x.Release()
+				y.Release()
+				out.Release()
+			}
+			if name == "tiled" {
+				s := cases[6]
+				if k := d.MatMulKernel(s); !strings.HasPrefix(k, "tiled/") {
+					t.Errorf("after a timed product, MatMulKernel = %q; want the variant chosen", k)
+				}
+				t.Logf("%v chose %s for %dx%dx%d", d, d.MatMulKernel(s), s.M, s.K, s.N)
+			}
+		})
+	}
+	t.Run("unknown", func(t *testing.T) {
+		t.Setenv(webgpu.EnvMatMul, "fastest")
+		if _, err := webgpu.Open(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=\"fastest\" names no matmul kernel", webgpu.EnvMatMul)) {
+			t.Errorf("Open with %s=fastest: %v", webgpu.EnvMatMul, err)
+		}
+	})
+}

@@ -1,0 +1,108 @@
+// out (M×N) = op(a)·op(b) with shared-memory tiles, the kernel for GPUs:
+// a workgroup of {{div .BN .TN}}×{{div .BM .TM}} threads computes a {{.BM}}×{{.BN}} block of out,
+// stepping over k {{.BK}} terms at a time; the threads first copy the
+// block's {{.BM}}×{{.BK}} slice of op(a) and {{.BK}}×{{.BN}} slice of op(b) into workgroup
+// memory (zeros beyond the matrices' edges, so that any shape runs at the
+// tiles' speed), then each multiplies its {{.TM}}×{{.TN}} register block from them.
+// a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}; b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}.
+// The parameters are the matmul kernel's: p[0] = M, p[1] = K, p[2] = N,
+// p[3] = first row of this dispatch; the dispatch sums the terms k in
+// [p[4], p[5]), adding to out unless p[4] = 0. Matrix z = p[6] + wid.z of
+// a batch starts at p[10] + (z, or z mod p[9] if p[9] > 0)·p[7] in a,
+// p[11] + z·p[8] in b and p[12] + z·M·N in out.
+{{- $nt := mul (div .BM .TM) (div .BN .TN)}}
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+// The tiles, k-major: tile_a[k][m] and tile_b[k][n], as vec4s along m and n.
+var<workgroup> tile_a: array<vec4<f32>, {{div (mul .BK .BM) 4}}>;
+var<workgroup> tile_b: array<vec4<f32>, {{div (mul .BK .BN) 4}}>;
+
+@compute @workgroup_size({{div .BN .TN}}, {{div .BM .TM}}, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let M = p[0];
+    let K = p[1];
+    let N = p[2];
+    let k1 = p[5];
+    let row0 = p[3] + wid.y * {{.BM}}u;
+    let col0 = wid.x * {{.BN}}u;
+    let z = p[6] + wid.z;
+    let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
+    let zb = p[11] + z * p[8];
+    let zo = p[12] + z * M * N;
+{{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
+    var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
+{{- end}}{{end}}
+    // Threads beyond the matrices load zeros and store nothing; none
+    // returns early, as all meet at the barriers.
+    for (var k0 = p[4]; k0 < k1; k0 += {{.BK}}u) {
+{{- range $l := seq (div (mul .BM .BK) $nt)}}
+        {
+            let e = li + {{mul $l $nt}}u;
+{{- if $.TransA}}
+            let m = e % {{$.BM}}u; // neighbouring threads, neighbouring m
+            let kk = e / {{$.BM}}u;
+{{- else}}
+            let kk = e % {{$.BK}}u; // neighbouring threads, neighbouring k
+            let m = e / {{$.BK}}u;
+{{- end}}
+            let r = row0 + m;
+            let k = k0 + kk;
+            var v = 0.0;
+            if (r < M && k < k1) {
+                v = a[za + {{if $.TransA}}k * M + r{{else}}r * K + k{{end}}];
+            }
+            tile_a[kk * {{div $.BM 4}}u + m / 4u][m % 4u] = v;
+        }
+{{- end}}
+{{- range $l := seq (div (mul .BN .BK) $nt)}}
+        {
+            let e = li + {{mul $l $nt}}u;
+{{- if $.TransB}}
+            let kk = e % {{$.BK}}u;
+            let n = e / {{$.BK}}u;
+{{- else}}
+            let n = e % {{$.BN}}u;
+            let kk = e / {{$.BN}}u;
+{{- end}}
+            let c = col0 + n;
+            let k = k0 + kk;
+            var v = 0.0;
+            if (c < N && k < k1) {
+                v = b[zb + {{if $.TransB}}c * K + k{{else}}k * N + c{{end}}];
+            }
+            tile_b[kk * {{div $.BN 4}}u + n / 4u][n % 4u] = v;
+        }
+{{- end}}
+        workgroupBarrier();
+{{- range $kk := seq .BK}}
+        {
+{{- range $q := seq (div $.TM 4)}}
+            let av{{$q}} = tile_a[{{mul $kk (div $.BM 4)}}u + lid.y * {{div $.TM 4}}u + {{$q}}u];
+{{- end}}
+{{- range $j := seq (div $.TN 4)}}
+            let b{{$j}} = tile_b[{{mul $kk (div $.BN 4)}}u + lid.x * {{div $.TN 4}}u + {{$j}}u];
+{{- end}}
+{{- range $i := seq $.TM}}{{range $j := seq (div $.TN 4)}}
+            acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];
+{{- end}}{{end}}
+        }
+{{- end}}
+        workgroupBarrier();
+    }
+    let r0 = row0 + lid.y * {{.TM}}u;
+    let c0 = col0 + lid.x * {{.TN}}u;
+    let add = p[4] != 0u;
+{{- range $i := seq .TM}}
+    if (r0 + {{$i}}u < M) {
+        let o{{$i}} = zo + (r0 + {{$i}}u) * N + c0;
+{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
+        if (c0 + {{add (mul $j 4) $c}}u < N) {
+            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], add) + acc{{$i}}_{{$j}}[{{$c}}];
+        }
+{{- end}}{{end}}
+    }
+{{- end}}
+}
