@@ -494,7 +494,7 @@ type PoolStats struct {
 	BytesLive    uint64 // bytes held by buffers in use
 	BytesPeak    uint64 // the most BytesLive has been since the device opened or ResetPeak
 	BytesPooled  uint64 // bytes held by free buffers kept for reuse
-	BytesPending uint64 // bytes freed but waiting for their submission to complete
+	BytesPending uint64 // bytes freed but not yet reusable (0 where freed buffers are reusable at once, as on WebGPU)
 }
 
 // Pooler is implemented by devices that keep a buffer pool.

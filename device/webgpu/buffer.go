@@ -16,9 +16,6 @@ const (
 	stagingUsage = wgpu.BufferUsage_MapRead | wgpu.BufferUsage_CopyDst
 	// maxPooled is how many bytes of free buffers the pool keeps.
 	maxPooled = 1 << 30
-	// maxPending is how many freed bytes may wait for their submission
-	// before the device waits for the queue to drain.
-	maxPending = 1 << 30
 )
 
 // buffer is a tensor's storage: a pooled wgpu buffer of at least n elements.
@@ -53,18 +50,15 @@ type poolKey struct {
 	size  uint64
 }
 
-type pendingBuf struct {
-	key       poolKey
-	b         *wgpu.Buffer
-	freeAfter uint64 // reusable once this many submissions have completed
-}
-
-// pool keeps freed buffers by usage and size bucket.
+// pool keeps freed buffers by usage and size bucket. A freed buffer is
+// reusable at once, even while recorded or submitted work still uses it:
+// the queue runs work in order (wgpu puts barriers between dispatches that
+// share a buffer), and a host write flushes the open batch first, so that
+// a reused buffer's new contents always follow its old uses.
 type pool struct {
-	d       *Device
-	free    map[poolKey][]*wgpu.Buffer
-	pending []pendingBuf
-	stats   device.PoolStats
+	d     *Device
+	free  map[poolKey][]*wgpu.Buffer
+	stats device.PoolStats
 }
 
 func (p *pool) init(d *Device) {
@@ -88,14 +82,8 @@ func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buf
 	if b := p.take(key); b != nil {
 		return b, key.size, nil
 	}
-	if p.hasPending(key) {
-		p.d.reclaim()
-		if b := p.take(key); b != nil {
-			return b, key.size, nil
-		}
-	}
 	b, err := p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
-	if err != nil && len(p.pending)+len(p.free) > 0 {
+	if err != nil && len(p.free) > 0 {
 		// Out of memory, perhaps: drain the queue, drop the pool, retry.
 		p.d.wait()
 		p.trim(0)
@@ -125,41 +113,15 @@ func (p *pool) take(key poolKey) *wgpu.Buffer {
 	return b
 }
 
-func (p *pool) hasPending(key poolKey) bool {
-	for _, pb := range p.pending {
-		if pb.key == key {
-			return true
-		}
-	}
-	return false
-}
-
-// put returns a buffer that may still be used by recorded or submitted work.
+// put returns a buffer to the pool.
 func (p *pool) put(usage wgpu.BufferUsage, size uint64, b *wgpu.Buffer) {
-	p.pending = append(p.pending, pendingBuf{poolKey{usage, size}, b, p.d.submitted + 1})
+	key := poolKey{usage, size}
+	p.free[key] = append(p.free[key], b)
 	p.stats.BytesLive -= size
-	p.stats.BytesPending += size
-	if p.stats.BytesPending > maxPending {
-		p.d.wait()
+	p.stats.BytesPooled += size
+	if p.stats.BytesPooled > maxPooled {
+		p.trim(maxPooled)
 	}
-}
-
-// release moves the pending buffers whose submissions have completed into
-// the free lists.
-func (p *pool) release(completed uint64) {
-	kept := p.pending[:0]
-	for _, pb := range p.pending {
-		if pb.freeAfter > completed {
-			kept = append(kept, pb)
-			continue
-		}
-		p.stats.BytesPending -= pb.key.size
-		p.free[pb.key] = append(p.free[pb.key], pb.b)
-		p.stats.BytesPooled += pb.key.size
-	}
-	clear(p.pending[len(kept):])
-	p.pending = kept
-	p.trim(maxPooled)
 }
 
 // trim releases free buffers until at most limit bytes are pooled.
@@ -175,23 +137,13 @@ func (p *pool) trim(limit uint64) {
 	}
 }
 
-func (p *pool) releaseAll() {
-	for _, pb := range p.pending {
-		p.d.forget(pb.b)
-		pb.b.Release()
-	}
-	p.pending = nil
-	p.stats.BytesPending = 0
-	p.trim(0)
-}
+func (p *pool) releaseAll() { p.trim(0) }
 
-// reclaim learns, without blocking, whether submitted work has completed,
-// and returns the buffers it used to the pool.
+// reclaim learns, without blocking, whether submitted work has completed.
 func (d *Device) reclaim() {
 	if d.completed < d.submitted && d.dev.Poll(false, nil) {
 		d.completed = d.submitted
 	}
-	d.pool.release(d.completed)
 }
 
 func (d *Device) buf(b device.Buffer) *buffer {
@@ -239,8 +191,8 @@ func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 	return wb, nil
 }
 
-// Free returns b to the pool once the work using it has completed. Freeing
-// twice, or after Close, does nothing.
+// Free returns b to the pool, for reuse by work recorded after this call.
+// Freeing twice, or after Close, does nothing.
 func (d *Device) Free(b device.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

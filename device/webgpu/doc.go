@@ -17,8 +17,9 @@
 //     requests the adapter's limits when it creates the device, keeping
 //     the storage binding size no larger than the buffer size;
 //   - compiles each kernel once per specialisation (a pipeline cache);
-//   - keeps a size-bucketed buffer pool; a freed buffer returns to the pool
-//     only after the submission that used it has completed;
+//   - keeps a size-bucketed buffer pool; a freed buffer is reused at once,
+//     even by work in the same batch as its last use (the queue runs in
+//     order, and a host write first submits the open batch);
 //   - records kernels into a shared command encoder and submits them in
 //     batches: on readback, past BatchSize dispatches, and before a queue
 //     write, never once per op;

@@ -220,34 +220,48 @@ func TestBatchedSubmission(t *testing.T) {
 	t.Logf("%d dispatches in %d submissions", n+1, subs)
 }
 
-func TestPoolReusesAfterCompletion(t *testing.T) {
+// TestPoolReusesAtOnce checks that a freed buffer serves the next
+// allocation of its size at once, while the work that used it is still
+// unsubmitted, and that the queue's order keeps every result right.
+func TestPoolReusesAtOnce(t *testing.T) {
 	d := fresh(t)
-	x := tensor.Must(tensor.Ones(d, device.Float32, 1000))
+	x := tensor.Must(tensor.FromFloat32(d, []float32{-2, -1, 0, 1, 2, 3, 4, 5}, 8))
 	y := ops.Relu(x)
-	y.Release() // used by recorded, unsubmitted work: must not be reused yet
 	s0 := d.PoolStats()
-	if s0.BytesPending == 0 {
-		t.Fatalf("freed buffer of unfinished work is not pending: %+v", s0)
+	y.Release()     // used by recorded, unsubmitted work
+	z := ops.Neg(x) // takes y's buffer
+	if s := d.PoolStats(); s.Hits != s0.Hits+1 || s.Misses != s0.Misses {
+		t.Errorf("freed buffer not reused at once: %+v -> %+v", s0, s)
 	}
-	z := ops.Relu(x) // same size: must be a miss while y's buffer is pending
-	if s := d.PoolStats(); s.Misses != s0.Misses+1 {
-		t.Errorf("buffer reused before its submission completed: %+v -> %+v", s0, s)
+	// A chain whose every intermediate reuses the last one's buffer, in
+	// one batch: a = a·2 + x, eight times.
+	a := ops.Relu(z)
+	for range 8 {
+		twice := ops.Add(a, a)
+		b := ops.Add(twice, x)
+		twice.Release()
+		a.Release()
+		a = b
 	}
-	if err := d.Sync(); err != nil {
+	got, err := a.Float32s()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s := d.PoolStats(); s.BytesPending != 0 || s.BytesPooled == 0 {
-		t.Errorf("after Sync: %+v; want nothing pending, the freed buffer pooled", s)
+	for i, v := range []float32{-2, -1, 0, 1, 2, 3, 4, 5} {
+		want := max(-v, 0)
+		for range 8 {
+			want = want*2 + v
+		}
+		if got[i] != want {
+			t.Errorf("chain[%d] = %v; want %v", i, got[i], want)
+		}
 	}
-	z.Release()
-	d.Sync()
-	s1 := d.PoolStats()
-	w := ops.Relu(x)
-	if s := d.PoolStats(); s.Hits != s1.Hits+1 {
-		t.Errorf("pooled buffer not reused: %+v -> %+v", s1, s)
+	if s := d.PoolStats(); s.Misses > s0.Misses+4 {
+		t.Errorf("the chain allocated %d new buffers; want its freed ones reused", s.Misses-s0.Misses)
 	}
-	w.Release()
+	a.Release()
 	x.Release()
+	z.Release()
 }
 
 func TestLongRowsFailLoudlyOnCPUAdapters(t *testing.T) {
