@@ -17,6 +17,11 @@
 //     requests the adapter's limits when it creates the device, keeping
 //     the storage binding size no larger than the buffer size;
 //   - compiles each kernel once per specialisation (a pipeline cache);
+//   - chooses the matrix-product kernel per adapter: texture or register
+//     kernels on CPU adapters, shared-memory tiles on GPUs, the tile
+//     variant timed once per shape class (see EnvMatMul and MatMulKernel);
+//   - records each batch's dispatches into one compute pass, with bind
+//     groups cached by kernel and buffers;
 //   - keeps a size-bucketed buffer pool; a freed buffer is reused at once,
 //     even by work in the same batch as its last use (the queue runs in
 //     order, and a host write first submits the open batch);
