@@ -38,44 +38,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // Threads beyond the matrices load zeros and store nothing; none
     // returns early, as all meet at the barriers.
     for (var k0 = p[4]; k0 < k1; k0 += {{.BK}}u) {
-{{- range $l := seq (div (mul .BM .BK) $nt)}}
-        {
-            let e = li + {{mul $l $nt}}u;
-{{- if $.TransA}}
-            let m = e % {{$.BM}}u; // neighbouring threads, neighbouring m
-            let kk = e / {{$.BM}}u;
-{{- else}}
-            let kk = e % {{$.BK}}u; // neighbouring threads, neighbouring k
-            let m = e / {{$.BK}}u;
-{{- end}}
-            let r = row0 + m;
-            let k = k0 + kk;
-            var v = 0.0;
-            if (r < M && k < k1) {
-                v = a[za + {{if $.TransA}}k * M + r{{else}}r * K + k{{end}}];
-            }
-            tile_a[kk * {{div $.BM 4}}u + m / 4u][m % 4u] = v;
-        }
-{{- end}}
-{{- range $l := seq (div (mul .BN .BK) $nt)}}
-        {
-            let e = li + {{mul $l $nt}}u;
-{{- if $.TransB}}
-            let kk = e % {{$.BK}}u;
-            let n = e / {{$.BK}}u;
-{{- else}}
-            let n = e % {{$.BN}}u;
-            let kk = e / {{$.BN}}u;
-{{- end}}
-            let c = col0 + n;
-            let k = k0 + kk;
-            var v = 0.0;
-            if (c < N && k < k1) {
-                v = b[zb + {{if $.TransB}}c * K + k{{else}}k * N + c{{end}}];
-            }
-            tile_b[kk * {{div $.BN 4}}u + n / 4u][n % 4u] = v;
-        }
-{{- end}}
+{{- template "load" dict "Tile" "tile_a" "Src" "a" "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "KMajor" .TransA}}
+{{- template "load" dict "Tile" "tile_b" "Src" "b" "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "KMajor" (not .TransB)}}
         workgroupBarrier();
 {{- range $kk := seq .BK}}
         {
@@ -106,3 +70,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
 {{- end}}
 }
+
+{{- define "load"}}
+{{- /* The threads copy a BK×W slice of an operand, the rows x0… of a
+       Len×K matrix, into .Tile: stored k-major (K×Len) with KMajor, else
+       Len×K; neighbouring threads read neighbouring elements. */}}
+{{- range $l := seq (div (mul .W .BK) .NT)}}
+        {
+            let e = li + {{mul $l $.NT}}u;
+{{- if $.KMajor}}
+            let x = e % {{$.W}}u;
+            let kk = e / {{$.W}}u;
+{{- else}}
+            let kk = e % {{$.BK}}u;
+            let x = e / {{$.BK}}u;
+{{- end}}
+            let r = {{$.X0}} + x;
+            let k = k0 + kk;
+            var v = 0.0;
+            if (r < {{$.Len}} && k < k1) {
+                v = {{$.Src}}[{{$.Z}} + {{if $.KMajor}}k * {{$.Len}} + r{{else}}r * K + k{{end}}];
+            }
+            {{$.Tile}}[kk * {{div $.W 4}}u + x / 4u][x % 4u] = v;
+        }
+{{- end}}
+{{- end}}

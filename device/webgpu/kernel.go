@@ -237,7 +237,8 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
-	var entries []wgpu.BindGroupEntry
+	var room [maxBound]wgpu.BindGroupEntry // no allocation for the usual counts
+	entries := room[:0]
 	for i, b := range bufs {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.bindSize()})
 	}
