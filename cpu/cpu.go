@@ -346,10 +346,28 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32[oa : oa+m*k]},
 				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32[ob : ob+k*n]},
 				0, blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
+		case device.Float16: // computed in float32, stored float16
+			c := make([]float32, m*n)
+			blas32.Gemm(ta, tb, 1,
+				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: widen(x, oa, m*k)},
+				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: widen(y, ob, k*n)},
+				0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+			for i, v := range c {
+				o.set(oo+i, float64(v))
+			}
 		default:
 			panic(fmt.Sprintf("cpu: MatMul on %v", o.dt))
 		}
 	}
+}
+
+// widen returns elements off… of the float16 buffer b as float32.
+func widen(b *buffer, off, n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float16.Frombits(b.f16[off+i]).Float32()
+	}
+	return w
 }
 
 // CopyStrided copies src into dst as s describes, walking the coordinates

@@ -38,9 +38,12 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	switch op {
 	case device.Im2Col:
 		// The hot path of conv2d: typed rows rather than visit.
-		if o.dt == device.Float32 {
+		switch o.dt {
+		case device.Float32:
 			im2col(o.f32, buf(x).f32, w, oh, ow)
-		} else {
+		case device.Float16: // copies of bits, and zero bits are 0
+			im2col(o.f16, buf(x).f16, w, oh, ow)
+		default:
 			im2col(o.f64, buf(x).f64, w, oh, ow)
 		}
 	case device.Col2Im:
@@ -117,7 +120,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 
 // im2col writes the columns of images N0… of x into dst, a row of the
 // output pixels at a time.
-func im2col[F float32 | float64](dst, x []F, w device.Window2D, oh, ow int) {
+func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int) {
 	k := 0
 	for n := range w.N {
 		for c := range w.C {

@@ -60,9 +60,8 @@ func layout(op string, a, b *tensor.Tensor) device.Broadcast {
 }
 
 func binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
-	dev := halfOperands(op, a, b)
-	dt := halfFloats(op, a, b)
-	halfShapes(op, dt, a, b)
+	dev := operands(op, a, b)
+	dt := floats(op, a, b)
 	l := layout(op, a, b)
 	out, ok := output(dev, dt, l.Shape, a, b)
 	if ok {
@@ -73,9 +72,8 @@ func binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor
 }
 
 func binaryBackward(op string, kind device.BinaryOp, a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
-	dev := halfOperands(op, a, b, g)
-	dt := halfFloats(op, a, b, g)
-	halfShapes(op, dt, a, b)
+	dev := operands(op, a, b, g)
+	dt := floats(op, a, b, g)
 	l := layout(op, a, b)
 	sameShape(op, "upstream gradient", g, l.Shape)
 	grad := func(wrt int, in *tensor.Tensor) *tensor.Tensor {
@@ -91,14 +89,6 @@ func binaryBackward(op string, kind device.BinaryOp, a, b, g *tensor.Tensor) (ga
 		return SumTo(full, in.Shape())
 	}
 	return grad(0, a), grad(1, b)
-}
-
-// halfShapes checks that float16 operands have one shape: broadcasting
-// takes float32.
-func halfShapes(op string, dt device.DType, a, b *tensor.Tensor) {
-	if dt == device.Float16 && !equal(a.Shape(), b.Shape()) {
-		tensor.Panicf(op, tensor.ErrDType, "float16 operands of shapes %v and %v; float16 operands must have one shape (cast them to float32 to broadcast)", a.Shape(), b.Shape())
-	}
 }
 
 // Add returns a + b, broadcasting.

@@ -8,9 +8,12 @@ import (
 // Cast returns x converted to dtype dt: float32 (or float64) to float16
 // rounds to nearest even, overflows past 65504 to ±Inf, keeps subnormals
 // and NaN, the same bits on every device; float16 to float32 is exact. A
-// cast to x's own dtype is a copy. float16 is a storage format: the other
-// ops take float32, so a float16 tensor is cast to float32 before them. On
-// the CPU device float64 values are rounded to float32 first.
+// cast to x's own dtype is a copy. On the CPU device float64 values are rounded to float32 first.
+//
+// Every op takes float16 tensors (all of one op's floating-point operands
+// float16), computes in float32 and stores float16; an op built of other
+// ops (linear, conv2d, the gradient norm) computes on float32 copies and
+// rounds once at the end.
 func Cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
 	const op = "ops.Cast"
 	if x == nil {
@@ -45,4 +48,34 @@ func Cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
 // straight-through gradient, as PyTorch's).
 func CastBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return Cast(g, x.DType())
+}
+
+// wide32 returns ts with each float16 tensor replaced by a float32 copy
+// (nil stays nil), and a function releasing the copies: composite ops on
+// float16 compute through it, rounding once (narrow16) at the end.
+func wide32(ts ...*tensor.Tensor) ([]*tensor.Tensor, func()) {
+	out := make([]*tensor.Tensor, len(ts))
+	var copies []*tensor.Tensor
+	for i, t := range ts {
+		out[i] = t
+		if t != nil && t.DType() == device.Float16 {
+			out[i] = Cast(t, device.Float32)
+			copies = append(copies, out[i])
+		}
+	}
+	return out, func() {
+		for _, c := range copies {
+			c.Release()
+		}
+	}
+}
+
+// narrow16 returns t (nil stays nil) cast to float16, releasing t.
+func narrow16(t *tensor.Tensor) *tensor.Tensor {
+	if t == nil {
+		return nil
+	}
+	h := Cast(t, device.Float16)
+	t.Release()
+	return h
 }

@@ -7,16 +7,18 @@ import (
 	"github.com/extensor/extensor/tensor"
 )
 
-// operands checks that ts are live tensors on one device, none float16,
-// and returns it.
+// operands checks that ts are live tensors on one device and returns it.
+// float16 tensors are welcome: every op computes in float32 and stores
+// float16 (the WebGPU kernels read float16 natively where they are
+// elementwise, and otherwise through float32 stand-ins).
 func operands(op string, ts ...*tensor.Tensor) device.Device {
-	return operandsOf(op, false, ts...)
+	return operandsOf(op, true, ts...)
 }
 
-// halfOperands is operands for the ops that take float16 (elementwise on
-// tensors of one shape): they compute in float32 and store float16.
-func halfOperands(op string, ts ...*tensor.Tensor) device.Device {
-	return operandsOf(op, true, ts...)
+// operands32 is operands for the ops that refuse float16: the optimiser
+// steps, whose parameters are float32 master weights.
+func operands32(op string, ts ...*tensor.Tensor) device.Device {
+	return operandsOf(op, false, ts...)
 }
 
 func operandsOf(op string, half bool, ts ...*tensor.Tensor) device.Device {
@@ -28,7 +30,7 @@ func operandsOf(op string, half bool, ts ...*tensor.Tensor) device.Device {
 			tensor.Panicf(op, tensor.ErrReleased, "operand %d (%v %v) was released", i, t.Shape(), t.DType())
 		}
 		if t.DType() == device.Float16 && !half {
-			tensor.Panicf(op, tensor.ErrDType, "operand %d (%v) is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, t.Shape(), op)
+			tensor.Panicf(op, tensor.ErrDType, "operand %d (%v) is float16, which %s does not take (it updates float32 master weights); convert it with ops.Cast(x, device.Float32)", i, t.Shape(), op)
 		}
 	}
 	dev := ts[0].Device()
@@ -40,12 +42,11 @@ func operandsOf(op string, half bool, ts ...*tensor.Tensor) device.Device {
 	return dev
 }
 
-// floats checks that ts share one floating-point dtype, not float16, and
-// returns it.
-func floats(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, false, ts...) }
+// floats checks that ts share one floating-point dtype and returns it.
+func floats(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, true, ts...) }
 
-// halfFloats is floats that accepts float16 too.
-func halfFloats(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, true, ts...) }
+// floats32 is floats refusing float16.
+func floats32(op string, ts ...*tensor.Tensor) device.DType { return floatsOf(op, false, ts...) }
 
 func floatsOf(op string, half bool, ts ...*tensor.Tensor) device.DType {
 	dt := ts[0].DType()
@@ -54,7 +55,7 @@ func floatsOf(op string, half bool, ts ...*tensor.Tensor) device.DType {
 			tensor.Panicf(op, tensor.ErrDType, "operand %d is %v; want float32 or float64", i, t.DType())
 		}
 		if t.DType() == device.Float16 && !half {
-			tensor.Panicf(op, tensor.ErrDType, "operand %d is float16, a storage format that %s does not take; convert it with ops.Cast(x, device.Float32)", i, op)
+			tensor.Panicf(op, tensor.ErrDType, "operand %d is float16, which %s does not take (it updates float32 master weights); convert it with ops.Cast(x, device.Float32)", i, op)
 		}
 		if t.DType() != dt {
 			tensor.Panicf(op, tensor.ErrDType, "operand 0 is %v but operand %d is %v", dt, i, t.DType())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -62,6 +63,17 @@ func ClipGradNorm(grads []*tensor.Tensor, maxNorm float64) *tensor.Tensor {
 	}
 	gradients(op, grads)
 	dt := floats(op, grads...)
+	if dt == device.Float16 {
+		// The norm in float32 (float16 overflows past 65504), the
+		// gradients scaled in float16.
+		wide, done := wide32(grads...)
+		defer done()
+		norm := ClipGradNorm(wide, maxNorm)
+		for i, g := range grads {
+			assign(g, Cast(wide[i], device.Float16))
+		}
+		return narrow16(norm)
+	}
 	var sq *tensor.Tensor
 	for _, g := range grads {
 		g2 := Mul(g, g)

@@ -134,6 +134,11 @@ func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, f fu
 func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 	const op = "ops.Conv2d"
 	dev, dt := layerOperands(op, x, w, b)
+	if dt == device.Float16 {
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(Conv2d(in[0], in[1], in[2], win))
+	}
 	p := planConv(op, x, w, b, win)
 	out, ok := output(dev, dt, p.out, x, w)
 	if ok && out.Len() > 0 {
@@ -172,6 +177,12 @@ func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.T
 func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.Conv2dBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
+	if dt == device.Float16 {
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = conv2dBackward(in[0], in[1], in[2], in[3], win, wantX)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
 	p := planConv(op, x, w, b, win)
 	sameShape(op, "upstream gradient", g, p.out)
 	okx := true

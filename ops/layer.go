@@ -37,6 +37,11 @@ func layerOperands(op string, x, w, b *tensor.Tensor, more ...*tensor.Tensor) (d
 func Linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Linear"
 	dev, dt := layerOperands(op, x, w, b)
+	if dt == device.Float16 {
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(Linear(in[0], in[1], in[2]))
+	}
 	rows, in, out := linearShape(op, x, w, b)
 	shape := append(x.Shape()[:x.Rank()-1], out)
 	y, ok := output(dev, dt, shape, x, w)
@@ -62,6 +67,12 @@ func LinearBackward(x, w, b, g *tensor.Tensor) (gx, gw, gb *tensor.Tensor) {
 func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.LinearBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
+	if dt == device.Float16 {
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = linearBackward(in[0], in[1], in[2], in[3], wantX)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
 	rows, in, out := linearShape(op, x, w, b)
 	sameShape(op, "upstream gradient", g, append(x.Shape()[:x.Rank()-1], out))
 	if wantX {

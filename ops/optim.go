@@ -32,8 +32,8 @@ func b2i(b bool) int {
 // without momentum, an Adam step number below 1) panic.
 func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
 	const name = "ops.Step"
-	dev := operands(name, append([]*tensor.Tensor{param, grad}, state...)...)
-	floats(name, append([]*tensor.Tensor{param, grad}, state...)...)
+	dev := operands32(name, append([]*tensor.Tensor{param, grad}, state...)...)
+	floats32(name, append([]*tensor.Tensor{param, grad}, state...)...)
 	for i, t := range append([]*tensor.Tensor{grad}, state...) {
 		sameShape(name, map[bool]string{true: "gradient", false: "state"}[i == 0], t, param.Shape())
 		if t.Buffer() != nil && t.Buffer() == param.Buffer() {

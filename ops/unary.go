@@ -10,8 +10,8 @@ import (
 // Every unary op maps NaN to NaN, and its gradient at NaN is NaN.
 
 func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tensor.Tensor {
-	dev := halfOperands(op, x)
-	dt := halfFloats(op, x)
+	dev := operands(op, x)
+	dt := floats(op, x)
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok {
 		dev.Unary(kind, out.Buffer(), x.Buffer(), p...)
@@ -21,8 +21,8 @@ func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tens
 }
 
 func unaryGrad(op string, kind device.UnaryOp, x, g *tensor.Tensor, p ...float64) *tensor.Tensor {
-	dev := halfOperands(op, x, g)
-	dt := halfFloats(op, x, g)
+	dev := operands(op, x, g)
+	dt := floats(op, x, g)
 	sameShape(op, "upstream gradient", g, x.Shape())
 	out, ok := output(dev, dt, x.Shape(), x, g)
 	if ok {

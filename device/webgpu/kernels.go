@@ -85,6 +85,9 @@ func (d *Device) fill(b *buffer, v float64) {
 
 // Axpy sets y += alpha·x.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
+	if d.widen(1, func(b []device.Buffer) { d.Axpy(b[0], b[1], alpha) }, y, x) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o := d.buf(y)
@@ -162,6 +165,13 @@ func contiguous(shape, strides []int) bool {
 	return true
 }
 
+// sameLayout reports whether both operands of l are laid out as the
+// output (no broadcasting), which the binary kernels run natively on
+// float16.
+func sameLayout(l device.Broadcast) bool {
+	return contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
+}
+
 // broadcastParams packs n, rank, shape and both operands' strides.
 func broadcastParams(l device.Broadcast) []uint32 {
 	p := make([]uint32, 26)
@@ -176,12 +186,8 @@ func broadcastParams(l device.Broadcast) []uint32 {
 // grad, over operands of one shape as vec4s where possible, else with
 // broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
-	same := contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
+	same := sameLayout(l)
 	half := out.dt == device.Float16
-	if half && !same {
-		d.fail(fmt.Errorf("webgpu: kernel binary/%s: float16 operands must have one shape", op))
-		return
-	}
 	vec, n := false, out.n
 	params := broadcastParams(l)
 	if same {
@@ -203,6 +209,9 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
+	if !sameLayout(l) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.binary(op, -1, d.buf(dst), l, d.buf(a), d.buf(b))
@@ -210,6 +219,9 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
+	if !sameLayout(l) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.binary(op, wrt, d.buf(dst), l, d.buf(a), d.buf(b), d.buf(g))
@@ -265,6 +277,9 @@ const (
 
 // Reduce reduces x over axes into dst.
 func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
+	if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	kept, red := coalesce(shape, axes)
@@ -484,6 +499,9 @@ func flags(read, written int) []bool {
 
 // Softmax sets dst to the (log-)softmax of x along axis.
 func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+	if d.widen(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.softmax(log, false, d.buf(dst), shape, axis, d.buf(x))
@@ -491,6 +509,9 @@ func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) 
 
 // SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
 func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
+	if d.widen(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.softmax(log, true, d.buf(dx), shape, axis, d.buf(y), d.buf(dy))
@@ -498,6 +519,9 @@ func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log
 
 // Gather takes elements (or table rows) as t describes.
 func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
+	if d.widen(1, func(b []device.Buffer) { d.Gather(b[0], b[1], b[2], t) }, dst, x, idx) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.kernel(fmt.Sprintf("gather/table=%v", t.Table), "gather", map[string]any{"Grad": false, "Table": t.Table}, flags(2, 2)...)
@@ -513,6 +537,9 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 // element of dx gathering what it receives: a table row loops over the
 // indices, in chunks of at most maxLoop a dispatch.
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
+	if d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.kernel(fmt.Sprintf("gather_grad/table=%v", t.Table), "gather", map[string]any{"Grad": true, "Table": t.Table}, flags(2, 2)...)
@@ -530,6 +557,9 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 
 // CopyStrided copies src into dst as s describes.
 func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
+	if d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := s.Len()
@@ -547,6 +577,9 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 
 // SoftmaxCrossEntropy sets the per-row loss.
 func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Buffer, n, c int) {
+	if d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropy(site, b[0], b[1], b[2], n, c) }, loss, logits, labels) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.kernel("softmax_xent", "softmax_xent", nil, false, false, true, true)
@@ -558,6 +591,9 @@ func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Bu
 
 // SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
 func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g device.Buffer, n, c int) {
+	if d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropyGrad(site, b[0], b[1], b[2], b[3], n, c) }, dlogits, logits, labels, g) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.kernel("softmax_xent_grad", "softmax_xent_grad", nil, false, false, false, true, true)
@@ -570,6 +606,9 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 // Window runs a kernel of the window family, one invocation per element
 // of its output.
 func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Window2D) {
+	if d.widen(1, func(b []device.Buffer) { d.Window(op, b[0], b[1], b[2], w) }, dst, x, g) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	oh, ow := w.Out()
@@ -811,7 +850,10 @@ func (d *Device) releaseTextures() {
 func (d *Device) Convert(dst, src device.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	o, s := d.buf(dst), d.buf(src)
+	d.convert(d.buf(dst), d.buf(src))
+}
+
+func (d *Device) convert(o, s *buffer) {
 	switch {
 	case o.n == 0:
 	case o.dt == s.dt:
@@ -826,4 +868,54 @@ func (d *Device) Convert(dst, src device.Buffer) {
 	default:
 		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: the device converts between float32 and float16", s.dt, o.dt))
 	}
+}
+
+// widen runs op on float32 stand-ins when any of bufs (the first nOut of
+// them op's outputs) is float16, a storage format the op's kernel family
+// does not read, and reports whether it did: each float16 buffer is
+// converted into a float32 scratch buffer, op runs on those in its place,
+// and the outputs are converted back. (Outputs are converted in too, for
+// kernels that add to what their output holds.) op takes the device's
+// lock itself.
+func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.Buffer) bool {
+	wide := slices.Clone(bufs)
+	half := false
+	for i, b := range bufs {
+		if b != nil && d.buf(b).dt == device.Float16 {
+			half = true
+			wide[i] = nil
+		}
+	}
+	if !half {
+		return false
+	}
+	d.mu.Lock()
+	for i, b := range bufs {
+		if wide[i] != nil || b == nil {
+			continue
+		}
+		h := d.buf(b)
+		w, err := d.alloc(device.Float32, h.n)
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: widening a float16 operand of %d elements to float32: %v", h.n, err))
+			d.mu.Unlock()
+			return true
+		}
+		d.convert(w, h)
+		wide[i] = w
+	}
+	d.mu.Unlock()
+	op(wide)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, b := range bufs {
+		if b == nil || wide[i] == b {
+			continue
+		}
+		if i < nOut {
+			d.convert(d.buf(b), d.buf(wide[i]))
+		}
+		d.free(d.buf(wide[i]))
+	}
+	return true
 }

@@ -98,6 +98,9 @@ func class(s device.GEMM) string {
 // MatMul computes the batch of products with the kernel chosen for the
 // adapter and shape.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
+	if d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
