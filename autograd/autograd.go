@@ -60,6 +60,23 @@ func (v *Var) ZeroGrad() {
 	v.grad = nil
 }
 
+// ScaleGrad multiplies the accumulated gradient, if any, by f (a loss
+// scaler's unscaling, say).
+func (v *Var) ScaleGrad(f float64) {
+	if v.grad == nil {
+		return
+	}
+	k, err := tensor.Scalar(v.grad.Device(), v.grad.DType(), f)
+	if err != nil {
+		v.grad.SetErr(err)
+		return
+	}
+	g := ops.Mul(v.grad, k)
+	k.Release()
+	v.grad.Release()
+	v.grad = g
+}
+
 // Retain keeps the variable's value alive through Backward (an
 // intermediate a caller wants to read afterwards). It returns v.
 func (v *Var) Retain() *Var {

@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/extensor/extensor/ops"
+import (
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+)
 
 // The ops of the table as functions of variables, each a line over Apply:
 // see package ops for their conventions.
@@ -63,6 +66,10 @@ func Reshape(x *Var, shape ...int) *Var { return Apply("reshape", ops.Attrs{Shap
 func Flatten(x *Var, start, end int) *Var {
 	return Apply("flatten", ops.Attrs{Start: start, Stop: end}, x)
 }
+
+// Cast returns x converted to dtype dt (float32 ⇄ float16); its gradient
+// is the upstream one cast back to x's dtype.
+func Cast(x *Var, dt device.DType) *Var { return Apply("cast", ops.Attrs{DType: dt}, x) }
 
 // Linear returns x·Wᵀ + b (b may be nil).
 func Linear(x, w, b *Var) *Var {

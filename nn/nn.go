@@ -53,7 +53,20 @@ func Linear(dev device.Device, dt device.DType, in, out int, seed uint64) (*Line
 }
 
 // Forward returns x·Wᵀ + b.
-func (l *LinearLayer) Forward(x *autograd.Var) *autograd.Var { return autograd.Linear(x, l.W, l.B) }
+// A float16 x (mixed precision) computes with float16 copies of W and b.
+func (l *LinearLayer) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.Linear(x, like(l.W, x), like(l.B, x))
+}
+
+// like returns p in x's dtype: a layer given float16 inputs (mixed
+// precision) computes with float16 copies of its float32 parameters,
+// whose gradients come back float32 through the cast.
+func like(p, x *autograd.Var) *autograd.Var {
+	if p == nil || p.Value().DType() == x.Value().DType() {
+		return p
+	}
+	return autograd.Cast(p, x.Value().DType())
+}
 
 // Params returns W and b.
 func (l *LinearLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
@@ -79,9 +92,10 @@ func Conv2d(dev device.Device, dt device.DType, in, out, k int, seed uint64) (*C
 	return &Conv2dLayer{W: w, B: b, Window: ops.Window{Stride: [2]int{1, 1}}}, nil
 }
 
-// Forward convolves x.
+// Forward convolves x. A float16 x (mixed precision) computes with
+// float16 copies of W and b.
 func (c *Conv2dLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Conv2d(x, c.W, c.B, c.Window)
+	return autograd.Conv2d(x, like(c.W, x), like(c.B, x), c.Window)
 }
 
 // Params returns W and b.

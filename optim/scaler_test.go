@@ -1,0 +1,173 @@
+package optim_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/nn"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
+)
+
+// bothDevices returns the CPU device and, where there is one, WebGPU.
+func bothDevices(t *testing.T) []device.Device {
+	devs := []device.Device{cpu.New()}
+	if g := gputest.OrNil(t); g != nil {
+		devs = append(devs, g)
+	}
+	return devs
+}
+
+// TestMixedPrecisionTraining trains a small classifier on separable
+// synthetic data in float32 and in mixed precision (float16 activations
+// and gradients, float32 master weights, dynamic loss scaling) from the
+// same initial weights, on both backends: both learn, and their losses
+// stay within float16's reach of each other.
+func TestMixedPrecisionTraining(t *testing.T) {
+	const n, in, classes, steps = 64, 8, 4, 60
+	rng := rand.New(rand.NewPCG(3, 4))
+	xs := make([]float32, n*in)
+	ys := make([]int32, n)
+	for i := range n {
+		ys[i] = int32(i % classes)
+		for j := range in {
+			xs[i*in+j] = float32(rng.NormFloat64()*0.5) + float32(btoi(j%classes == int(ys[i])))
+		}
+	}
+	for _, dev := range bothDevices(t) {
+		t.Run(dev.Name(), func(t *testing.T) {
+			x := tensor.Must(tensor.FromFloat32(dev, xs, n, in))
+			y := tensor.Must(tensor.FromInt32(dev, ys))
+			train := func(amp bool) (first, last float64, s *optim.Scaler) {
+				l1 := must(nn.Linear(dev, device.Float32, in, 16, 1))
+				l2 := must(nn.Linear(dev, device.Float32, 16, classes, 2))
+				net := nn.Sequential{l1, nn.Relu, l2}
+				opt := optim.Adam(net.Params(), 1e-2)
+				defer opt.Release()
+				s = optim.NewScaler()
+				for i := range steps {
+					input := autograd.Leaf(x, false)
+					if amp {
+						input = autograd.Cast(input, device.Float16)
+					}
+					logits := net.Forward(input)
+					if amp {
+						if logits.Value().DType() != device.Float16 {
+							t.Fatalf("mixed-precision logits are %v; want float16", logits.Value().DType())
+						}
+						logits = autograd.Cast(logits, device.Float32)
+					}
+					loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction)
+					v, err := loss.Value().Float64s()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i == 0 {
+						first = v[0]
+					}
+					last = v[0]
+					if amp {
+						if err := s.ScaleLoss(loss).Backward(); err != nil {
+							t.Fatal(err)
+						}
+						for _, p := range net.Params() {
+							if p.Grad().DType() != device.Float32 {
+								t.Fatalf("master weight gradient is %v; want float32", p.Grad().DType())
+							}
+						}
+						if _, err := s.Step(opt); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						if err := loss.Backward(); err != nil {
+							t.Fatal(err)
+						}
+						opt.Step()
+					}
+					opt.ZeroGrad()
+				}
+				return first, last, s
+			}
+			f32first, f32last, _ := train(false)
+			f16first, f16last, s := train(true)
+			t.Logf("loss float32 %.6f → %.6f, mixed %.6f → %.6f (scale %v, %d skipped)", f32first, f32last, f16first, f16last, s.Scale, s.Skipped())
+			if !(f32last < f32first/2) || !(f16last < f16first/2) {
+				t.Errorf("did not learn: float32 %v → %v, mixed %v → %v", f32first, f32last, f16first, f16last)
+			}
+			if math.Abs(f16last-f32last) > 0.05 {
+				t.Errorf("final losses: mixed %v, float32 %v; want within 0.05", f16last, f32last)
+			}
+		})
+	}
+}
+
+// TestScalerSkipsOverflow checks that a step whose gradients overflow is
+// skipped, the parameters untouched, and the scale backed off; that good
+// steps grow it; and that settings that cannot work panic, naming them.
+func TestScalerSkipsOverflow(t *testing.T) {
+	for _, dev := range bothDevices(t) {
+		t.Run(dev.Name(), func(t *testing.T) {
+			w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3}, 3)), true)
+			opt := optim.SGD([]*autograd.Var{w}, 0.1, device.StepParams{})
+			defer opt.Release()
+			s := &optim.Scaler{Scale: 3e38, Growth: 2, Backoff: 0.5, Interval: 2}
+			loss := autograd.Sum(autograd.Mul(w, w)) // gradient 2w·scale: Inf
+			if err := s.ScaleLoss(loss).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			stepped, err := s.Step(opt)
+			if err != nil || stepped || s.Skipped() != 1 || s.Scale != 1.5e38 {
+				t.Fatalf("overflowing step: stepped %v, err %v, skipped %d, scale %v; want skipped once, scale halved", stepped, err, s.Skipped(), s.Scale)
+			}
+			if got, _ := w.Value().Float32s(); got[0] != 1 || got[2] != 3 {
+				t.Errorf("a skipped step changed the weights: %v", got)
+			}
+			opt.ZeroGrad()
+			s.Scale = 4
+			for range 2 {
+				if err := s.ScaleLoss(autograd.Sum(autograd.Mul(w, w))).Backward(); err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := s.Step(opt); !ok || err != nil {
+					t.Fatalf("good step: %v, %v", ok, err)
+				}
+				opt.ZeroGrad()
+			}
+			if s.Scale != 8 {
+				t.Errorf("after 2 good steps (interval 2) the scale is %v; want 8", s.Scale)
+			}
+			// w − 0.1·2w, twice: the gradients were unscaled.
+			if got, _ := w.Value().Float32s(); math.Abs(float64(got[1])-2*0.8*0.8) > 1e-6 {
+				t.Errorf("weights after two unscaled steps: %v; want 0.64·w", got)
+			}
+			for _, bad := range []*optim.Scaler{{Scale: 0, Growth: 2, Backoff: 0.5, Interval: 1}, {Scale: math.Inf(1), Growth: 2, Backoff: 0.5, Interval: 1}, {Scale: math.NaN(), Growth: 2, Backoff: 0.5, Interval: 1}} {
+				err := tensor.Maybe(func() { bad.ScaleLoss(autograd.Sum(w)) })
+				if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "loss scale") {
+					t.Errorf("scale %v: %v; want ErrArgument naming the loss scale", bad.Scale, err)
+				}
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
