@@ -48,9 +48,12 @@ type Config struct {
 	Limit    int     // train on the first Limit examples only (0: all)
 	Test     int     // test on the first Test examples only (0: all)
 	Progress int     // print progress every Progress steps (0: never)
-	Save     string  // write a checkpoint here after each epoch ("": none)
-	Resume   string  // start from this checkpoint ("": from scratch)
-	Plots    string  // write the metrics log and plots into this directory ("": none)
+	// AMP trains in mixed precision: float16 activations and gradients,
+	// float32 master weights, dynamic loss scaling (optim.Scaler).
+	AMP    bool
+	Save   string // write a checkpoint here after each epoch ("": none)
+	Resume string // start from this checkpoint ("": from scratch)
+	Plots  string // write the metrics log and plots into this directory ("": none)
 	// PlotEvery, if positive, redraws the plots every PlotEvery steps too.
 	PlotEvery int
 	// Snapshot, when set, is a PNG file of the dashboard drawn by the
@@ -85,6 +88,7 @@ func main() {
 	flag.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
 	flag.IntVar(&cfg.Batch, "batch", 64, "batch size")
 	flag.StringVar(&cfg.Opt, "opt", "adam", `optimiser: "adam" or "sgd" (momentum 0.9)`)
+	flag.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 activations and gradients, float32 master weights, dynamic loss scaling")
 	flag.Float64Var(&cfg.LR, "lr", 0, "learning rate (0: 1e-3 for adam, 0.01 for sgd)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	flag.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
@@ -160,6 +164,10 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		return nil, fmt.Errorf("unknown optimiser %q; want adam or sgd", cfg.Opt)
 	}
 	defer opt.Release()
+	var scaler *optim.Scaler
+	if cfg.AMP {
+		scaler = optim.NewScaler()
+	}
 	first := 1
 	if cfg.Resume != "" {
 		if first, err = resume(cfg.Resume, net, opt); err != nil {
@@ -184,8 +192,12 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		defer view.release()
 	}
 	var trainTime time.Duration
+	var stepPeak uint64 // the most device memory training steps held
 	for e := first; e <= cfg.Epochs; e++ {
 		net.Train(true)
+		if r, ok := dev.(interface{ ResetPeak() }); ok {
+			r.ResetPeak() // from here the peak is the training steps'
+		}
 		start := time.Now()
 		bar := report.NewProgress(cfg.Bar, e, steps)
 		var pending []*tensor.Tensor // losses not yet read back
@@ -215,7 +227,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			if b.Err != nil {
 				return nil, b.Err
 			}
-			loss, err := step(net, opt, b.X, b.Y)
+			loss, err := step(net, opt, scaler, b.X, b.Y)
 			b.X.Release()
 			b.Y.Release()
 			if err != nil {
@@ -259,6 +271,9 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			return nil, err
 		}
 		bar.Finish()
+		if peak, ok := peakMemory(dev); ok {
+			stepPeak = max(stepPeak, peak)
+		}
 		trainTime += time.Since(start)
 		ms := time.Since(start).Seconds() * 1e3 / float64(steps)
 		trainAcc, _, err := accuracy(dev, net, train, cmp.Or(cfg.Test, trainEval))
@@ -285,6 +300,15 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			}
 			if e == cfg.Epochs {
 				view.report(w, trainTime)
+			}
+		}
+		if e == cfg.Epochs {
+			mode := "float32"
+			if scaler != nil {
+				mode = fmt.Sprintf("mixed precision (loss scale %g, %d steps skipped)", scaler.Scale, scaler.Skipped())
+			}
+			if _, ok := peakMemory(dev); ok {
+				fmt.Fprintf(w, "%s: peak device memory of the training steps %.1f MiB, %.1f ms/step\n", mode, float64(stepPeak)/(1<<20), trainTime.Seconds()*1e3/float64(steps*(cfg.Epochs-first+1)))
 			}
 		}
 		if e == cfg.Epochs && cfg.Plots != "" {
@@ -420,14 +444,42 @@ func or(v, def float64) float64 {
 }
 
 // step runs one training step on a batch and returns its loss (0-D).
-func step(net nn.Sequential, opt *optim.Optimizer, x, y *tensor.Tensor) (*tensor.Tensor, error) {
-	loss := autograd.CrossEntropy(net.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
-	if err := loss.Backward(); err != nil {
+// With a scaler it runs in mixed precision: the batch cast to float16
+// (the layers then compute with float16 copies of their weights), the
+// logits cast back to float32 for the loss, the loss scaled.
+func step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+	in := autograd.Leaf(x, false)
+	if scaler == nil {
+		loss := autograd.CrossEntropy(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
+		if err := loss.Backward(); err != nil {
+			return nil, err
+		}
+		opt.Step()
+		opt.ZeroGrad()
+		return loss.Value(), nil
+	}
+	logits := autograd.Cast(net.Forward(autograd.Cast(in, device.Float16)), device.Float32)
+	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
+	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
 		return nil, err
 	}
-	opt.Step()
+	if _, err := scaler.Step(opt); err != nil {
+		return nil, err
+	}
 	opt.ZeroGrad()
 	return loss.Value(), nil
+}
+
+// peakMemory returns the most device memory the device has held, in
+// bytes, where it tells.
+func peakMemory(dev device.Device) (uint64, bool) {
+	switch d := dev.(type) {
+	case device.Pooler:
+		return d.PoolStats().BytesPeak, true
+	case interface{ MemoryPeak() int64 }:
+		return uint64(d.MemoryPeak()), true
+	}
+	return 0, false
 }
 
 // accuracy returns the share of the first limit (0: all) examples of set

@@ -99,6 +99,29 @@ func TestShortTraining(t *testing.T) {
 	}
 }
 
+// TestShortMixedPrecision trains 20 steps with -amp on WebGPU: the loss
+// falls, the accuracy rises above chance by far, and the output reports
+// the mode's peak memory and step time.
+func TestShortMixedPrecision(t *testing.T) {
+	gputest.Open(t)
+	var out bytes.Buffer
+	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, AMP: true}
+	epochs, err := Train(cfg, &out)
+	t.Log(out.String())
+	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
+		t.Skipf("no Fashion-MNIST data: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := epochs[0].TestAcc; acc < 0.5 {
+		t.Errorf("mixed-precision test accuracy after 20 steps: %.1f%%; want ≥ 50%%", 100*acc)
+	}
+	if want := "mixed precision (loss scale"; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "peak device memory") {
+		t.Errorf("output lacks %q and the peak memory", want)
+	}
+}
+
 func TestUnknownOptimiser(t *testing.T) {
 	_, err := Train(Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Opt: "lbfgs"}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `unknown optimiser "lbfgs"`) {
