@@ -898,6 +898,11 @@ func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.B
 		w, err := d.alloc(device.Float32, h.n)
 		if err != nil {
 			d.fail(fmt.Errorf("webgpu: widening a float16 operand of %d elements to float32: %v", h.n, err))
+			for j := range i { // the stand-ins made so far
+				if wide[j] != nil && wide[j] != bufs[j] {
+					d.free(d.buf(wide[j]))
+				}
+			}
 			d.mu.Unlock()
 			return true
 		}
