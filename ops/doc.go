@@ -38,9 +38,12 @@
 // bounds).
 //
 // float16 tensors are storage: Cast converts to and from them, bit for
-// bit the same on every device; the unary ops, and the binary arithmetic
-// ops on operands of one shape, take them, computing in float32 and
-// storing float16; the other ops refuse them with an ErrDType saying so.
+// bit the same on every device. Every op but the optimiser steps takes
+// them (all its floating-point operands float16), computing in float32
+// and storing float16; ops built of other ops (Linear, Conv2d,
+// ClipGradNorm) compute on float32 copies and round once. The optimiser
+// steps, which update float32 master weights, refuse them with an
+// ErrDType saying so.
 //
 // Losses reduce by MeanReduction (the zero value), SumReduction or
 // NoReduction.

@@ -4,7 +4,8 @@
 // them, and learning-rate schedules. Each step runs one fused WGSL kernel
 // per parameter tensor (ops.Step), reading the parameter, its gradient
 // and its state and writing them in place; the state lives on the
-// parameter's device.
+// parameter's device. Scaler adds dynamic loss scaling for
+// mixed-precision training.
 package optim
 
 import (

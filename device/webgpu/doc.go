@@ -22,6 +22,9 @@
 //     variant timed once per shape class (see EnvMatMul and MatMulKernel);
 //   - records each batch's dispatches into one compute pass, with bind
 //     groups cached by kernel and buffers;
+//   - reads and writes float16 natively in the unary and same-shape binary
+//     kernels; every other kernel family runs on float32 stand-ins of its
+//     float16 buffers, converted in and back (widen);
 //   - keeps a size-bucketed buffer pool; a freed buffer is reused at once,
 //     even by work in the same batch as its last use (the queue runs in
 //     order, and a host write first submits the open batch);
