@@ -315,10 +315,16 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		return
 	}
 	if k == 0 {
-		for i := s.OffDst; i < s.OffDst+s.Batch*m*n; i++ {
-			o.set(i, 0)
+		if !s.Accumulate {
+			for i := s.OffDst; i < s.OffDst+s.Batch*m*n; i++ {
+				o.set(i, 0)
+			}
 		}
 		return
+	}
+	beta := 0.0 // what the products are added to: 0, or 1 × dst
+	if s.Accumulate {
+		beta = 1
 	}
 	ta, tb := blas.NoTrans, blas.NoTrans
 	ar, ac := m, k
@@ -340,18 +346,21 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 			blas64.Gemm(ta, tb, 1,
 				blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f64[oa : oa+m*k]},
 				blas64.General{Rows: br, Cols: bc, Stride: bc, Data: y.f64[ob : ob+k*n]},
-				0, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64[oo : oo+m*n]})
+				beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64[oo : oo+m*n]})
 		case device.Float32:
 			blas32.Gemm(ta, tb, 1,
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32[oa : oa+m*k]},
 				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32[ob : ob+k*n]},
-				0, blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
+				float32(beta), blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
 		case device.Float16: // computed in float32, stored float16
 			c := make([]float32, m*n)
+			if s.Accumulate {
+				c = widen(o, oo, m*n)
+			}
 			blas32.Gemm(ta, tb, 1,
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: widen(x, oa, m*k)},
 				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: widen(y, ob, k*n)},
-				0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+				float32(beta), blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
 			for i, v := range c {
 				o.set(oo+i, float64(v))
 			}

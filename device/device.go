@@ -375,13 +375,15 @@ type Take struct {
 // OffB + i·StrideB of b. A stride of 0 uses one matrix for the whole
 // batch. op(A_i) is M×K: A_i is stored K×M when TransA is set; op(B_i) is
 // K×N: B_i is stored N×K when TransB is set. Every matrix is row-major
-// and contiguous.
+// and contiguous. With Accumulate the products are added to what dst
+// holds (BLAS's β = 1), in float32 before a float16 dst rounds them.
 type GEMM struct {
 	Batch, M, K, N     int
 	TransA, TransB     bool
 	StrideA, StrideB   int
 	CycleA             int
 	OffA, OffB, OffDst int
+	Accumulate         bool
 }
 
 // WindowOp names a kernel of the window family (Device.Window): the

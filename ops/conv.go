@@ -89,9 +89,12 @@ func planConv(op string, x, w, b *tensor.Tensor, win Window) conv {
 	return p
 }
 
-// colsBudget bounds the elements of one chunk's im2col matrix, so that
-// the columns of a large batch never outgrow a binding.
-const colsBudget = 1 << 24
+// colsBudget bounds the elements of one chunk's im2col matrix (8 MiB of
+// float32), so that the columns of a large batch never outgrow a binding
+// nor dominate the memory of a training step: at batch 256, the CNN of
+// examples/cnn peaked at 134.5 MiB with chunks of 2²⁴ elements, 87.5 MiB
+// with these.
+const colsBudget = 1 << 21
 
 // columns calls f, for each run of images n0… (nb of them) whose
 // columns fit colsBudget, with their im2col matrix, released after f. It
@@ -130,22 +133,30 @@ func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, f fu
 // WGSL measured on lavapipe (about 16 GFLOP/s), and on the 64→64, 56×56
 // convolution the copy takes about 30% of the product's time, so that
 // forward and backward reach about 0.7 of the matmul's GFLOP/s (see make
-// bench). Large batches run in chunks of bounded column memory.
+// bench). Large batches run in chunks of bounded column memory. The
+// products add to the bias, copied into every pixel first, so that a
+// float16 result (computed in float32) is rounded once.
 func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 	const op = "ops.Conv2d"
 	dev, dt := layerOperands(op, x, w, b)
-	if dt == device.Float16 {
-		in, done := wide32(x, w, b)
-		defer done()
-		return narrow16(Conv2d(in[0], in[1], in[2], win))
-	}
 	p := planConv(op, x, w, b, win)
-	out, ok := output(dev, dt, p.out, x, w)
+	deps := []*tensor.Tensor{x, w}
+	if b != nil {
+		deps = append(deps, b)
+	}
+	out, ok := output(dev, dt, p.out, deps...)
 	if ok && out.Len() > 0 {
+		if b != nil {
+			// The bias in every pixel, to which the products add (in
+			// float32, so that a float16 result is rounded once).
+			dev.CopyStrided(out.Buffer(), b.Buffer(), device.Strided{Shape: []int{p.g.N, p.cout, p.hw},
+				SrcStrides: []int{0, 1, 0}, DstStrides: []int{p.cout * p.hw, p.hw, 1}})
+			keep(out, b)
+		}
 		failed := p.columns(dev, dt, x, func(n0, nb int, cols *tensor.Tensor) error {
-			// out[n, g] = W_g · cols[n, g] for every image and group.
+			// out[n, g] (+)= W_g · cols[n, g] for every image and group.
 			dev.MatMul(out.Buffer(), w.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.cg * p.kk, N: p.hw,
-				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.cg * p.kk * p.hw, OffDst: n0 * p.cout * p.hw})
+				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.cg * p.kk * p.hw, OffDst: n0 * p.cout * p.hw, Accumulate: b != nil})
 			keep(out, w, cols)
 			return nil
 		})
@@ -154,14 +165,7 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 			out = tensor.Failed(dev, dt, failed, p.out...)
 		}
 	}
-	if b == nil {
-		return out
-	}
-	b4 := b.Reshape(1, p.cout, 1, 1)
-	ob := Add(out, b4)
-	b4.Release()
-	out.Release()
-	return ob
+	return out
 }
 
 // Conv2dBackward returns the gradients of Conv2d for the upstream
@@ -177,12 +181,6 @@ func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.T
 func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.Conv2dBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
-	if dt == device.Float16 {
-		in, done := wide32(x, w, b, g)
-		defer done()
-		gx, gw, gb = conv2dBackward(in[0], in[1], in[2], in[3], win, wantX)
-		return narrow16(gx), narrow16(gw), narrow16(gb)
-	}
 	p := planConv(op, x, w, b, win)
 	sameShape(op, "upstream gradient", g, p.out)
 	okx := true

@@ -163,3 +163,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
 {{- end}}
+
+{{- define "matmul_out"}}
+{{- if .Half}}
+// out holds float16, two to a word, and a word may hold the elements of
+// two invocations: each reads and writes its half with atomics.
+@group(0) @binding(3) var<storage, read_write> out: array<atomic<u32>>;
+
+fn out_at(i: u32) -> f32 {
+    return unpack2x16float(atomicLoad(&out[i >> 1u]))[i & 1u];
+}
+
+fn set_out(i: u32, v: f32) {
+    let shift = (i & 1u) * 16u;
+    atomicAnd(&out[i >> 1u], ~(0xffffu << shift));
+    atomicOr(&out[i >> 1u], (pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu) << shift);
+}
+{{- else}}
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+fn out_at(i: u32) -> f32 {
+    return out[i];
+}
+
+fn set_out(i: u32, v: f32) {
+    out[i] = v;
+}
+{{- end}}
+{{- end}}
+
+{{- define "at"}}
+// Element i of {{.Name}}{{if .Half}}: float16, two to a word{{end}}.
+fn {{.Name}}_at(i: u32) -> f32 {
+{{- if .Half}}
+    return unpack2x16float({{.Name}}[i >> 1u])[i & 1u];
+{{- else}}
+    return {{.Name}}[i];
+{{- end}}
+}
+{{- end}}

@@ -7,10 +7,18 @@
 // (lavapipe silently ends a loop after about 32768 iterations). Matrix
 // z = p[6] + gid.z of a batch starts at p[10] + (z, or z mod p[9] if
 // p[9] > 0)·p[7] in a, p[11] + z·p[8] in b (in the arrays' elements) and
-// p[12] + z·M·N in out.
-@group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else}}f32{{end}}>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// p[12] + z·M·N in out; p[13] ≠ 0 adds to out always.
+// a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
+// float16, two to a word{{end}}.
+@group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
+{{template "matmul_out" .}}
+{{- if not .VecA}}
+{{template "at" dict "Name" "a" "Half" .HalfA}}
+{{- end}}
+{{- if not .VecB}}
+{{template "at" dict "Name" "b" "Half" .HalfB}}
+{{- end}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -57,7 +65,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- else}}
 {{- range $i := seq .TM}}
-        let a{{$i}} = a[za + {{if $.TransA}}k * M + r{{$i}}{{else}}r{{$i}} * K + k{{end}}];
+        let a{{$i}} = a_at(za + {{if $.TransA}}k * M + r{{$i}}{{else}}r{{$i}} * K + k{{end}});
 {{- end}}
 {{- end}}
 {{- if .VecB}}
@@ -66,7 +74,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- else}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b[zb + {{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}]{{end}});
+        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b_at(zb + {{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}){{end}});
 {{- end}}
 {{- end}}
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
@@ -78,7 +86,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
-            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], p[4] != 0u) + acc{{$i}}_{{$j}}[{{$c}}];
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), p[4] != 0u || p[13] != 0u) + acc{{$i}}_{{$j}}[{{$c}}]);
         }
 {{- end}}{{end}}
     }

@@ -18,14 +18,16 @@
 // 4q…4q+3 at depth k, zeros past the wide count. p[0] = wide count W,
 // p[1] = depth K, p[2] = offset, p[3] = stride along the wide axis,
 // p[4] = stride along depth (in src's elements), p[5] = texels a row.
-@group(0) @binding(1) var<storage, read> src: array<f32>;
+// src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
+@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}f32{{end}}>;
+{{template "at" dict "Name" "src" "Half" .Half}}
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 
 fn entry(w: u32, k: u32) -> f32 {
     if (w >= p[0]) {
         return 0.0;
     }
-    return src[p[2] + w * p[3] + k * p[4]];
+    return src_at(p[2] + w * p[3] + k * p[4]);
 }
 
 {{template "main_1d_count" "p[5] * p[1]"}}
@@ -42,10 +44,10 @@ fn entry(w: u32, k: u32) -> f32 {
 // products (texel loads are far cheaper than storage loads on llvmpipe).
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
 // dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0;
-// p[6] = the output's offset.
+// p[6] = the output's offset; p[7] ≠ 0 adds to out always.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+{{template "matmul_out" .}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -77,7 +79,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let o{{$i}} = p[6] + (row0 + {{$i}}u) * N + col0;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
-            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], p[4] != 0u) + acc{{$i}}_{{$j}}[{{$c}}];
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), p[4] != 0u || p[7] != 0u) + acc{{$i}}_{{$j}}[{{$c}}]);
         }
 {{- end}}{{end}}
     }

@@ -9,7 +9,8 @@
 // p[3] = first row of this dispatch; the dispatch sums the terms k in
 // [p[4], p[5]), adding to out unless p[4] = 0. Matrix z = p[6] + wid.z of
 // a batch starts at p[10] + (z, or z mod p[9] if p[9] > 0)·p[7] in a,
-// p[11] + z·p[8] in b and p[12] + z·M·N in out.
+// p[11] + z·p[8] in b and p[12] + z·M·N in out; p[13] ≠ 0 adds to out
+// always.
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
@@ -58,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     let r0 = row0 + lid.y * {{.TM}}u;
     let c0 = col0 + lid.x * {{.TN}}u;
-    let add = p[4] != 0u;
+    let add = p[4] != 0u || p[13] != 0u;
 {{- range $i := seq .TM}}
     if (r0 + {{$i}}u < M) {
         let o{{$i}} = zo + (r0 + {{$i}}u) * N + c0;

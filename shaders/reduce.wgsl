@@ -7,7 +7,7 @@
 // Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
 // p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
 // p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
-// (strides in x){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
+// (strides in x; x holds float16, two to a word, where Half is set){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
 // here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
 // length p[38] = {{len .Unroll}}·256 vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
@@ -47,7 +47,7 @@ fn argmin_better(v: f32, best: f32) -> bool {
 @group(0) @binding(2) var<storage, read> idxs: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<i32>;
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<{{if .Vec}}vec4<f32>{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> x: array<{{if .Vec}}vec4<f32>{{else if .Half}}u32{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{if .Arg}}i32{{else}}f32{{end}}>;
 {{- if eq .Stage 1}}
 @group(0) @binding(3) var<storage, read_write> vals_out: array<f32>;
@@ -58,12 +58,14 @@ fn argmin_better(v: f32, best: f32) -> bool {
 
 {{template "reduce_offsets"}}
 
+{{template "at" dict "Name" "x" "Half" .Half}}
+
 // at returns the r-th reduced element of output o's slice, starting at base.
 fn at(base: u32, r: u32) -> f32 {
     if (p[3] == 1u) {
-        return x[base + r * p[29]];
+        return x_at(base + r * p[29]);
     }
-    return x[offset(base, r)];
+    return x_at(offset(base, r));
 }
 {{- end}}
 {{if .Vec}}

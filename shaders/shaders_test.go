@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// win is the specialisation of a window kernel with a 2×3 kernel.
-func win(op string) map[string]any {
-	m := map[string]any{"Op": op, "KH": 2, "KW": 3}
+// win is the specialisation of a window kernel with a 2×3 kernel, on
+// float16 storage if half.
+func win(op string, half bool) map[string]any {
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half}
 	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW"} {
 		m[k] = 1
 	}
@@ -29,19 +30,22 @@ func TestSource(t *testing.T) {
 		{"cast", map[string]any{"ToHalf": true}, []string{"fn to_half", "dst[i] = lo | (hi << 16u);"}},
 		{"cast", map[string]any{"ToHalf": false}, []string{"fn from_half", "countLeadingZeros(m)"}},
 		{"draw", map[string]any{"Op": "curve"}, []string{"fn value_at", "fn row_of"}},
-		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8}, []string{"textureLoad(ta, vec2<i32>(qa + 3, i32(k) + 7), 0)", "var acc15_3"}},
+		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8, "Half": false}, []string{"textureLoad(ta, vec2<i32>(qa + 3, i32(k) + 7), 0)", "var acc15_3"}},
+		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8, "Half": true}, []string{"array<atomic<u32>>", "atomicOr(&out[i >> 1u]", "p[4] != 0u || p[7] != 0u"}},
+		{"matmul_tex", map[string]any{"Stage": "pack", "Half": true}, []string{"fn src_at", "unpack2x16float(src[i >> 1u])[i & 1u]"}},
 		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Half": false, "Unroll": 1},
 			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);"}},
 		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Half": false, "Unroll": 4},
 			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<vec4<f32>>", "fn apply4"}},
 		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
 		{"update", map[string]any{"Op": "axpy", "T": "f32"}, []string{"out[i] = out[i] + pf(1u) * x[i];"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
-		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Unroll": []int{0, 1}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": true}, []string{"var<storage, read> x: array<u32>", "unpack2x16float(x[i >> 1u])"}},
+		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "Unroll": []int{0, 1}},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn combine4", "first + 1u * 256u <= last"}},
-		{"reduce", map[string]any{"Op": "argmin", "Arg": true, "Chunks": false, "Vec": false, "Stage": 1}, []string{"vals_out[o] = best;", "argmin_better(v, best)"}},
-		{"reduce", map[string]any{"Op": "argmax", "Arg": true, "Chunks": false, "Vec": false, "Stage": 2}, []string{"out[o] = idxs[o * count + idx];"}},
+		{"reduce", map[string]any{"Op": "argmin", "Arg": true, "Chunks": false, "Vec": false, "Stage": 1, "Half": false}, []string{"vals_out[o] = best;", "argmin_better(v, best)"}},
+		{"reduce", map[string]any{"Op": "argmax", "Arg": true, "Chunks": false, "Vec": false, "Stage": 2, "Half": false}, []string{"out[o] = idxs[o * count + idx];"}},
 		{"softmax", map[string]any{"Log": true, "Grad": true, "Vec": false, "Stage": "apply", "Unroll": 1}, []string{"out[i] = dy[i] - exp(y[i]) * s1[row];", "@binding(3) var<storage, read> s1: array<f32>;", "@binding(4) var<storage, read_write> out"}},
 		{"softmax", map[string]any{"Log": false, "Grad": false, "Vec": true, "Stage": "stats"},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn fold", "s2[i] = 1.0 / acc.y;", "@binding(3) var<storage, read_write> s2: array<f32>;"}},
@@ -52,13 +56,17 @@ func TestSource(t *testing.T) {
 		{"gather", map[string]any{"Grad": false, "Table": true}, []string{"if (e >= p[0] * p[4])", "x[u32(k) * d + j]"}},
 		{"softmax_xent", nil, []string{"fn row_stats"}},
 		{"softmax_xent_grad", nil, []string{"fn row_stats", "dlogits[row + j]"}},
-		{"strided", nil, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
-		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false},
-			[]string{"var acc7_3 = vec4<f32>(0.0);", "b[zb + c15 * K + k]", "a[za + r7 * K + k]", "let z = p[6] + gid.z;"}},
-		{"window", win("im2col"), []string{"fn tap", "out[o + j] = v;"}},
-		{"window", win("max_pool_grad"), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
-		{"window", win("col2im"), []string{"out[p[2] * C * H * W + i] = s;", "const KK = 6u;"}},
-		{"window", win("avg_pool"), []string{"out[i] = s / f32(KK);"}},
+		{"strided", map[string]any{"Half": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
+		{"strided", map[string]any{"Half": true}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false},
+			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * K + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true},
+			[]string{"unpack2x16float(a[i >> 1u])", "array<atomic<u32>>", "let b3 = b[zb + k * (N / 4u) + cb3];"}},
+		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
+		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
+		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
+		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = value(i);", "const KK = 6u;"}},
+		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},
 	} {
 		src, err := Source(c.name, c.data)
 		if err != nil {

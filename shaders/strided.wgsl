@@ -2,12 +2,27 @@
 // of a shape of rank p[1] (p[2..10)): with c the coordinates of i,
 // dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
 // offsets found as broadcasting finds its operands'. The elements are
-// copied as u32 words, so any 4-byte dtype goes.
+// copied as bits: u32 words, so any 4-byte dtype goes{{if .Half}}; here float16
+// halves of words, a word of dst perhaps shared by two invocations, each
+// writing its half with atomics{{end}}.
 @group(0) @binding(1) var<storage, read> src: array<u32>;
+{{- if .Half}}
+@group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
+{{- else}}
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+{{- end}}
 {{template "broadcast_offsets"}}
 
 {{template "main_1d"}}
     let off = broadcast_offsets(i);
+{{- if .Half}}
+    let s = p[26] + off.x;
+    let h = (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+    let d = p[27] + off.y;
+    let shift = (d & 1u) * 16u;
+    atomicAnd(&dst[d >> 1u], ~(0xffffu << shift));
+    atomicOr(&dst[d >> 1u], h << shift);
+{{- else}}
     dst[p[27] + off.y] = src[p[26] + off.x];
+{{- end}}
 }

@@ -1,7 +1,9 @@
 // The window family: sliding windows over NCHW images (convolution's
-// im2col and col2im, max and average pooling and their gradients). One
-// invocation per output element i < p[0], each gathering what it needs,
-// so no two invocations write one element. The kernel is {{.Op}}.
+// im2col and col2im, max and average pooling and their gradients). The
+// kernel is {{.Op}}; value(i) is output element i, gathered from what it
+// needs, so no two invocations write one element: one invocation per
+// output element i < p[0]{{if .Half}}, or here, on float16 storage, one per
+// output word (two elements, p[3] of them in all){{end}}.
 // p[1] = N, p[2] = N0 (first image of x for im2col, of out for col2im).
 // The geometry is specialised into constants, which turns its divisions
 // into multiplications (llvmpipe has no vector integer division). The
@@ -21,16 +23,24 @@ const DW = {{.DW}}u;
 const OH = {{.OH}}u;
 const OW = {{.OW}}u;
 const KK = {{mul .KH .KW}}u;
+{{- $T := "f32"}}{{if .Half}}{{$T = "u32"}}{{end}}
 {{- if eq .Op "max_pool_grad"}}
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> g: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read> g: array<{{$T}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
 {{- else if eq .Op "avg_pool_grad"}}
-@group(0) @binding(1) var<storage, read> g: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> g: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
+{{- end}}
+
+{{- if ne .Op "avg_pool_grad"}}
+{{template "at" dict "Name" "x" "Half" .Half}}
+{{- end}}
+{{- if or (eq .Op "max_pool_grad") (eq .Op "avg_pool_grad")}}
+{{template "at" dict "Name" "g" "Half" .Half}}
 {{- end}}
 
 // The pixel that tap (a, b) of window (oi, oj) reads, as (y, x).
@@ -67,7 +77,7 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
             continue;
         }
         let k = base + u32(q.x) * W + u32(q.y);
-        let v = x[k];
+        let v = x_at(k);
         if (best == 0xffffffffu || (!is_nan(m) && (is_nan(v) || v > m))) {
             best = k;
             m = v;
@@ -77,10 +87,82 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
 }
 {{- end}}
 
-{{template "main_1d"}}
+// Output element i (of image N0 onwards for col2im).
+fn value(i: u32) -> f32 {
 {{- if eq .Op "im2col"}}
-    // out (N, C·KH·KW, OH·OW); invocation i writes the OW columns of row
-    // i (a window row's tap), stepping through x by SW.
+    // out (N, C·KH·KW, OH·OW): row r is window row oi's tap t.
+    let r = i / OW;
+    let oi = r % OH;
+    let t = (r / OH) % KK;
+    let nc = r / (OH * KK);
+    let q = tap(oi, i % OW, t / KW, t % KW);
+    if (!inside(q)) {
+        return 0.0;
+    }
+    return x_at(((p[2] * C + nc) * H + u32(q.x)) * W + u32(q.y));
+{{- else if or (eq .Op "max_pool") (eq .Op "avg_pool")}}
+    // out (N, C, OH, OW)
+    let oj = i % OW;
+    let oi = (i / OW) % OH;
+    let base = (i / (OW * OH)) * H * W;
+{{- if eq .Op "max_pool"}}
+    return x_at(arg_max(base, oi, oj));
+{{- else}}
+    var s = 0.0;
+    for (var t = 0u; t < KK; t++) {
+        let q = tap(oi, oj, t / KW, t % KW);
+        if (inside(q)) {
+            s += x_at(base + u32(q.x) * W + u32(q.y));
+        }
+    }
+    return s / f32(KK);
+{{- end}}
+{{- else}}
+    // out (N, C, H, W): a sum over the windows holding the pixel
+    let xx = i % W;
+    let y = (i / W) % H;
+    let nc = i / (W * H);
+    var s = 0.0;
+    for (var t = 0u; t < KK; t++) {
+        let a = t / KW;
+        let b = t % KW;
+        let w = window_of(y, xx, a, b);
+        if (w.z == 0) {
+            continue;
+        }
+        let win = (nc * OH + u32(w.x)) * OW + u32(w.y);
+{{- if eq .Op "col2im"}}
+        s += x_at((nc * KK + t) * OH * OW + u32(w.x) * OW + u32(w.y));
+{{- else if eq .Op "avg_pool_grad"}}
+        s += g_at(win) / f32(KK);
+{{- else}}
+        let base = nc * H * W;
+        if (arg_max(base, u32(w.x), u32(w.y)) == i) {
+            s += g_at(win);
+        }
+{{- end}}
+    }
+    return s;
+{{- end}}
+}
+
+// Where this dispatch's output starts in out, in elements.
+fn first() -> u32 {
+    return {{if eq .Op "col2im"}}p[2] * C * H * W{{else}}0u{{end}};
+}
+
+{{template "main_1d"}}
+{{- if .Half}}
+    // Output word i: elements 2i and 2i + 1 (the second, past the end,
+    // is the word's padding); first() is even.
+    let e = 2u * i;
+    var hi = 0.0;
+    if (e + 1u < p[3]) {
+        hi = value(e + 1u);
+    }
+    out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));
+{{- else if eq .Op "im2col"}}
+    // A row of OW outputs an invocation, stepping through x by SW.
     let oi = i % OH;
     let t = (i / OH) % KK;
     let nc = i / (OH * KK);
@@ -101,52 +183,7 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
         }
         out[o + j] = v;
     }
-{{- else if or (eq .Op "max_pool") (eq .Op "avg_pool")}}
-    // out (N, C, OH, OW)
-    let oj = i % OW;
-    let oi = (i / OW) % OH;
-    let base = (i / (OW * OH)) * H * W;
-{{- if eq .Op "max_pool"}}
-    out[i] = x[arg_max(base, oi, oj)];
 {{- else}}
-    var s = 0.0;
-    for (var t = 0u; t < KK; t++) {
-        let q = tap(oi, oj, t / KW, t % KW);
-        if (inside(q)) {
-            s += x[base + u32(q.x) * W + u32(q.y)];
-        }
-    }
-    out[i] = s / f32(KK);
-{{- end}}
-{{- else}}
-    // out (N, C, H, W){{if eq .Op "col2im"}}, from image N0{{end}}: a sum over the windows holding the pixel
-    let xx = i % W;
-    let y = (i / W) % H;
-    let nc = i / (W * H);
-    var s = 0.0;
-    for (var t = 0u; t < KK; t++) {
-        let a = t / KW;
-        let b = t % KW;
-        let w = window_of(y, xx, a, b);
-        if (w.z == 0) {
-            continue;
-        }
-        let win = (nc * OH + u32(w.x)) * OW + u32(w.y);
-{{- if eq .Op "col2im"}}
-        s += x[(nc * KK + t) * OH * OW + u32(w.x) * OW + u32(w.y)];
-{{- else if eq .Op "avg_pool_grad"}}
-        s += g[win] / f32(KK);
-{{- else}}
-        let base = nc * H * W;
-        if (arg_max(base, u32(w.x), u32(w.y)) == i) {
-            s += g[win];
-        }
-{{- end}}
-    }
-{{- if eq .Op "col2im"}}
-    out[p[2] * C * H * W + i] = s;
-{{- else}}
-    out[i] = s;
-{{- end}}
+    out[first() + i] = value(i);
 {{- end}}
 }

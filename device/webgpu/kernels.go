@@ -276,8 +276,16 @@ const (
 )
 
 // Reduce reduces x over axes into dst.
+//
+// The sums, means, maxima and minima read float16 x as it is, into a
+// float32 stand-in for a float16 dst; argmax and argmin read a float32
+// stand-in of it.
 func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
-	if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
+	if op == device.ArgMax || op == device.ArgMin {
+		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
+			return
+		}
+	} else if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
 		return
 	}
 	d.mu.Lock()
@@ -332,19 +340,24 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	p := reduceParams(nOut, r, kept, red, scale)
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0}
+	half := in.dt == device.Float16
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half}
+	suffix := ""
+	if half {
+		suffix = "/half"
+	}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output.
 	if r <= 1024 || (nOut >= 8192 && r <= maxLoop) {
-		d.run(d.kernel("reduce/"+op.String(), "reduce", spec, false, true), groupsOf(nOut, 256), p[:37], in, o)
+		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p[:37], in, o)
 		return
 	}
 	// Long rows: each chunk of chunkLen elements reduced into 256 partial
 	// results, which the next pass reduces in turn. Contiguous rows of
 	// vec4s go faster, vecUnroll vec4s per invocation.
 	spec["Chunks"] = true
-	name, length, r4 := "reduce_chunks/"+op.String(), chunkLen, r
-	if len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
+	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkLen, r
+	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
 		spec["Vec"], spec["Unroll"] = true, make([]int, vecUnroll)
 		for i := range vecUnroll {
 			spec["Unroll"].([]int)[i] = i
@@ -387,7 +400,7 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
 	spec := func(stage int) map[string]any {
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage}
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false}
 	}
 	name := op.String()
 	if r <= maxLoop {
@@ -557,7 +570,8 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 
 // CopyStrided copies src into dst as s describes.
 func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
-	if d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
+	half := d.buf(dst).dt == device.Float16
+	if half != (d.buf(src).dt == device.Float16) && d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
 		return
 	}
 	d.mu.Lock()
@@ -571,7 +585,7 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	for k := range s.Shape {
 		p[2+k], p[10+k], p[18+k] = uint32(s.Shape[k]), uint32(s.SrcStrides[k]), uint32(s.DstStrides[k])
 	}
-	k := d.kernel("strided", "strided", nil, false, true)
+	k := d.kernel(fmt.Sprintf("strided/half=%v", half), "strided", map[string]any{"Half": half}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
@@ -605,8 +619,14 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 
 // Window runs a kernel of the window family, one invocation per element
 // of its output.
+//
+// On float16 tensors the kernels read and write float16 (an invocation a
+// word of output) unless col2im starts writing mid-word, where they run
+// on float32 stand-ins.
 func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Window2D) {
-	if d.widen(1, func(b []device.Buffer) { d.Window(op, b[0], b[1], b[2], w) }, dst, x, g) {
+	half := d.buf(dst).dt == device.Float16
+	if half && op == device.Col2Im && w.N0*w.C*w.H*w.W%2 != 0 &&
+		d.widen(1, func(b []device.Buffer) { d.Window(op, b[0], b[1], b[2], w) }, dst, x, g) {
 		return
 	}
 	d.mu.Lock()
@@ -633,13 +653,23 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
 	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow}
-	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW)
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half}
+	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half)
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
+	if half {
+		loop = max(loop, kk) // an element of im2col at a time
+	}
 	if !d.rowLimit(k, loop) {
 		return
 	}
-	d.run(k, groupsOf(n, 256), []uint32{uint32(n), uint32(w.N), uint32(w.N0)}, append(in, d.buf(dst))...)
+	items := n
+	if half {
+		if op == device.Im2Col {
+			n *= ow // elements, not rows
+		}
+		items = groupsOf(n, 2) // words
+	}
+	d.run(k, groupsOf(items, 256), []uint32{uint32(items), uint32(w.N), uint32(w.N0), uint32(n)}, append(in, d.buf(dst))...)
 }
 
 // Step runs one fused optimiser step: one dispatch reading the gradient
@@ -727,10 +757,15 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	}
 	m, k, n := s.M, s.K, s.N
 	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
-	pack := d.kernelOf("matmul_tex/pack", "matmul_tex", map[string]any{"Stage": "pack"}, storageRO, textureOut)
-	mul := d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d", texTM, texTN), "matmul_tex", map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU},
+	packer := func(b *buffer) *kernel {
+		half := b.dt == device.Float16
+		return d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v", half), "matmul_tex", map[string]any{"Stage": "pack", "Half": half}, storageRO, textureOut)
+	}
+	packA, packB := packer(x), packer(y)
+	half := o.dt == device.Float16
+	mul := d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v", texTM, texTN, half), "matmul_tex", map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU, "Half": half},
 		textureIn, textureIn, storageRW)
-	if pack == nil || mul == nil {
+	if packA == nil || packB == nil || mul == nil {
 		return true // the failure is recorded
 	}
 	va, err := d.texture(wa, k, 0)
@@ -752,7 +787,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if s.TransB {
 		bw, bk = k, 1
 	}
-	packInto := func(src *buffer, view *wgpu.TextureView, wide, off, sw, sk, texels int) {
+	packInto := func(pack *kernel, src *buffer, view *wgpu.TextureView, wide, off, sw, sk, texels int) {
 		d.dispatchEntries(pack, uint32(min(groupsOf(texels*k, 256), maxGroups)), uint32(groupsOf(groupsOf(texels*k, 256), maxGroups)), 1,
 			[]uint32{uint32(wide), uint32(k), uint32(off), uint32(sw), uint32(sk), uint32(texels)},
 			[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: view}})
@@ -766,16 +801,16 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			ja = i % s.CycleA
 		}
 		if i == 0 || s.StrideA != 0 {
-			packInto(x, va, m, s.OffA+ja*s.StrideA, aw, ak, wa)
+			packInto(packA, x, va, m, s.OffA+ja*s.StrideA, aw, ak, wa)
 		}
 		if i == 0 || s.StrideB != 0 {
-			packInto(y, vb, n, s.OffB+i*s.StrideB, bw, bk, wb)
+			packInto(packB, y, vb, n, s.OffB+i*s.StrideB, bw, bk, wb)
 		}
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
 				d.dispatchEntries(mul, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n), b2u(s.Accumulate)},
 					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: va}, {Binding: 2, TextureView: vb}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}
 		}
@@ -924,3 +959,6 @@ func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.B
 	}
 	return true
 }
+
+// b2u is 1 for true, as a kernel parameter.
+func b2u(b bool) uint32 { return uint32(b2i(b)) }

@@ -96,9 +96,17 @@ func class(s device.GEMM) string {
 }
 
 // MatMul computes the batch of products with the kernel chosen for the
-// adapter and shape.
+// adapter and shape. The texture and register kernels read and write
+// float16 tensors as they are, unless the product is split over k; the
+// tiled ones run on float32 stand-ins.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
-	if d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+	f := d.mm.force
+	textures := (f == "texture" || (f == "" && d.loopLimited)) && d.texturesFit(s)
+	register := f == "register" || (!textures && (f == "texture" || (f == "" && d.loopLimited)))
+	// Products split over k (loops are bounded on CPU adapters) add up in
+	// float32 stand-ins, so that a float16 result is rounded once.
+	split := d.loopLimited && s.K > maxLoop
+	if (split || !textures && !register) && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -107,13 +115,10 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	if s.M == 0 || s.N == 0 || s.Batch == 0 {
 		return
 	}
-	switch f := d.mm.force; {
-	case f == "texture" || (f == "" && d.loopLimited):
-		if d.matMulTextures(o, x, y, s) {
-			return
-		}
-		d.matMulRegister(o, x, y, s)
-	case f == "register":
+	switch {
+	case textures:
+		d.matMulTextures(o, x, y, s)
+	case register:
 		d.matMulRegister(o, x, y, s)
 	default:
 		d.matMulTiled(d.tileFor(o, x, y, s), o, x, y, s)
@@ -201,10 +206,11 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 // matMulRegister records the products with the register-blocked kernel.
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	const tm, tn, wg = 8, 16, 8
-	va := s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
-	vb := !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
-	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v", tm, tn, s.TransA, s.TransB, va, vb)
+	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
+	va := !ha && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
+	vb := !hb && !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "HalfA": ha, "HalfB": hb, "Half": ho}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,half=%v%v%v", tm, tn, s.TransA, s.TransB, va, vb, ha, hb, ho)
 	kern := d.kernel(key, "matmul", spec, false, false, true)
 	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb)
 }
@@ -250,7 +256,7 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 				d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb),
 					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
 						uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
-						uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst)}, x, y, o)
+						uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate)}, x, y, o)
 			}
 		}
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
+	"github.com/x448/float16"
 )
 
 // gemmRef computes the products s describes in float64, with the bound
@@ -49,7 +51,8 @@ func gemmRef(s device.GEMM, a, b []float32, dstLen int) (want, tol []float64) {
 
 // TestMatMulKernels runs every matmul kernel (EXTENSOR_MATMUL) on products
 // with edges that are not multiples of any tile, transposes, batches
-// (shared, cycled and offset operands) and an empty k, against float64.
+// (shared, cycled and offset operands) and an empty k, against float64;
+// and on float16 operands, against its float32 products of their values.
 func TestMatMulKernels(t *testing.T) {
 	cases := []device.GEMM{
 		{Batch: 1, M: 1, K: 1, N: 1},
@@ -64,6 +67,7 @@ func TestMatMulKernels(t *testing.T) {
 		{Batch: 4, M: 9, K: 11, N: 13, StrideA: 9 * 11, StrideB: 11 * 13, CycleA: 2},
 		{Batch: 3, M: 9, K: 11, N: 13, StrideA: 9 * 11, StrideB: 0, OffA: 5, OffB: 3, OffDst: 7},
 		{Batch: 1, M: 6, K: 0, N: 5},
+		{Batch: 2, M: 130, K: 200, N: 333, StrideA: 130 * 200, StrideB: 200 * 333, OffDst: 3, TransB: true}, // texture-sized, odd words
 	}
 	gputest.Open(t) // the shared device, opened before EXTENSOR_MATMUL is set
 	for _, name := range webgpu.MatMulKernels() {
@@ -102,9 +106,23 @@ func TestMatMulKernels(t *testing.T) {
 						t.Fatalf("%+v with %s: out[%d] = %v; want %v", s, d.MatMulKernel(s), i, got[i], want[i])
 					}
 				}
+				// Accumulating adds the products to the 42s.
+				acc := s
+				acc.Accumulate = true
+				d.Fill(out.Buffer(), 42)
+				d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), acc)
+				if got, err = out.Float32s(); err != nil {
+					t.Fatalf("%+v: %v", acc, err)
+				}
+				for i := range got {
+					if math.Abs(float64(got[i])-want[i]-42) > tol[i]+42e-7 && i >= s.OffDst {
+						t.Fatalf("%+v with %s: out[%d] = %v; want %v", acc, d.MatMulKernel(s), i, got[i], want[i]+42)
+					}
+				}
 				x.Release()
 				y.Release()
 				out.Release()
+				matMulHalf(t, d, s, a, b, nd)
 			}
 			if name == "tiled" {
 				s := cases[6]
@@ -121,4 +139,45 @@ func TestMatMulKernels(t *testing.T) {
 			t.Errorf("Open with %s=fastest: %v", webgpu.EnvMatMul, err)
 		}
 	})
+}
+
+// matMulHalf checks the product s of a and b rounded to float16 on
+// float16 tensors: its result is d's float32 product of the same values,
+// rounded to float16, bit for bit (both accumulate in float32; an
+// initial 42 outside the products must stay).
+func matMulHalf(t *testing.T, d *webgpu.Device, s device.GEMM, a, b []float32, nd int) {
+	t.Helper()
+	round := func(v []float32) []float32 {
+		r := make([]float32, len(v))
+		for i, x := range v {
+			r[i] = float16.Fromfloat32(x).Float32()
+		}
+		return r
+	}
+	a, b = round(a), round(b)
+	product := func(dt device.DType) []float32 {
+		x := tensor.Must(tensor.FromFloat32(d, a, len(a)))
+		y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
+		out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
+		defer out.Release()
+		if dt == device.Float16 {
+			x, y, out = ops.Cast(x, dt), ops.Cast(y, dt), ops.Cast(out, dt)
+		}
+		d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+		if dt == device.Float16 {
+			out = ops.Cast(out, device.Float32)
+		}
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatalf("%+v on %v: %v", s, dt, err)
+		}
+		return got
+	}
+	want, got := round(product(device.Float32)), product(device.Float16)
+	t.Logf("%+v on float16 with %s", s, d.MatMulKernel(s))
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%+v with %s on float16: out[%d] = %v; want %v", s, d.MatMulKernel(s), i, got[i], want[i])
+		}
+	}
 }

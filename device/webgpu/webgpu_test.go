@@ -352,3 +352,96 @@ func TestFloat16(t *testing.T) {
 		t.Errorf("odd count: %v, %v", v, err)
 	}
 }
+
+// TestWindowFloat16 runs every window kernel on float16 tensors (which
+// read and write float16) and on float32 tensors of the same values: the
+// float16 results are the float32 results rounded, bit for bit, for odd
+// sizes (words shared by two rows or images), offsets into a batch, and
+// col2im starting mid-word (run on float32 stand-ins).
+func TestWindowFloat16(t *testing.T) {
+	d := fresh(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	geoms := []device.Window2D{
+		{N: 3, C: 3, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},
+		{N: 2, N0: 1, C: 2, H: 9, W: 7, KH: 2, KW: 3, SH: 2, SW: 1, PH: 0, PW: 1, DH: 1, DW: 2},
+		{N: 2, N0: 2, C: 1, H: 6, W: 6, KH: 2, KW: 2, SH: 2, SW: 2, DH: 1, DW: 1},
+		{N: 1, N0: 1, C: 3, H: 5, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1},
+	}
+	for gi, w := range geoms {
+		oh, ow := w.Out()
+		kk := w.KH * w.KW
+		all := w.N0 + w.N // images of the batch that im2col reads and col2im writes
+		for _, op := range []device.WindowOp{device.Im2Col, device.Col2Im, device.MaxPool, device.AvgPool, device.MaxPoolGrad, device.AvgPoolGrad} {
+			g := w
+			var xn, gn, on int
+			switch op {
+			case device.Im2Col:
+				xn, on = all*w.C*w.H*w.W, w.N*w.C*kk*oh*ow
+			case device.Col2Im:
+				xn, on = w.N*w.C*kk*oh*ow, all*w.C*w.H*w.W
+			case device.MaxPool, device.AvgPool:
+				g.N0, xn, on = 0, w.N*w.C*w.H*w.W, w.N*w.C*oh*ow
+			case device.MaxPoolGrad:
+				g.N0, xn, gn, on = 0, w.N*w.C*w.H*w.W, w.N*w.C*oh*ow, w.N*w.C*w.H*w.W
+			case device.AvgPoolGrad:
+				g.N0, gn, on = 0, w.N*w.C*oh*ow, w.N*w.C*w.H*w.W
+			}
+			vals := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float16.Fromfloat32(float32(r.IntN(16)-8) / 4 * float32(1+r.Float64())).Float32()
+				}
+				return v
+			}
+			xv, gv, ov := vals(xn), vals(gn), vals(on)
+			run := func(dt device.DType) []float32 {
+				buf := func(v []float32) device.Buffer {
+					if len(v) == 0 {
+						return nil
+					}
+					b, err := d.Alloc(dt, len(v))
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { d.Free(b) })
+					var src any = v
+					if dt == device.Float16 {
+						h := make([]uint16, len(v))
+						for i, x := range v {
+							h[i] = float16.Fromfloat32(x).Bits()
+						}
+						src = h
+					}
+					if err := d.Write(b, src); err != nil {
+						t.Fatal(err)
+					}
+					return b
+				}
+				out := buf(ov)
+				d.Window(op, out, buf(xv), buf(gv), g)
+				got := make([]float32, on)
+				if dt == device.Float32 {
+					if err := d.Read(out, got); err != nil {
+						t.Fatal(err)
+					}
+					return got
+				}
+				h := make([]uint16, on)
+				if err := d.Read(out, h); err != nil {
+					t.Fatal(err)
+				}
+				for i, b := range h {
+					got[i] = float16.Frombits(b).Float32()
+				}
+				return got
+			}
+			want, got := run(device.Float32), run(device.Float16)
+			for i := range want {
+				if w := float16.Fromfloat32(want[i]).Float32(); math.Float32bits(got[i]) != math.Float32bits(w) {
+					t.Errorf("geometry %d %v: float16 element %d of %d is %v; want %v (float32 %v)", gi, op, i, on, got[i], w, want[i])
+					break
+				}
+			}
+		}
+	}
+}
