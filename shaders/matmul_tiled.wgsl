@@ -12,9 +12,13 @@
 // p[11] + z·p[8] in b and p[12] + z·M·N in out; p[13] ≠ 0 adds to out
 // always.
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
+// float16, two to a word{{end}}.
+@group(0) @binding(1) var<storage, read> a: array<{{if .HalfA}}u32{{else}}f32{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if .HalfB}}u32{{else}}f32{{end}}>;
+{{template "matmul_out" .}}
+{{template "at" dict "Name" "a" "Half" .HalfA}}
+{{template "at" dict "Name" "b" "Half" .HalfB}}
 
 // The tiles, k-major: tile_a[k][m] and tile_b[k][n], as vec4s along m and n.
 var<workgroup> tile_a: array<vec4<f32>, {{div (mul .BK .BM) 4}}>;
@@ -65,7 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let o{{$i}} = zo + (r0 + {{$i}}u) * N + c0;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (c0 + {{add (mul $j 4) $c}}u < N) {
-            out[o{{$i}} + {{add (mul $j 4) $c}}u] = select(0.0, out[o{{$i}} + {{add (mul $j 4) $c}}u], add) + acc{{$i}}_{{$j}}[{{$c}}];
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), add) + acc{{$i}}_{{$j}}[{{$c}}]);
         }
 {{- end}}{{end}}
     }
@@ -90,7 +94,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let k = k0 + kk;
             var v = 0.0;
             if (r < {{$.Len}} && k < k1) {
-                v = {{$.Src}}[{{$.Z}} + {{if $.KMajor}}k * {{$.Len}} + r{{else}}r * K + k{{end}}];
+                v = {{$.Src}}_at({{$.Z}} + {{if $.KMajor}}k * {{$.Len}} + r{{else}}r * K + k{{end}});
             }
             {{$.Tile}}[kk * {{div $.W 4}}u + x / 4u][x % 4u] = v;
         }

@@ -62,6 +62,8 @@ func TestSource(t *testing.T) {
 			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * K + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true},
 			[]string{"unpack2x16float(a[i >> 1u])", "array<atomic<u32>>", "let b3 = b[zb + k * (N / 4u) + cb3];"}},
+		{"matmul_tiled", map[string]any{"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "TransA": false, "TransB": true, "HalfA": true, "HalfB": false, "Half": true},
+			[]string{"v = a_at(za + r * K + k);", "return b[i];", "atomicAnd(&out[i >> 1u]", "let add = p[4] != 0u || p[13] != 0u;"}},
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},

@@ -96,17 +96,15 @@ func class(s device.GEMM) string {
 }
 
 // MatMul computes the batch of products with the kernel chosen for the
-// adapter and shape. The texture and register kernels read and write
-// float16 tensors as they are, unless the product is split over k; the
-// tiled ones run on float32 stand-ins.
+// adapter and shape. The kernels read and write float16 tensors as they
+// are, unless the product is split over k.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	f := d.mm.force
 	textures := (f == "texture" || (f == "" && d.loopLimited)) && d.texturesFit(s)
 	register := f == "register" || (!textures && (f == "texture" || (f == "" && d.loopLimited)))
 	// Products split over k (loops are bounded on CPU adapters) add up in
 	// float32 stand-ins, so that a float16 result is rounded once.
-	split := d.loopLimited && s.K > maxLoop
-	if (split || !textures && !register) && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+	if d.loopLimited && s.K > maxLoop && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -197,8 +195,10 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 // the grid's z, the rows and k split into dispatches of bounded work on
 // CPU adapters.
 func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
-	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB}
-	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v", t, s.TransA, s.TransB)
+	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
+	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB,
+		"HalfA": ha, "HalfB": hb, "Half": ho}
+	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v", t, s.TransA, s.TransB, ha, hb, ho)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
 	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false)
 }
