@@ -385,6 +385,55 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
+// BenchmarkAMPStep runs training steps of the CNN of examples/cnn at
+// batch 256 in float32 and in mixed precision (examples/cnn -amp: float16
+// activations and gradients, float32 master weights, loss scaling),
+// reporting ms/step and the peak device memory of the steps in MiB (the
+// pool's high-water mark), whose ratio mixed precision means to halve.
+func BenchmarkAMPStep(b *testing.B) {
+	for _, dev := range devices(b) {
+		for _, amp := range []bool{false, true} {
+			mode := "float32"
+			if amp {
+				mode = "amp"
+			}
+			b.Run(dev.Name()+"/"+mode+"/256", func(b *testing.B) {
+				x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, 5, 256, 1, 28, 28))
+				defer x.Release()
+				labels := make([]int32, 256)
+				for i := range labels {
+					labels[i] = int32(i % 10)
+				}
+				y := tensor.Must(tensor.FromInt32(dev, labels))
+				defer y.Release()
+				net := must(cnnmodel.New(dev, 1))
+				opt := optim.Adam(net.Params(), 1e-3)
+				defer opt.Release()
+				var scaler *optim.Scaler
+				if amp {
+					scaler = optim.NewScaler()
+				}
+				step := func() {
+					loss, err := cnnmodel.Step(net, opt, scaler, x, y)
+					if err != nil {
+						b.Fatal(err)
+					}
+					loss.Release()
+				}
+				step() // the kernels compiled, the optimiser's state allocated
+				wait(b, dev)
+				if r, ok := dev.(interface{ ResetPeak() }); ok {
+					r.ResetPeak()
+				}
+				steps(b, dev, step)
+				if peak, ok := device.PeakMemory(dev); ok {
+					b.ReportMetric(float64(peak)/(1<<20), "MiB")
+				}
+			})
+		}
+	}
+}
+
 // torchStep is PyTorch's time for one training step of a network.
 type torchStep struct {
 	net     string

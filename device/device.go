@@ -506,6 +506,19 @@ type Pooler interface {
 	ResetPeak()
 }
 
+// PeakMemory returns the most memory, in bytes, that d has held since it
+// opened or since its last ResetPeak, where it tells: a Pooler's
+// BytesPeak, or the MemoryPeak of a device with one (the CPU backend).
+func PeakMemory(d Device) (uint64, bool) {
+	switch p := d.(type) {
+	case Pooler:
+		return p.PoolStats().BytesPeak, true
+	case interface{ MemoryPeak() int64 }:
+		return uint64(p.MemoryPeak()), true
+	}
+	return 0, false
+}
+
 // Counter is implemented by devices that count the kernels they run.
 type Counter interface {
 	// Kernels returns the number of kernel dispatches recorded since the

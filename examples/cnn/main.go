@@ -227,7 +227,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			if b.Err != nil {
 				return nil, b.Err
 			}
-			loss, err := step(net, opt, scaler, b.X, b.Y)
+			loss, err := model.Step(net, opt, scaler, b.X, b.Y)
 			b.X.Release()
 			b.Y.Release()
 			if err != nil {
@@ -271,7 +271,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			return nil, err
 		}
 		bar.Finish()
-		if peak, ok := peakMemory(dev); ok {
+		if peak, ok := device.PeakMemory(dev); ok {
 			stepPeak = max(stepPeak, peak)
 		}
 		trainTime += time.Since(start)
@@ -307,7 +307,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			if scaler != nil {
 				mode = fmt.Sprintf("mixed precision (loss scale %g, %d steps skipped)", scaler.Scale, scaler.Skipped())
 			}
-			if _, ok := peakMemory(dev); ok {
+			if _, ok := device.PeakMemory(dev); ok {
 				fmt.Fprintf(w, "%s: peak device memory of the training steps %.1f MiB, %.1f ms/step\n", mode, float64(stepPeak)/(1<<20), trainTime.Seconds()*1e3/float64(steps*(cfg.Epochs-first+1)))
 			}
 		}
@@ -441,45 +441,6 @@ func or(v, def float64) float64 {
 		return def
 	}
 	return v
-}
-
-// step runs one training step on a batch and returns its loss (0-D).
-// With a scaler it runs in mixed precision: the batch cast to float16
-// (the layers then compute with float16 copies of their weights), the
-// logits cast back to float32 for the loss, the loss scaled.
-func step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
-	in := autograd.Leaf(x, false)
-	if scaler == nil {
-		loss := autograd.CrossEntropy(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
-		if err := loss.Backward(); err != nil {
-			return nil, err
-		}
-		opt.Step()
-		opt.ZeroGrad()
-		return loss.Value(), nil
-	}
-	logits := autograd.Cast(net.Forward(autograd.Cast(in, device.Float16)), device.Float32)
-	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
-	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
-		return nil, err
-	}
-	if _, err := scaler.Step(opt); err != nil {
-		return nil, err
-	}
-	opt.ZeroGrad()
-	return loss.Value(), nil
-}
-
-// peakMemory returns the most device memory the device has held, in
-// bytes, where it tells.
-func peakMemory(dev device.Device) (uint64, bool) {
-	switch d := dev.(type) {
-	case device.Pooler:
-		return d.PoolStats().BytesPeak, true
-	case interface{ MemoryPeak() int64 }:
-		return uint64(d.MemoryPeak()), true
-	}
-	return 0, false
 }
 
 // accuracy returns the share of the first limit (0: all) examples of set

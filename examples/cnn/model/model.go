@@ -2,8 +2,12 @@
 package model
 
 import (
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/nn"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
 )
 
 // New builds the network on dev from seed: Conv2d(1→32, 3×3) → ReLU →
@@ -29,4 +33,31 @@ func New(dev device.Device, seed uint64) (nn.Sequential, error) {
 	}
 	return nn.Sequential{c1, nn.Relu, nn.MaxPool2d(2), c2, nn.Relu, nn.MaxPool2d(2), nn.Flatten,
 		l1, nn.Relu, nn.Dropout(0.25, seed+40), l2}, nil
+}
+
+// Step runs one training step of net on a batch and returns its loss (0-D).
+// With a scaler it runs in mixed precision: the batch cast to float16
+// (the layers then compute with float16 copies of their weights), the
+// logits cast back to float32 for the loss, the loss scaled.
+func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+	in := autograd.Leaf(x, false)
+	if scaler == nil {
+		loss := autograd.CrossEntropy(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
+		if err := loss.Backward(); err != nil {
+			return nil, err
+		}
+		opt.Step()
+		opt.ZeroGrad()
+		return loss.Value(), nil
+	}
+	logits := autograd.Cast(net.Forward(autograd.Cast(in, device.Float16)), device.Float32)
+	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
+	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
+		return nil, err
+	}
+	if _, err := scaler.Step(opt); err != nil {
+		return nil, err
+	}
+	opt.ZeroGrad()
+	return loss.Value(), nil
 }
