@@ -353,9 +353,11 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32[ob : ob+k*n]},
 				float32(beta), blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
 		case device.Float16: // computed in float32, stored float16
-			c := make([]float32, m*n)
+			var c []float32 // dst's products, added to its values with Accumulate
 			if s.Accumulate {
 				c = widen(o, oo, m*n)
+			} else {
+				c = make([]float32, m*n)
 			}
 			blas32.Gemm(ta, tb, 1,
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: widen(x, oa, m*k)},

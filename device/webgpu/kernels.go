@@ -654,8 +654,8 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half}
 	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half)
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
-	if half {
-		loop = max(loop, kk) // an element of im2col at a time
+	if half && op == device.Im2Col {
+		loop = 0 // an element at a time, not a row: no loop
 	}
 	if !d.rowLimit(k, loop) {
 		return

@@ -100,8 +100,9 @@ func class(s device.GEMM) string {
 // are, unless the product is split over k.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	f := d.mm.force
-	textures := (f == "texture" || (f == "" && d.loopLimited)) && d.texturesFit(s)
-	register := f == "register" || (!textures && (f == "texture" || (f == "" && d.loopLimited)))
+	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
+	textures := cpuKernels && d.texturesFit(s)
+	register := f == "register" || cpuKernels && !textures
 	// Products split over k (loops are bounded on CPU adapters) add up in
 	// float32 stand-ins, so that a float16 result is rounded once.
 	if d.loopLimited && s.K > maxLoop && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {

@@ -22,6 +22,19 @@ import (
 	"github.com/extensor/extensor/tensor"
 )
 
+// settle logs a training run's output, then skips the test when the
+// Fashion-MNIST data is missing (outside CI) or fails it on the run's error.
+func settle(t *testing.T, out string, err error) {
+	t.Helper()
+	t.Log(out)
+	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
+		t.Skipf("no Fashion-MNIST data: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestShortTraining trains the CNN for 40 steps of 64 on WebGPU: the loss
 // falls and the accuracy on 1000 test images is far above chance. The
 // full run (make train-cnn) takes minutes on lavapipe.
@@ -33,13 +46,7 @@ func TestShortTraining(t *testing.T) {
 	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt, Plots: plots,
 		Snapshot: filepath.Join(plots, "dashboard.png"), SnapshotEvery: 15}
 	epochs, err := Train(cfg, &out)
-	t.Log(out.String())
-	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
-		t.Skipf("no Fashion-MNIST data: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	settle(t, out.String(), err)
 	if len(epochs) != 2 || !(epochs[1].Loss < epochs[0].Loss) {
 		t.Fatalf("epochs %+v; want 2 with a falling loss", epochs)
 	}
@@ -107,13 +114,7 @@ func TestShortMixedPrecision(t *testing.T) {
 	var out bytes.Buffer
 	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, AMP: true}
 	epochs, err := Train(cfg, &out)
-	t.Log(out.String())
-	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
-		t.Skipf("no Fashion-MNIST data: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	settle(t, out.String(), err)
 	if acc := epochs[0].TestAcc; acc < 0.5 {
 		t.Errorf("mixed-precision test accuracy after 20 steps: %.1f%%; want ≥ 50%%", 100*acc)
 	}
@@ -182,13 +183,7 @@ func TestWindowClose(t *testing.T) {
 			err = cerr
 		}
 	})
-	t.Log(out.String())
-	if errors.Is(err, fs.ErrNotExist) && !gputest.CI() {
-		t.Skipf("no Fashion-MNIST data: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	settle(t, out.String(), err)
 	for _, p := range problems {
 		t.Errorf("a frame drawn while training: %s", p)
 	}
