@@ -229,6 +229,17 @@ func argOp(name, doc string, flat func(x *T) *T, along func(x *T, axis int, keep
 	}
 }
 
+// rows32 are 4 rows of 32 values, each a special value among ordinary
+// ones: the rows that WebGPU's softmax reads 16 at a time.
+var rows32 = func() []float64 {
+	v := make([]float64, 4*32)
+	for i := range v {
+		v[i] = float64(i%7) - 3
+	}
+	v[5], v[32+17], v[64+30], v[96+3] = nan, inf, -inf, 1e30
+	return v
+}()
+
 // softmaxCases are the cases of softmax and log_softmax.
 func softmaxCases() []Case {
 	c := func(s []int, axis int, dom Domain, noFD bool) Case {
@@ -246,6 +257,7 @@ func softmaxCases() []Case {
 			-inf, 1, 2, 3,
 			1e30, -1e30, 100, -100}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 		c(sh(LargeLen, 1), 1, Domain{}, true),
+		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 	}
 	cs[10].FDATol = 1e-8 * 100 // values O(100): rounding error of central differences
 	return cs

@@ -55,10 +55,18 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- end}}
 {{- if .Grad}}
     var acc = {{$T}}(0.0);
+{{- if .Block}}
+    for (var j = 0u; j < len; j += {{.Block}}u) { // len is a multiple of {{.Block}}
+{{- range $u := seq .Block}}
+        acc += {{if $.Log}}dy[base + j + {{$u}}u]{{else}}dy[base + j + {{$u}}u] * y[base + j + {{$u}}u]{{end}};
+{{- end}}
+    }
+{{- else}}
     for (var j = 0u; j < len; j++) {
         let k = base + j * step;
         acc += {{if .Log}}dy[k]{{else}}dy[k] * y[k]{{end}};
     }
+{{- end}}
 {{- if .Vec}}
     s1[i] = acc.x + acc.y + acc.z + acc.w;
 {{- else}}
@@ -66,6 +74,22 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- end}}
 {{- else}}
     var acc = vec2<f32>(-inf(), 0.0);
+{{- if .Block}}
+    // {{.Block}} vec4s a step (len is a multiple of {{.Block}}), folded in at once: a NaN
+    // that max skips still makes the sum NaN.
+    for (var j = 0u; j < len; j += {{.Block}}u) {
+{{- range $u := seq .Block}}
+        let v{{$u}} = x[base + j + {{$u}}u];
+{{- end}}
+        var m4 = v0;
+{{- range $u := seq .Block}}{{if $u}}
+        m4 = max(m4, v{{$u}});
+{{- end}}{{end}}
+        let vm = max(max(m4.x, m4.y), max(m4.z, m4.w));
+        let e = {{range $u := seq .Block}}{{if $u}} + {{end}}exp(v{{$u}} - vec4<f32>(vm)){{end}};
+        acc = fold(acc, vm, select(e.x + e.y + e.z + e.w, 0.0, vm == -inf()));
+    }
+{{- else}}
     for (var j = 0u; j < len; j++) {
         let v = x[base + j * step];
 {{- if .Vec}}
@@ -76,6 +100,7 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
         acc = fold(acc, v, select(1.0, 0.0, v == -inf()));
 {{- end}}
     }
+{{- end}}
 {{- if .Log}}
     s1[i] = acc.x + log(acc.y);
 {{- else}}
@@ -86,17 +111,43 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 }
 {{- else}}
 
+// The output at i from its row's stats a = s1[row]{{if $two}} and b = s2[row]{{end}}.
+fn value(i: u32, a: f32, b: f32) -> {{$T}} {
+{{- if .Grad}}
+    return {{if .Log}}dy[i] - exp(y[i]) * a{{else}}y[i] * (dy[i] - a){{end}};
+{{- else}}
+    return {{if .Log}}x[i] - a{{else}}exp(x[i] - a) * b{{end}};
+{{- end}}
+}
+{{- $b := "0.0"}}{{if $two}}{{$b = "s2[row]"}}{{end}}
+{{- if .Whole}}
+
+// An invocation's {{.Unroll}} vec4s lie in one row ({{.Quads}} vec4s, a multiple of
+// {{.Unroll}}), whose stats it loads once.
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i0 = linear_index(wid, nwg, lid, 256u) * {{.Unroll}}u;
+    if (i0 >= p[0]) {
+        return;
+    }
+    let row = i0 / {{.Quads}}u;
+    let a = s1[row];
+    let b = {{$b}};
+{{- range $u := seq .Unroll}}
+    out[i0 + {{$u}}u] = value(i0 + {{$u}}u, a, b);
+{{- end}}
+}
+{{- else}}
+
 fn elem(i: u32) {
 {{- if .Vec}}
     let row = i / {{.Quads}}u; // a constant: llvmpipe has no vector division
 {{- else}}
     let row = (i / (p[1] * p[2])) * p[2] + i % p[2];
 {{- end}}
-{{- if .Grad}}
-    out[i] = {{if .Log}}dy[i] - exp(y[i]) * s1[row]{{else}}y[i] * (dy[i] - s1[row]){{end}};
-{{- else}}
-    out[i] = {{if .Log}}x[i] - s1[row]{{else}}exp(x[i] - s1[row]) * s2[row]{{end}};
-{{- end}}
+    out[i] = value(i, s1[row], {{$b}});
 }
 {{template "main_unrolled" .Unroll}}
+{{- end}}
 {{- end}}

@@ -159,8 +159,19 @@ fn op_tanh_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 fn erfc_approx(z: f32) -> f32 {
     let w = abs(z);
     let t = 1.0 / (1.0 + 0.5 * w);
-    let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
-        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    // The polynomial by Estrin's scheme: a chain of 4 dependent steps, not 9.
+    let t2 = t * t;
+    let t4 = t2 * t2;
+    let t8 = t4 * t4;
+    let p01 = fma(t, 1.00002368, -1.26551223);
+    let p23 = fma(t, 0.09678418, 0.37409196);
+    let p45 = fma(t, 0.27886807, -0.18628806);
+    let p67 = fma(t, 1.48851587, -1.13520398);
+    let p89 = fma(t, 0.17087277, -0.82215223);
+    let p03 = fma(t2, p23, p01);
+    let p47 = fma(t2, p67, p45);
+    let p07 = fma(t4, p47, p03);
+    let poly = fma(t8, p89, p07);
     let r = t * exp(-w * w + poly);
     return select(2.0 - r, r, z >= 0.0);
 }

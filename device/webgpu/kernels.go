@@ -446,6 +446,14 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 	return false
 }
 
+// softmaxUnroll is the vec4s per invocation of the softmax's apply pass
+// over rows of a multiple of 4·softmaxUnroll elements.
+const softmaxUnroll = 8
+
+// softmaxBlock is the vec4s a step of the softmax's stats pass folds in
+// at once, over rows of a multiple of 4·softmaxBlock elements.
+const softmaxBlock = 4
+
 // softmax runs the softmax family's two passes over rows of n elements
 // (count rows, at stride inner): per-row stats into scratch buffers, then
 // every element from them. in are the inputs (x, or y and dy).
@@ -455,8 +463,11 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		return
 	}
 	vec := inner == 1 && n%4 == 0
-	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats"}
-	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v", log, grad, vec)
+	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0}
+	if vec && n%(4*softmaxBlock) == 0 {
+		spec["Block"] = softmaxBlock
+	}
+	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v,block=%v", log, grad, vec, spec["Block"])
 	nStats := 1
 	if !log && !grad {
 		nStats = 2 // the max and 1/Σ
@@ -481,11 +492,17 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	params := []uint32{uint32(count), uint32(n), uint32(inner)}
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
 	spec["Stage"] = "apply"
-	spec["Unroll"] = unroll(vec)
+	u := unroll(vec)
+	spec["Unroll"], spec["Whole"] = u, false
 	apply := name + "/apply"
 	if vec {
 		// The row length is a constant of the vec4 kernel: one pipeline per
-		// length, as a network has few.
+		// length, as a network has few. Where rows hold whole invocations,
+		// each invocation loads its row's stats once.
+		if n%(4*softmaxUnroll) == 0 {
+			u = softmaxUnroll
+			spec["Unroll"], spec["Whole"] = u, true
+		}
 		spec["Quads"] = n / 4
 		apply += fmt.Sprintf("/n=%d", n)
 	}
@@ -495,7 +512,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		elems /= 4
 	}
 	params[0] = uint32(elems)
-	d.run(ka, groupsOf(groupsOf(elems, unroll(vec)), 256), params, append(append(in, stats...), out)...)
+	d.run(ka, groupsOf(groupsOf(elems, u), 256), params, append(append(in, stats...), out)...)
 }
 
 // flags returns the writable flags of a kernel's storage bindings: read
