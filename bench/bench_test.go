@@ -13,6 +13,7 @@ import (
 	cnnmodel "github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/torchpy"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
@@ -442,7 +443,7 @@ type torchStep struct {
 }
 
 var torchOnce = sync.OnceValues(func() ([]torchStep, error) {
-	python, err := torchPython()
+	python, err := torchpy.Find()
 	if err != nil {
 		return nil, err
 	}

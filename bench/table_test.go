@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/extensor/extensor/internal/torchpy"
 )
 
 var (
@@ -65,22 +67,10 @@ func describe(runner, desc string) {
 	results.Unlock()
 }
 
-// torchPython returns the first Python that imports torch:
-// $EXTENSOR_PYTHON, the one on the PATH, or Debian's (python3-torch)
-// behind another on the PATH.
-func torchPython() (string, error) {
-	for _, p := range []string{os.Getenv("EXTENSOR_PYTHON"), "python3", "/usr/bin/python3"} {
-		if p != "" && exec.Command(p, "-c", "import torch").Run() == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("PyTorch is not importable by python3 or /usr/bin/python3 (set EXTENSOR_PYTHON); on Debian, apt-get install python3-torch")
-}
-
 // runTorchBench runs testdata/torch_bench.py, keeping its figures as the
 // runner "pytorch".
 func runTorchBench() error {
-	python, err := torchPython()
+	python, err := torchpy.Find()
 	if err != nil {
 		return err
 	}

@@ -2,23 +2,29 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"image"
 	"image/png"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/checkpoint"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/examples/internal/window"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/torchpy"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -197,5 +203,58 @@ func TestWindowClose(t *testing.T) {
 	out.Reset()
 	if _, err := Train(cfg, &out); err != nil || !strings.Contains(out.String(), "resumed from "+ckpt+" after epoch 0") {
 		t.Errorf("resuming after the window closed: %v\n%s", err, out.String())
+	}
+}
+
+// TestCheckpointOpensInPyTorch saves the CNN after an Adam step as the
+// example does and opens the file in PyTorch (testdata/torch_load.py):
+// the parameters load into the same network built there with
+// load_state_dict(strict=True), which then gives extensor's logits for
+// the same images. It needs a Python that imports torch (Debian's
+// python3-torch), and is skipped without one.
+func TestCheckpointOpensInPyTorch(t *testing.T) {
+	python, err := torchpy.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	dev := cpu.New()
+	net, err := model.New(dev, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := optim.Adam(net.Params(), 1e-3)
+	x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, 1, 4, 1, 28, 28))
+	y := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, 9, 5}, 4))
+	if _, err := model.Step(net, opt, nil, x, y); err != nil {
+		t.Fatal(err)
+	}
+	net.Train(false)
+	logits := net.Forward(autograd.Leaf(x, false)).Value()
+	dir := t.TempDir()
+	ckpt, io := filepath.Join(dir, "cnn.safetensors"), filepath.Join(dir, "io.safetensors")
+	if err := save(ckpt, net, opt, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(io, map[string]*tensor.Tensor{"x": x, "logits": logits}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, filepath.Join("testdata", "torch_load.py"), ckpt, io)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s testdata/torch_load.py: %v", python, err)
+	}
+	var got struct {
+		MaxDiff  float64           `json:"max_diff"`
+		Metadata map[string]string `json:"metadata"`
+		Params   []string          `json:"params"`
+		Optim    []string          `json:"optim"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	t.Logf("PyTorch: %s", out)
+	if got.MaxDiff > 1e-5 || len(got.Params) != 8 || len(got.Optim) != 16 || got.Metadata["epoch"] != "1" || got.Metadata["steps"] != "1" {
+		t.Errorf("PyTorch read %+v; want 8 parameters, 16 optimiser tensors, epoch 1 after 1 step, and logits within 1e-5", got)
 	}
 }
