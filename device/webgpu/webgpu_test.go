@@ -4,7 +4,6 @@ package webgpu_test
 
 import (
 	"errors"
-	"github.com/x448/float16"
 	"math"
 	"math/rand/v2"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
+	"github.com/x448/float16"
 )
 
 // fresh opens a device of its own, for tests that break or close it.
