@@ -547,9 +547,12 @@ func poolCases(isMax bool) []Case {
 		c(sh(1, 1, 5, 5), Window{Kernel: pair(3, 3), Stride: pair(1, 1)}),
 		c(sh(1, 2, 5, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 2), Padding: pair(1, 1)}),
 		c(sh(0, 2, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(2, 2)}),
+		// Strides past the kernel: windows apart, pixels in none.
+		c(sh(1, 2, 7, 9), Window{Kernel: pair(2, 3), Stride: pair(3, 4), Padding: pair(1, 1)}),
 	}
 	if isMax {
-		cs = append(cs, c(sh(1, 1, 7, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 1), Dilation: pair(2, 2)}))
+		cs = append(cs, c(sh(1, 1, 7, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 1), Dilation: pair(2, 2)}),
+			c(sh(1, 1, 8, 7), Window{Kernel: pair(2, 2), Stride: pair(3, 3), Padding: pair(1, 0), Dilation: pair(2, 2)}))
 		ties := c(sh(1, 1, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(1, 1)})
 		ties.Name, ties.NoFD = "ties "+ties.Name, true
 		ties.Inputs[0].Domain = Domain{Values: []float64{1, 3, 3, 0, 3, 1, 2, 3, 0, 0, 2, 2, 5, 5, 5, 5}}

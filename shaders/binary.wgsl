@@ -195,7 +195,7 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 }
 {{- end}}
 {{- if not .Same}}
-{{template "broadcast_offsets"}}
+{{template "broadcast_offsets" .Rank}}
 {{- end}}
 
 fn elem(i: u32) {

@@ -1,46 +1,93 @@
 {{/* Blocks shared by several kernels; this file is no kernel itself. */}}
+{{- define "udiv"}}
+// The high word of the 64-bit product a·b.
+fn mulhi(a: u32, b: u32) -> u32 {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+}
+
+// udiv returns ⌊n / d⌋ for any n, given d > 0 and its magic number m
+// (computed by the host: ⌊2³²·(2^l − d) / d⌋ + 1, l = ⌈log₂ d⌉), by
+// multiplications and shifts: llvmpipe has no vector integer division and
+// divides lane by lane, which made index arithmetic the cost of strided
+// kernels (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994).
+fn udiv(n: u32, d: u32, m: u32) -> u32 {
+    let t = mulhi(n, m);
+    let l = 32u - countLeadingZeros(d - 1u);
+    return (t + ((n - t) >> min(l, 1u))) >> (max(l, 1u) - 1u);
+}
+{{- end}}
+
 {{- define "broadcast_offsets"}}
+{{template "udiv"}}
+
 // Offsets into a and b of output element i, from the broadcast parameters
-// p[1] = rank, p[2..10) = output shape, p[10..18) and p[18..26) = strides.
+// p[1] = rank ({{.}}, unrolled: loops and indexing by a variable are slow
+// on llvmpipe), p[2..10) = output shape, p[10..18) and p[18..26) = strides,
+// p[40..48) = the shape's magic numbers (udiv).
 fn broadcast_offsets(i: u32) -> vec2<u32> {
     var rem = i;
     var ia = 0u;
     var ib = 0u;
-    for (var d = i32(p[1]) - 1; d >= 0; d--) {
-        let s = p[2 + d];
-        let c = rem % s;
-        rem = rem / s;
-        ia += c * p[10 + d];
-        ib += c * p[18 + d];
-    }
+{{- range $k := rseq .}}
+{{- if $k}}
+    let q{{$k}} = udiv(rem, p[{{add 2 $k}}], p[{{add 40 $k}}]);
+    let c{{$k}} = rem - q{{$k}} * p[{{add 2 $k}}];
+    rem = q{{$k}};
+    ia += c{{$k}} * p[{{add 10 $k}}];
+    ib += c{{$k}} * p[{{add 18 $k}}];
+{{- else}}
+    ia += rem * p[10];
+    ib += rem * p[18];
+{{- end}}
+{{- end}}
     return vec2<u32>(ia, ib);
 }
 {{- end}}
 
 {{- define "reduce_offsets"}}
-// Offset in x of reduced element r, from the reduced shape p[21..29) and
-// strides p[29..37).
+{{template "udiv"}}
+
+// Offset in x of reduced element r, from the reduced shape p[21..29) (of
+// rank {{.Red}}, unrolled), strides p[29..37) and magic numbers p[48..56)
+// (udiv).
 fn offset(base: u32, r: u32) -> u32 {
     var rem = r;
     var off = base;
-    for (var d = i32(p[3]) - 1; d >= 0; d--) {
-        let s = p[21 + d];
-        off += (rem % s) * p[29 + d];
-        rem = rem / s;
-    }
+{{- range $k := rseq .Red}}
+{{- if $k}}
+    let q{{$k}} = udiv(rem, p[{{add 21 $k}}], p[{{add 48 $k}}]);
+    off += (rem - q{{$k}} * p[{{add 21 $k}}]) * p[{{add 29 $k}}];
+    rem = q{{$k}};
+{{- else}}
+    off += rem * p[29];
+{{- end}}
+{{- end}}
     return off;
 }
 
 // Offset in x of the first element reduced into output o, from the kept
-// shape p[5..13) and strides p[13..21).
+// shape p[5..13) (of rank {{.Kept}}, unrolled), strides p[13..21) and
+// magic numbers p[40..48).
 fn base_offset(o: u32) -> u32 {
     var rem = o;
     var base = 0u;
-    for (var d = i32(p[2]) - 1; d >= 0; d--) {
-        let s = p[5 + d];
-        base += (rem % s) * p[13 + d];
-        rem = rem / s;
-    }
+{{- range $k := rseq .Kept}}
+{{- if $k}}
+    let q{{$k}} = udiv(rem, p[{{add 5 $k}}], p[{{add 40 $k}}]);
+    base += (rem - q{{$k}} * p[{{add 5 $k}}]) * p[{{add 13 $k}}];
+    rem = q{{$k}};
+{{- else}}
+    base += rem * p[13];
+{{- end}}
+{{- end}}
     return base;
 }
 {{- end}}

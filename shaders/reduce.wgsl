@@ -7,7 +7,9 @@
 // Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
 // p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
 // p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
-// (strides in x; x holds float16, two to a word, where Half is set){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
+// (strides in x; x holds float16, two to a word, where Half is set),
+// p[40..48) and p[48..56) the kept and reduced shapes' magic numbers (udiv
+// in common.wgsl){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
 // here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
 // length p[38] = {{len .Unroll}}·256 vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
@@ -56,15 +58,12 @@ fn argmin_better(v: f32, best: f32) -> bool {
 
 {{- if not .Vec}}
 
-{{template "reduce_offsets"}}
+{{template "reduce_offsets" .}}
 
 {{template "at" dict "Name" "x" "Half" .Half}}
 
 // at returns the r-th reduced element of output o's slice, starting at base.
 fn at(base: u32, r: u32) -> f32 {
-    if (p[3] == 1u) {
-        return x_at(base + r * p[29]);
-    }
     return x_at(offset(base, r));
 }
 {{- end}}

@@ -19,6 +19,14 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
+	// rseq returns n−1, …, 1, 0.
+	"rseq": func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = n - 1 - i
+		}
+		return s
+	},
 	"mul": func(a, b int) int { return a * b },
 	"add": func(a, b int) int { return a + b },
 	"div": func(a, b int) int { return a / b },

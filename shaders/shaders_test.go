@@ -8,10 +8,15 @@ import (
 // win is the specialisation of a window kernel with a 2×3 kernel, on
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
-	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half}
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false}
 	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW"} {
 		m[k] = 1
 	}
+	return m
+}
+
+func disjoint(m map[string]any) map[string]any {
+	m["Disjoint"] = true
 	return m
 }
 
@@ -33,19 +38,19 @@ func TestSource(t *testing.T) {
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8, "Half": false}, []string{"textureLoad(ta, vec2<i32>(qa + 3, i32(k) + 7), 0)", "var acc15_3"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "KU": 8, "Half": true}, []string{"array<atomic<u32>>", "atomicOr(&out[i >> 1u]", "p[4] != 0u || p[7] != 0u"}},
 		{"matmul_tex", map[string]any{"Stage": "pack", "Half": true}, []string{"fn src_at", "unpack2x16float(src[i >> 1u])[i & 1u]"}},
-		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Half": false, "Unroll": 1},
-			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);"}},
-		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Half": false, "Unroll": 4},
+		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Half": false, "Unroll": 1, "Rank": 3},
+			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);", "let q2 = udiv(rem, p[4], p[42]);", "ia += rem * p[10];"}},
+		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Half": false, "Unroll": 4, "Rank": 0},
 			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<vec4<f32>>", "fn apply4"}},
 		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
 		{"update", map[string]any{"Op": "axpy", "T": "f32"}, []string{"out[i] = out[i] + pf(1u) * x[i];"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": true}, []string{"var<storage, read> x: array<u32>", "unpack2x16float(x[i >> 1u])"}},
-		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "Unroll": []int{0, 1}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "Kept": 2, "Red": 2}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": true, "Kept": 2, "Red": 2}, []string{"var<storage, read> x: array<u32>", "unpack2x16float(x[i >> 1u])"}},
+		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false, "Kept": 2, "Red": 2}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "Kept": 2, "Red": 2, "Unroll": []int{0, 1}},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn combine4", "first + 1u * 256u <= last"}},
-		{"reduce", map[string]any{"Op": "argmin", "Arg": true, "Chunks": false, "Vec": false, "Stage": 1, "Half": false}, []string{"vals_out[o] = best;", "argmin_better(v, best)"}},
-		{"reduce", map[string]any{"Op": "argmax", "Arg": true, "Chunks": false, "Vec": false, "Stage": 2, "Half": false}, []string{"out[o] = idxs[o * count + idx];"}},
+		{"reduce", map[string]any{"Op": "argmin", "Arg": true, "Chunks": false, "Vec": false, "Stage": 1, "Half": false, "Kept": 2, "Red": 2}, []string{"vals_out[o] = best;", "argmin_better(v, best)"}},
+		{"reduce", map[string]any{"Op": "argmax", "Arg": true, "Chunks": false, "Vec": false, "Stage": 2, "Half": false, "Kept": 2, "Red": 2}, []string{"out[o] = idxs[o * count + idx];"}},
 		{"softmax", map[string]any{"Log": true, "Grad": true, "Vec": false, "Stage": "apply", "Unroll": 1, "Whole": false}, []string{"return dy[i] - exp(y[i]) * a;", "out[i] = value(i, s1[row], 0.0);", "@binding(3) var<storage, read> s1: array<f32>;", "@binding(4) var<storage, read_write> out"}},
 		{"softmax", map[string]any{"Log": false, "Grad": false, "Vec": true, "Stage": "stats", "Block": 0},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn fold", "s2[i] = 1.0 / acc.y;", "@binding(3) var<storage, read_write> s2: array<f32>;"}},
@@ -61,8 +66,8 @@ func TestSource(t *testing.T) {
 		{"gather", map[string]any{"Grad": false, "Table": true}, []string{"if (e >= p[0] * p[4])", "x[u32(k) * d + j]"}},
 		{"softmax_xent", nil, []string{"fn row_stats"}},
 		{"softmax_xent_grad", nil, []string{"fn row_stats", "dlogits[row + j]"}},
-		{"strided", map[string]any{"Half": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
-		{"strided", map[string]any{"Half": true}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
+		{"strided", map[string]any{"Half": false, "Rank": 3}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
+		{"strided", map[string]any{"Half": true, "Rank": 1}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false},
 			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * K + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true},
@@ -72,6 +77,7 @@ func TestSource(t *testing.T) {
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
+		{"window", disjoint(win("max_pool_grad", false)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
 		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = value(i);", "const KK = 6u;"}},
 		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},
 	} {

@@ -1,6 +1,6 @@
 // The strided family: a strided copy, one invocation per element i < p[0]
-// of a shape of rank p[1] (p[2..10)): with c the coordinates of i,
-// dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
+// of a shape of rank p[1] (p[2..10), magic numbers p[40..48)): with c the
+// coordinates of i, dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
 // offsets found as broadcasting finds its operands'. The elements are
 // copied as bits: u32 words, so any 4-byte dtype goes{{if .Half}}; here float16
 // halves of words, a word of dst perhaps shared by two invocations, each
@@ -11,7 +11,7 @@
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 {{- end}}
-{{template "broadcast_offsets"}}
+{{template "broadcast_offsets" .Rank}}
 
 {{template "main_1d"}}
     let off = broadcast_offsets(i);

@@ -122,6 +122,23 @@ fn value(i: u32) -> f32 {
     let xx = i % W;
     let y = (i / W) % H;
     let nc = i / (W * H);
+{{- if .Disjoint}}
+    // The windows do not overlap (each stride spans the dilated kernel):
+    // the pixel lies in one window at most, (oi, oj), at its tap (a, b).
+    let oi = (y + PH) / SH;
+    let oj = (xx + PW) / SW;
+    let a = (y + PH) % SH;
+    let b = (xx + PW) % SW;
+    if (oi >= OH || oj >= OW || a % DH != 0u || b % DW != 0u || a / DH >= KH || b / DW >= KW) {
+        return 0.0;
+    }
+    let win = (nc * OH + oi) * OW + oj;
+{{- if eq .Op "avg_pool_grad"}}
+    return g_at(win) / f32(KK);
+{{- else}}
+    return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);
+{{- end}}
+{{- else}}
     var s = 0.0;
     for (var t = 0u; t < KK; t++) {
         let a = t / KW;
@@ -143,6 +160,7 @@ fn value(i: u32) -> f32 {
 {{- end}}
     }
     return s;
+{{- end}}
 {{- end}}
 }
 

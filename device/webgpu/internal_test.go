@@ -3,6 +3,8 @@
 package webgpu
 
 import (
+	"math/bits"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -54,6 +56,42 @@ func TestCoalesce(t *testing.T) {
 		kept, red := coalesce(c.shape, c.axes)
 		if !slices.Equal(kept, c.kept) || !slices.Equal(red, c.red) {
 			t.Errorf("coalesce(%v, %v) = %v, %v; want %v, %v", c.shape, c.axes, kept, red, c.kept, c.red)
+		}
+	}
+}
+
+// TestMagic checks udiv of common.wgsl, written out here in uint32
+// arithmetic as the kernels do it, against Go's division.
+func TestMagic(t *testing.T) {
+	mulhi := func(a, b uint32) uint32 {
+		a0, a1, b0, b1 := a&0xffff, a>>16, b&0xffff, b>>16
+		p01, p10 := a0*b1, a1*b0
+		mid := (a0*b0)>>16 + p01&0xffff + p10&0xffff
+		return a1*b1 + p01>>16 + p10>>16 + mid>>16
+	}
+	udiv := func(n, d, m uint32) uint32 {
+		tt := mulhi(n, m)
+		l := 32 - uint32(bits.LeadingZeros32(d-1))
+		return (tt + (n-tt)>>min(l, 1)) >> (max(l, 1) - 1)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	divisors := []uint32{1, 2, 3, 5, 7, 9, 121, 676, 1 << 16, 1<<16 + 1, 1<<31 - 1, 1 << 31, 1<<31 + 1, 1<<32 - 1}
+	for range 2000 {
+		divisors = append(divisors, rng.Uint32()>>rng.UintN(32))
+	}
+	for _, d := range divisors {
+		if d == 0 {
+			continue
+		}
+		m := magic(int(d))
+		ns := []uint32{0, 1, d - 1, d, d + 1, 2*d - 1, 1<<32 - 1, 1<<32 - 2, 1 << 31, 1<<31 - 1}
+		for range 500 {
+			ns = append(ns, rng.Uint32(), rng.Uint32()%(4*d+1), d*rng.Uint32N(1<<16)-rng.Uint32N(2))
+		}
+		for _, n := range ns {
+			if got, want := udiv(n, d, m), n/d; got != want {
+				t.Fatalf("udiv(%d, %d, magic %d) = %d; want %d", n, d, m, got, want)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/shaders"
@@ -260,6 +261,10 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 				k.name, e.Size, d.info, d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize, device.ErrOutOfMemory))
 			return
 		}
+	}
+	if d.prof != nil {
+		d.wait() // what came before, untimed
+		defer d.timed(k.name, time.Now())
 	}
 	bg, err := d.bindGroup(k, bound)
 	if err != nil {

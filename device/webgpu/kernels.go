@@ -4,12 +4,13 @@ package webgpu
 
 import (
 	"fmt"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
-	"github.com/x448/float16"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/extensor/extensor/device"
+	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/x448/float16"
 )
 
 // This file selects and specialises the WGSL kernels of package shaders;
@@ -170,14 +171,27 @@ func sameLayout(l device.Broadcast) bool {
 	return contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
 }
 
-// broadcastParams packs n, rank, shape and both operands' strides.
+// broadcastParams packs n, rank, shape and both operands' strides, and
+// the shape's magic numbers (p[40…]; see magic).
 func broadcastParams(l device.Broadcast) []uint32 {
-	p := make([]uint32, 26)
+	p := make([]uint32, 48)
 	p[0], p[1] = uint32(l.Len()), uint32(len(l.Shape))
 	for i := range l.Shape {
-		p[2+i], p[10+i], p[18+i] = uint32(l.Shape[i]), uint32(l.AStrides[i]), uint32(l.BStrides[i])
+		p[2+i], p[10+i], p[18+i], p[40+i] = uint32(l.Shape[i]), uint32(l.AStrides[i]), uint32(l.BStrides[i]), magic(l.Shape[i])
 	}
 	return p
+}
+
+// magic returns the number by which the kernels' udiv (common.wgsl)
+// divides by d > 0 with multiplications: ⌊2³²·(2^l − d) / d⌋ + 1, l =
+// ⌈log₂ d⌉ (Granlund and Montgomery, 1994); 0 for d ≤ 0, a dimension that
+// leaves nothing to divide.
+func magic(d int) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	l := bits.Len32(uint32(d - 1))
+	return uint32((uint64(1)<<32)*(uint64(1)<<l-uint64(d))/uint64(d) + 1)
 }
 
 // binary records op (grad < 0) or its gradient with respect to operand
@@ -196,8 +210,12 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		vec, n = vec4(count)
 		params = []uint32{uint32(n)}
 	}
-	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v", op, grad, same, vec, half)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
+	rank := len(l.Shape)
+	if same {
+		rank = 0
+	}
+	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v/rank=%d", op, grad, same, vec, half, rank)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Rank": rank}, flags(len(in), 1)...)
 	if same {
 		d.runItems(k, unroll(vec), itemBytes(vec), params, append(in, out)...)
 		return
@@ -310,13 +328,13 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 
 // reduceParams packs the parameters of the reduce kernels.
 func reduceParams(nOut, r int, kept, red []axis, scale float64) []uint32 {
-	p := make([]uint32, 39)
+	p := make([]uint32, 56)
 	p[0], p[1], p[2], p[3], p[4] = uint32(nOut), uint32(r), uint32(len(kept)), uint32(len(red)), f32bits(scale)
 	for i, a := range kept {
-		p[5+i], p[13+i] = uint32(a.size), uint32(a.stride)
+		p[5+i], p[13+i], p[40+i] = uint32(a.size), uint32(a.stride), magic(a.size)
 	}
 	for i, a := range red {
-		p[21+i], p[29+i] = uint32(a.size), uint32(a.stride)
+		p[21+i], p[29+i], p[48+i] = uint32(a.size), uint32(a.stride), magic(a.size)
 	}
 	return p
 }
@@ -339,15 +357,15 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	p := reduceParams(nOut, r, kept, red, scale)
 	half := in.dt == device.Float16
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half}
-	suffix := ""
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half, "Kept": len(kept), "Red": len(red)}
+	suffix := fmt.Sprintf("/kept=%d/red=%d", len(kept), len(red))
 	if half {
-		suffix = "/half"
+		suffix += "/half"
 	}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output.
 	if r <= 1024 || (nOut >= 8192 && r <= maxLoop) {
-		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p[:37], in, o)
+		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p, in, o)
 		return
 	}
 	// Long rows: each chunk of chunkLen elements reduced into 256 partial
@@ -360,7 +378,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		for i := range vecUnroll {
 			spec["Unroll"].([]int)[i] = i
 		}
-		name, length, r4 = "reduce_vec4/"+op.String(), vecUnroll*256, r/4
+		name, length, r4 = "reduce_vec4/"+op.String()+suffix, vecUnroll*256, r/4
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(name, "reduce", spec, false, true)
@@ -398,11 +416,11 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
 	spec := func(stage int) map[string]any {
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false}
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false, "Kept": len(kept), "Red": len(red)}
 	}
-	name := op.String()
+	name := fmt.Sprintf("%s/kept=%d/red=%d", op, len(kept), len(red))
 	if r <= maxLoop {
-		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p[:37], in, o)
+		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p, in, o)
 		return
 	}
 	chunk := max(chunkLen, groupsOf(r, maxLoop))
@@ -595,12 +613,9 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if n == 0 {
 		return
 	}
-	p := make([]uint32, 28)
-	p[0], p[1], p[26], p[27] = uint32(n), uint32(len(s.Shape)), uint32(s.SrcOffset), uint32(s.DstOffset)
-	for k := range s.Shape {
-		p[2+k], p[10+k], p[18+k] = uint32(s.Shape[k]), uint32(s.SrcStrides[k]), uint32(s.DstStrides[k])
-	}
-	k := d.kernel(fmt.Sprintf("strided/half=%v", half), "strided", map[string]any{"Half": half}, false, true)
+	p := broadcastParams(device.Broadcast{Shape: s.Shape, AStrides: s.SrcStrides, BStrides: s.DstStrides})
+	p[26], p[27] = uint32(s.SrcOffset), uint32(s.DstOffset)
+	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d", half, len(s.Shape)), "strided", map[string]any{"Half": half, "Rank": len(s.Shape)}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
@@ -667,8 +682,11 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	}
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
+	// Pooling gradients over windows that do not overlap find each
+	// pixel's window directly.
+	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
 	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half}
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint}
 	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half)
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
 	if half && op == device.Im2Col {
