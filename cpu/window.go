@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/extensor/extensor/device"
+	"github.com/x448/float16"
 )
 
 // Window runs a window kernel. Unlike the WGSL, which computes each
@@ -40,11 +41,11 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		// The hot path of conv2d: typed rows rather than visit.
 		switch o.dt {
 		case device.Float32:
-			im2col(o.f32, buf(x).f32, w, oh, ow)
+			im2col(o.f32, buf(x).f32, w, oh, ow, 1)
 		case device.Float16: // copies of bits, and zero bits are 0
-			im2col(o.f16, buf(x).f16, w, oh, ow)
+			im2col(o.f16, buf(x).f16, w, oh, ow, float16.Fromfloat32(1).Bits())
 		default:
-			im2col(o.f64, buf(x).f64, w, oh, ow)
+			im2col(o.f64, buf(x).f64, w, oh, ow, 1)
 		}
 	case device.Col2Im:
 		in := buf(x)
@@ -119,8 +120,8 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 }
 
 // im2col writes the columns of images N0… of x into dst, a row of the
-// output pixels at a time.
-func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int) {
+// output pixels at a time, and with w.Ones each image's row of ones.
+func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int, one F) {
 	k := 0
 	for n := range w.N {
 		for c := range w.C {
@@ -146,6 +147,12 @@ func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow 
 						}
 					}
 				}
+			}
+		}
+		if w.Ones {
+			for range oh * ow {
+				dst[k] = one
+				k++
 			}
 		}
 	}

@@ -396,7 +396,10 @@ type WindowOp uint8
 const (
 	// Im2Col writes dst (N, C·KH·KW, OH·OW): the taps of every window, 0
 	// in the padding, for images N0… of x. A convolution is then one
-	// matrix product per image.
+	// matrix product per image. With Window2D.Ones, each image's matrix
+	// ends with a row of ones (N, C·KH·KW + 1, OH·OW): a product with
+	// filters whose last column is the bias then adds the bias, and the
+	// gradient's last column is the bias's.
 	Im2Col WindowOp = iota
 	// Col2Im is Im2Col's adjoint: dst (images N0… of an N×C×H×W tensor)
 	// = the sum, at each pixel, of the entries of x (N, C·KH·KW, OH·OW)
@@ -439,13 +442,15 @@ func (op WindowOp) String() string {
 // Window2D describes the sliding windows of a window kernel: N images
 // (from image N0 of the larger tensor for Im2Col and Col2Im) of C
 // channels of H×W pixels, windows of KH×KW taps DH and DW apart, moved by
-// SH and SW over the image padded with PH and PW on each side.
+// SH and SW over the image padded with PH and PW on each side. Ones
+// adds a row of ones to each image's matrix of Im2Col.
 type Window2D struct {
 	N, N0, C, H, W int
 	KH, KW         int
 	SH, SW         int
 	PH, PW         int
 	DH, DW         int
+	Ones           bool
 }
 
 // Out returns the number of window positions, OH and OW.

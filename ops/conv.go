@@ -96,19 +96,45 @@ func planConv(op string, x, w, b *tensor.Tensor, win Window) conv {
 // with these.
 const colsBudget = 1 << 21
 
+// fused reports whether the bias b rides in the products: without
+// groups, the filters gain a last column holding the bias and each
+// image's columns a last row of ones (device.Window2D.Ones), so that the
+// products add the bias and the filters' gradient carries the bias's,
+// with no pass of their own over the output.
+func (p conv) fused(b *tensor.Tensor) bool { return b != nil && p.groups == 1 }
+
+// rows returns the rows of each image's (and group's) columns: the
+// taps, and the row of ones if fused.
+func (p conv) rows(fused bool) int { return p.cg*p.kk + b2i(fused) }
+
+// withBias returns the filters w as a [out channels, taps + 1] matrix
+// whose last column is b.
+func (p conv) withBias(dev device.Device, dt device.DType, w, b *tensor.Tensor) *tensor.Tensor {
+	k := p.cg * p.kk
+	wb, ok := output(dev, dt, []int{p.cout, k + 1}, w, b)
+	if ok {
+		dev.CopyStrided(wb.Buffer(), w.Buffer(), device.Strided{Shape: []int{p.cout, k}, SrcStrides: []int{k, 1}, DstStrides: []int{k + 1, 1}})
+		dev.CopyStrided(wb.Buffer(), b.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{1}, DstStrides: []int{k + 1}, DstOffset: k})
+		keep(wb, w, b)
+	}
+	return wb
+}
+
 // columns calls f, for each run of images n0… (nb of them) whose
-// columns fit colsBudget, with their im2col matrix, released after f. It
-// stops at, and returns, the first failure.
-func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, f func(n0, nb int, cols *tensor.Tensor) error) error {
-	step := max(colsBudget/max(p.g.C*p.kk*p.hw, 1), 1)
+// columns fit colsBudget, with their im2col matrix (with a row of ones
+// per image if fused), released after f. It stops at, and returns, the
+// first failure.
+func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, fused bool, f func(n0, nb int, cols *tensor.Tensor) error) error {
+	rows := p.g.C*p.kk + b2i(fused)
+	step := max(colsBudget/max(rows*p.hw, 1), 1)
 	for n0 := 0; n0 < p.g.N; n0 += step {
 		nb := min(step, p.g.N-n0)
-		cols, ok := output(dev, dt, []int{nb, p.g.C * p.kk, p.hw}, x)
+		cols, ok := output(dev, dt, []int{nb, rows, p.hw}, x)
 		if !ok {
 			return cols.Err()
 		}
 		g := p.g
-		g.N, g.N0 = nb, n0
+		g.N, g.N0, g.Ones = nb, n0, fused
 		dev.Window(device.Im2Col, cols.Buffer(), x.Buffer(), nil, g)
 		keep(cols, x)
 		err := f(n0, nb, cols)
@@ -134,8 +160,9 @@ func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, f fu
 // convolution the copy takes about 30% of the product's time, so that
 // forward and backward reach about 0.7 of the matmul's GFLOP/s (see make
 // bench). Large batches run in chunks of bounded column memory. The
-// products add to the bias, copied into every pixel first, so that a
-// float16 result (computed in float32) is rounded once.
+// bias rides in the products (see conv.fused); with groups, the products
+// add to the bias, copied into every pixel first. Either way a float16
+// result (computed in float32) is rounded once.
 func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 	const op = "ops.Conv2d"
 	dev, dt := layerOperands(op, x, w, b)
@@ -145,19 +172,29 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 		deps = append(deps, b)
 	}
 	out, ok := output(dev, dt, p.out, deps...)
+	fused, kr, filters := p.fused(b), p.rows(p.fused(b)), w
+	if ok && out.Len() > 0 && fused {
+		filters = p.withBias(dev, dt, w, b)
+		defer filters.Release()
+		ok = filters.Err() == nil
+		if !ok {
+			out.Release()
+			out = tensor.Failed(dev, dt, filters.Err(), p.out...)
+		}
+	}
 	if ok && out.Len() > 0 {
-		if b != nil {
+		if b != nil && !fused {
 			// The bias in every pixel, to which the products add (in
 			// float32, so that a float16 result is rounded once).
 			dev.CopyStrided(out.Buffer(), b.Buffer(), device.Strided{Shape: []int{p.g.N, p.cout, p.hw},
 				SrcStrides: []int{0, 1, 0}, DstStrides: []int{p.cout * p.hw, p.hw, 1}})
 			keep(out, b)
 		}
-		failed := p.columns(dev, dt, x, func(n0, nb int, cols *tensor.Tensor) error {
+		failed := p.columns(dev, dt, x, fused, func(n0, nb int, cols *tensor.Tensor) error {
 			// out[n, g] (+)= W_g · cols[n, g] for every image and group.
-			dev.MatMul(out.Buffer(), w.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.cg * p.kk, N: p.hw,
-				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.cg * p.kk * p.hw, OffDst: n0 * p.cout * p.hw, Accumulate: b != nil})
-			keep(out, w, cols)
+			dev.MatMul(out.Buffer(), filters.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: kr, N: p.hw,
+				StrideA: p.og * kr, CycleA: p.groups, StrideB: kr * p.hw, OffDst: n0 * p.cout * p.hw, Accumulate: b != nil && !fused})
+			keep(out, filters, cols)
 			return nil
 		})
 		if failed != nil {
@@ -196,16 +233,23 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, 
 		}
 		keep(gw, gx)
 	}
+	fused := p.fused(b) && okx && okw && g.Len() > 0 && x.Len() > 0
+	kr, acc := p.rows(fused), gw // acc: the filters' gradient, with the bias's if fused
+	if fused {
+		acc, okw = output(dev, dt, []int{p.cout, kr}, x, w, g)
+		defer acc.Release()
+	}
+	var failed error
 	if okx && okw && g.Len() > 0 && x.Len() > 0 {
 		first := true
-		failed := p.columns(dev, dt, x, func(n0, nb int, cols *tensor.Tensor) error {
+		failed = p.columns(dev, dt, x, fused, func(n0, nb int, cols *tensor.Tensor) error {
 			// Per image and group, g[n, g] · cols[n, g]ᵀ; summed over images.
-			part, ok := output(dev, dt, []int{nb, p.cout * p.cg * p.kk}, x, g)
+			part, ok := output(dev, dt, []int{nb, p.cout * kr}, x, g)
 			if !ok {
 				return part.Err()
 			}
-			dev.MatMul(part.Buffer(), g.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.hw, N: p.cg * p.kk, TransB: true,
-				StrideA: p.og * p.hw, OffA: n0 * p.cout * p.hw, StrideB: p.cg * p.kk * p.hw})
+			dev.MatMul(part.Buffer(), g.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.hw, N: kr, TransB: true,
+				StrideA: p.og * p.hw, OffA: n0 * p.cout * p.hw, StrideB: kr * p.hw})
 			keep(part, g, cols)
 			sum := SumAxis(part, 0, false)
 			part.Release()
@@ -213,17 +257,18 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, 
 				return err
 			}
 			if first {
-				dev.Copy(gw.Buffer(), sum.Buffer())
+				dev.Copy(acc.Buffer(), sum.Buffer())
 			} else {
-				dev.Axpy(gw.Buffer(), sum.Buffer(), 1)
+				dev.Axpy(acc.Buffer(), sum.Buffer(), 1)
 			}
-			keep(gw, sum)
+			keep(acc, sum)
 			sum.Release()
 			first = false
 			if !wantX {
 				return nil
 			}
-			// The columns' gradient, W_gᵀ · g[n, g], into cols, then col2im.
+			// The columns' gradient, W_gᵀ · g[n, g], into cols (as
+			// (nb, C·KH·KW, OH·OW): no row of ones), then col2im.
 			dev.MatMul(cols.Buffer(), w.Buffer(), g.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.hw, TransA: true,
 				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.hw, OffB: n0 * p.cout * p.hw})
 			c := p.g
@@ -241,7 +286,23 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, 
 			}
 		}
 	}
-	if b != nil {
+	switch {
+	case fused && !okw: // no room for acc
+		gw.Release()
+		gw = tensor.Failed(dev, dt, acc.Err(), w.Shape()...)
+		gb = tensor.Failed(dev, dt, acc.Err(), p.cout)
+	case fused && failed != nil: // gw is failed already
+		gb = tensor.Failed(dev, dt, failed, p.cout)
+	case fused:
+		// Split the filters' gradient from the bias's, its last column.
+		k := kr - 1
+		dev.CopyStrided(gw.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout, k}, SrcStrides: []int{kr, 1}, DstStrides: []int{k, 1}})
+		gb, _ = output(dev, dt, []int{p.cout}, acc)
+		if gb.Err() == nil {
+			dev.CopyStrided(gb.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{kr}, DstStrides: []int{1}, SrcOffset: k})
+		}
+		keep(gw, gb, acc)
+	case b != nil:
 		gb = SumAxes(g, []int{0, 2, 3}, false)
 	}
 	return gx, gw, gb

@@ -8,10 +8,15 @@ import (
 // win is the specialisation of a window kernel with a 2×3 kernel, on
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
-	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false}
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Ones": false}
 	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW"} {
 		m[k] = 1
 	}
+	return m
+}
+
+func ones(m map[string]any) map[string]any {
+	m["Ones"] = true
 	return m
 }
 
@@ -75,6 +80,7 @@ func TestSource(t *testing.T) {
 		{"matmul_tiled", map[string]any{"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "TransA": false, "TransB": true, "HalfA": true, "HalfB": false, "Half": true},
 			[]string{"v = a_at(za + r * K + k);", "return b[i];", "atomicAnd(&out[i >> 1u]", "let add = p[4] != 0u || p[13] != 0u;"}},
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
+		{"window", ones(win("im2col", false)), []string{"let per = (C * KK + 1u) * OH;", "out[o + j] = 1.0;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
 		{"window", disjoint(win("max_pool_grad", false)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},

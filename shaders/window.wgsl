@@ -87,19 +87,34 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
 }
 {{- end}}
 
+{{- if eq .Op "im2col"}}
+
+// Row r of OW outputs of im2col's out (N, C·KH·KW{{if .Ones}} + 1{{end}}, OH·OW), as
+// (nc, t, oi, ones): window row oi's tap t of image-channel nc{{if .Ones}}, or with
+// ones = 1 a row of an image's row of ones{{end}}.
+fn col_row(r: u32) -> vec4<u32> {
+{{- if .Ones}}
+    let per = (C * KK + 1u) * OH;
+    let q = r % per;
+    return vec4<u32>((r / per) * C + q / (OH * KK), (q / OH) % KK, q % OH, select(0u, 1u, q >= C * KK * OH));
+{{- else}}
+    return vec4<u32>(r / (OH * KK), (r / OH) % KK, r % OH, 0u);
+{{- end}}
+}
+{{- end}}
+
 // Output element i (of image N0 onwards for col2im).
 fn value(i: u32) -> f32 {
 {{- if eq .Op "im2col"}}
-    // out (N, C·KH·KW, OH·OW): row r is window row oi's tap t.
-    let r = i / OW;
-    let oi = r % OH;
-    let t = (r / OH) % KK;
-    let nc = r / (OH * KK);
-    let q = tap(oi, i % OW, t / KW, t % KW);
+    let rw = col_row(i / OW);
+    if (rw.w == 1u) {
+        return 1.0;
+    }
+    let q = tap(rw.z, i % OW, rw.y / KW, rw.y % KW);
     if (!inside(q)) {
         return 0.0;
     }
-    return x_at(((p[2] * C + nc) * H + u32(q.x)) * W + u32(q.y));
+    return x_at(((p[2] * C + rw.x) * H + u32(q.x)) * W + u32(q.y));
 {{- else if or (eq .Op "max_pool") (eq .Op "avg_pool")}}
     // out (N, C, OH, OW)
     let oj = i % OW;
@@ -181,11 +196,16 @@ fn first() -> u32 {
     out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));
 {{- else if eq .Op "im2col"}}
     // A row of OW outputs an invocation, stepping through x by SW.
-    let oi = i % OH;
-    let t = (i / OH) % KK;
-    let nc = i / (OH * KK);
-    let q = tap(oi, 0u, t / KW, t % KW);
+    let rw = col_row(i);
+    let nc = rw.x;
+    let q = tap(rw.z, 0u, rw.y / KW, rw.y % KW);
     let o = i * OW;
+    if (rw.w == 1u) {
+        for (var j = 0u; j < OW; j++) {
+            out[o + j] = 1.0;
+        }
+        return;
+    }
     if (q.x < 0 || q.x >= i32(H)) {
         for (var j = 0u; j < OW; j++) {
             out[o + j] = 0.0;

@@ -667,7 +667,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	kk := w.KH * w.KW
 	switch op {
 	case device.Im2Col:
-		n, loop, in = w.N*w.C*kk*oh, ow, []*buffer{d.buf(x)} // a row of windows each
+		n, loop, in = w.N*(w.C*kk+b2i(w.Ones))*oh, ow, []*buffer{d.buf(x)} // a row of windows each
 	case device.MaxPool, device.AvgPool:
 		n, loop, in = w.N*w.C*oh*ow, kk, []*buffer{d.buf(x)}
 	case device.Col2Im:
@@ -686,8 +686,8 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	// pixel's window directly.
 	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
 	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint}
-	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half)
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint, "Ones": w.Ones && op == device.Im2Col}
+	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"])
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
 	if half && op == device.Im2Col {
 		loop = 0 // an element at a time, not a row: no loop
