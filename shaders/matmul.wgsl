@@ -7,12 +7,22 @@
 // (lavapipe silently ends a loop after about 32768 iterations). Matrix
 // z = p[6] + gid.z of a batch starts at p[10] + (z, or z mod p[9] if
 // p[9] > 0)·p[7] in a, p[11] + z·p[8] in b (in the arrays' elements) and
-// p[12] + z·M·N in out; p[13] ≠ 0 adds to out always.
+// p[12] + z·M·N in out; p[13] ≠ 0 adds to out always.{{if .Flat}}
+// Here the blocks of all the matrices are numbered in one sequence (p[14]
+// column blocks a row of blocks, p[15] rows of blocks a matrix, p[16]
+// blocks in all), spread over workgroups of 64: llvmpipe's SIMD lanes
+// span a workgroup's x only, and products of few columns left most of
+// them idle in the 8×8 workgroups of the two-dimensional grid.{{end}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
 @group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
+{{- if .VecO}}
+// out is float32, written as vec4s (N and p[12] are multiples of 4).
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+{{- else}}
 {{template "matmul_out" .}}
+{{- end}}
 {{- if not .VecA}}
 {{template "at" dict "Name" "a" "Half" .HalfA}}
 {{- end}}
@@ -20,6 +30,22 @@
 {{template "at" dict "Name" "b" "Half" .HalfB}}
 {{- end}}
 
+{{- if .Flat}}
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let M = p[0];
+    let K = p[1];
+    let N = p[2];
+    let t = linear_index(wid, nwg, lid, 64u);
+    if (t >= p[16]) {
+        return;
+    }
+    let rest = t / p[14];
+    let row0 = p[3] + (rest % p[15]) * {{.TM}}u;
+    let col0 = (t % p[14]) * {{.TN}}u;
+    let z = p[6] + rest / p[15];
+{{- else}}
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let M = p[0];
@@ -31,6 +57,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let z = p[6] + gid.z;
+{{- end}}
     let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
     let zb = p[11] + z * p[8];
     let zo = p[12] + z * M * N;
@@ -81,14 +108,33 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         acc{{$i}}_{{$j}} += b{{$j}} * a{{$i}};
 {{- end}}{{end}}
     }
+    // Whether to add to out: a later part of k, or Accumulate.
+    let add = p[4] != 0u || p[13] != 0u;
 {{- range $i := seq .TM}}
     if (row0 + {{$i}}u < M) {
         let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
+{{- if $.VecO}}
+{{- range $j := seq (div $.TN 4)}}
+        if (col0 + {{mul $j 4}}u < N) {
+            let q = o{{$i}} / 4u + {{$j}}u;
+            var v = acc{{$i}}_{{$j}};
+            if (add) {
+                v += out[q];
+            }
+            out[q] = v;
+        }
+{{- end}}
+{{- else}}
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
-            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), p[4] != 0u || p[13] != 0u) + acc{{$i}}_{{$j}}[{{$c}}]);
+            var v = acc{{$i}}_{{$j}}[{{$c}}];
+            if (add) {
+                v += out_at(o{{$i}} + {{add (mul $j 4) $c}}u);
+            }
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, v);
         }
 {{- end}}{{end}}
+{{- end}}
     }
 {{- end}}
 }

@@ -201,7 +201,7 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 		"HalfA": ha, "HalfB": hb, "Half": ho}
 	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v", t, s.TransA, s.TransB, ha, hb, ho)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
-	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false)
+	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false)
 }
 
 // matMulRegister records the products with the register-blocked kernel.
@@ -210,15 +210,25 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va := !ha && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
 	vb := !hb && !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
-	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "HalfA": ha, "HalfB": hb, "Half": ho}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,half=%v%v%v", tm, tn, s.TransA, s.TransB, va, vb, ha, hb, ho)
+	// Products of fewer than wg column blocks number their blocks in one
+	// sequence (see matmul.wgsl).
+	flat := groupsOf(s.N, tn) < wg
+	vo := !ho && s.N%4 == 0 && s.OffDst%4 == 0
+	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,half=%v%v%v,flat=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, ha, hb, ho, flat)
 	kern := d.kernel(key, "matmul", spec, false, false, true)
-	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb)
+	if flat {
+		d.matMulDispatches(kern, tm, tn, o, x, y, s, va, vb, true)
+		return
+	}
+	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb, false)
 }
 
 // matMulDispatches records kern over the products, a workgroup computing
 // a bm×bn block; va and vb tell whether the kernel reads a or b as vec4s.
-func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb bool) {
+// With flat, bm×bn is an invocation's block, the blocks of the dispatch's
+// matrices numbered in one sequence over workgroups of 64.
+func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb, flat bool) {
 	if kern == nil {
 		return
 	}
@@ -254,10 +264,21 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < max(k, 1); k0 += kPer {
 				k1 := min(k, k0+kPer)
-				d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb),
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
-						uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
-						uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate)}, x, y, o)
+				p := []uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
+					uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
+					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate)}
+				if !flat {
+					d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb), p, x, y, o)
+					continue
+				}
+				blocks := gx * groupsOf(rows, bm) * nb
+				p = append(p, uint32(gx), uint32(groupsOf(rows, bm)), uint32(blocks))
+				wx, wy, err := grid(groupsOf(blocks, 64))
+				if err != nil {
+					d.fail(fmt.Errorf("webgpu: kernel %s: %v", kern.name, err))
+					return
+				}
+				d.dispatch(kern, wx, wy, p, x, y, o)
 			}
 		}
 	}
