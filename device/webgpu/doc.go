@@ -40,7 +40,10 @@
 //     (lavapipe crashes in a blocking wait on a dispatch that runs for
 //     more than about 5 s, and a sleep costs a GPU's short waits tens of
 //     microseconds);
-//   - turns WebGPU validation errors into Go errors naming the kernel.
+//   - turns WebGPU validation errors into Go errors naming the kernel;
+//   - with the EXTENSOR_PROFILE environment variable set (EnvProfile),
+//     times every dispatch alone and tells where the device time went
+//     (Profile): the tool behind the speed-ups recorded in the README.
 //
 // Tensors may be as large as the adapter's maximum buffer size; a larger
 // one is an error wrapping device.ErrOutOfMemory. Elementwise kernels

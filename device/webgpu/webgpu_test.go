@@ -445,3 +445,34 @@ func TestWindowFloat16(t *testing.T) {
 		}
 	}
 }
+
+// TestProfile checks the kernel profiler: off by default, and with
+// EXTENSOR_PROFILE set, every dispatch counted and timed under its
+// kernel's name until ResetProfile.
+func TestProfile(t *testing.T) {
+	if p := fresh(t).Profile(); p != nil {
+		t.Fatalf("Profile without %s = %v; want nil", webgpu.EnvProfile, p)
+	}
+	t.Setenv(webgpu.EnvProfile, "1")
+	d := fresh(t)
+	x := tensor.Must(tensor.Uniform(d, device.Float32, -1, 1, 1, 1000))
+	for range 3 {
+		ops.Exp(x).Release()
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var exp *webgpu.KernelTime
+	for _, k := range d.Profile() {
+		if strings.HasPrefix(k.Kernel, "unary/exp/") {
+			exp = &k
+		}
+	}
+	if exp == nil || exp.Dispatches != 3 || exp.Time <= 0 {
+		t.Fatalf("Profile() = %+v; want unary/exp/… with 3 dispatches and a time", d.Profile())
+	}
+	d.ResetProfile()
+	if p := d.Profile(); len(p) != 0 {
+		t.Fatalf("Profile() after ResetProfile = %+v; want none", p)
+	}
+}
