@@ -52,6 +52,22 @@ fn broadcast_offsets(i: u32) -> vec2<u32> {
 }
 {{- end}}
 
+{{- define "unravel"}}
+{{- /* Adds to var the offset of rem's coordinates in a shape of rank
+.Rank at p[.Shape…] with strides p[.Strides…] and magic numbers
+p[.Magic…], unrolled. */}}
+{{- $d := .}}
+{{- range $k := rseq .Rank}}
+{{- if $k}}
+    let q{{$k}} = udiv(rem, p[{{add $d.Shape $k}}], p[{{add $d.Magic $k}}]);
+    {{$d.Var}} += (rem - q{{$k}} * p[{{add $d.Shape $k}}]) * p[{{add $d.Strides $k}}];
+    rem = q{{$k}};
+{{- else}}
+    {{$d.Var}} += rem * p[{{$d.Strides}}];
+{{- end}}
+{{- end}}
+{{- end}}
+
 {{- define "reduce_offsets"}}
 {{template "udiv"}}
 
@@ -61,15 +77,7 @@ fn broadcast_offsets(i: u32) -> vec2<u32> {
 fn offset(base: u32, r: u32) -> u32 {
     var rem = r;
     var off = base;
-{{- range $k := rseq .Red}}
-{{- if $k}}
-    let q{{$k}} = udiv(rem, p[{{add 21 $k}}], p[{{add 48 $k}}]);
-    off += (rem - q{{$k}} * p[{{add 21 $k}}]) * p[{{add 29 $k}}];
-    rem = q{{$k}};
-{{- else}}
-    off += rem * p[29];
-{{- end}}
-{{- end}}
+{{- template "unravel" dict "Rank" .Red "Shape" 21 "Strides" 29 "Magic" 48 "Var" "off"}}
     return off;
 }
 
@@ -79,15 +87,7 @@ fn offset(base: u32, r: u32) -> u32 {
 fn base_offset(o: u32) -> u32 {
     var rem = o;
     var base = 0u;
-{{- range $k := rseq .Kept}}
-{{- if $k}}
-    let q{{$k}} = udiv(rem, p[{{add 5 $k}}], p[{{add 40 $k}}]);
-    base += (rem - q{{$k}} * p[{{add 5 $k}}]) * p[{{add 13 $k}}];
-    rem = q{{$k}};
-{{- else}}
-    base += rem * p[13];
-{{- end}}
-{{- end}}
+{{- template "unravel" dict "Rank" .Kept "Shape" 5 "Strides" 13 "Magic" 40 "Var" "base"}}
     return base;
 }
 {{- end}}

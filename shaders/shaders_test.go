@@ -49,7 +49,7 @@ func TestSource(t *testing.T) {
 			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<vec4<f32>>", "fn apply4"}},
 		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
 		{"update", map[string]any{"Op": "axpy", "T": "f32"}, []string{"out[i] = out[i] + pf(1u) * x[i];"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "Kept": 2, "Red": 2}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "Kept": 2, "Red": 2}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))", "let q1 = udiv(rem, p[22], p[49]);", "base += rem * p[13];"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": true, "Kept": 2, "Red": 2}, []string{"var<storage, read> x: array<u32>", "unpack2x16float(x[i >> 1u])"}},
 		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false, "Kept": 2, "Red": 2}, []string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "out[i] = acc;"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "Kept": 2, "Red": 2, "Unroll": []int{0, 1}},
