@@ -18,10 +18,14 @@
 // 4q…4q+3 at depth k, zeros past the wide count. p[0] = wide count W,
 // p[1] = depth K, p[2] = offset, p[3] = stride along the wide axis,
 // p[4] = stride along depth (in src's elements), p[5] = texels a row.
+{{- if .Vec}}
+// Here src's entries along the wide axis are consecutive and W, the offset
+// and the depth stride multiples of 4: a texel is one vec4 of src.
+@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
+{{- else}}
 // src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
 @group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}f32{{end}}>;
 {{template "at" dict "Name" "src" "Half" .Half}}
-@group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 
 fn entry(w: u32, k: u32) -> f32 {
     if (w >= p[0]) {
@@ -29,12 +33,22 @@ fn entry(w: u32, k: u32) -> f32 {
     }
     return src_at(p[2] + w * p[3] + k * p[4]);
 }
+{{- end}}
+@group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 
 {{template "main_1d_count" "p[5] * p[1]"}}
     let q = e % p[5];
     let k = e / p[5];
     let w = 4u * q;
+{{- if .Vec}}
+    var v = vec4<f32>(0.0);
+    if (w < p[0]) {
+        v = src[(p[2] + w + k * p[4]) / 4u];
+    }
+    textureStore(dst, vec2<i32>(i32(q), i32(k)), v);
+{{- else}}
     textureStore(dst, vec2<i32>(i32(q), i32(k)), vec4<f32>(entry(w, k), entry(w + 1u, k), entry(w + 2u, k), entry(w + 3u, k)));
+{{- end}}
 }
 {{- else}}
 // matmul_tex: out (M×N) = op(a)·op(b) from textures that stage pack
@@ -43,11 +57,16 @@ fn entry(w: u32, k: u32) -> f32 {
 // block in straight-line code: per k, {{div .TM 4}} + {{div .TN 4}} texel loads for {{mul .TM .TN}}
 // products (texel loads are far cheaper than storage loads on llvmpipe).
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
-// dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0;
-// p[6] = the output's offset; p[7] ≠ 0 adds to out always.
+// dispatch sums the terms k in [p[4], p[5]){{if .Add}} and adds them to out{{else}} into out{{end}};
+// p[6] = the output's offset.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
+{{- if .VecO}}
+// out is float32, written as vec4s (N and p[6] are multiples of 4).
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+{{- else}}
 {{template "matmul_out" .}}
+{{- end}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -77,11 +96,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := seq .TM}}
     if (row0 + {{$i}}u < M) {
         let o{{$i}} = p[6] + (row0 + {{$i}}u) * N + col0;
-{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
+{{- range $j := seq (div $.TN 4)}}
+{{- if $.VecO}}
+        if (col0 + {{mul $j 4}}u < N) {
+            out[o{{$i}} / 4u + {{$j}}u] = {{if $.Add}}out[o{{$i}} / 4u + {{$j}}u] + {{end}}acc{{$i}}_{{$j}};
+        }
+{{- else}}{{range $c := seq 4}}
         if (col0 + {{add (mul $j 4) $c}}u < N) {
-            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), p[4] != 0u || p[7] != 0u) + acc{{$i}}_{{$j}}[{{$c}}]);
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, {{if $.Add}}out_at(o{{$i}} + {{add (mul $j 4) $c}}u) + {{end}}acc{{$i}}_{{$j}}[{{$c}}]);
         }
 {{- end}}{{end}}
+{{- end}}
     }
 {{- end}}
 }

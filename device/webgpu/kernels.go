@@ -793,26 +793,9 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	}
 	m, k, n := s.M, s.K, s.N
 	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
-	packer := func(b *buffer) *kernel {
+	packer := func(b *buffer, vec bool) *kernel {
 		half := b.dt == device.Float16
-		return d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v", half), "matmul_tex", map[string]any{"Stage": "pack", "Half": half}, storageRO, textureOut)
-	}
-	packA, packB := packer(x), packer(y)
-	half := o.dt == device.Float16
-	mul := d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v", texTM, texTN, half), "matmul_tex", map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU, "Half": half},
-		textureIn, textureIn, storageRW)
-	if packA == nil || packB == nil || mul == nil {
-		return true // the failure is recorded
-	}
-	va, err := d.texture(wa, k, 0)
-	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", mul.name, err))
-		return true
-	}
-	vb, err := d.texture(wb, k, 1)
-	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", mul.name, err))
-		return true
+		return d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v,vec=%v", half, vec), "matmul_tex", map[string]any{"Stage": "pack", "Half": half, "Vec": vec}, storageRO, textureOut)
 	}
 	// Strides of op(a) (M×K) and op(b) (K×N) along their wide axis and depth.
 	aw, ak := k, 1
@@ -822,6 +805,32 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	bw, bk := 1, n
 	if s.TransB {
 		bw, bk = k, 1
+	}
+	// An operand packs by vec4s when its texels are aligned vec4s of it.
+	vecA := x.dt == device.Float32 && aw == 1 && m%4 == 0 && ak%4 == 0 && s.OffA%4 == 0 && s.StrideA%4 == 0
+	vecB := y.dt == device.Float32 && bw == 1 && n%4 == 0 && bk%4 == 0 && s.OffB%4 == 0 && s.StrideB%4 == 0
+	packA, packB := packer(x, vecA), packer(y, vecB)
+	half := o.dt == device.Float16
+	// The product stores vec4s when every row of out starts at a multiple of 4.
+	vecO := !half && n%4 == 0 && s.OffDst%4 == 0
+	mul := func(add bool) *kernel {
+		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v,add=%v,vec=%v", texTM, texTN, half, add, vecO), "matmul_tex",
+			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU, "Half": half, "Add": add, "VecO": vecO},
+			textureIn, textureIn, storageRW)
+	}
+	set, add := mul(false), mul(true)
+	if packA == nil || packB == nil || set == nil || add == nil {
+		return true // the failure is recorded
+	}
+	va, err := d.texture(wa, k, 0)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", set.name, err))
+		return true
+	}
+	vb, err := d.texture(wb, k, 1)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", set.name, err))
+		return true
 	}
 	packInto := func(pack *kernel, src *buffer, view *wgpu.TextureView, wide, off, sw, sk, texels int) {
 		d.dispatchEntries(pack, uint32(min(groupsOf(texels*k, 256), maxGroups)), uint32(groupsOf(groupsOf(texels*k, 256), maxGroups)), 1,
@@ -845,8 +854,12 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
-				d.dispatchEntries(mul, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n), b2u(s.Accumulate)},
+				kern := set
+				if k0 > 0 || s.Accumulate {
+					kern = add
+				}
+				d.dispatchEntries(kern, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
 					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: va}, {Binding: 2, TextureView: vb}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}
 		}

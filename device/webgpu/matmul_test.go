@@ -68,6 +68,9 @@ func TestMatMulKernels(t *testing.T) {
 		{Batch: 3, M: 9, K: 11, N: 13, StrideA: 9 * 11, StrideB: 0, OffA: 5, OffB: 3, OffDst: 7},
 		{Batch: 1, M: 6, K: 0, N: 5},
 		{Batch: 2, M: 130, K: 200, N: 333, StrideA: 130 * 200, StrideB: 200 * 333, OffDst: 3, TransB: true}, // texture-sized, odd words
+		// Texture-sized with both operands packed by vec4s and out written by vec4s, then neither.
+		{Batch: 2, M: 132, K: 200, N: 336, StrideA: 132 * 200, StrideB: 200 * 336, OffDst: 4, TransA: true},
+		{Batch: 1, M: 128, K: 260, N: 256, OffB: 1, OffDst: 2},
 	}
 	gputest.Open(t) // the shared device, opened before EXTENSOR_MATMUL is set
 	for _, name := range webgpu.MatMulKernels() {
