@@ -59,11 +59,13 @@ type pool struct {
 	d     *Device
 	free  map[poolKey][]*wgpu.Buffer
 	stats device.PoolStats
+	limit uint64 // bytes of free buffers kept: maxPooled
 }
 
 func (p *pool) init(d *Device) {
 	p.d = d
 	p.free = map[poolKey][]*wgpu.Buffer{}
+	p.limit = maxPooled
 }
 
 // bucket rounds size up to 256 bytes or to a quarter of a power of two.
@@ -119,13 +121,19 @@ func (p *pool) put(usage wgpu.BufferUsage, size uint64, b *wgpu.Buffer) {
 	p.free[key] = append(p.free[key], b)
 	p.stats.BytesLive -= size
 	p.stats.BytesPooled += size
-	if p.stats.BytesPooled > maxPooled {
-		p.trim(maxPooled)
+	if p.stats.BytesPooled > p.limit {
+		p.trim(p.limit)
 	}
 }
 
-// trim releases free buffers until at most limit bytes are pooled.
+// trim releases free buffers until at most limit bytes are pooled. The
+// open compute pass ends first: it may bind them, and wgpu resolves a
+// pass's resources only when it ends (a buffer released before then
+// aborts the process inside wgpu).
 func (p *pool) trim(limit uint64) {
+	if p.stats.BytesPooled > limit {
+		p.d.endPass()
+	}
 	for key, list := range p.free {
 		for len(list) > 0 && p.stats.BytesPooled > limit {
 			p.d.forget(list[len(list)-1])

@@ -476,3 +476,68 @@ func TestProfile(t *testing.T) {
 		t.Fatalf("Profile() after ResetProfile = %+v; want none", p)
 	}
 }
+
+// TestTrimWhilePassOpen releases pooled buffers that the open compute
+// pass still binds: the pass must end first (wgpu resolves a pass's
+// resources when it ends, and aborts the process on a released one).
+func TestTrimWhilePassOpen(t *testing.T) {
+	d := fresh(t)
+	webgpu.SetPoolLimit(d, 0) // every freed buffer is released at once
+	x := tensor.Must(tensor.FromFloat32(d, []float32{-2, -1, 0, 1}, 4))
+	defer x.Release()
+	acc := ops.Neg(x)
+	for range 4 {
+		y := ops.Relu(acc) // binds acc in the open pass
+		acc.Release()      // released while the pass binds it
+		acc = ops.Add(y, x)
+		y.Release()
+	}
+	got, err := acc.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc.Release()
+	for i, v := range []float32{-2, -1, 0, 1} {
+		want := -v
+		for range 4 {
+			want = max(want, 0) + v
+		}
+		if got[i] != want {
+			t.Errorf("out[%d] = %v; want %v", i, got[i], want)
+		}
+	}
+	if s := d.PoolStats(); s.BytesPooled != 0 {
+		t.Errorf("%d bytes pooled; want none with a limit of 0", s.BytesPooled)
+	}
+}
+
+// TestTextureCacheTurnover queues texture-kernel products of more sizes
+// than the operand-texture cache keeps, in one batch: the cache releases
+// textures that the open pass binds (wgpu keeps them for the pass).
+func TestTextureCacheTurnover(t *testing.T) {
+	gputest.Open(t)
+	t.Setenv(webgpu.EnvMatMul, "texture")
+	d := fresh(t)
+	var outs []*tensor.Tensor
+	for i := range 12 {
+		n := 128 + 16*i // a new texture size per product
+		x := tensor.Must(tensor.Full(d, device.Float32, 1, n, 512))
+		y := tensor.Must(tensor.Full(d, device.Float32, 0.5, 512, n))
+		outs = append(outs, ops.MatMul(x, y))
+		x.Release()
+		y.Release()
+	}
+	if k := d.MatMulKernel(device.GEMM{Batch: 1, M: 128, K: 512, N: 128}); k != "texture" {
+		t.Fatalf("products run on %s; want texture", k)
+	}
+	for i, z := range outs {
+		got, err := z.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != 256 || got[len(got)-1] != 256 {
+			t.Errorf("product %d: got %v … %v; want 256", i, got[0], got[len(got)-1])
+		}
+		z.Release()
+	}
+}
