@@ -212,7 +212,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
 
 {{- define "matmul_out"}}
-{{- if .Half}}
+{{- if .VecO}}
+// out is float32, written as vec4s (N and the output's offset are
+// multiples of 4).
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+{{- else if .Half}}
 // out holds float16, two to a word, and a word may hold the elements of
 // two invocations: each reads and writes its half with atomics.
 @group(0) @binding(3) var<storage, read_write> out: array<atomic<u32>>;
@@ -236,6 +240,39 @@ fn out_at(i: u32) -> f32 {
 fn set_out(i: u32, v: f32) {
     out[i] = v;
 }
+{{- end}}
+{{- end}}
+
+{{- define "matmul_store"}}
+{{- /* The products' epilogue: stores the TM×TN block of accumulators
+       acc{i}_{j} (vec4s of 4 columns) at rows row0…, columns col0… of the
+       M×N matrix at zo in out, adding to it where add. */}}
+{{- range $i := seq .TM}}
+    if (row0 + {{$i}}u < M) {
+        let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
+{{- if $.VecO}}
+{{- range $j := seq (div $.TN 4)}}
+        if (col0 + {{mul $j 4}}u < N) {
+            let q = o{{$i}} / 4u + {{$j}}u;
+            var v = acc{{$i}}_{{$j}};
+            if (add) {
+                v += out[q];
+            }
+            out[q] = v;
+        }
+{{- end}}
+{{- else}}
+{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
+        if (col0 + {{add (mul $j 4) $c}}u < N) {
+            var v = acc{{$i}}_{{$j}}[{{$c}}];
+            if (add) {
+                v += out_at(o{{$i}} + {{add (mul $j 4) $c}}u);
+            }
+            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, v);
+        }
+{{- end}}{{end}}
+{{- end}}
+    }
 {{- end}}
 {{- end}}
 

@@ -17,12 +17,7 @@
 // float16, two to a word{{end}}.
 @group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
-{{- if .VecO}}
-// out is float32, written as vec4s (N and p[12] are multiples of 4).
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
-{{- else}}
 {{template "matmul_out" .}}
-{{- end}}
 {{- if not .VecA}}
 {{template "at" dict "Name" "a" "Half" .HalfA}}
 {{- end}}
@@ -110,31 +105,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     // Whether to add to out: a later part of k, or Accumulate.
     let add = p[4] != 0u || p[13] != 0u;
-{{- range $i := seq .TM}}
-    if (row0 + {{$i}}u < M) {
-        let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
-{{- if $.VecO}}
-{{- range $j := seq (div $.TN 4)}}
-        if (col0 + {{mul $j 4}}u < N) {
-            let q = o{{$i}} / 4u + {{$j}}u;
-            var v = acc{{$i}}_{{$j}};
-            if (add) {
-                v += out[q];
-            }
-            out[q] = v;
-        }
-{{- end}}
-{{- else}}
-{{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
-        if (col0 + {{add (mul $j 4) $c}}u < N) {
-            var v = acc{{$i}}_{{$j}}[{{$c}}];
-            if (add) {
-                v += out_at(o{{$i}} + {{add (mul $j 4) $c}}u);
-            }
-            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, v);
-        }
-{{- end}}{{end}}
-{{- end}}
-    }
-{{- end}}
+{{template "matmul_store" .}}
 }

@@ -61,12 +61,7 @@ fn entry(w: u32, k: u32) -> f32 {
 // p[6] = the output's offset.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
-{{- if .VecO}}
-// out is float32, written as vec4s (N and p[6] are multiples of 4).
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
-{{- else}}
 {{template "matmul_out" .}}
-{{- end}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -93,21 +88,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (; k < p[5]; k++) {
         {{template "mac" dict "K" "i32(k)" "T" $}}
     }
-{{- range $i := seq .TM}}
-    if (row0 + {{$i}}u < M) {
-        let o{{$i}} = p[6] + (row0 + {{$i}}u) * N + col0;
-{{- range $j := seq (div $.TN 4)}}
-{{- if $.VecO}}
-        if (col0 + {{mul $j 4}}u < N) {
-            out[o{{$i}} / 4u + {{$j}}u] = {{if $.Add}}out[o{{$i}} / 4u + {{$j}}u] + {{end}}acc{{$i}}_{{$j}};
-        }
-{{- else}}{{range $c := seq 4}}
-        if (col0 + {{add (mul $j 4) $c}}u < N) {
-            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, {{if $.Add}}out_at(o{{$i}} + {{add (mul $j 4) $c}}u) + {{end}}acc{{$i}}_{{$j}}[{{$c}}]);
-        }
-{{- end}}{{end}}
-{{- end}}
-    }
-{{- end}}
+    // The variant decides whether to add to out (the compiler drops
+    // the reads of out where it does not).
+    let zo = p[6];
+    let add = {{.Add}};
+{{template "matmul_store" .}}
 }
 {{- end}}

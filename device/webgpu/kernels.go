@@ -806,30 +806,29 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if s.TransB {
 		bw, bk = k, 1
 	}
-	// An operand packs by vec4s when its texels are aligned vec4s of it.
-	vecA := x.dt == device.Float32 && aw == 1 && m%4 == 0 && ak%4 == 0 && s.OffA%4 == 0 && s.StrideA%4 == 0
-	vecB := y.dt == device.Float32 && bw == 1 && n%4 == 0 && bk%4 == 0 && s.OffB%4 == 0 && s.StrideB%4 == 0
+	// An operand whose texels are aligned vec4s of it packs by vec4s; out
+	// takes vec4s when its rows allow.
+	vecA, vecB, vecO := vec4s(o, x, y, s)
 	packA, packB := packer(x, vecA), packer(y, vecB)
 	half := o.dt == device.Float16
-	// The product stores vec4s when every row of out starts at a multiple of 4.
-	vecO := !half && n%4 == 0 && s.OffDst%4 == 0
+	// The product's kernel: the variant that adds to out, or the one that
+	// only writes it.
 	mul := func(add bool) *kernel {
 		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v,add=%v,vec=%v", texTM, texTN, half, add, vecO), "matmul_tex",
 			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU, "Half": half, "Add": add, "VecO": vecO},
 			textureIn, textureIn, storageRW)
 	}
-	set, add := mul(false), mul(true)
-	if packA == nil || packB == nil || set == nil || add == nil {
+	if packA == nil || packB == nil {
 		return true // the failure is recorded
 	}
 	va, err := d.texture(wa, k, 0)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", set.name, err))
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packA.name, err))
 		return true
 	}
 	vb, err := d.texture(wb, k, 1)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", set.name, err))
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packB.name, err))
 		return true
 	}
 	packInto := func(pack *kernel, src *buffer, view *wgpu.TextureView, wide, off, sw, sk, texels int) {
@@ -854,11 +853,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
-				kern := set
-				if k0 > 0 || s.Accumulate {
-					kern = add
-				}
-				d.dispatchEntries(kern, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
+				d.dispatchEntries(mul(k0 > 0 || s.Accumulate), uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
 					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
 					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: va}, {Binding: 2, TextureView: vb}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}

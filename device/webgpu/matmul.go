@@ -197,7 +197,7 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 // CPU adapters.
 func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
-	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB,
+	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
 		"HalfA": ha, "HalfB": hb, "Half": ho}
 	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v", t, s.TransA, s.TransB, ha, hb, ho)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
@@ -208,12 +208,10 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	const tm, tn, wg = 8, 16, 8
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
-	va := !ha && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
-	vb := !hb && !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	va, vb, vo := vec4s(o, x, y, s)
 	// Products of fewer than wg column blocks number their blocks in one
 	// sequence (see matmul.wgsl).
 	flat := groupsOf(s.N, tn) < wg
-	vo := !ho && s.N%4 == 0 && s.OffDst%4 == 0
 	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat}
 	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,half=%v%v%v,flat=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, ha, hb, ho, flat)
 	kern := d.kernel(key, "matmul", spec, false, false, true)
@@ -222,6 +220,17 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		return
 	}
 	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb, false)
+}
+
+// vec4s reports which of the products' matrices kernels may access as
+// aligned vec4s: op(a) when it is stored transposed (K×M, its rows of M
+// consecutive), op(b) when it is not (K×N), and out (M×N), each float32
+// with its widths, offsets and batch strides multiples of 4.
+func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
+	va = x.dt == device.Float32 && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
+	vb = y.dt == device.Float32 && !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	vo = o.dt == device.Float32 && s.N%4 == 0 && s.OffDst%4 == 0
+	return va, vb, vo
 }
 
 // matMulDispatches records kern over the products, a workgroup computing
