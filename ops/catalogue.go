@@ -501,9 +501,12 @@ func convCases() []Case {
 	large := c(sh(64, 1, 28, 28), sh(32, 1, 3, 3), true, s1)
 	// The weight's gradient sums 43,264 products in float32.
 	large.NoFD, large.ATol = true, 1e-3
-	// Columns of more than colsBudget elements: products in two chunks.
-	chunks := c(sh(5, 4, 130, 130), sh(2, 4, 3, 3), true, s1)
+	// Columns of more than colsBudget elements: products in chunks of 3
+	// images (3, 3 and 1; 3 and 1 with groups, whose bias is not fused).
+	chunks := c(sh(7, 4, 130, 130), sh(2, 4, 3, 3), true, s1)
 	chunks.Name, chunks.NoFD, chunks.ATol = "chunks "+chunks.Name, true, 1e-3
+	grouped := c(sh(4, 4, 130, 130), sh(4, 2, 3, 3), true, Window{Stride: pair(1, 1), Groups: 2})
+	grouped.Name, grouped.NoFD, grouped.ATol = "chunks "+grouped.Name, true, 1e-3
 	sp := c(sh(1, 1, 3, 4), sh(1, 1, 2, 2), true, s1)
 	sp.Name, sp.NoFD = "special values "+sp.Name, true
 	sp.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, 4, inf, 0, 1, 1e30, 2, 3, -1}}
@@ -517,7 +520,7 @@ func convCases() []Case {
 		c(sh(1, 1, 3, 3), sh(2, 1, 3, 3), true, s1),
 		c(sh(0, 3, 5, 5), sh(2, 3, 3, 3), true, s1),
 		c(sh(2, 3, 5, 5), sh(0, 3, 3, 3), false, s1),
-		large, chunks, sp,
+		large, chunks, grouped, sp,
 	}
 }
 

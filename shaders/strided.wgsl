@@ -4,12 +4,15 @@
 // offsets found as broadcasting finds its operands'. The elements are
 // copied as bits: u32 words, so any 4-byte dtype goes{{if .Half}}; here float16
 // halves of words, a word of dst perhaps shared by two invocations, each
-// writing its half with atomics{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<u32>;
+// writing its half with atomics{{else if .Vec}}; here vec4s of them (the
+// innermost dimension contiguous in both, the shape, strides and offsets
+// counted in vec4s){{end}}.
+{{- $T := "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> src: array<{{$T}}>;
 {{- if .Half}}
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 {{- else}}
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<{{$T}}>;
 {{- end}}
 {{template "broadcast_offsets" .Rank}}
 

@@ -613,10 +613,38 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if n == 0 {
 		return
 	}
+	vec := !half && vecStrided(s)
+	if vec { // the same copy in vec4s
+		last := len(s.Shape) - 1
+		v := device.Strided{Shape: slices.Clone(s.Shape), SrcStrides: make([]int, last+1), DstStrides: make([]int, last+1),
+			SrcOffset: s.SrcOffset / 4, DstOffset: s.DstOffset / 4}
+		v.Shape[last] /= 4
+		for k := range last {
+			v.SrcStrides[k], v.DstStrides[k] = s.SrcStrides[k]/4, s.DstStrides[k]/4
+		}
+		v.SrcStrides[last], v.DstStrides[last] = 1, 1
+		s, n = v, n/4
+	}
 	p := broadcastParams(device.Broadcast{Shape: s.Shape, AStrides: s.SrcStrides, BStrides: s.DstStrides})
 	p[26], p[27] = uint32(s.SrcOffset), uint32(s.DstOffset)
-	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d", half, len(s.Shape)), "strided", map[string]any{"Half": half, "Rank": len(s.Shape)}, false, true)
+	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d/vec=%v", half, len(s.Shape), vec), "strided", map[string]any{"Half": half, "Rank": len(s.Shape), "Vec": vec}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
+}
+
+// vecStrided reports whether a strided copy of 4-byte elements can move
+// vec4s: its innermost dimension contiguous in src and dst and a multiple
+// of 4 long, its other strides and its offsets multiples of 4.
+func vecStrided(s device.Strided) bool {
+	last := len(s.Shape) - 1
+	if last < 0 || s.Shape[last]%4 != 0 || s.SrcStrides[last] != 1 || s.DstStrides[last] != 1 || s.SrcOffset%4 != 0 || s.DstOffset%4 != 0 {
+		return false
+	}
+	for k := range last {
+		if s.SrcStrides[k]%4 != 0 || s.DstStrides[k]%4 != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // SoftmaxCrossEntropy sets the per-row loss.
@@ -821,6 +849,12 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if packA == nil || packB == nil {
 		return true // the failure is recorded
 	}
+	if len(d.textures) > maxTextures-2 {
+		// Room for both operands' textures, so that making b's never
+		// releases a's; the open pass names the old ones, so it ends first.
+		d.endPass()
+		d.releaseTextures()
+	}
 	va, err := d.texture(wa, k, 0)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packA.name, err))
@@ -888,14 +922,12 @@ const maxTextures = 16
 
 // texture returns the view of an rgba32float texture of w×h texels for
 // operand slot (0: a, 1: b) that kernels write (pack) and read, made once
-// per size and kept: work recorded in order on one encoder may reuse it.
+// per size and kept (up to maxTextures, which the caller keeps to): work
+// recorded in order on one encoder may reuse it.
 func (d *Device) texture(w, h, slot int) (*wgpu.TextureView, error) {
 	key := texKey{w, h, slot}
 	if t, ok := d.textures[key]; ok {
 		return t.view, nil
-	}
-	if len(d.textures) >= maxTextures {
-		d.releaseTextures()
 	}
 	t, err := d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsage_StorageBinding | wgpu.TextureUsage_TextureBinding,
 		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},

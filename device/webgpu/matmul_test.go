@@ -49,6 +49,17 @@ func gemmRef(s device.GEMM, a, b []float32, dstLen int) (want, tol []float64) {
 	return want, tol
 }
 
+// extent returns the elements of a, b and dst that s reaches.
+func extent(s device.GEMM) (na, nb, nd int) {
+	na = s.OffA + max(s.CycleA, 1)*s.M*s.K
+	if s.CycleA == 0 {
+		na = s.OffA + max((s.Batch-1)*s.StrideA, 0) + s.M*s.K
+	}
+	nb = s.OffB + max((s.Batch-1)*s.StrideB, 0) + s.K*s.N
+	nd = s.OffDst + s.Batch*s.M*s.N
+	return na, nb, nd
+}
+
 // TestMatMulKernels runs every matmul kernel (EXTENSOR_MATMUL) on products
 // with edges that are not multiples of any tile, transposes, batches
 // (shared, cycled and offset operands) and an empty k, against float64;
@@ -72,26 +83,42 @@ func TestMatMulKernels(t *testing.T) {
 		{Batch: 2, M: 132, K: 200, N: 336, StrideA: 132 * 200, StrideB: 200 * 336, OffDst: 4, TransA: true},
 		{Batch: 1, M: 128, K: 260, N: 256, OffB: 1, OffDst: 2},
 	}
+	// The operands and float64 products of each case, made once.
+	type operands struct {
+		a, b      []float32
+		want, tol []float64
+	}
+	made := make([]*operands, len(cases))
+	operandsOf := func(c int) *operands {
+		if made[c] == nil {
+			s := cases[c]
+			rng := rand.New(rand.NewPCG(1, uint64(c)))
+			na, nb, nd := extent(s)
+			o := &operands{a: make([]float32, max(na, 1)), b: make([]float32, max(nb, 1))}
+			for _, v := range [][]float32{o.a, o.b} {
+				for i := range v {
+					v[i] = rng.Float32()*2 - 1
+				}
+			}
+			o.want, o.tol = gemmRef(s, o.a, o.b, nd)
+			for i := range o.want {
+				if o.tol[i] == 0 { // before OffDst: not a product's
+					o.want[i] = 42
+				}
+			}
+			made[c] = o
+		}
+		return made[c]
+	}
 	gputest.Open(t) // the shared device, opened before EXTENSOR_MATMUL is set
 	for _, name := range webgpu.MatMulKernels() {
 		t.Run(strings.ReplaceAll(name, "×", "x"), func(t *testing.T) {
 			t.Setenv(webgpu.EnvMatMul, name)
 			d := fresh(t)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for _, s := range cases {
-				na := s.OffA + max(s.CycleA, 1)*s.M*s.K
-				if s.CycleA == 0 {
-					na = s.OffA + max((s.Batch-1)*s.StrideA, 0) + s.M*s.K
-				}
-				nb := s.OffB + max((s.Batch-1)*s.StrideB, 0) + s.K*s.N
-				nd := s.OffDst + s.Batch*s.M*s.N
-				a, b := make([]float32, max(na, 1)), make([]float32, max(nb, 1))
-				for i := range a {
-					a[i] = rng.Float32()*2 - 1
-				}
-				for i := range b {
-					b[i] = rng.Float32()*2 - 1
-				}
+			for c, s := range cases {
+				_, _, nd := extent(s)
+				o := operandsOf(c)
+				a, b, want, tol := o.a, o.b, o.want, o.tol
 				x := tensor.Must(tensor.FromFloat32(d, a, len(a)))
 				y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
 				out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
@@ -99,10 +126,6 @@ func TestMatMulKernels(t *testing.T) {
 				got, err := out.Float32s()
 				if err != nil {
 					t.Fatalf("%+v: %v", s, err)
-				}
-				want, tol := gemmRef(s, a, b, nd)
-				for i := range s.OffDst {
-					want[i], tol[i] = 42, 0
 				}
 				for i := range got {
 					if math.Abs(float64(got[i])-want[i]) > tol[i] {
@@ -118,7 +141,7 @@ func TestMatMulKernels(t *testing.T) {
 					t.Fatalf("%+v: %v", acc, err)
 				}
 				for i := range got {
-					if math.Abs(float64(got[i])-want[i]-42) > tol[i]+42e-7 && i >= s.OffDst {
+					if math.Abs(float64(got[i])-want[i]-42) > tol[i]+42e-7 && tol[i] > 0 || tol[i] == 0 && got[i] != 42 {
 						t.Fatalf("%+v with %s: out[%d] = %v; want %v", acc, d.MatMulKernel(s), i, got[i], want[i]+42)
 					}
 				}
@@ -142,6 +165,54 @@ func TestMatMulKernels(t *testing.T) {
 			t.Errorf("Open with %s=fastest: %v", webgpu.EnvMatMul, err)
 		}
 	})
+}
+
+// TestMatMulTextureShapes queues texture products of more shapes than the
+// device keeps operand textures for, with no readback between them, so
+// that making a product's textures releases the others: every product
+// must still be right (a view released under a recorded dispatch, or
+// between packing a and b, crashed inside wgpu).
+func TestMatMulTextureShapes(t *testing.T) {
+	gputest.Open(t)
+	t.Setenv(webgpu.EnvMatMul, "texture")
+	d := fresh(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	type product struct {
+		s    device.GEMM
+		a, b []float32
+		out  *tensor.Tensor
+		x, y *tensor.Tensor
+	}
+	var ps []product
+	for i := range 14 { // 21 textures: pairs share a's (k), not b's (n)
+		s := device.GEMM{Batch: 1, M: 128, K: 256 + i/2, N: 256 + 16*(i%2), TransB: i%3 == 1} // 2²³ MACs or more
+		p := product{s: s, a: make([]float32, s.M*s.K), b: make([]float32, s.K*s.N)}
+		for _, v := range [][]float32{p.a, p.b} {
+			for j := range v {
+				v[j] = rng.Float32()*2 - 1
+			}
+		}
+		p.x = tensor.Must(tensor.FromFloat32(d, p.a, len(p.a)))
+		p.y = tensor.Must(tensor.FromFloat32(d, p.b, len(p.b)))
+		p.out = tensor.Empty(d, device.Float32, s.M*s.N)
+		d.MatMul(p.out.Buffer(), p.x.Buffer(), p.y.Buffer(), s)
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		got, err := p.out.Float32s()
+		if err != nil {
+			t.Fatalf("%+v: %v", p.s, err)
+		}
+		want, tol := gemmRef(p.s, p.a, p.b, len(got))
+		for i := range got {
+			if math.Abs(float64(got[i])-want[i]) > tol[i] {
+				t.Fatalf("%+v with %s: out[%d] = %v; want %v", p.s, d.MatMulKernel(p.s), i, got[i], want[i])
+			}
+		}
+		for _, x := range []*tensor.Tensor{p.x, p.y, p.out} {
+			x.Release()
+		}
+	}
 }
 
 // matMulHalf checks the product s of a and b rounded to float16 on

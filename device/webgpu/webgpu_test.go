@@ -541,3 +541,61 @@ func TestTextureCacheTurnover(t *testing.T) {
 		z.Release()
 	}
 }
+
+// TestCopyStrided checks strided copies against their definition,
+// including those that move vec4s (the innermost dimension contiguous and
+// a multiple of 4, the other strides and offsets multiples of 4) and
+// those just short of it; the buffers' lengths are not multiples of 4.
+func TestCopyStrided(t *testing.T) {
+	d := fresh(t)
+	for _, s := range []device.Strided{
+		{Shape: []int{3, 5, 8}, SrcStrides: []int{8, 24, 1}, DstStrides: []int{40, 8, 1}, SrcOffset: 4, DstOffset: 8},   // vec4s
+		{Shape: []int{2, 3, 4, 12}, SrcStrides: []int{200, 12, 60, 1}, DstStrides: []int{144, 48, 12, 1}, DstOffset: 4}, // vec4s, rank 4
+		{Shape: []int{3, 5, 8}, SrcStrides: []int{8, 24, 1}, DstStrides: []int{40, 8, 1}, SrcOffset: 3, DstOffset: 8},   // offset
+		{Shape: []int{3, 5, 6}, SrcStrides: []int{6, 18, 1}, DstStrides: []int{30, 6, 1}},                               // stride 6
+		{Shape: []int{4, 7}, SrcStrides: []int{1, 4}, DstStrides: []int{7, 1}},                                          // a transpose
+		{Shape: []int{3, 8}, SrcStrides: []int{0, 1}, DstStrides: []int{8, 1}, DstOffset: 4},                            // broadcast rows, vec4s
+	} {
+		srcLen, dstLen := s.SrcOffset+1, s.DstOffset+1
+		for k, n := range s.Shape {
+			srcLen += (n - 1) * s.SrcStrides[k]
+			dstLen += (n - 1) * s.DstStrides[k]
+		}
+		srcLen, dstLen = srcLen+3, dstLen+2 // lengths that are not multiples of 4
+		src := make([]float32, srcLen)
+		for i := range src {
+			src[i] = float32(i) + 0.5
+		}
+		want := make([]float32, dstLen)
+		for i := range want {
+			want[i] = -1
+		}
+		c := make([]int, len(s.Shape))
+		for range s.Len() {
+			si, di := s.SrcOffset, s.DstOffset
+			for k := range c {
+				si += c[k] * s.SrcStrides[k]
+				di += c[k] * s.DstStrides[k]
+			}
+			want[di] = src[si]
+			for k := len(c) - 1; k >= 0; k-- {
+				if c[k]++; c[k] < s.Shape[k] {
+					break
+				}
+				c[k] = 0
+			}
+		}
+		x := tensor.Must(tensor.FromFloat32(d, src, srcLen))
+		out := tensor.Must(tensor.Full(d, device.Float32, -1, dstLen))
+		d.CopyStrided(out.Buffer(), x.Buffer(), s)
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: got %v, want %v", s, got, want)
+		}
+		x.Release()
+		out.Release()
+	}
+}
