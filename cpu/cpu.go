@@ -331,10 +331,11 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	if s.TransA {
 		ta, ar, ac = blas.Trans, k, m
 	}
-	br, bc := k, n
+	br, bc, ldb := k, n, s.RowB()
 	if s.TransB {
 		tb, br, bc = blas.Trans, n, k
 	}
+	nb := (br-1)*ldb + bc // the elements B_i spans
 	for i := range s.Batch {
 		j := i
 		if s.CycleA > 0 {
@@ -345,12 +346,12 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		case device.Float64:
 			blas64.Gemm(ta, tb, 1,
 				blas64.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f64[oa : oa+m*k]},
-				blas64.General{Rows: br, Cols: bc, Stride: bc, Data: y.f64[ob : ob+k*n]},
+				blas64.General{Rows: br, Cols: bc, Stride: ldb, Data: y.f64[ob : ob+nb]},
 				beta, blas64.General{Rows: m, Cols: n, Stride: n, Data: o.f64[oo : oo+m*n]})
 		case device.Float32:
 			blas32.Gemm(ta, tb, 1,
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: x.f32[oa : oa+m*k]},
-				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: y.f32[ob : ob+k*n]},
+				blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: y.f32[ob : ob+nb]},
 				float32(beta), blas32.General{Rows: m, Cols: n, Stride: n, Data: o.f32[oo : oo+m*n]})
 		case device.Float16: // computed in float32, stored float16
 			var c []float32 // dst's products, added to its values with Accumulate
@@ -361,7 +362,7 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 			}
 			blas32.Gemm(ta, tb, 1,
 				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: widen(x, oa, m*k)},
-				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: widen(y, ob, k*n)},
+				blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: widen(y, ob, nb)},
 				float32(beta), blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
 			for i, v := range c {
 				o.set(oo+i, float64(v))

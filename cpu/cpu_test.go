@@ -680,6 +680,8 @@ func TestMatMulBatch(t *testing.T) {
 		{"both", device.GEMM{Batch: 2, M: 1, K: 2, N: 1, StrideA: 2, StrideB: 2}, a[:4], b, []float64{21, 3*2 + 4*20}},
 		{"transposed", device.GEMM{Batch: 2, M: 2, K: 2, N: 1, StrideA: 4, TransA: true}, a, b[:2], []float64{31, 42, 75, 86}},
 		{"empty batch", device.GEMM{Batch: 0, M: 2, K: 2, N: 1}, nil, nil, nil},
+		{"b's rows padded", device.GEMM{Batch: 1, M: 2, K: 2, N: 1, LdB: 2}, a[:4], b, []float64{1 + 2*2, 3 + 4*2}},
+		{"b's rows padded, transposed", device.GEMM{Batch: 1, M: 2, K: 2, N: 1, LdB: 3, TransB: true}, a[:4], []float64{1, 2, 99}, []float64{1 + 2*2, 3 + 4*2}},
 	}
 	d := cpu.New()
 	for _, tt := range tests {

@@ -35,7 +35,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	inside := func(y, x int) bool { return y >= 0 && y < w.H && x >= 0 && x < w.W }
 	pixel := func(n, c, y, x int) int { return ((n*w.C+c)*w.H+y)*w.W + x }
 	win := func(n, c, i, j int) int { return ((n*w.C+c)*oh+i)*ow + j }
-	col := func(n, c, a, b, i, j int) int { return ((n*w.C+c)*w.KH*w.KW+a*w.KW+b)*oh*ow + i*ow + j }
+	col := func(n, c, a, b, i, j int) int { return ((n*w.C+c)*w.KH*w.KW+a*w.KW+b)*w.RowLen() + i*ow + j }
 	switch op {
 	case device.Im2Col:
 		// The hot path of conv2d: typed rows rather than visit.
@@ -120,9 +120,10 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 }
 
 // im2col writes the columns of images N0… of x into dst, a row of the
-// output pixels at a time, and with w.Ones each image's row of ones.
+// output pixels at a time, and with w.Ones each image's row of ones;
+// each row padded with zeros to w.RowLen().
 func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int, one F) {
-	k := 0
+	k, pitch := 0, w.RowLen()
 	for n := range w.N {
 		for c := range w.C {
 			plane := x[((n+w.N0)*w.C+c)*w.H*w.W:][:w.H*w.W]
@@ -130,8 +131,7 @@ func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow 
 				for b := range w.KW {
 					for i := range oh {
 						y := i*w.SH - w.PH + a*w.DH
-						row := dst[k : k+ow]
-						k += ow
+						row := dst[k+i*ow:][:ow]
 						if y < 0 || y >= w.H {
 							clear(row)
 							continue
@@ -146,14 +146,18 @@ func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow 
 							}
 						}
 					}
+					clear(dst[k+oh*ow : k+pitch])
+					k += pitch
 				}
 			}
 		}
 		if w.Ones {
-			for range oh * ow {
-				dst[k] = one
-				k++
+			row := dst[k : k+pitch]
+			for j := range oh * ow {
+				row[j] = one
 			}
+			clear(row[oh*ow:])
+			k += pitch
 		}
 	}
 }

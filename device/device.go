@@ -374,16 +374,31 @@ type Take struct {
 // CycleA when CycleA > 0 (the groups of a grouped convolution), and B_i at
 // OffB + i·StrideB of b. A stride of 0 uses one matrix for the whole
 // batch. op(A_i) is M×K: A_i is stored K×M when TransA is set; op(B_i) is
-// K×N: B_i is stored N×K when TransB is set. Every matrix is row-major
-// and contiguous. With Accumulate the products are added to what dst
-// holds (BLAS's β = 1), in float32 before a float16 dst rounds them.
+// K×N: B_i is stored N×K when TransB is set. Every matrix is row-major;
+// A_i and dst's are contiguous, B_i's stored rows LdB apart when LdB > 0
+// (BLAS's ldb: rows padded, as a convolution's columns are), else
+// contiguous. With Accumulate the products are added to what dst holds
+// (BLAS's β = 1), in float32 before a float16 dst rounds them.
 type GEMM struct {
 	Batch, M, K, N     int
 	TransA, TransB     bool
 	StrideA, StrideB   int
 	CycleA             int
 	OffA, OffB, OffDst int
+	LdB                int
 	Accumulate         bool
+}
+
+// RowB returns the distance between the stored rows of B_i: LdB, or
+// for a contiguous B_i its row's length (N, or K when TransB).
+func (s GEMM) RowB() int {
+	switch {
+	case s.LdB > 0:
+		return s.LdB
+	case s.TransB:
+		return s.K
+	}
+	return s.N
 }
 
 // WindowOp names a kernel of the window family (Device.Window): the
@@ -394,7 +409,7 @@ type WindowOp uint8
 // taps DH and DW apart, moves by SH and SW over the image padded by PH
 // and PW on each side, giving OH×OW windows.
 const (
-	// Im2Col writes dst (N, C·KH·KW, OH·OW): the taps of every window, 0
+	// Im2Col writes dst (N, C·KH·KW, OH·OW) (rows padded to Window2D.Pitch): the taps of every window, 0
 	// in the padding, for images N0… of x. A convolution is then one
 	// matrix product per image. With Window2D.Ones, each image's matrix
 	// ends with a row of ones (N, C·KH·KW + 1, OH·OW): a product with
@@ -443,7 +458,10 @@ func (op WindowOp) String() string {
 // (from image N0 of the larger tensor for Im2Col and Col2Im) of C
 // channels of H×W pixels, windows of KH×KW taps DH and DW apart, moved by
 // SH and SW over the image padded with PH and PW on each side. Ones
-// adds a row of ones to each image's matrix of Im2Col.
+// adds a row of ones to each image's matrix of Im2Col. Pitch, when
+// positive, is the length of the rows of Im2Col's and Col2Im's matrices
+// (at least OH·OW): Im2Col writes zeros past OH·OW, Col2Im reads nothing
+// there, so that a product may read the rows by vec4s (GEMM.LdB).
 type Window2D struct {
 	N, N0, C, H, W int
 	KH, KW         int
@@ -451,6 +469,17 @@ type Window2D struct {
 	PH, PW         int
 	DH, DW         int
 	Ones           bool
+	Pitch          int
+}
+
+// RowLen returns the length of the rows of Im2Col's and Col2Im's
+// matrices: Pitch, or OH·OW.
+func (w Window2D) RowLen() int {
+	if w.Pitch > 0 {
+		return w.Pitch
+	}
+	oh, ow := w.Out()
+	return oh * ow
 }
 
 // Out returns the number of window positions, OH and OW.

@@ -1,27 +1,31 @@
 // out (M×N) = op(a)·op(b); each invocation computes a {{.TM}}×{{.TN}} block with
 // straight-line code (loops over local arrays are slow on llvmpipe).
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}{{if .VecA}}, read as vec4{{end}};
-// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.
+// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.{{if .DotK}}
+// Both are read as vec4s along k (their rows of K consecutive, K a
+// multiple of 4): 4 terms of k an iteration, added in the order of the
+// scalar loop's, and the offsets, batch strides and p[14] count vec4s.{{end}}
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
 // dispatch sums the terms k in [p[4], p[5]), adding to out unless p[4] = 0
 // (lavapipe silently ends a loop after about 32768 iterations). Matrix
 // z = p[6] + gid.z of a batch starts at p[10] + (z, or z mod p[9] if
 // p[9] > 0)·p[7] in a, p[11] + z·p[8] in b (in the arrays' elements) and
-// p[12] + z·M·N in out; p[13] ≠ 0 adds to out always.{{if .Flat}}
-// Here the blocks of all the matrices are numbered in one sequence (p[14]
-// column blocks a row of blocks, p[15] rows of blocks a matrix, p[16]
+// p[12] + z·M·N in out; p[13] ≠ 0 adds to out always; p[14] is the
+// distance between b's stored rows{{if .VecB}} (in vec4s){{end}}.{{if .Flat}}
+// Here the blocks of all the matrices are numbered in one sequence (p[15]
+// column blocks a row of blocks, p[16] rows of blocks a matrix, p[17]
 // blocks in all), spread over workgroups of 64: llvmpipe's SIMD lanes
 // span a workgroup's x only, and products of few columns left most of
 // them idle in the 8×8 workgroups of the two-dimensional grid.{{end}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
-@group(0) @binding(1) var<storage, read> a: array<{{if .VecA}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if .VecB}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
 {{template "matmul_out" .}}
-{{- if not .VecA}}
+{{- if not (or .VecA .DotK)}}
 {{template "at" dict "Name" "a" "Half" .HalfA}}
 {{- end}}
-{{- if not .VecB}}
+{{- if not (or .VecB .DotK)}}
 {{template "at" dict "Name" "b" "Half" .HalfB}}
 {{- end}}
 
@@ -33,13 +37,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let K = p[1];
     let N = p[2];
     let t = linear_index(wid, nwg, lid, 64u);
-    if (t >= p[16]) {
+    if (t >= p[17]) {
         return;
     }
-    let rest = t / p[14];
-    let row0 = p[3] + (rest % p[15]) * {{.TM}}u;
-    let col0 = (t % p[14]) * {{.TN}}u;
-    let z = p[6] + rest / p[15];
+    let rest = t / p[15];
+    let row0 = p[3] + (rest % p[16]) * {{.TM}}u;
+    let col0 = (t % p[15]) * {{.TN}}u;
+    let z = p[6] + rest / p[16];
 {{- else}}
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -67,7 +71,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- if .VecB}}
 {{- range $j := seq (div .TN 4)}}
-    let cb{{$j}} = min(col0 + {{mul $j 4}}u, N - 4u) / 4u;
+    let cb{{$j}} = min((col0 + {{mul $j 4}}u) / 4u, p[14] - 1u);
 {{- end}}
 {{- else}}
 {{- range $c := seq .TN}}
@@ -77,6 +81,24 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
+{{- if .DotK}}
+    for (var k = p[4] / 4u; k < p[5] / 4u; k++) {
+{{- range $i := seq .TM}}
+        let a{{$i}} = a[za + r{{$i}} * (K / 4u) + k];
+{{- end}}
+{{- range $c := seq .TN}}
+        let b{{$c}} = b[zb + c{{$c}} * p[14] + k];
+{{- end}}
+{{- range $t := seq 4}}
+{{- range $j := seq (div $.TN 4)}}
+        let b{{$j}}_{{$t}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b{{add (mul $j 4) $c}}[{{$t}}]{{end}});
+{{- end}}
+{{- range $i := seq $.TM}}{{range $j := seq (div $.TN 4)}}
+        acc{{$i}}_{{$j}} += b{{$j}}_{{$t}} * a{{$i}}[{{$t}}];
+{{- end}}{{end}}
+{{- end}}
+    }
+{{- else}}
     for (var k = p[4]; k < p[5]; k++) {
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
@@ -92,17 +114,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- if .VecB}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = b[zb + k * (N / 4u) + cb{{$j}}];
+        let b{{$j}} = b[zb + k * p[14] + cb{{$j}}];
 {{- end}}
 {{- else}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b_at(zb + {{if $.TransB}}c{{add (mul $j 4) $c}} * K + k{{else}}k * N + c{{add (mul $j 4) $c}}{{end}}){{end}});
+        let b{{$j}} = vec4<f32>({{range $c := seq 4}}{{if $c}}, {{end}}b_at(zb + {{if $.TransB}}c{{add (mul $j 4) $c}} * p[14] + k{{else}}k * p[14] + c{{add (mul $j 4) $c}}{{end}}){{end}});
 {{- end}}
 {{- end}}
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
         acc{{$i}}_{{$j}} += b{{$j}} * a{{$i}};
 {{- end}}{{end}}
     }
+{{- end}}
     // Whether to add to out: a later part of k, or Accumulate.
     let add = p[4] != 0u || p[13] != 0u;
 {{template "matmul_store" .}}

@@ -19,8 +19,9 @@
 // p[1] = depth K, p[2] = offset, p[3] = stride along the wide axis,
 // p[4] = stride along depth (in src's elements), p[5] = texels a row.
 {{- if .Vec}}
-// Here src's entries along the wide axis are consecutive and W, the offset
-// and the depth stride multiples of 4: a texel is one vec4 of src.
+// Here src's entries along the wide axis are consecutive and the offset
+// and the depth stride multiples of 4: a texel is one vec4 of src (the
+// last may reach into the padding of rows longer than W).
 @group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
 {{- else}}
 // src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.

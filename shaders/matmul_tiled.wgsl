@@ -10,7 +10,7 @@
 // [p[4], p[5]), adding to out unless p[4] = 0. Matrix z = p[6] + wid.z of
 // a batch starts at p[10] + (z, or z mod p[9] if p[9] > 0)·p[7] in a,
 // p[11] + z·p[8] in b and p[12] + z·M·N in out; p[13] ≠ 0 adds to out
-// always.
+// always; p[14] is the distance between b's stored rows.
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
@@ -43,8 +43,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // Threads beyond the matrices load zeros and store nothing; none
     // returns early, as all meet at the barriers.
     for (var k0 = p[4]; k0 < k1; k0 += {{.BK}}u) {
-{{- template "load" dict "Tile" "tile_a" "Src" "a" "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "KMajor" .TransA}}
-{{- template "load" dict "Tile" "tile_b" "Src" "b" "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "KMajor" (not .TransB)}}
+{{- $lda := "K"}}{{if .TransA}}{{$lda = "M"}}{{end}}
+{{- template "load" dict "Tile" "tile_a" "Src" "a" "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA}}
+{{- template "load" dict "Tile" "tile_b" "Src" "b" "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB)}}
         workgroupBarrier();
 {{- range $kk := seq .BK}}
         {
@@ -79,7 +80,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- define "load"}}
 {{- /* The threads copy a BK×W slice of an operand, the rows x0… of a
        Len×K matrix, into .Tile: stored k-major (K×Len) with KMajor, else
-       Len×K; neighbouring threads read neighbouring elements. */}}
+       Len×K, its stored rows Ld apart; neighbouring threads read
+       neighbouring elements. */}}
 {{- range $l := seq (div (mul .W .BK) .NT)}}
         {
             let e = li + {{mul $l $.NT}}u;
@@ -94,7 +96,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let k = k0 + kk;
             var v = 0.0;
             if (r < {{$.Len}} && k < k1) {
-                v = {{$.Src}}_at({{$.Z}} + {{if $.KMajor}}k * {{$.Len}} + r{{else}}r * K + k{{end}});
+                v = {{$.Src}}_at({{$.Z}} + {{if $.KMajor}}k * {{$.Ld}} + r{{else}}r * {{$.Ld}} + k{{end}});
             }
             {{$.Tile}}[kk * {{div $.W 4}}u + x / 4u][x % 4u] = v;
         }

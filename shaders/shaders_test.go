@@ -9,7 +9,7 @@ import (
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
 	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Ones": false}
-	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW"} {
+	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW", "Pitch"} {
 		m[k] = 1
 	}
 	return m
@@ -17,6 +17,11 @@ func win(op string, half bool) map[string]any {
 
 func ones(m map[string]any) map[string]any {
 	m["Ones"] = true
+	return m
+}
+
+func pitch(m map[string]any, n int) map[string]any {
+	m["Pitch"] = n
 	return m
 }
 
@@ -78,16 +83,19 @@ func TestSource(t *testing.T) {
 		{"strided", map[string]any{"Half": false, "Rank": 3, "Vec": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
 		{"strided", map[string]any{"Half": false, "Rank": 4, "Vec": true}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read_write> dst: array<vec4<u32>>"}},
 		{"strided", map[string]any{"Half": true, "Rank": 1, "Vec": false}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
-		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": false},
-			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * K + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
-		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true, "Flat": true, "VecO": false},
-			[]string{"unpack2x16float(a[i >> 1u])", "array<atomic<u32>>", "let b3 = b[zb + k * (N / 4u) + cb3];", "let z = p[6] + rest / p[15];"}},
-		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": false, "VecA": false, "VecB": true, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": true},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": false, "DotK": false},
+			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * p[14] + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true, "Flat": true, "VecO": false, "DotK": false},
+			[]string{"unpack2x16float(a[i >> 1u])", "array<atomic<u32>>", "let b3 = b[zb + k * p[14] + cb3];", "let z = p[6] + rest / p[16];"}},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": false, "VecA": false, "VecB": true, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": true, "DotK": false},
 			[]string{"var<storage, read_write> out: array<vec4<f32>>;", "let q = o7 / 4u + 3u;"}},
+		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false, "Flat": true, "VecO": false, "DotK": true},
+			[]string{"var<storage, read> a: array<vec4<f32>>;", "let b15 = b[zb + c15 * p[14] + k];", "let b3_2 = vec4<f32>(b12[2], b13[2], b14[2], b15[2]);", "acc7_3 += b3_3 * a7[3];"}},
 		{"matmul_tiled", map[string]any{"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "TransA": false, "TransB": true, "HalfA": true, "HalfB": false, "Half": true, "VecO": false},
 			[]string{"v = a_at(za + r * K + k);", "return b[i];", "atomicAnd(&out[i >> 1u]", "let add = p[4] != 0u || p[13] != 0u;"}},
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
 		{"window", ones(win("im2col", false)), []string{"let per = (C * KK + 1u) * OH;", "out[o + j] = 1.0;"}},
+		{"window", pitch(win("im2col", false), 4), []string{"const PITCH = 4u;", "out[o - rw.z * OW + j] = 0.0;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
 		{"window", disjoint(win("max_pool_grad", false)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},

@@ -23,6 +23,9 @@ const DW = {{.DW}}u;
 const OH = {{.OH}}u;
 const OW = {{.OW}}u;
 const KK = {{mul .KH .KW}}u;
+// The length of a row of im2col's and col2im's columns (OH·OW, or padded
+// with zeros to PITCH).
+const PITCH = {{.Pitch}}u;
 {{- $T := "f32"}}{{if .Half}}{{$T = "u32"}}{{end}}
 {{- if eq .Op "max_pool_grad"}}
 @group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
@@ -106,11 +109,15 @@ fn col_row(r: u32) -> vec4<u32> {
 // Output element i (of image N0 onwards for col2im).
 fn value(i: u32) -> f32 {
 {{- if eq .Op "im2col"}}
-    let rw = col_row(i / OW);
+    let c = i % PITCH;
+    if (c >= OH * OW) {
+        return 0.0;
+    }
+    let rw = col_row((i / PITCH) * OH + c / OW);
     if (rw.w == 1u) {
         return 1.0;
     }
-    let q = tap(rw.z, i % OW, rw.y / KW, rw.y % KW);
+    let q = tap(rw.z, c % OW, rw.y / KW, rw.y % KW);
     if (!inside(q)) {
         return 0.0;
     }
@@ -164,7 +171,7 @@ fn value(i: u32) -> f32 {
         }
         let win = (nc * OH + u32(w.x)) * OW + u32(w.y);
 {{- if eq .Op "col2im"}}
-        s += x_at((nc * KK + t) * OH * OW + u32(w.x) * OW + u32(w.y));
+        s += x_at((nc * KK + t) * PITCH + u32(w.x) * OW + u32(w.y));
 {{- else if eq .Op "avg_pool_grad"}}
         s += g_at(win) / f32(KK);
 {{- else}}
@@ -199,7 +206,15 @@ fn first() -> u32 {
     let rw = col_row(i);
     let nc = rw.x;
     let q = tap(rw.z, 0u, rw.y / KW, rw.y % KW);
-    let o = i * OW;
+    let o = (i / OH) * PITCH + rw.z * OW;
+{{- if ne .Pitch (mul .OH .OW)}}
+    if (rw.z == OH - 1u) {
+        // The last window row also writes its row's padding.
+        for (var j = OH * OW; j < PITCH; j++) {
+            out[o - rw.z * OW + j] = 0.0;
+        }
+    }
+{{- end}}
     if (rw.w == 1u) {
         for (var j = 0u; j < OW; j++) {
             out[o + j] = 1.0;

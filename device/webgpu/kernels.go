@@ -714,8 +714,9 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	// pixel's window directly.
 	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
 	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint, "Ones": w.Ones && op == device.Im2Col}
-	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"])
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint,
+		"Ones": w.Ones && op == device.Im2Col, "Pitch": w.RowLen()}
+	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v/pitch=%d", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"], w.RowLen())
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
 	if half && op == device.Im2Col {
 		loop = 0 // an element at a time, not a row: no loop
@@ -726,7 +727,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	items := n
 	if half {
 		if op == device.Im2Col {
-			n *= ow // elements, not rows
+			n = n / oh * w.RowLen() // elements, not rows
 		}
 		items = groupsOf(n, 2) // words
 	}
@@ -830,9 +831,9 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if s.TransA {
 		aw, ak = 1, m
 	}
-	bw, bk := 1, n
+	bw, bk := 1, s.RowB()
 	if s.TransB {
-		bw, bk = k, 1
+		bw, bk = s.RowB(), 1
 	}
 	// An operand whose texels are aligned vec4s of it packs by vec4s; out
 	// takes vec4s when its rows allow.

@@ -209,32 +209,48 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	const tm, tn, wg = 8, 16, 8
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va, vb, vo := vec4s(o, x, y, s)
+	dotK := dotsAlongK(x, y, s)
 	// Products of fewer than wg column blocks number their blocks in one
 	// sequence (see matmul.wgsl).
 	flat := groupsOf(s.N, tn) < wg
-	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,half=%v%v%v,flat=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, ha, hb, ho, flat)
+	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
+		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,flat=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, flat)
 	kern := d.kernel(key, "matmul", spec, false, false, true)
 	if flat {
-		d.matMulDispatches(kern, tm, tn, o, x, y, s, va, vb, true)
+		d.matMulDispatches(kern, tm, tn, o, x, y, s, va || dotK, vb || dotK, true)
 		return
 	}
-	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va, vb, false)
+	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va || dotK, vb || dotK, false)
 }
 
 // vec4s reports which of the products' matrices kernels may access as
 // aligned vec4s: op(a) when it is stored transposed (K×M, its rows of M
 // consecutive), op(b) when it is not (K×N), and out (M×N), each float32
-// with its widths, offsets and batch strides multiples of 4.
+// with its stored rows' lengths, offsets and batch strides multiples of
+// 4 (a vec4 of b's may run into the padding of a row LdB apart, never
+// past it).
 func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
 	va = x.dt == device.Float32 && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
-	vb = y.dt == device.Float32 && !s.TransB && s.N%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	vb = y.dt == device.Float32 && !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
 	vo = o.dt == device.Float32 && s.N%4 == 0 && s.OffDst%4 == 0
 	return va, vb, vo
 }
 
+// dotsAlongK reports whether the register kernel reads op(a) and op(b)
+// as vec4s along k (DotK in matmul.wgsl): both float32 and stored with
+// their rows along k (a not transposed, b transposed: the product of
+// rows with rows, as a convolution's filters' gradient), K, the row
+// strides, offsets and batch strides multiples of 4. Its loads are a
+// quarter of the scalar kernel's.
+func dotsAlongK(x, y *buffer, s device.GEMM) bool {
+	return x.dt == device.Float32 && y.dt == device.Float32 && !s.TransA && s.TransB && s.K%4 == 0 &&
+		s.StrideA%4 == 0 && s.OffA%4 == 0 && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+}
+
 // matMulDispatches records kern over the products, a workgroup computing
-// a bm×bn block; va and vb tell whether the kernel reads a or b as vec4s.
+// a bm×bn block; va and vb tell whether the kernel reads a or b as vec4s
+// (its offsets and strides count vec4s).
 // With flat, bm×bn is an invocation's block, the blocks of the dispatch's
 // matrices numbered in one sequence over workgroups of 64.
 func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb, flat bool) {
@@ -275,7 +291,7 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 				k1 := min(k, k0+kPer)
 				p := []uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
 					uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
-					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate)}
+					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate), vec(s.RowB(), vb)}
 				if !flat {
 					d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb), p, x, y, o)
 					continue

@@ -35,9 +35,11 @@ func gemmRef(s device.GEMM, a, b []float32, dstLen int) (want, tol []float64) {
 					if s.TransA {
 						av = a[oa+k*s.M+r]
 					}
-					bv := b[ob+k*s.N+c]
+					var bv float32
 					if s.TransB {
-						bv = b[ob+c*s.K+k]
+						bv = b[ob+c*s.RowB()+k]
+					} else {
+						bv = b[ob+k*s.RowB()+c]
 					}
 					sum += float64(av) * float64(bv)
 					abs += math.Abs(float64(av) * float64(bv))
@@ -55,7 +57,11 @@ func extent(s device.GEMM) (na, nb, nd int) {
 	if s.CycleA == 0 {
 		na = s.OffA + max((s.Batch-1)*s.StrideA, 0) + s.M*s.K
 	}
-	nb = s.OffB + max((s.Batch-1)*s.StrideB, 0) + s.K*s.N
+	rows := s.K // of B_i as stored
+	if s.TransB {
+		rows = s.N
+	}
+	nb = s.OffB + max((s.Batch-1)*s.StrideB, 0) + rows*s.RowB()
 	nd = s.OffDst + s.Batch*s.M*s.N
 	return na, nb, nd
 }
@@ -82,6 +88,15 @@ func TestMatMulKernels(t *testing.T) {
 		// Texture-sized with both operands packed by vec4s and out written by vec4s, then neither.
 		{Batch: 2, M: 132, K: 200, N: 336, StrideA: 132 * 200, StrideB: 200 * 336, OffDst: 4, TransA: true},
 		{Batch: 1, M: 128, K: 260, N: 256, OffB: 1, OffDst: 2},
+		// b's rows padded (LdB): scalar, by vec4s into the padding, transposed, and texture-sized.
+		{Batch: 3, M: 9, K: 11, N: 13, LdB: 15, StrideB: 11 * 15},
+		{Batch: 2, M: 64, K: 29, N: 121, LdB: 124, StrideB: 29 * 124, OffB: 4},
+		{Batch: 2, M: 20, K: 30, N: 17, TransB: true, LdB: 33, StrideB: 17 * 33},
+		{Batch: 2, M: 64, K: 289, N: 481, LdB: 484, StrideB: 289 * 484, OffDst: 1},
+		{Batch: 1, M: 130, K: 250, N: 300, TransB: true, LdB: 257},
+		// Rows times rows, by vec4s along k (the register kernel's DotK).
+		{Batch: 3, M: 37, K: 20, N: 45, TransB: true, StrideA: 37 * 20, StrideB: 45 * 20},
+		{Batch: 2, M: 64, K: 124, N: 70, TransB: true, LdB: 128, StrideA: 64 * 124, StrideB: 70 * 128, OffA: 4, OffB: 8, OffDst: 3},
 	}
 	// The operands and float64 products of each case, made once.
 	type operands struct {

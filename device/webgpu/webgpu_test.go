@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/internal/gputest"
@@ -357,7 +358,9 @@ func TestFloat16(t *testing.T) {
 // read and write float16) and on float32 tensors of the same values: the
 // float16 results are the float32 results rounded, bit for bit, for odd
 // sizes (words shared by two rows or images), offsets into a batch, and
-// col2im starting mid-word (run on float32 stand-ins).
+// col2im starting mid-word (run on float32 stand-ins), columns with a
+// row of ones and padded rows (Pitch); and the float32 results are the
+// CPU backend's.
 func TestWindowFloat16(t *testing.T) {
 	d := fresh(t)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -366,6 +369,8 @@ func TestWindowFloat16(t *testing.T) {
 		{N: 2, N0: 1, C: 2, H: 9, W: 7, KH: 2, KW: 3, SH: 2, SW: 1, PH: 0, PW: 1, DH: 1, DW: 2},
 		{N: 2, N0: 2, C: 1, H: 6, W: 6, KH: 2, KW: 2, SH: 2, SW: 2, DH: 1, DW: 1},
 		{N: 1, N0: 1, C: 3, H: 5, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1},
+		{N: 2, N0: 1, C: 2, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Pitch: 37},
+		{N: 3, C: 2, H: 6, W: 6, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Ones: true, Pitch: 20},
 	}
 	for gi, w := range geoms {
 		oh, ow := w.Out()
@@ -376,9 +381,12 @@ func TestWindowFloat16(t *testing.T) {
 			var xn, gn, on int
 			switch op {
 			case device.Im2Col:
-				xn, on = all*w.C*w.H*w.W, w.N*w.C*kk*oh*ow
+				xn, on = all*w.C*w.H*w.W, w.N*w.C*kk*w.RowLen()
+				if w.Ones {
+					on += w.N * w.RowLen()
+				}
 			case device.Col2Im:
-				xn, on = w.N*w.C*kk*oh*ow, all*w.C*w.H*w.W
+				xn, on = w.N*w.C*kk*w.RowLen(), all*w.C*w.H*w.W
 			case device.MaxPool, device.AvgPool:
 				g.N0, xn, on = 0, w.N*w.C*w.H*w.W, w.N*w.C*oh*ow
 			case device.MaxPoolGrad:
@@ -394,7 +402,7 @@ func TestWindowFloat16(t *testing.T) {
 				return v
 			}
 			xv, gv, ov := vals(xn), vals(gn), vals(on)
-			run := func(dt device.DType) []float32 {
+			run := func(d device.Device, dt device.DType) []float32 {
 				buf := func(v []float32) device.Buffer {
 					if len(v) == 0 {
 						return nil
@@ -435,7 +443,13 @@ func TestWindowFloat16(t *testing.T) {
 				}
 				return got
 			}
-			want, got := run(device.Float32), run(device.Float16)
+			want, got, ref := run(d, device.Float32), run(d, device.Float16), run(cpu.New(), device.Float32)
+			for i := range want {
+				if math.Abs(float64(want[i]-ref[i])) > 1e-6*max(1, math.Abs(float64(ref[i]))) {
+					t.Errorf("geometry %d %v: float32 element %d of %d is %v; the CPU backend's %v", gi, op, i, on, want[i], ref[i])
+					break
+				}
+			}
 			for i := range want {
 				if w := float16.Fromfloat32(want[i]).Float32(); math.Float32bits(got[i]) != math.Float32bits(w) {
 					t.Errorf("geometry %d %v: float16 element %d of %d is %v; want %v (float32 %v)", gi, op, i, on, got[i], w, want[i])
