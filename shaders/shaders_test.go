@@ -9,7 +9,7 @@ import (
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
 	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Ones": false}
-	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW", "Pitch"} {
+	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW", "Pitch", "CH", "CW"} {
 		m[k] = 1
 	}
 	return m
@@ -98,7 +98,8 @@ func TestSource(t *testing.T) {
 		{"window", pitch(win("im2col", false), 4), []string{"const PITCH = 4u;", "out[o - rw.z * OW + j] = 0.0;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
-		{"window", disjoint(win("max_pool_grad", false)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
+		{"window", disjoint(win("max_pool_grad", false)), []string{"best = arg_max(base, ci, cj);", "out[k] = select(0.0, gv, k == best);"}},
+		{"window", disjoint(win("max_pool_grad", true)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
 		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = value(i);", "const KK = 6u;"}},
 		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},
 	} {

@@ -201,6 +201,34 @@ fn first() -> u32 {
         hi = value(e + 1u);
     }
     out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));
+{{- else if and (eq .Op "max_pool_grad") .Disjoint}}
+    // An invocation per cell, the SH×SW pixels whose window is (ci, cj)
+    // ({{.CH}}×{{.CW}} cells a plane, those past the windows' covering pixels that
+    // no window holds): the window's maximum found once, its gradient
+    // stored there and zeros at the rest, rather than every pixel finding
+    // its window's maximum again.
+    let cj = i % {{.CW}}u;
+    let ci = (i / {{.CW}}u) % {{.CH}}u;
+    let base = (i / {{mul .CW .CH}}u) * H * W;
+    var best = 0xffffffffu;
+    var gv = 0.0;
+    if (ci < OH && cj < OW) {
+        best = arg_max(base, ci, cj);
+        gv = g_at((i / {{mul .CW .CH}}u * OH + ci) * OW + cj);
+    }
+    for (var a = 0u; a < SH; a++) {
+        let y = i32(ci * SH + a) - i32(PH);
+        if (y < 0 || y >= i32(H)) {
+            continue;
+        }
+        for (var b = 0u; b < SW; b++) {
+            let xx = i32(cj * SW + b) - i32(PW);
+            if (xx >= 0 && xx < i32(W)) {
+                let k = base + u32(y) * W + u32(xx);
+                out[k] = select(0.0, gv, k == best);
+            }
+        }
+    }
 {{- else if eq .Op "im2col"}}
     // A row of OW outputs an invocation, stepping through x by SW.
     let rw = col_row(i);

@@ -705,15 +705,20 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	case device.MaxPoolGrad:
 		n, loop, in = w.N*w.C*w.H*w.W, kk*kk, []*buffer{d.buf(x), d.buf(g)}
 	}
+	// Pooling gradients over windows that do not overlap find each
+	// pixel's window directly; on float32, max_pool_grad's run an
+	// invocation per cell of SH×SW pixels (see window.wgsl).
+	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
+	ch, cw := (w.H-1+w.PH)/w.SH+1, (w.W-1+w.PW)/w.SW+1
+	if disjoint && op == device.MaxPoolGrad && !half {
+		n, loop = w.N*w.C*ch*cw, kk+w.SH*w.SW
+	}
 	if n == 0 {
 		return
 	}
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
-	// Pooling gradients over windows that do not overlap find each
-	// pixel's window directly.
-	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
-	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW,
+	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW, "CH": ch, "CW": cw,
 		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint,
 		"Ones": w.Ones && op == device.Im2Col, "Pitch": w.RowLen()}
 	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v/pitch=%d", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"], w.RowLen())

@@ -371,6 +371,9 @@ func TestWindowFloat16(t *testing.T) {
 		{N: 1, N0: 1, C: 3, H: 5, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1},
 		{N: 2, N0: 1, C: 2, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Pitch: 37},
 		{N: 3, C: 2, H: 6, W: 6, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Ones: true, Pitch: 20},
+		// Windows that do not overlap, padded, leaving pixels in no window.
+		{N: 2, C: 2, H: 7, W: 8, KH: 2, KW: 2, SH: 3, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1},
+		{N: 1, C: 3, H: 9, W: 10, KH: 2, KW: 2, SH: 3, SW: 3, DH: 2, DW: 2},
 	}
 	for gi, w := range geoms {
 		oh, ow := w.Out()
