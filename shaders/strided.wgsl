@@ -6,11 +6,18 @@
 // halves of words, a word of dst perhaps shared by two invocations, each
 // writing its half with atomics{{else if .Vec}}; here vec4s of them (the
 // innermost dimension contiguous in both, the shape, strides and offsets
-// counted in vec4s){{end}}.
+// counted in vec4s){{else if .VecDst}}; here an invocation per vec4 of
+// dst, whose rows (the innermost dimension, p[28] elements long,
+// contiguous in both) start at multiples of 4 there though not in src:
+// the shape's innermost dimension, dst's strides and offset count vec4s,
+// src's innermost stride is 4, and a row's last vec4 keeps what dst held
+// past the row's end{{end}}.
 {{- $T := "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}
 @group(0) @binding(1) var<storage, read> src: array<{{$T}}>;
 {{- if .Half}}
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
+{{- else if .VecDst}}
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> dst: array<{{$T}}>;
 {{- end}}
@@ -18,7 +25,27 @@
 
 {{template "main_1d"}}
     let off = broadcast_offsets(i);
-{{- if .Half}}
+{{- if .VecDst}}
+{{- $l := add .Rank -1}}
+    let s = p[26] + off.x;
+    let d = p[27] + off.y;
+    // The elements of this vec4 in the row: 4, or fewer at its end.
+    let q = i - udiv(i, p[{{add 2 $l}}], p[{{add 40 $l}}]) * p[{{add 2 $l}}];
+    let m = p[28] - 4u * q;
+    if (m >= 4u) {
+        dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
+    } else {
+        var v = dst[d];
+        v.x = src[s];
+        if (m > 1u) {
+            v.y = src[s + 1u];
+        }
+        if (m > 2u) {
+            v.z = src[s + 2u];
+        }
+        dst[d] = v;
+    }
+{{- else if .Half}}
     let s = p[26] + off.x;
     let h = (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
     let d = p[27] + off.y;

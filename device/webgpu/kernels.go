@@ -613,38 +613,69 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if n == 0 {
 		return
 	}
-	vec := !half && vecStrided(s)
-	if vec { // the same copy in vec4s
+	vec := !half && vecStrided(s, true)
+	vecDst := !half && !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
+	row := s.Shape[max(len(s.Shape)-1, 0):] // the innermost dimension's length, if any
+	if vec || vecDst { // the same copy in vec4s (of dst, for vecDst)
 		last := len(s.Shape) - 1
-		v := device.Strided{Shape: slices.Clone(s.Shape), SrcStrides: make([]int, last+1), DstStrides: make([]int, last+1),
-			SrcOffset: s.SrcOffset / 4, DstOffset: s.DstOffset / 4}
-		v.Shape[last] /= 4
+		v := device.Strided{Shape: slices.Clone(s.Shape), SrcStrides: slices.Clone(s.SrcStrides), DstStrides: make([]int, last+1),
+			SrcOffset: s.SrcOffset, DstOffset: s.DstOffset / 4}
+		v.Shape[last] = groupsOf(v.Shape[last], 4)
 		for k := range last {
-			v.SrcStrides[k], v.DstStrides[k] = s.SrcStrides[k]/4, s.DstStrides[k]/4
+			v.DstStrides[k] = s.DstStrides[k] / 4
 		}
-		v.SrcStrides[last], v.DstStrides[last] = 1, 1
-		s, n = v, n/4
+		v.SrcStrides[last], v.DstStrides[last] = 4, 1
+		if vec {
+			for k := range last {
+				v.SrcStrides[k] /= 4
+			}
+			v.SrcStrides[last], v.SrcOffset = 1, s.SrcOffset/4
+		}
+		s, n = v, v.Len()
 	}
 	p := broadcastParams(device.Broadcast{Shape: s.Shape, AStrides: s.SrcStrides, BStrides: s.DstStrides})
 	p[26], p[27] = uint32(s.SrcOffset), uint32(s.DstOffset)
-	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d/vec=%v", half, len(s.Shape), vec), "strided", map[string]any{"Half": half, "Rank": len(s.Shape), "Vec": vec}, false, true)
+	if vecDst {
+		p[28] = uint32(row[0])
+	}
+	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d/vec=%v/vecdst=%v", half, len(s.Shape), vec, vecDst), "strided",
+		map[string]any{"Half": half, "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
-// vecStrided reports whether a strided copy of 4-byte elements can move
-// vec4s: its innermost dimension contiguous in src and dst and a multiple
-// of 4 long, its other strides and its offsets multiples of 4.
-func vecStrided(s device.Strided) bool {
+// vecEnd returns the end, in elements, of the last vec4 of dst that a
+// copy writing vec4s of dst writes (a binding's last whole vec4 must hold
+// it: the kernels' indices past a binding are clamped into it).
+func vecEnd(s device.Strided) int {
 	last := len(s.Shape) - 1
-	if last < 0 || s.Shape[last]%4 != 0 || s.SrcStrides[last] != 1 || s.DstStrides[last] != 1 || s.SrcOffset%4 != 0 || s.DstOffset%4 != 0 {
+	end := s.DstOffset + groupsOf(s.Shape[last], 4)*4
+	for k := range last {
+		end += (s.Shape[k] - 1) * s.DstStrides[k]
+	}
+	return end
+}
+
+// vecStrided reports whether a strided copy of 4-byte elements can write
+// vec4s of dst: its innermost dimension contiguous in src and dst, dst's
+// other strides and its offset multiples of 4; and with src, whether it
+// can also read vec4s of src: the same of src, and the innermost
+// dimension a multiple of 4 long. A copy that writes vec4s of dst only
+// (src's rows unaligned, or dst's rows padded past the copy's) needs rows
+// of at least 16 elements to gain.
+func vecStrided(s device.Strided, src bool) bool {
+	last := len(s.Shape) - 1
+	if last < 0 || s.SrcStrides[last] != 1 || s.DstStrides[last] != 1 || s.DstOffset%4 != 0 {
 		return false
 	}
 	for k := range last {
-		if s.SrcStrides[k]%4 != 0 || s.DstStrides[k]%4 != 0 {
+		if s.DstStrides[k]%4 != 0 || src && s.SrcStrides[k]%4 != 0 {
 			return false
 		}
 	}
-	return true
+	if !src {
+		return s.Shape[last] >= 16
+	}
+	return s.Shape[last]%4 == 0 && s.SrcOffset%4 == 0
 }
 
 // SoftmaxCrossEntropy sets the per-row loss.

@@ -572,6 +572,9 @@ func TestCopyStrided(t *testing.T) {
 		{Shape: []int{3, 5, 6}, SrcStrides: []int{6, 18, 1}, DstStrides: []int{30, 6, 1}},                               // stride 6
 		{Shape: []int{4, 7}, SrcStrides: []int{1, 4}, DstStrides: []int{7, 1}},                                          // a transpose
 		{Shape: []int{3, 8}, SrcStrides: []int{0, 1}, DstStrides: []int{8, 1}, DstOffset: 4},                            // broadcast rows, vec4s
+		{Shape: []int{5, 19}, SrcStrides: []int{19, 1}, DstStrides: []int{20, 1}, SrcOffset: 1, DstOffset: 4},           // into padded rows: vec4s of dst
+		{Shape: []int{2, 3, 17}, SrcStrides: []int{51, 17, 1}, DstStrides: []int{72, 24, 1}},                            // the same, rank 3
+		{Shape: []int{2, 17}, SrcStrides: []int{17, 1}, DstStrides: []int{20, 1}},                                       // dst ends mid-vec4: elements
 	} {
 		srcLen, dstLen := s.SrcOffset+1, s.DstOffset+1
 		for k, n := range s.Shape {
