@@ -615,8 +615,10 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	}
 	vec := !half && vecStrided(s, true)
 	vecDst := !half && !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
-	row := s.Shape[max(len(s.Shape)-1, 0):] // the innermost dimension's length, if any
-	if vec || vecDst {                      // the same copy in vec4s (of dst, for vecDst)
+	// The innermost dimension's length, if any; then for vec4s (of dst
+	// only, for vecDst), the same copy counted in them.
+	row := s.Shape[max(len(s.Shape)-1, 0):]
+	if vec || vecDst {
 		last := len(s.Shape) - 1
 		v := device.Strided{Shape: slices.Clone(s.Shape), SrcStrides: slices.Clone(s.SrcStrides), DstStrides: make([]int, last+1),
 			SrcOffset: s.SrcOffset, DstOffset: s.DstOffset / 4}
