@@ -175,7 +175,8 @@ func (p conv) padded(dev device.Device, dt device.DType, g *tensor.Tensor) *tens
 // (C·KH·KW)×(OH·OW) matrix, its rows padded with zeros to a multiple of
 // 4 so that the products read them by vec4s: on lavapipe that took the
 // CNN's conv2 products from 91 to 65 ms a step) and one batched matrix
-// product of the filters with every image's matrix (per group), chosen by measurement:
+// product of the filters with every image's matrix (per group), chosen
+// by measurement:
 // the product runs on the register-blocked matmul kernel, the fastest
 // WGSL measured on lavapipe (about 16 GFLOP/s), and on the 64→64, 56×56
 // convolution the copy takes about 30% of the product's time, so that
