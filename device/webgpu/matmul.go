@@ -228,11 +228,13 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 // aligned vec4s: op(a) when it is stored transposed (K×M, its rows of M
 // consecutive), op(b) when it is not (K×N), and out (M×N), each float32
 // with its stored rows' lengths, offsets and batch strides multiples of
-// 4 (a vec4 of b's may run into the padding of a row LdB apart, never
-// past it).
+// 4. A vec4 of b's may run into the padding of a row LdB apart, never
+// past it, and b's binding must hold the last row's padding too (a
+// kernel's index past a binding is clamped into it, onto other entries).
 func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
 	va = x.dt == device.Float32 && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
-	vb = y.dt == device.Float32 && !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
+	vb = y.dt == device.Float32 && !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0 &&
+		(s.N%4 == 0 || y.n >= s.OffB+max(s.Batch-1, 0)*s.StrideB+s.K*s.RowB())
 	vo = o.dt == device.Float32 && s.N%4 == 0 && s.OffDst%4 == 0
 	return va, vb, vo
 }
