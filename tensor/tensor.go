@@ -5,9 +5,11 @@ import (
 	"github.com/x448/float16"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
 	"github.com/extensor/extensor/device"
@@ -101,7 +103,10 @@ var GCInterval int64 = 256 << 20
 var sinceGC atomic.Int64
 
 // pressure counts an allocation of n bytes, and collects garbage once
-// GCInterval bytes have been allocated.
+// GCInterval bytes have been allocated. It then waits, for at most
+// cleanupWait, for the cleanups the collection queued to have run: they
+// run on other goroutines, and a loop that allocates faster than they
+// free would otherwise outgrow the interval.
 func pressure(n int64) {
 	if GCInterval <= 0 {
 		return
@@ -109,6 +114,32 @@ func pressure(n int64) {
 	if sinceGC.Add(n) >= GCInterval {
 		sinceGC.Store(0)
 		runtime.GC()
+		awaitCleanups(cleanupWait)
+	}
+}
+
+// cleanupWait bounds how long pressure waits for queued cleanups, so that
+// a slow cleanup elsewhere in the program delays an allocation by no more.
+const cleanupWait = 500 * time.Millisecond
+
+// awaitCleanups waits until the runtime has executed every cleanup it has
+// queued, or until timeout has passed. With a Go that does not count
+// cleanups in runtime/metrics it returns at once.
+func awaitCleanups(timeout time.Duration) {
+	samples := []metrics.Sample{
+		{Name: "/gc/cleanups/queued:cleanups"},
+		{Name: "/gc/cleanups/executed:cleanups"},
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		metrics.Read(samples)
+		if samples[0].Value.Kind() != metrics.KindUint64 || samples[1].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		if samples[1].Value.Uint64() >= samples[0].Value.Uint64() || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
