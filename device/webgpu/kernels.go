@@ -284,7 +284,7 @@ func coalesce(shape, axes []int) (kept, red []axis) {
 
 const (
 	chunkLen  = 64 * 256 // reduced elements per chunk: 64 per invocation
-	vecUnroll = 8        // vec4s per invocation in the chunks of contiguous rows
+	vecUnroll = 16       // vec4s per invocation in the chunks of contiguous rows
 	// maxLoop bounds the iterations of any loop over data: lavapipe
 	// (llvmpipe) silently ends a loop after about 32768 iterations,
 	// counting those of the loops nested in it.
