@@ -204,12 +204,20 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false)
 }
 
-// matMulRegister records the products with the register-blocked kernel.
+// matMulRegister records the products with the register-blocked kernel:
+// blocks of 16×16 where k runs long enough, of 8×16 for short k and for
+// the DotK variant (on lavapipe, the fastest of 8×8, 8×16 and 16×16 in
+// alternating runs: 16×16 took conv2's per-image forward product from
+// 17.5–20.4 to 15.3–16.7 ms and its columns' gradient from 16.4–16.8 to
+// 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10).
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
-	const tm, tn, wg = 8, 16, 8
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va, vb, vo := vec4s(o, x, y, s)
 	dotK := dotsAlongK(x, y, s)
+	tm, tn, wg := 8, 16, 8
+	if !dotK && s.K >= 32 {
+		tm = 16
+	}
 	// Products of fewer than wg column blocks number their blocks in one
 	// sequence (see matmul.wgsl).
 	flat := groupsOf(s.N, tn) < wg
