@@ -18,10 +18,10 @@ import (
 // lavapipe loses on an H100 by 10×, and the reverse):
 //
 //   - "texture" (matmul_tex.wgsl): operands packed into rgba32float
-//     textures, 32×4 vec4 outputs a thread, no workgroup memory: the
+//     textures, 16×16 outputs a thread, no workgroup memory: the
 //     fastest on CPU adapters for large products;
-//   - "register" (matmul.wgsl): the same blocking from storage buffers:
-//     CPU adapters' kernel for the rest;
+//   - "register" (matmul.wgsl): blocks of 16×16 or 8×16 outputs a
+//     thread from storage buffers: CPU adapters' kernel for the rest;
 //   - "tiled/BM×BN×BK/TM×TN" (matmul_tiled.wgsl): shared-memory tiles of
 //     BM×BK and BK×BN, a TM×TN register block a thread: the GPUs' kernel.
 //
