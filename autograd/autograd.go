@@ -23,7 +23,8 @@ type node struct {
 	op    *ops.Op
 	attrs ops.Attrs
 	in    []*Var
-	freed bool // backward consumed it and released what it held
+	saved *ops.Saved // what the op's Save kept for its backward
+	freed bool       // backward consumed it and released what it held
 }
 
 // Leaf returns t as a leaf of the tape; requiresGrad says whether Backward
@@ -112,15 +113,23 @@ func Apply(name string, a ops.Attrs, in ...*Var) *Var {
 		requires = requires || v.requires
 	}
 	requires = requires && recording()
-	out := &Var{t: op.Forward(ts, a), requires: requires}
-	if requires {
-		// Backward skips the gradients of inputs that need none.
-		a.Need = make([]bool, len(in))
-		for i, v := range in {
-			a.Need[i] = v.requires
-		}
-		out.node = &node{op: op, attrs: a, in: in}
+	if !requires {
+		return &Var{t: op.Forward(ts, a)}
 	}
+	// The op may keep what its backward would compute again (Save).
+	out := &Var{requires: true}
+	var saved *ops.Saved
+	if op.Save != nil {
+		out.t, saved = op.Save(ts, a)
+	} else {
+		out.t = op.Forward(ts, a)
+	}
+	// Backward skips the gradients of inputs that need none.
+	a.Need = make([]bool, len(in))
+	for i, v := range in {
+		a.Need[i] = v.requires
+	}
+	out.node = &node{op: op, attrs: a, in: in, saved: saved}
 	return out
 }
 
@@ -207,6 +216,8 @@ func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
 		}
 		if !retain {
 			n.freed = true
+			n.saved.Release()
+			n.saved = nil
 			for _, y := range n.in {
 				if uses[y]--; uses[y] == 0 && (y.node != nil || y.temp) && !y.keep && y != v {
 					y.t.Release()
@@ -225,7 +236,9 @@ func (n *node) backward(gx *tensor.Tensor) []*tensor.Tensor {
 	for k, y := range n.in {
 		in[k] = y.t
 	}
-	return n.op.Backward(in, gx, n.attrs)
+	a := n.attrs
+	a.Saved = n.saved
+	return n.op.Backward(in, gx, a)
 }
 
 // topo returns the recorded variables that v depends on, v last, each

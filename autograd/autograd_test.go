@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -354,4 +355,50 @@ func peakOf(dev device.Device) uint64 {
 		return d.PoolStats().BytesPeak
 	}
 	return 0
+}
+
+// TestSavedReleased checks that what an op's Save keeps (conv2d's
+// columns) lives while the op is recorded, and that Backward releases it
+// with the graph's intermediates: the memory in use goes back to what the
+// leaves and their gradients hold. With retain it stays, for a second
+// pass that gives the same gradients.
+func TestSavedReleased(t *testing.T) {
+	dev := cpu.New()
+	defer dev.Close()
+	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 4, 3, 10, 10)), false)
+	w := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, 5, 3, 3, 3)), true)
+	b := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 5)), true)
+	win := ops.Window{Stride: [2]int{1, 1}}
+	// The columns: 4 images of 3·3·3 + 1 rows of 8·8 pixels.
+	const cols = 4 * 28 * 64 * 4
+	for _, retain := range []bool{false, true} {
+		before := dev.MemoryInUse()
+		y := autograd.Conv2d(x, w, b, win)
+		if held := dev.MemoryInUse() - before; held < cols+4*5*64*4 {
+			t.Fatalf("retain=%v: the recorded conv2d holds %d bytes; want its output and its columns, %d", retain, held, cols+4*5*64*4)
+		}
+		loss := autograd.Sum(y)
+		g := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
+		if err := loss.BackwardWith(g, retain); err != nil {
+			t.Fatal(err)
+		}
+		first := read(t, w.Grad(), 5*27)
+		if retain {
+			w.ZeroGrad()
+			if err := loss.BackwardWith(g, false); err != nil {
+				t.Fatal(err)
+			}
+			if again := read(t, w.Grad(), 5*27); !slices.Equal(again, first) {
+				t.Fatalf("a second backward through the retained graph gave %v; the first %v", again, first)
+			}
+		}
+		g.Release()
+		loss.Release()
+		grads := int64(5*27*4 + 5*4)
+		if left := dev.MemoryInUse() - before - grads; left != 0 {
+			t.Errorf("retain=%v: %d bytes left after backward beyond the gradients", retain, left)
+		}
+		w.ZeroGrad()
+		b.ZeroGrad()
+	}
 }

@@ -8,7 +8,10 @@
 // recorded and costs nothing in backward. Recording and differentiating
 // come from the op's table entry (its Forward and Backward), never from
 // code written again per op; an op without a backward (argmax, say) is an
-// error when a gradient must pass through it.
+// error when a gradient must pass through it. An op whose entry has a
+// Save (conv2d) keeps what its backward would compute again (conv2d's
+// im2col columns) while recorded, as PyTorch's save_for_backward does,
+// and Backward releases it with the op's inputs.
 //
 // Backward on a 0-D loss (or BackwardWith an upstream gradient) adds each
 // leaf's gradient to its Grad: gradients accumulate across calls until

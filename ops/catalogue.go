@@ -203,8 +203,9 @@ var catalogue = []*Op{
 		Cases: linearCases()},
 	{Name: "conv2d", Family: "window", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul.",
 		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
+		Save:    func(in []*T, a Attrs) (*T, *Saved) { return conv2dSave(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gw, gb := conv2dBackward(in[0], in[1], bias(in), g, a.Window, a.needs(0))
+			gx, gw, gb := conv2dBackward(in[0], in[1], bias(in), g, a.Window, a.needs(0), a.Saved)
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}

@@ -125,30 +125,82 @@ func (p conv) withBias(dev device.Device, dt device.DType, w, b *tensor.Tensor) 
 	return wb
 }
 
+// saveBudget bounds the columns that Conv2d's Save keeps for backward
+// (elements over the whole batch, 64 MiB of float32): past it, backward
+// computes them again, a chunk at a time.
+const saveBudget = 1 << 24
+
 // columns calls f, for each run of images n0… (nb of them) whose
 // columns fit colsBudget, with their im2col matrix (with a row of ones
 // per image if fused; rows of p.pitch, zeros past p.hw), released after
-// f. It stops at, and returns, the first failure.
-func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, fused bool, f func(n0, nb int, cols *tensor.Tensor) error) error {
+// f; kept tells f that the columns are saved ones, which it must leave
+// unchanged. With saved columns that fit (Conv2d's Save), f gets those
+// instead; with save set, the columns are returned instead of released.
+// It stops at, and returns, the first failure.
+func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, fused bool, saved *Saved, save bool,
+	f func(n0, nb int, cols *tensor.Tensor, kept bool) error) ([]*tensor.Tensor, error) {
 	rows := p.g.C*p.kk + b2i(fused)
+	if cs := p.savedColumns(dev, dt, rows, saved); cs != nil {
+		n0 := 0
+		for _, cols := range cs {
+			nb := cols.Shape()[0]
+			if err := f(n0, nb, cols, true); err != nil {
+				return nil, err
+			}
+			n0 += nb
+		}
+		return nil, nil
+	}
 	step := max(colsBudget/max(rows*p.pitch, 1), 1)
+	var kept []*tensor.Tensor
+	fail := func(err error) ([]*tensor.Tensor, error) {
+		for _, c := range kept {
+			c.Release()
+		}
+		return nil, err
+	}
 	for n0 := 0; n0 < p.g.N; n0 += step {
 		nb := min(step, p.g.N-n0)
 		cols, ok := output(dev, dt, []int{nb, rows, p.pitch}, x)
 		if !ok {
-			return cols.Err()
+			return fail(cols.Err())
 		}
 		g := p.g
 		g.N, g.N0, g.Ones = nb, n0, fused
 		dev.Window(device.Im2Col, cols.Buffer(), x.Buffer(), nil, g)
 		keep(cols, x)
-		err := f(n0, nb, cols)
-		cols.Release()
+		err := f(n0, nb, cols, false)
+		if save && err == nil {
+			kept = append(kept, cols)
+		} else {
+			cols.Release()
+		}
 		if err != nil {
-			return err
+			return fail(err)
 		}
 	}
-	return nil
+	return kept, nil
+}
+
+// savedColumns returns the columns in saved if they are this
+// convolution's (images in order, rows of ones as fused wants, dtype and
+// device), nil otherwise.
+func (p conv) savedColumns(dev device.Device, dt device.DType, rows int, saved *Saved) []*tensor.Tensor {
+	if saved == nil || len(saved.tensors) == 0 {
+		return nil
+	}
+	n := 0
+	for _, c := range saved.tensors {
+		s := c.Shape()
+		if c.Err() != nil || c.Device() != dev || c.DType() != dt || len(s) != 3 || s[1] != rows || s[2] != p.pitch {
+			return nil
+		}
+		n += s[0]
+	}
+	if n != p.g.N {
+		return nil
+	}
+	return saved.tensors
 }
 
 // padded returns the upstream gradient g (N, out channels, OH, OW) as
@@ -188,6 +240,20 @@ func (p conv) padded(dev device.Device, dt device.DType, g *tensor.Tensor) *tens
 // add to the bias, copied into every pixel first. Either way a float16
 // result (computed in float32) is rounded once.
 func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
+	out, _ := conv2d(x, w, b, win, false)
+	return out
+}
+
+// conv2dSave is Conv2d that also returns the im2col columns for
+// Conv2dBackward to reuse (the op table's Save), when they fit
+// saveBudget: backward then runs no im2col (on lavapipe, 12 of the CNN
+// step's 24 ms of im2col, profiled).
+func conv2dSave(x, w, b *tensor.Tensor, win Window) (*tensor.Tensor, *Saved) {
+	return conv2d(x, w, b, win, true)
+}
+
+// conv2d is Conv2d, keeping the columns if save and they fit.
+func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Saved) {
 	const op = "ops.Conv2d"
 	dev, dt := layerOperands(op, x, w, b)
 	p := planConv(op, x, w, b, win)
@@ -214,7 +280,8 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 				SrcStrides: []int{0, 1, 0}, DstStrides: []int{p.cout * p.hw, p.hw, 1}})
 			keep(out, b)
 		}
-		failed := p.columns(dev, dt, x, fused, func(n0, nb int, cols *tensor.Tensor) error {
+		save = save && p.g.N*kr*p.pitch <= saveBudget
+		cols, failed := p.columns(dev, dt, x, fused, nil, save, func(n0, nb int, cols *tensor.Tensor, _ bool) error {
 			// out[n, g] (+)= W_g · cols[n, g] for every image and group.
 			dev.MatMul(out.Buffer(), filters.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: kr, N: p.hw, TransA: fused,
 				StrideA: p.og * kr, CycleA: p.groups, StrideB: kr * p.pitch, LdB: p.pitch, OffDst: n0 * p.cout * p.hw, Accumulate: b != nil && !fused})
@@ -225,8 +292,11 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 			out.Release()
 			out = tensor.Failed(dev, dt, failed, p.out...)
 		}
+		if cols != nil {
+			return out, &Saved{tensors: cols}
+		}
 	}
-	return out
+	return out, nil
 }
 
 // Conv2dBackward returns the gradients of Conv2d for the upstream
@@ -234,12 +304,13 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 // gw (g times each image's columns, summed over the batch) and gb (g
 // summed over N, H and W; nil when b is nil).
 func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.Tensor) {
-	return conv2dBackward(x, w, b, g, win, true)
+	return conv2dBackward(x, w, b, g, win, true, nil)
 }
 
 // conv2dBackward is Conv2dBackward, gx left nil (and its products and
-// col2im skipped) unless wantX.
-func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, gb *tensor.Tensor) {
+// col2im skipped) unless wantX, reading the columns from saved (Conv2d's
+// Save) when it holds them.
+func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Saved) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.Conv2dBackward"
 	dev, dt := layerOperands(op, x, w, b, g)
 	p := planConv(op, x, w, b, win)
@@ -272,7 +343,7 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, 
 			defer gp.Release()
 		}
 		first := true
-		failed = p.columns(dev, dt, x, fused, func(n0, nb int, cols *tensor.Tensor) error {
+		_, failed = p.columns(dev, dt, x, fused, saved, false, func(n0, nb int, cols *tensor.Tensor, kept bool) error {
 			if err := gp.Err(); err != nil {
 				return err
 			}
@@ -301,13 +372,21 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool) (gx, gw, 
 				return nil
 			}
 			// The columns' gradient, W_gᵀ · g[n, g], into cols (as
-			// (nb, C·KH·KW, pitch): no row of ones), then col2im.
-			dev.MatMul(cols.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
+			// (nb, C·KH·KW, pitch): no row of ones), or into a matrix of
+			// its own if cols are saved ones, then col2im.
+			dc := cols
+			if kept {
+				if dc, _ = output(dev, dt, []int{nb, p.g.C * p.kk, p.pitch}, cols); dc.Err() != nil {
+					return dc.Err()
+				}
+				defer dc.Release()
+			}
+			dev.MatMul(dc.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
 				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.pitch, OffB: n0 * p.cout * p.pitch})
 			c := p.g
 			c.N, c.N0 = nb, n0
-			dev.Window(device.Col2Im, gx.Buffer(), cols.Buffer(), nil, c)
-			keep(gx, w, gp, cols)
+			dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
+			keep(gx, w, gp, dc)
 			return nil
 		})
 		if failed != nil {

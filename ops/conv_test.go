@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
 )
 
 // TestConv2dDirect checks Conv2d and its gradients, in float64 on the CPU
@@ -13,7 +14,10 @@ import (
 // im2col, no matrix products. Parity compares the backends and finite
 // differences check the gradients against the forward; this pins the
 // forward itself, for batches whose images the products lay side by side,
-// in chunks (3, 3 and 1 images; 3 and 1) and with groups.
+// in chunks (3, 3 and 1 images; 3 and 1) and with groups. It checks both
+// ways backward gets the columns: computed again (Conv2dBackward) and
+// kept by the table's Save, read twice (a retained graph) and left as
+// they were.
 func TestConv2dDirect(t *testing.T) {
 	for _, c := range []struct {
 		x, w []int
@@ -31,6 +35,18 @@ func TestConv2dDirect(t *testing.T) {
 			g := e.uniform(-1, 1, 4, y.Shape()...)
 			gx, gw, gb := ops.Conv2dBackward(x, w, b, g, c.win)
 			for _, r := range []interface{ Release() }{gx, gw, gb} {
+				t.Cleanup(r.Release)
+			}
+			op, in := ops.Lookup("conv2d"), []*tensor.Tensor{x, w, b}
+			yk, saved := op.Save(in, ops.Attrs{Window: c.win})
+			if saved.Len() == 0 {
+				t.Fatal("Save kept no columns")
+			}
+			t.Cleanup(saved.Release)
+			e.keep(yk)
+			gs1 := op.Backward(in, g, ops.Attrs{Window: c.win, Saved: saved})
+			gs2 := op.Backward(in, g, ops.Attrs{Window: c.win, Saved: saved})
+			for _, r := range append(gs1, gs2...) {
 				t.Cleanup(r.Release)
 			}
 
@@ -76,7 +92,9 @@ func TestConv2dDirect(t *testing.T) {
 			for _, r := range []struct {
 				name      string
 				got, want []float64
-			}{{"y", values(t, y), want}, {"gx", values(t, gx), wantX}, {"gw", values(t, gw), wantW}, {"gb", values(t, gb), wantB}} {
+			}{{"y", values(t, y), want}, {"gx", values(t, gx), wantX}, {"gw", values(t, gw), wantW}, {"gb", values(t, gb), wantB},
+				{"y (Save)", values(t, yk), want}, {"gx (saved)", values(t, gs1[0]), wantX}, {"gw (saved)", values(t, gs1[1]), wantW}, {"gb (saved)", values(t, gs1[2]), wantB},
+				{"gx (saved, again)", values(t, gs2[0]), wantX}, {"gw (saved, again)", values(t, gs2[1]), wantW}, {"gb (saved, again)", values(t, gs2[2]), wantB}} {
 				if len(r.got) != len(r.want) {
 					t.Fatalf("%s: %d values, want %d", r.name, len(r.got), len(r.want))
 				}
@@ -88,4 +106,43 @@ func TestConv2dDirect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConv2dSaveBudget checks that Save keeps no columns past its budget
+// (2²⁴ elements over the batch), and that backward then computes them.
+func TestConv2dSaveBudget(t *testing.T) {
+	e := newEnv(t)
+	// 29 images of 37 rows (4 channels × 3×3 taps and the ones) of
+	// 128·128 pixels: 17.6 M elements.
+	x, w, b := e.uniform(-1, 1, 1, 29, 4, 130, 130), e.uniform(-1, 1, 2, 2, 4, 3, 3), e.uniform(-1, 1, 3, 2)
+	op, in, a := ops.Lookup("conv2d"), []*tensor.Tensor{x, w, b}, ops.Attrs{Window: ops.Window{Stride: [2]int{1, 1}}}
+	y, saved := op.Save(in, a)
+	e.keep(y)
+	if n := saved.Len(); n != 0 {
+		saved.Release()
+		t.Fatalf("Save kept %d tensors of columns past its budget; want none", n)
+	}
+	g := e.uniform(-1, 1, 4, y.Shape()...)
+	a.Saved = saved
+	got := op.Backward(in, g, a)
+	gx, gw, gb := ops.Conv2dBackward(x, w, b, g, a.Window)
+	for i, want := range []*tensor.Tensor{gx, gw, gb} {
+		e.keep(got[i])
+		e.keep(want)
+		if d := maxDiff(values(t, got[i]), values(t, want)); d != 0 {
+			t.Errorf("gradient %d differs from Conv2dBackward's by %g", i, d)
+		}
+	}
+}
+
+// maxDiff returns the largest |a[i] − b[i]|, +Inf if the lengths differ.
+func maxDiff(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(a[i]-b[i]))
+	}
+	return d
 }

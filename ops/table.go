@@ -23,6 +23,13 @@ type Op struct {
 	// gradient g (nil for an int32 input). A nil Backward means the op has
 	// no gradient (argmax, an in-place update).
 	Backward func(in []*tensor.Tensor, g *tensor.Tensor, a Attrs) []*tensor.Tensor
+	// Save, when set, is Forward that also keeps what Backward would
+	// otherwise compute again (conv2d's im2col columns). A tape calls it
+	// instead of Forward when it records the op for a gradient, hands
+	// what it kept to Backward in Attrs.Saved and releases it once
+	// backward has consumed it; Backward must leave it unchanged (a
+	// retained graph runs backward again).
+	Save func(in []*tensor.Tensor, a Attrs) (*tensor.Tensor, *Saved)
 	// Grad is Backward written in ops of the table, which a tape can
 	// record to differentiate the gradient again (second-order
 	// gradients). nil: the op's gradient cannot be differentiated.
@@ -54,11 +61,40 @@ type Attrs struct {
 	// Ops whose gradients cost a kernel of their own (matmul, linear,
 	// conv2d) skip the others and return nil for them; the tape sets it.
 	Need []bool
+	// Saved, for Backward, is what the op's Save kept (nil: Backward
+	// computes it again).
+	Saved *Saved
 	// DType is cast's target dtype.
 	DType device.DType
 	// Optimiser steps: which optimiser and its hyper-parameters.
 	Optimizer device.Optimizer
 	Hyper     device.StepParams
+}
+
+// Saved holds the tensors an op's Save kept for its Backward, in the
+// op's own order. A nil *Saved holds nothing.
+type Saved struct {
+	tensors []*tensor.Tensor
+}
+
+// Len returns the number of tensors kept.
+func (s *Saved) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.tensors)
+}
+
+// Release releases the kept tensors (device memory, for determinism: the
+// garbage collector would free them too).
+func (s *Saved) Release() {
+	if s == nil {
+		return
+	}
+	for _, t := range s.tensors {
+		t.Release()
+	}
+	s.tensors = nil
 }
 
 // Case is one parity check of an op.

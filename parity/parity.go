@@ -199,7 +199,16 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 	res := &run{}
 	var inner error
 	err = tensor.Maybe(func() {
-		out := c.Op.Forward(in, c.Attrs)
+		// As a tape records it: through Save where the op has one, its
+		// backward reading what Save kept.
+		a := c.Attrs
+		var out *tensor.Tensor
+		if c.Op.Save != nil && c.Op.Backward != nil {
+			out, a.Saved = c.Op.Save(in, a)
+			defer a.Saved.Release()
+		} else {
+			out = c.Op.Forward(in, a)
+		}
 		defer out.Release()
 		if res.out, inner = out.Float64s(); inner != nil {
 			return
@@ -217,7 +226,7 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 			return
 		}
 		defer gt.Release()
-		grads := c.Op.Backward(in, gt, c.Attrs)
+		grads := c.Op.Backward(in, gt, a)
 		defer release(grads)
 		for _, gr := range grads {
 			if gr == nil {
