@@ -17,7 +17,11 @@
 // generated from it. An entry's Grad is a Rule: the backward written in
 // ops of the table through a Builder, which a tape records to
 // differentiate a gradient again (Eager runs it on tensors; the parity
-// suite checks it against Backward). Adding an elementwise op takes its device constant,
+// suite checks it against Backward). An entry's Save, where it has one
+// (conv2d), is a forward that also keeps what backward would compute
+// again (Saved, handed to Backward in Attrs.Saved), as PyTorch's
+// save_for_backward; the tape and the parity suite's backward checks go
+// through it. Adding an elementwise op takes its device constant,
 // its WGSL function, its CPU twin, two one-line functions here and its
 // table entry.
 //
