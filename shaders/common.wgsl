@@ -213,9 +213,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 {{- define "matmul_out"}}
 {{- if .VecO}}
-// out is float32, written as vec4s (N and the output's offset are
-// multiples of 4).
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+// out is float{{if .Half}}16, written four at a time as vec2<u32>s{{else}}32, written as vec4s{{end}} (N and the
+// output's offset are multiples of 4).
+@group(0) @binding(3) var<storage, read_write> out: array<{{if .Half}}vec2<u32>{{else}}vec4<f32>{{end}}>;
+{{template "vec4_at" dict "Name" "out" "Half" .Half}}
+
+fn set_out_v(i: u32, v: vec4<f32>) {
+{{- if .Half}}
+    out[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+{{- else}}
+    out[i] = v;
+{{- end}}
+}
 {{- else if .Half}}
 // out holds float16, two to a word, and a word may hold the elements of
 // two invocations: each reads and writes its half with atomics.
@@ -256,9 +265,9 @@ fn set_out(i: u32, v: f32) {
             let q = o{{$i}} / 4u + {{$j}}u;
             var v = acc{{$i}}_{{$j}};
             if (add) {
-                v += out[q];
+                v += out_v(q);
             }
-            out[q] = v;
+            set_out_v(q, v);
         }
 {{- end}}
 {{- else}}
@@ -274,6 +283,18 @@ fn set_out(i: u32, v: f32) {
 {{- end}}
     }
 {{- end}}
+{{- end}}
+
+{{- define "vec4_at"}}
+// Elements 4i…4i+3 of {{.Name}}{{if .Half}}: float16, four to a vec2<u32>{{end}}.
+fn {{.Name}}_v(i: u32) -> vec4<f32> {
+{{- if .Half}}
+    let w = {{.Name}}[i];
+    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+{{- else}}
+    return {{.Name}}[i];
+{{- end}}
+}
 {{- end}}
 
 {{- define "at"}}

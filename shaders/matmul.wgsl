@@ -1,7 +1,8 @@
 // out (M×N) = op(a)·op(b); each invocation computes a {{.TM}}×{{.TN}} block with
 // straight-line code (loops over local arrays are slow on llvmpipe).
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}{{if .VecA}}, read as vec4{{end}};
-// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.{{if .DotK}}
+// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}
+// (a vec4 of float16 is a vec2<u32>: four at a load).{{if .DotK}}
 // Both are read as vec4s along k (their rows of K consecutive, K a
 // multiple of 4): 4 terms of k an iteration, added in the order of the
 // scalar loop's, and the offsets, batch strides and p[14] count vec4s.{{end}}
@@ -19,13 +20,17 @@
 // them idle in the 8×8 workgroups of the two-dimensional grid.{{end}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
-@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}vec4<f32>{{else if .HalfA}}u32{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}vec4<f32>{{else if .HalfB}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}{{if .HalfA}}vec2<u32>{{else}}vec4<f32>{{end}}{{else if .HalfA}}u32{{else}}f32{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}{{if .HalfB}}vec2<u32>{{else}}vec4<f32>{{end}}{{else if .HalfB}}u32{{else}}f32{{end}}>;
 {{template "matmul_out" .}}
-{{- if not (or .VecA .DotK)}}
+{{- if or .VecA .DotK}}
+{{template "vec4_at" dict "Name" "a" "Half" .HalfA}}
+{{- else}}
 {{template "at" dict "Name" "a" "Half" .HalfA}}
 {{- end}}
-{{- if not (or .VecB .DotK)}}
+{{- if or .VecB .DotK}}
+{{template "vec4_at" dict "Name" "b" "Half" .HalfB}}
+{{- else}}
 {{template "at" dict "Name" "b" "Half" .HalfB}}
 {{- end}}
 
@@ -84,10 +89,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- if .DotK}}
     for (var k = p[4] / 4u; k < p[5] / 4u; k++) {
 {{- range $i := seq .TM}}
-        let a{{$i}} = a[za + r{{$i}} * (K / 4u) + k];
+        let a{{$i}} = a_v(za + r{{$i}} * (K / 4u) + k);
 {{- end}}
 {{- range $c := seq .TN}}
-        let b{{$c}} = b[zb + c{{$c}} * p[14] + k];
+        let b{{$c}} = b_v(zb + c{{$c}} * p[14] + k);
 {{- end}}
 {{- range $t := seq 4}}
 {{- range $j := seq (div $.TN 4)}}
@@ -102,7 +107,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = p[4]; k < p[5]; k++) {
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
-        let av{{$q}} = a[za + k * (M / 4u) + ra{{$q}}];
+        let av{{$q}} = a_v(za + k * (M / 4u) + ra{{$q}});
 {{- end}}
 {{- range $i := seq .TM}}
         let a{{$i}} = av{{div $i 4}}[{{mod $i 4}}];
@@ -114,7 +119,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- if .VecB}}
 {{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = b[zb + k * p[14] + cb{{$j}}];
+        let b{{$j}} = b_v(zb + k * p[14] + cb{{$j}});
 {{- end}}
 {{- else}}
 {{- range $j := seq (div .TN 4)}}

@@ -21,8 +21,10 @@
 {{- if .Vec}}
 // Here src's entries along the wide axis are consecutive and the offset
 // and the depth stride multiples of 4: a texel is one vec4 of src (the
-// last may reach into the padding of rows longer than W).
-@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
+// last may reach into the padding of rows longer than W){{if .Half}}, of
+// float16 a vec2<u32>{{end}}.
+@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}vec2<u32>{{else}}vec4<f32>{{end}}>;
+{{template "vec4_at" dict "Name" "src" "Half" .Half}}
 {{- else}}
 // src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
 @group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}f32{{end}}>;
@@ -44,7 +46,7 @@ fn entry(w: u32, k: u32) -> f32 {
 {{- if .Vec}}
     var v = vec4<f32>(0.0);
     if (w < p[0]) {
-        v = src[(p[2] + w + k * p[4]) / 4u];
+        v = src_v((p[2] + w + k * p[4]) / 4u);
     }
     textureStore(dst, vec2<i32>(i32(q), i32(k)), v);
 {{- else}}

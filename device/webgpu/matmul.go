@@ -233,28 +233,30 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 }
 
 // vec4s reports which of the products' matrices kernels may access as
-// aligned vec4s: op(a) when it is stored transposed (K×M, its rows of M
-// consecutive), op(b) when it is not (K×N), and out (M×N), each float32
-// with its stored rows' lengths, offsets and batch strides multiples of
-// 4. A vec4 of b's may run into the padding of a row LdB apart, never
-// past it, and b's binding must hold the last row's padding too (a
-// kernel's index past a binding is clamped into it, onto other entries).
+// aligned vec4s (of float16, four entries a vec2<u32>): op(a) when it is
+// stored transposed (K×M, its rows of M consecutive), op(b) when it is
+// not (K×N), and out (M×N), each with its stored rows' lengths, offsets
+// and batch strides multiples of 4. A vec4 of b's may run into the
+// padding of a row LdB apart, never past it, and b's binding must hold
+// the last row's padding too (a kernel's index past a binding is clamped
+// into it, onto other entries). A float16 out so written shares no word
+// between invocations: no atomics.
 func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
-	va = x.dt == device.Float32 && s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
-	vb = y.dt == device.Float32 && !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0 &&
+	va = s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
+	vb = !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0 &&
 		(s.N%4 == 0 || y.n >= s.OffB+max(s.Batch-1, 0)*s.StrideB+s.K*s.RowB())
-	vo = o.dt == device.Float32 && s.N%4 == 0 && s.OffDst%4 == 0
+	vo = s.N%4 == 0 && s.OffDst%4 == 0
 	return va, vb, vo
 }
 
 // dotsAlongK reports whether the register kernel reads op(a) and op(b)
-// as vec4s along k (DotK in matmul.wgsl): both float32 and stored with
-// their rows along k (a not transposed, b transposed: the product of
-// rows with rows, as a convolution's filters' gradient), K, the row
-// strides, offsets and batch strides multiples of 4. Its loads are a
-// quarter of the scalar kernel's.
+// as vec4s along k (DotK in matmul.wgsl): both stored with their rows
+// along k (a not transposed, b transposed: the product of rows with
+// rows, as a convolution's filters' gradient), K, the row strides,
+// offsets and batch strides multiples of 4. Its loads are a quarter of
+// the scalar kernel's (an eighth, of float16).
 func dotsAlongK(x, y *buffer, s device.GEMM) bool {
-	return x.dt == device.Float32 && y.dt == device.Float32 && !s.TransA && s.TransB && s.K%4 == 0 &&
+	return !s.TransA && s.TransB && s.K%4 == 0 &&
 		s.StrideA%4 == 0 && s.OffA%4 == 0 && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
 }
 
