@@ -8,7 +8,7 @@ import (
 // win is the specialisation of a window kernel with a 2×3 kernel, on
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
-	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Ones": false}
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Cells": false, "Ones": false}
 	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW", "Pitch", "CH", "CW"} {
 		m[k] = 1
 	}
@@ -28,6 +28,11 @@ func pitch(m map[string]any, n int) map[string]any {
 func disjoint(m map[string]any) map[string]any {
 	m["Disjoint"] = true
 	return m
+}
+
+func cells(m map[string]any) map[string]any {
+	m["Cells"] = true
+	return disjoint(m)
 }
 
 func TestSource(t *testing.T) {
@@ -83,6 +88,8 @@ func TestSource(t *testing.T) {
 		{"strided", map[string]any{"Half": false, "Rank": 3, "Vec": false, "VecDst": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
 		{"strided", map[string]any{"Half": false, "Rank": 4, "Vec": true, "VecDst": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read_write> dst: array<vec4<u32>>"}},
 		{"strided", map[string]any{"Half": false, "Rank": 2, "Vec": false, "VecDst": true}, []string{"let q = i - udiv(i, p[3], p[41]) * p[3];", "dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);"}},
+		{"strided", map[string]any{"Half": true, "Rank": 2, "Vec": false, "VecDst": true},
+			[]string{"var<storage, read_write> dst: array<vec2<u32>>;", "fn half_at", "h.z = half_at(s + 2u);", "let q = i - udiv(i, p[3], p[41]) * p[3];"}},
 		{"strided", map[string]any{"Half": true, "Rank": 1, "Vec": false, "VecDst": false}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": false, "DotK": false},
 			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * p[14] + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
@@ -106,7 +113,9 @@ func TestSource(t *testing.T) {
 		{"window", pitch(win("im2col", false), 4), []string{"const PITCH = 4u;", "out[o - rw.z * OW + j] = 0.0;"}},
 		{"window", win("im2col", true), []string{"fn value", "out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));", "unpack2x16float(x[i >> 1u])"}},
 		{"window", win("max_pool_grad", false), []string{"fn arg_max", "@binding(3) var<storage, read_write> out", "if (arg_max(base, u32(w.x), u32(w.y)) == i)"}},
-		{"window", disjoint(win("max_pool_grad", false)), []string{"best = arg_max(base, ci, cj);", "out[k] = select(0.0, gv, k == best);"}},
+		{"window", cells(win("max_pool_grad", false)), []string{"best = arg_max(base, ci, cj);", "out[k] = select(0.0, gv, k == best);"}},
+		{"window", cells(win("max_pool_grad", true)), []string{"best = arg_max(base, ci, cj);", "for (var b = 0u; b < SW; b += 2u) {",
+			"out[k / 2u] = pack2x16float(vec2<f32>(select(0.0, gv, k == best), select(0.0, gv, k + 1u == best)));"}},
 		{"window", disjoint(win("max_pool_grad", true)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
 		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = value(i);", "const KK = 6u;"}},
 		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},

@@ -2,7 +2,9 @@
 // of a shape of rank p[1] (p[2..10), magic numbers p[40..48)): with c the
 // coordinates of i, dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
 // offsets found as broadcasting finds its operands'. The elements are
-// copied as bits: u32 words, so any 4-byte dtype goes{{if .Half}}; here float16
+// copied as bits: u32 words, so any 4-byte dtype goes{{if and .Half .VecDst}}; here float16
+// halves of words, an invocation per four halves of dst (a vec2<u32>, as
+// the vec4s below){{else if .Half}}; here float16
 // halves of words, a word of dst perhaps shared by two invocations, each
 // writing its half with atomics{{else if .Vec}}; here vec4s of them (the
 // innermost dimension contiguous in both, the shape, strides and offsets
@@ -14,7 +16,14 @@
 // past the row's end{{end}}.
 {{- $T := "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}
 @group(0) @binding(1) var<storage, read> src: array<{{$T}}>;
-{{- if .Half}}
+{{- if and .Half .VecDst}}
+@group(0) @binding(2) var<storage, read_write> dst: array<vec2<u32>>;
+
+// The float16 bits of element s of src.
+fn half_at(s: u32) -> u32 {
+    return (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+}
+{{- else if .Half}}
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 {{- else if .VecDst}}
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
@@ -32,6 +41,22 @@
     // The elements of this vec4 in the row: 4, or fewer at its end.
     let q = i - udiv(i, p[{{add 2 $l}}], p[{{add 40 $l}}]) * p[{{add 2 $l}}];
     let m = p[28] - 4u * q;
+{{- if .Half}}
+    // Four halves, or fewer at the row's end (dst's others kept).
+    if (m >= 4u) {
+        dst[d] = vec2<u32>(half_at(s) | (half_at(s + 1u) << 16u), half_at(s + 2u) | (half_at(s + 3u) << 16u));
+    } else {
+        let old = dst[d];
+        var h = vec4<u32>(half_at(s), old.x >> 16u, old.y & 0xffffu, old.y >> 16u);
+        if (m > 1u) {
+            h.y = half_at(s + 1u);
+        }
+        if (m > 2u) {
+            h.z = half_at(s + 2u);
+        }
+        dst[d] = vec2<u32>(h.x | (h.y << 16u), h.z | (h.w << 16u));
+    }
+{{- else}}
     if (m >= 4u) {
         dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
     } else {
@@ -45,6 +70,7 @@
         }
         dst[d] = v;
     }
+{{- end}}
 {{- else if .Half}}
     let s = p[26] + off.x;
     let h = (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;

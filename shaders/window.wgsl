@@ -192,7 +192,7 @@ fn first() -> u32 {
 }
 
 {{template "main_1d"}}
-{{- if .Half}}
+{{- if and .Half (not .Cells)}}
     // Output word i: elements 2i and 2i + 1 (the second, past the end,
     // is the word's padding); first() is even.
     let e = 2u * i;
@@ -201,12 +201,13 @@ fn first() -> u32 {
         hi = value(e + 1u);
     }
     out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));
-{{- else if and (eq .Op "max_pool_grad") .Disjoint}}
+{{- else if .Cells}}
     // An invocation per cell, the SH×SW pixels whose window is (ci, cj)
     // ({{.CH}}×{{.CW}} cells a plane, those past the windows' covering pixels that
     // no window holds): the window's maximum found once, its gradient
     // stored there and zeros at the rest, rather than every pixel finding
-    // its window's maximum again.
+    // its window's maximum again.{{if .Half}} On float16, SW, PW and W are even: a
+    // cell's row is whole words, two pixels a store.{{end}}
     let cj = i % {{.CW}}u;
     let ci = (i / {{.CW}}u) % {{.CH}}u;
     let base = (i / {{mul .CW .CH}}u) * H * W;
@@ -221,6 +222,15 @@ fn first() -> u32 {
         if (y < 0 || y >= i32(H)) {
             continue;
         }
+{{- if .Half}}
+        for (var b = 0u; b < SW; b += 2u) {
+            let xx = i32(cj * SW + b) - i32(PW);
+            if (xx >= 0 && xx < i32(W)) {
+                let k = base + u32(y) * W + u32(xx);
+                out[k / 2u] = pack2x16float(vec2<f32>(select(0.0, gv, k == best), select(0.0, gv, k + 1u == best)));
+            }
+        }
+{{- else}}
         for (var b = 0u; b < SW; b++) {
             let xx = i32(cj * SW + b) - i32(PW);
             if (xx >= 0 && xx < i32(W)) {
@@ -228,6 +238,7 @@ fn first() -> u32 {
                 out[k] = select(0.0, gv, k == best);
             }
         }
+{{- end}}
     }
 {{- else if eq .Op "im2col"}}
     // A row of OW outputs an invocation, stepping through x by SW.

@@ -613,8 +613,10 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if n == 0 {
 		return
 	}
+	// vec4s of both (float32), or of dst only (float16: four halves, a
+	// vec2<u32>, no atomics).
 	vec := !half && vecStrided(s, true)
-	vecDst := !half && !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
+	vecDst := !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
 	// The innermost dimension's length, if any; then for vec4s (of dst
 	// only, for vecDst), the same copy counted in them.
 	row := s.Shape[max(len(s.Shape)-1, 0):]
@@ -739,11 +741,13 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		n, loop, in = w.N*w.C*w.H*w.W, kk*kk, []*buffer{d.buf(x), d.buf(g)}
 	}
 	// Pooling gradients over windows that do not overlap find each
-	// pixel's window directly; on float32, max_pool_grad's run an
-	// invocation per cell of SH×SW pixels (see window.wgsl).
+	// pixel's window directly; max_pool_grad's run an invocation per cell
+	// of SH×SW pixels (see window.wgsl), on float16 where a cell's rows
+	// are whole words (SW, PW and W even).
 	disjoint := (op == device.MaxPoolGrad || op == device.AvgPoolGrad) && w.SH > w.DH*(w.KH-1) && w.SW > w.DW*(w.KW-1)
 	ch, cw := (w.H-1+w.PH)/w.SH+1, (w.W-1+w.PW)/w.SW+1
-	if disjoint && op == device.MaxPoolGrad && !half {
+	cells := disjoint && op == device.MaxPoolGrad && (!half || w.SW%2 == 0 && w.PW%2 == 0 && w.W%2 == 0)
+	if cells {
 		n, loop = w.N*w.C*ch*cw, kk+w.SH*w.SW
 	}
 	if n == 0 {
@@ -752,7 +756,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
 	spec := map[string]any{"Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW, "CH": ch, "CW": cw,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint,
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint, "Cells": cells,
 		"Ones": w.Ones && op == device.Im2Col, "Pitch": w.RowLen()}
 	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v/pitch=%d", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"], w.RowLen())
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
@@ -763,7 +767,7 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		return
 	}
 	items := n
-	if half {
+	if half && !cells { // cells: an invocation a cell, as on float32
 		if op == device.Im2Col {
 			n = n / oh * w.RowLen() // elements, not rows
 		}

@@ -374,6 +374,10 @@ func TestWindowFloat16(t *testing.T) {
 		// Windows that do not overlap, padded, leaving pixels in no window.
 		{N: 2, C: 2, H: 7, W: 8, KH: 2, KW: 2, SH: 3, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1},
 		{N: 1, C: 3, H: 9, W: 10, KH: 2, KW: 2, SH: 3, SW: 3, DH: 2, DW: 2},
+		// The same whose cells' rows are whole float16 words (SW, PW and W
+		// even): max_pool_grad's invocation per cell on float16 too.
+		{N: 2, C: 2, H: 7, W: 8, KH: 2, KW: 4, SH: 3, SW: 4, PH: 1, PW: 2, DH: 1, DW: 1},
+		{N: 1, C: 2, H: 9, W: 10, KH: 3, KW: 3, SH: 4, SW: 4, DH: 1, DW: 1},
 	}
 	for gi, w := range geoms {
 		oh, ow := w.Out()
@@ -562,7 +566,8 @@ func TestTextureCacheTurnover(t *testing.T) {
 // TestCopyStrided checks strided copies against their definition,
 // including those that move vec4s (the innermost dimension contiguous and
 // a multiple of 4, the other strides and offsets multiples of 4) and
-// those just short of it; the buffers' lengths are not multiples of 4.
+// those just short of it; the buffers' lengths are not multiples of 4;
+// on float32 and float16.
 func TestCopyStrided(t *testing.T) {
 	d := fresh(t)
 	for _, s := range []device.Strided{
@@ -605,17 +610,21 @@ func TestCopyStrided(t *testing.T) {
 				c[k] = 0
 			}
 		}
-		x := tensor.Must(tensor.FromFloat32(d, src, srcLen))
-		out := tensor.Must(tensor.Full(d, device.Float32, -1, dstLen))
-		d.CopyStrided(out.Buffer(), x.Buffer(), s)
-		got, err := out.Float32s()
-		if err != nil {
-			t.Fatal(err)
+		// float16 too (these values are exact in it): halves of words, or
+		// four halves a vec2<u32> of dst where float32 writes vec4s of dst.
+		for _, dt := range []device.DType{device.Float32, device.Float16} {
+			x := ops.Cast(tensor.Must(tensor.FromFloat32(d, src, srcLen)), dt)
+			out := ops.Cast(tensor.Must(tensor.Full(d, device.Float32, -1, dstLen)), dt)
+			d.CopyStrided(out.Buffer(), x.Buffer(), s)
+			got, err := ops.Cast(out, device.Float32).Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%+v on %v: got %v, want %v", s, dt, got, want)
+			}
+			x.Release()
+			out.Release()
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%+v: got %v, want %v", s, got, want)
-		}
-		x.Release()
-		out.Release()
 	}
 }
