@@ -90,7 +90,7 @@ func TestSource(t *testing.T) {
 		{"strided", map[string]any{"Half": false, "Rank": 2, "Vec": false, "VecDst": true}, []string{"let q = i - udiv(i, p[3], p[41]) * p[3];", "dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);"}},
 		{"strided", map[string]any{"Half": true, "Rank": 2, "Vec": false, "VecDst": true},
 			[]string{"var<storage, read_write> dst: array<vec2<u32>>;", "fn half_at", "h.z = half_at(s + 2u);", "let q = i - udiv(i, p[3], p[41]) * p[3];"}},
-		{"strided", map[string]any{"Half": true, "Rank": 1, "Vec": false, "VecDst": false}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu"}},
+		{"strided", map[string]any{"Half": true, "Rank": 1, "Vec": false, "VecDst": false}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu", "let h = half_at(s);"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "HalfA": false, "HalfB": false, "Half": false, "Flat": false, "VecO": false, "DotK": false},
 			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * p[14] + k)", "a_at(za + r7 * K + k)", "let z = p[6] + gid.z;", "out[i] = v;"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "HalfA": true, "HalfB": false, "Half": true, "Flat": true, "VecO": false, "DotK": false},

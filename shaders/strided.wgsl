@@ -18,11 +18,6 @@
 @group(0) @binding(1) var<storage, read> src: array<{{$T}}>;
 {{- if and .Half .VecDst}}
 @group(0) @binding(2) var<storage, read_write> dst: array<vec2<u32>>;
-
-// The float16 bits of element s of src.
-fn half_at(s: u32) -> u32 {
-    return (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
-}
 {{- else if .Half}}
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 {{- else if .VecDst}}
@@ -31,6 +26,13 @@ fn half_at(s: u32) -> u32 {
 @group(0) @binding(2) var<storage, read_write> dst: array<{{$T}}>;
 {{- end}}
 {{template "broadcast_offsets" .Rank}}
+{{- if .Half}}
+
+// The float16 bits of element s of src.
+fn half_at(s: u32) -> u32 {
+    return (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+}
+{{- end}}
 
 {{template "main_1d"}}
     let off = broadcast_offsets(i);
@@ -73,7 +75,7 @@ fn half_at(s: u32) -> u32 {
 {{- end}}
 {{- else if .Half}}
     let s = p[26] + off.x;
-    let h = (src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu;
+    let h = half_at(s);
     let d = p[27] + off.y;
     let shift = (d & 1u) * 16u;
     atomicAnd(&dst[d >> 1u], ~(0xffffu << shift));

@@ -879,7 +879,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	}
 	// An operand whose texels are aligned vec4s of it packs by vec4s; out
 	// takes vec4s when its rows allow.
-	vecA, vecB, vecO := vec4s(o, x, y, s)
+	vecA, vecB, vecO := vec4s(y, s)
 	packA, packB := packer(x, vecA), packer(y, vecB)
 	half := o.dt == device.Float16
 	// The product's kernel: the variant that adds to out, or the one that

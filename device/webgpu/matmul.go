@@ -212,8 +212,8 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 // 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10).
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
-	va, vb, vo := vec4s(o, x, y, s)
-	dotK := dotsAlongK(x, y, s)
+	va, vb, vo := vec4s(y, s)
+	dotK := dotsAlongK(s)
 	tm, tn, wg := 8, 16, 8
 	if !dotK && s.K >= 32 {
 		tm = 16
@@ -241,7 +241,7 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 // the last row's padding too (a kernel's index past a binding is clamped
 // into it, onto other entries). A float16 out so written shares no word
 // between invocations: no atomics.
-func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
+func vec4s(y *buffer, s device.GEMM) (va, vb, vo bool) {
 	va = s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
 	vb = !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0 &&
 		(s.N%4 == 0 || y.n >= s.OffB+max(s.Batch-1, 0)*s.StrideB+s.K*s.RowB())
@@ -255,7 +255,7 @@ func vec4s(o, x, y *buffer, s device.GEMM) (va, vb, vo bool) {
 // rows, as a convolution's filters' gradient), K, the row strides,
 // offsets and batch strides multiples of 4. Its loads are a quarter of
 // the scalar kernel's (an eighth, of float16).
-func dotsAlongK(x, y *buffer, s device.GEMM) bool {
+func dotsAlongK(s device.GEMM) bool {
 	return !s.TransA && s.TransB && s.K%4 == 0 &&
 		s.StrideA%4 == 0 && s.OffA%4 == 0 && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0
 }
