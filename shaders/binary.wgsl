@@ -210,4 +210,4 @@ fn elem(i: u32) {
     out[i] = apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0.0){{end}});
 }
 {{- end}}
-{{template "main_unrolled" .Unroll}}
+{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}

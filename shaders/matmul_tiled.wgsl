@@ -3,7 +3,10 @@
 // stepping over k {{.BK}} terms at a time; the threads first copy the
 // block's {{.BM}}×{{.BK}} slice of op(a) and {{.BK}}×{{.BN}} slice of op(b) into workgroup
 // memory (zeros beyond the matrices' edges, so that any shape runs at the
-// tiles' speed), then each multiplies its {{.TM}}×{{.TN}} register block from them.
+// tiles' speed), then each multiplies its {{.TM}}×{{.TN}} register block from them{{if .Spread}}:
+// its columns {{div .TN 4}} groups of 4, {{div .BN .TN}} groups apart, so that neighbouring
+// threads read neighbouring vec4s of tile_b (no bank conflicts) and write
+// neighbouring columns{{end}}.
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}; b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}.
 // The parameters are the matmul kernel's: p[0] = M, p[1] = K, p[2] = N,
 // p[3] = first row of this dispatch; the dispatch sums the terms k in
@@ -53,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let av{{$q}} = tile_a[{{mul $kk (div $.BM 4)}}u + lid.y * {{div $.TM 4}}u + {{$q}}u];
 {{- end}}
 {{- range $j := seq (div $.TN 4)}}
-            let b{{$j}} = tile_b[{{mul $kk (div $.BN 4)}}u + lid.x * {{div $.TN 4}}u + {{$j}}u];
+            let b{{$j}} = tile_b[{{mul $kk (div $.BN 4)}}u + {{if $.Spread}}{{mul $j (div $.BN $.TN)}}u + lid.x{{else}}lid.x * {{div $.TN 4}}u + {{$j}}u{{end}}];
 {{- end}}
 {{- range $i := seq $.TM}}{{range $j := seq (div $.TN 4)}}
             acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];
@@ -63,14 +66,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         workgroupBarrier();
     }
     let r0 = row0 + lid.y * {{.TM}}u;
-    let c0 = col0 + lid.x * {{.TN}}u;
+{{- range $j := seq (div .TN 4)}}
+    let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
+{{- end}}
     let add = p[4] != 0u || p[13] != 0u;
 {{- range $i := seq .TM}}
     if (r0 + {{$i}}u < M) {
-        let o{{$i}} = zo + (r0 + {{$i}}u) * N + c0;
+        let o{{$i}} = zo + (r0 + {{$i}}u) * N;
 {{- range $j := seq (div $.TN 4)}}{{range $c := seq 4}}
-        if (c0 + {{add (mul $j 4) $c}}u < N) {
-            set_out(o{{$i}} + {{add (mul $j 4) $c}}u, select(0.0, out_at(o{{$i}} + {{add (mul $j 4) $c}}u), add) + acc{{$i}}_{{$j}}[{{$c}}]);
+        if (c{{$j}} + {{$c}}u < N) {
+            set_out(o{{$i}} + c{{$j}} + {{$c}}u, select(0.0, out_at(o{{$i}} + c{{$j}} + {{$c}}u), add) + acc{{$i}}_{{$j}}[{{$c}}]);
         }
 {{- end}}{{end}}
     }

@@ -148,6 +148,6 @@ fn elem(i: u32) {
 {{- end}}
     out[i] = value(i, s1[row], {{$b}});
 }
-{{template "main_unrolled" .Unroll}}
+{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
 {{- end}}
 {{- end}}

@@ -263,4 +263,4 @@ fn elem(i: u32) {
     out[i] = apply{{if .Vec}}4{{end}}(x_in[i], {{if .Grad}}g_in[i]{{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u));
 }
 {{- end}}
-{{template "main_unrolled" .Unroll}}
+{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}

@@ -134,7 +134,7 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 	}
 	vec, n := vec4(count)
 	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/half=%v", op, grad, vec, half)
-	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": half, "Unroll": unroll(vec)}, flags(len(in), 1)...)
+	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Coalesce": !d.loopLimited}, flags(len(in), 1)...)
 	d.runItems(k, unroll(vec), itemBytes(vec), scalars(n, p), append(in, out)...)
 }
 
@@ -215,7 +215,7 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		rank = 0
 	}
 	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v/rank=%d", op, grad, same, vec, half, rank)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Rank": rank}, flags(len(in), 1)...)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Coalesce": !d.loopLimited, "Rank": rank}, flags(len(in), 1)...)
 	if same {
 		d.runItems(k, unroll(vec), itemBytes(vec), params, append(in, out)...)
 		return
@@ -511,7 +511,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
 	spec["Stage"] = "apply"
 	u := unroll(vec)
-	spec["Unroll"], spec["Whole"] = u, false
+	spec["Unroll"], spec["Whole"], spec["Coalesce"] = u, false, !d.loopLimited
 	apply := name + "/apply"
 	if vec {
 		// The row length is a constant of the vec4 kernel: one pipeline per

@@ -41,22 +41,36 @@ const EnvMatMul = "EXTENSOR_MATMUL"
 // so that no dispatch runs long (lavapipe crashes on very long ones).
 const maxDispatchFlops = 1 << 31
 
-// tile is a variant of the tiled kernel.
-type tile struct{ BM, BN, BK, TM, TN int }
+// tile is a variant of the tiled kernel: a workgroup's BM×BN block of
+// out, BK terms of k a step, a thread's TM×TN block, its columns spread
+// (groups of 4, BN/TN groups apart) or side by side.
+type tile struct {
+	BM, BN, BK, TM, TN int
+	Spread             bool
+}
 
 func (t tile) String() string {
-	return fmt.Sprintf("tiled/%d×%d×%d/%d×%d", t.BM, t.BN, t.BK, t.TM, t.TN)
+	s := fmt.Sprintf("tiled/%d×%d×%d/%d×%d", t.BM, t.BN, t.BK, t.TM, t.TN)
+	if t.Spread {
+		s += "s"
+	}
+	return s
 }
 
 // tiles are the tiled kernel's variants, each of at most 256 threads and
-// 8 KiB of workgroup memory; the first is the default for small products.
+// 16 KiB of workgroup memory (WebGPU's default limit); the first is the
+// default for small products.
 var tiles = []tile{
-	{64, 64, 8, 4, 4},
-	{32, 32, 8, 4, 4},
-	{64, 64, 16, 4, 4},
-	{128, 64, 8, 8, 4},
-	{64, 128, 8, 4, 8},
-	{128, 128, 8, 8, 8},
+	{64, 64, 8, 4, 4, false},
+	{32, 32, 8, 4, 4, false},
+	{64, 64, 16, 4, 4, false},
+	{128, 64, 8, 8, 4, false},
+	{64, 128, 8, 4, 8, false},
+	{128, 128, 8, 8, 8, false},
+	{64, 64, 16, 4, 8, true},
+	{128, 64, 16, 8, 4, true},
+	{128, 128, 8, 8, 8, true},
+	{128, 128, 16, 8, 8, true},
 }
 
 // tuneMinMACs is the smallest product whose class is timed: smaller ones
@@ -168,14 +182,24 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	if t, ok := d.mm.chosen[c]; ok {
 		return t
 	}
+	// The candidates write a scratch matrix, not o: run three times each,
+	// they would add to an accumulating o three times over.
+	scratch, err := d.alloc(o.dt, o.n)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: timing the matmul kernels for %v: %v", c, err))
+		return tiles[0]
+	}
+	defer d.free(scratch)
+	ts := s
+	ts.Accumulate = false
 	best, bestTime := tiles[0], time.Duration(1<<62)
 	times := make([]string, 0, len(tiles))
 	for _, t := range tiles {
-		d.matMulTiled(t, o, x, y, s) // compiles the kernel, warms up
+		d.matMulTiled(t, scratch, x, y, ts) // compiles the kernel, warms up
 		d.wait()
 		start := time.Now()
 		for range 2 {
-			d.matMulTiled(t, o, x, y, s)
+			d.matMulTiled(t, scratch, x, y, ts)
 		}
 		d.wait()
 		el := time.Since(start) / 2
@@ -197,7 +221,7 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 // CPU adapters.
 func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
-	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
+	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "Spread": t.Spread, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
 		"HalfA": ha, "HalfB": hb, "Half": ho}
 	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v", t, s.TransA, s.TransB, ha, hb, ho)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)

@@ -185,6 +185,29 @@ func TestMatMulKernels(t *testing.T) {
 			}
 		})
 	}
+	// The first product of a shape class times the tiled variants (as on
+	// every GPU): when it accumulates, the timing runs must not add to
+	// out (they did, three times a variant, on the H100).
+	t.Run("tiled-timed-accumulating", func(t *testing.T) {
+		t.Setenv(webgpu.EnvMatMul, "tiled")
+		d := fresh(t)
+		s := cases[6]
+		s.Accumulate = true
+		o := operandsOf(6)
+		x := tensor.Must(tensor.FromFloat32(d, o.a, len(o.a)))
+		y := tensor.Must(tensor.FromFloat32(d, o.b, len(o.b)))
+		out := tensor.Must(tensor.Full(d, device.Float32, 42, len(o.want)))
+		d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Abs(float64(got[i])-o.want[i]-42) > o.tol[i]+42e-7 {
+				t.Fatalf("%+v, the first of its class, with %s: out[%d] = %v; want %v", s, d.MatMulKernel(s), i, got[i], o.want[i]+42)
+			}
+		}
+	})
 	t.Run("unknown", func(t *testing.T) {
 		t.Setenv(webgpu.EnvMatMul, "fastest")
 		if _, err := webgpu.Open(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=\"fastest\" names no matmul kernel", webgpu.EnvMatMul)) {

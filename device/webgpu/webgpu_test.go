@@ -628,3 +628,62 @@ func TestCopyStrided(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUOrder runs the elementwise and softmax kernels in the order they
+// take on GPUs (neighbouring invocations on neighbouring items) on sizes
+// that leave partial workgroups, against the CPU backend.
+func TestGPUOrder(t *testing.T) {
+	d := fresh(t)
+	webgpu.AsGPU(d)
+	c := cpu.New()
+	rng := rand.New(rand.NewPCG(3, 4))
+	values := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32()*4 - 2
+		}
+		return v
+	}
+	cases := []struct {
+		name  string
+		shape []int
+		op    func(x, y *tensor.Tensor) *tensor.Tensor
+	}{
+		{"exp/vec4", []int{4 * 5001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Exp(x) }},
+		{"exp", []int{20003}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Exp(x) }},
+		{"exp/float16", []int{20006}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+			return ops.Cast(ops.Exp(ops.Cast(x, device.Float16)), device.Float32)
+		}},
+		{"mul/vec4", []int{3, 13336}, ops.Mul},
+		{"mul", []int{3, 13335}, ops.Mul},
+		{"softmax/rows-of-1024", []int{5, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		{"softmax/rows-of-12", []int{3001, 12}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		{"softmax/rows-of-7", []int{301, 7}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+	}
+	for _, tc := range cases {
+		n := 1
+		for _, s := range tc.shape {
+			n *= s
+		}
+		xs, ys := values(n), values(n)
+		run := func(dev device.Device) []float32 {
+			x := tensor.Must(tensor.FromFloat32(dev, xs, tc.shape...))
+			y := tensor.Must(tensor.FromFloat32(dev, ys, tc.shape...))
+			got, err := tc.op(x, y).Float32s()
+			if err != nil {
+				t.Fatalf("%s on %v: %v", tc.name, dev, err)
+			}
+			return got
+		}
+		got, want := run(d), run(c)
+		tol := 1e-5
+		if strings.HasSuffix(tc.name, "float16") {
+			tol = 2e-3
+		}
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > tol*max(1, math.Abs(float64(want[i]))) {
+				t.Fatalf("%s %v: [%d] = %v; want %v", tc.name, tc.shape, i, got[i], want[i])
+			}
+		}
+	}
+}
