@@ -503,3 +503,30 @@ func BenchmarkExpDType(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCast converts 16M elements from float32 to float16 and back,
+// reporting elements per second: the casts that mixed precision runs
+// around every op without a float16 kernel.
+func BenchmarkCast(b *testing.B) {
+	for _, dev := range devices(b) {
+		for _, dt := range []device.DType{device.Float16, device.Float32} {
+			b.Run(fmt.Sprintf("%s/to-%v/16M", dev.Name(), dt), func(b *testing.B) {
+				x32 := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, n16M))
+				x := x32
+				if dt == device.Float32 {
+					x = ops.Cast(x32, device.Float16)
+					x32.Release()
+				}
+				defer x.Release()
+				ops.Cast(x, dt).Release()
+				wait(b, dev)
+				b.ResetTimer()
+				for range b.N {
+					ops.Cast(x, dt).Release()
+					wait(b, dev)
+				}
+				b.ReportMetric(float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
+	}
+}

@@ -170,20 +170,44 @@ fn apply(x: f32, y: f32, g: f32) -> f32 {
 // float16 storage, operands of one shape: each u32 word holds two
 // values, unpacked to f32, and the results packed back (p[0] counts
 // words{{if .Vec}} in vec4s{{end}}).
+{{- if .Vec}} By vec4s of words
+// the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
+// vector arithmetic: on llvmpipe unpack2x16float and pack2x16float took a
+// fifth of a float16 exp's time (0.74 → 0.93 Gelem/s; neg 0.91 → 1.09).
+{{- end}}
+{{- if not .Vec}}
 fn apply2(x: u32, y: u32, g: u32) -> u32 {
     let a = unpack2x16float(x);
     let b = unpack2x16float(y);
     let d = unpack2x16float(g);
     return pack2x16float(vec2<f32>(apply(a.x, b.x, d.x), apply(a.y, b.y, d.y)));
 }
+{{- end}}
+
+{{- if .Vec}}
+{{template "half4"}}
+
+fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
+}
+{{- end}}
 
 fn elem(i: u32) {
     let x = x_in[i];
     let y = y_in[i];
-    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0u){{end}};
 {{- if .Vec}}
-    out[i] = vec4<u32>(apply2(x.x, y.x, g.x), apply2(x.y, y.y, g.y), apply2(x.z, y.z, g.z), apply2(x.w, y.w, g.w));
+    let s = vec4<u32>(16u);
+{{- if ge .Grad 0}}
+    let g = g_in[i];
+    let lo = apply4(half4_to_f32(x), half4_to_f32(y), half4_to_f32(g));
+    let hi = apply4(half4_to_f32(x >> s), half4_to_f32(y >> s), half4_to_f32(g >> s));
 {{- else}}
+    let lo = apply4(half4_to_f32(x), half4_to_f32(y), vec4<f32>(0.0));
+    let hi = apply4(half4_to_f32(x >> s), half4_to_f32(y >> s), vec4<f32>(0.0));
+{{- end}}
+    out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << s);
+{{- else}}
+    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0u){{end}};
     out[i] = apply2(x, y, g);
 {{- end}}
 }

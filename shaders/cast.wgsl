@@ -1,9 +1,31 @@
-// The cast family: {{if .ToHalf}}float32 to float16, each invocation packing two
-// values into a word; p[0] = words, p[1] = values{{else}}float16 to float32, each
-// invocation unpacking one value; p[0] = values{{end}}. Conversions work on
-// the bits (no float arithmetic, which may flush subnormals): to float16
-// rounds to nearest even, overflows to ±Inf, keeps subnormals and keeps NaN
-// (payload truncated, quiet bit set); from float16 is exact.
+// The cast family: {{if .ToHalf}}float32 to float16{{else}}float16 to float32{{end}}. Conversions
+// work on the bits (no float arithmetic that a flush of subnormals could
+// change): to float16 rounds to nearest even, overflows to ±Inf, keeps
+// subnormals and keeps NaN (payload truncated, quiet bit set); from
+// float16 is exact.
+{{- if .Vec}}
+// By vec4s, eight values an invocation (the value count a multiple of 8):
+// p[0] = vec4s of words, with common.wgsl's half4_to_f32 and f32_to_half4.
+@group(0) @binding(1) var<storage, read> src: array<vec4<{{if .ToHalf}}f32{{else}}u32{{end}}>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<{{if .ToHalf}}u32{{else}}f32{{end}}>>;
+{{template "half4"}}
+
+{{template "main_1d"}}
+{{- if .ToHalf}}
+    let a = src[2u * i];
+    let b = src[2u * i + 1u];
+    dst[i] = f32_to_half4(vec4<f32>(a.x, a.z, b.x, b.z)) | (f32_to_half4(vec4<f32>(a.y, a.w, b.y, b.w)) << vec4<u32>(16u));
+{{- else}}
+    let w = src[i];
+    let lo = half4_to_f32(w);
+    let hi = half4_to_f32(w >> vec4<u32>(16u));
+    dst[2u * i] = vec4<f32>(lo.x, hi.x, lo.y, hi.y);
+    dst[2u * i + 1u] = vec4<f32>(lo.z, hi.z, lo.w, hi.w);
+{{- end}}
+}
+{{- else}}
+// {{if .ToHalf}}Each invocation packs two values into a word; p[0] = words, p[1] =
+// values{{else}}Each invocation unpacks one value; p[0] = values{{end}}.
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 {{- if .ToHalf}}
@@ -71,4 +93,5 @@ fn from_half(h: u32) -> u32 {
 {{template "main_1d"}}
     dst[i] = from_half((src[i / 2u] >> (16u * (i % 2u))) & 0xffffu);
 }
+{{- end}}
 {{- end}}

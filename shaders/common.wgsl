@@ -324,3 +324,36 @@ fn {{.Name}}_at(i: u32) -> f32 {
 {{- end}}
 }
 {{- end}}
+
+{{- define "half4"}}
+// Four float16 values (the low halves of h) as float32, exactly: on the
+// bits for normal numbers, Inf and NaN (quiet, its payload kept), by an
+// exact product for subnormals; no branches. The cast kernel's from_half,
+// four at a time.
+fn half4_to_f32(h: vec4<u32>) -> vec4<f32> {
+    let em = h & vec4<u32>(0x7fffu);
+    var f = bitcast<vec4<f32>>((em << vec4<u32>(13u)) + vec4<u32>(0x38000000u));
+    f = select(f, vec4<f32>(em) * 5.9604644775390625e-8, em < vec4<u32>(0x400u));
+    let quiet = select(vec4<u32>(0u), vec4<u32>(0x400000u), em > vec4<u32>(0x7c00u));
+    f = select(f, bitcast<vec4<f32>>((em << vec4<u32>(13u)) | vec4<u32>(0x7f800000u) | quiet), em >= vec4<u32>(0x7c00u));
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(f) | ((h & vec4<u32>(0x8000u)) << vec4<u32>(16u)));
+}
+
+// Four float32 values as float16 bits (in the low halves), rounded to
+// nearest even, past 65504 to ±Inf, NaN kept (quiet, the payload's top
+// bits kept); no branches: the cast kernel's to_half, four at a time. A
+// value below 2⁻¹⁴ rounds by the float addition of ½, whose rounding is
+// the subnormal half's (a float32 subnormal flushed to 0 by the adapter
+// rounds to 0 either way).
+fn f32_to_half4(f: vec4<f32>) -> vec4<u32> {
+    let bits = bitcast<vec4<u32>>(f);
+    let sign = (bits >> vec4<u32>(16u)) & vec4<u32>(0x8000u);
+    let u = bits & vec4<u32>(0x7fffffffu);
+    let nan = vec4<u32>(0x7e00u) | ((u >> vec4<u32>(13u)) & vec4<u32>(0x3ffu));
+    let big = select(vec4<u32>(0x7c00u), nan, u > vec4<u32>(0x7f800000u));
+    let small = bitcast<vec4<u32>>(bitcast<vec4<f32>>(u) + 0.5) - vec4<u32>(0x3f000000u);
+    let normal = (u + vec4<u32>(0xc8000fffu) + ((u >> vec4<u32>(13u)) & vec4<u32>(1u))) >> vec4<u32>(13u);
+    let h = select(select(normal, small, u < vec4<u32>(0x38800000u)), big, u >= vec4<u32>(0x47800000u));
+    return sign | h;
+}
+{{- end}}

@@ -236,18 +236,43 @@ fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
 
 // float16 storage: each u32 word holds two values, unpacked to f32, and
 // the results packed back (p[0] counts words{{if .Vec}} in vec4s{{end}}).
+{{- if .Vec}} By vec4s of words
+// the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
+// vector arithmetic: on llvmpipe unpack2x16float and pack2x16float took a
+// fifth of a float16 exp's time (0.74 → 0.93 Gelem/s; neg 0.91 → 1.09).
+{{- end}}
+{{- if not .Vec}}
 fn apply2(x: u32, g: u32, a: f32, b: f32) -> u32 {
     let v = unpack2x16float(x);
     let d = unpack2x16float(g);
     return pack2x16float(vec2<f32>(apply(v.x, d.x, a, b), apply(v.y, d.y, a, b)));
 }
+{{- end}}
+
+{{- if .Vec}}
+{{template "half4"}}
+
+fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
+}
+{{- end}}
 
 fn elem(i: u32) {
     let x = x_in[i];
-    let g = {{if .Grad}}g_in[i]{{else}}{{$T}}(0u){{end}};
 {{- if .Vec}}
-    out[i] = vec4<u32>(apply2(x.x, g.x, pf(1u), pf(2u)), apply2(x.y, g.y, pf(1u), pf(2u)), apply2(x.z, g.z, pf(1u), pf(2u)), apply2(x.w, g.w, pf(1u), pf(2u)));
+    let a = pf(1u);
+    let b = pf(2u);
+{{- if .Grad}}
+    let g = g_in[i];
+    let lo = apply4(half4_to_f32(x), half4_to_f32(g), a, b);
+    let hi = apply4(half4_to_f32(x >> vec4<u32>(16u)), half4_to_f32(g >> vec4<u32>(16u)), a, b);
 {{- else}}
+    let lo = apply4(half4_to_f32(x), vec4<f32>(0.0), a, b);
+    let hi = apply4(half4_to_f32(x >> vec4<u32>(16u)), vec4<f32>(0.0), a, b);
+{{- end}}
+    out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));
+{{- else}}
+    let g = {{if .Grad}}g_in[i]{{else}}{{$T}}(0u){{end}};
     out[i] = apply2(x, g, pf(1u), pf(2u));
 {{- end}}
 }

@@ -317,15 +317,17 @@ func TestFloat16(t *testing.T) {
 	for i := range all {
 		all[i] = uint16(i)
 	}
-	h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
-	f := ops.Cast(h, device.Float32)
-	got, err := f.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range got {
-		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
-			t.Fatalf("float16 %#04x → float32 %#08x; want %#08x", i, math.Float32bits(v), math.Float32bits(want))
+	// Every float16 (by vec4s), and all but the last (the scalar kernel).
+	for _, all := range [][]uint16{all, all[:len(all)-1]} {
+		h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+		got, err := ops.Cast(h, device.Float32).Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
+				t.Fatalf("float16 %#04x → float32 %#08x; want %#08x (%d values)", i, math.Float32bits(v), math.Float32bits(want), len(all))
+			}
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -338,19 +340,67 @@ func TestFloat16(t *testing.T) {
 	for i := range 100000 { // near float16's range, where rounding matters
 		vals = append(vals, float32(r.NormFloat64())*float32(math.Pow(2, float64(i%40-25))))
 	}
-	x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
-	bits, err := ops.Cast(x, device.Float16).Float16Bits()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range vals {
-		if want := float16.Fromfloat32(v).Bits(); bits[i] != want {
-			t.Fatalf("float32 %v (%#08x) → float16 %#04x; want %#04x", v, math.Float32bits(v), bits[i], want)
+	// An odd count (the scalar kernel) and a multiple of 8 (by vec4s).
+	for _, vals := range [][]float32{vals, vals[:len(vals)/8*8]} {
+		x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
+		bits, err := ops.Cast(x, device.Float16).Float16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if want := float16.Fromfloat32(v).Bits(); bits[i] != want {
+				t.Fatalf("float32 %v (%#08x) → float16 %#04x; want %#04x (%d values)", v, math.Float32bits(v), bits[i], want, len(vals))
+			}
 		}
 	}
 	odd := tensor.Must(tensor.FromFloat16Bits(d, []uint16{0x3c00, 0xc000, 0x7bff}, 3))
 	if v, err := odd.Float32s(); err != nil || v[0] != 1 || v[1] != -2 || v[2] != 65504 {
 		t.Errorf("odd count: %v, %v", v, err)
+	}
+}
+
+// TestFloat16Rounding runs elementwise kernels on float16 tensors (of
+// every float16, so by vec4s of words) whose float32 results are exact
+// (products of two float16s, negation) or correctly rounded (square
+// roots): rounded to float16 they must be github.com/x448/float16's
+// rounding bit for bit (ties to even, subnormals, overflow to ±Inf), and
+// NaN where it gives NaN.
+func TestFloat16Rounding(t *testing.T) {
+	d := fresh(t)
+	all := make([]uint16, 1<<16)
+	ys := make([]uint16, len(all))
+	factors := []float32{1 + 1.0/1024, 1537.0 / 2048, 3, 1.0 / 32, 0.5 + 1.0/2048}
+	for i := range all {
+		all[i] = uint16(i)
+		ys[i] = float16.Fromfloat32(factors[i%len(factors)]).Bits()
+	}
+	x := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+	y := tensor.Must(tensor.FromFloat16Bits(d, ys, len(ys)))
+	f32 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
+	cases := []struct {
+		name string
+		got  *tensor.Tensor
+		want func(i int) float32
+	}{
+		{"mul", ops.Mul(x, y), func(i int) float32 { return f32(all[i]) * f32(ys[i]) }},
+		{"neg", ops.Neg(x), func(i int) float32 { return -f32(all[i]) }},
+		{"sqrt", ops.Sqrt(x), func(i int) float32 { return float32(math.Sqrt(float64(f32(all[i])))) }},
+	}
+	for _, c := range cases {
+		bits, err := c.got.Float16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range bits {
+			v := c.want(i)
+			want := float16.Fromfloat32(v)
+			if want.IsNaN() && float16.Frombits(b).IsNaN() {
+				continue
+			}
+			if b != want.Bits() {
+				t.Fatalf("%s of float16 %#04x: %#04x; want %#04x (float32 %v)", c.name, all[i], b, want.Bits(), v)
+			}
+		}
 	}
 }
 
