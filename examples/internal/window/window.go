@@ -47,6 +47,25 @@ type Window struct {
 	presented       atomic.Int64
 }
 
+// hints sets the window hints, reporting GLFW's error where glfw.Init
+// failed: go-gl/glfw logs a platform error of glfwInit (a display that
+// does not open) and returns nil, and the next call panics with
+// NotInitialized.
+func hints() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(*glfw.Error)
+			if !ok {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	glfw.WindowHint(glfw.ClientAPI, glfw.NoAPI)
+	glfw.WindowHint(glfw.Resizable, glfw.True)
+	return nil
+}
+
 // Open opens a window of w×h pixels, keeping that aspect when resized,
 // and a WebGPU device that presents on it. Call it on the main goroutine.
 func Open(title string, w, h int) (*Window, error) {
@@ -56,8 +75,9 @@ func Open(title string, w, h int) (*Window, error) {
 	if err := glfw.Init(); err != nil {
 		return nil, fmt.Errorf("window: %v (%w)", err, ErrNoDisplay)
 	}
-	glfw.WindowHint(glfw.ClientAPI, glfw.NoAPI)
-	glfw.WindowHint(glfw.Resizable, glfw.True)
+	if err := hints(); err != nil {
+		return nil, fmt.Errorf("window: DISPLAY=%s: %v (%w)", os.Getenv("DISPLAY"), err, ErrNoDisplay)
+	}
 	win, err := glfw.CreateWindow(w, h, title, nil, nil)
 	if err != nil {
 		glfw.Terminate()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,17 @@ func open(t *testing.T) *Window {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestDisplayThatDoesNotOpen opens a window on a display that does not
+// exist: an error naming it, wrapping ErrNoDisplay, never a panic.
+func TestDisplayThatDoesNotOpen(t *testing.T) {
+	t.Setenv("DISPLAY", ":4242")
+	var err error
+	Do(func() { _, err = Open("extensor window test", 64, 64) })
+	if !errors.Is(err, ErrNoDisplay) || !strings.Contains(err.Error(), "DISPLAY=:4242") {
+		t.Errorf("Open on DISPLAY=:4242: %v; want ErrNoDisplay naming the display", err)
+	}
 }
 
 // TestWindow shows the dashboard, drawn on the window's device, while a
