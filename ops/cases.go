@@ -229,16 +229,25 @@ func argOp(name, doc string, flat func(x *T) *T, along func(x *T, axis int, keep
 	}
 }
 
-// rows32 are 4 rows of 32 values, each a special value among ordinary
-// ones: the rows that WebGPU's softmax reads 16 at a time.
-var rows32 = func() []float64 {
-	v := make([]float64, 4*32)
+// specialRows returns 4 rows of n ordinary values (i mod period, centred)
+// holding NaN, +Inf, −Inf and 1e30, one a row, at the given columns.
+func specialRows(n, period int, at [4]int) []float64 {
+	v := make([]float64, 4*n)
 	for i := range v {
-		v[i] = float64(i%7) - 3
+		v[i] = float64(i%period - period/2)
 	}
-	v[5], v[32+17], v[64+30], v[96+3] = nan, inf, -inf, 1e30
+	for r, x := range []float64{nan, inf, -inf, 1e30} {
+		v[r*n+at[r]] = x
+	}
 	return v
-}()
+}
+
+// rows32 are the rows that WebGPU's two-pass softmax reads 16 at a time;
+// rows256 those its one-pass kernel reads, a workgroup a row.
+var (
+	rows32  = specialRows(32, 7, [4]int{5, 17, 30, 3})
+	rows256 = specialRows(256, 11, [4]int{200, 17, 255, 3})
+)
 
 // softmaxCases are the cases of softmax and log_softmax.
 func softmaxCases() []Case {
@@ -258,6 +267,7 @@ func softmaxCases() []Case {
 			1e30, -1e30, 100, -100}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 		c(sh(LargeLen, 1), 1, Domain{}, true),
 		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		{Name: "special values in rows of 256", Inputs: []Input{{Shape: sh(4, 256), Domain: Domain{Values: rows256}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 	}
 	cs[10].FDATol = 1e-8 * 100 // values O(100): rounding error of central differences
 	return cs

@@ -1,3 +1,130 @@
+{{- if eq .Stage "row"}}
+// The softmax family: {{if .Log}}log_softmax{{else}}softmax{{end}}{{if .Grad}}'s gradient{{end}} along the last axis in one pass: a
+// workgroup of {{.W}} invocations a row of {{.Quads}} vec4s, each invocation holding
+// {{.V}} of them (row entries lid, lid + {{.W}}, …) in registers while the
+// workgroup reduces the row's {{if .Grad}}sum{{else}}maximum and sum{{end}} through workgroup memory: every
+// input is read once and every exponential taken once. p[0] = rows.
+{{- if .Grad}}
+// From the forward output y and the upstream gradient dy: {{if .Log}}dy − exp(y)·Σ dy{{else}}y·(dy − Σ dy·y){{end}}.
+@group(0) @binding(1) var<storage, read> y: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> dy: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+{{- else}}
+// Stable: m is the row's maximum, s = Σ exp(x − m); {{if .Log}}x − (m + ln s){{else}}exp(x − m)·(1/s){{end}} is the
+// result. A NaN that max skips still makes s NaN, and so the whole row.
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+{{- end}}
+
+var<workgroup> part: array<f32, {{.W}}>;
+
+// The sum of the workgroup's v.
+fn row_sum(v: f32, lid: u32) -> f32 {
+    part[lid] = v;
+    workgroupBarrier();
+    var s = part[0];
+    for (var j = 1u; j < {{.W}}u; j++) {
+        s += part[j];
+    }
+    workgroupBarrier(); // part is free for the next reduction
+    return s;
+}
+{{- if not .Grad}}
+
+// The maximum of the workgroup's v.
+fn row_max(v: f32, lid: u32) -> f32 {
+    part[lid] = v;
+    workgroupBarrier();
+    var m = part[0];
+    for (var j = 1u; j < {{.W}}u; j++) {
+        m = max(m, part[j]);
+    }
+    workgroupBarrier();
+    return m;
+}
+{{- end}}
+{{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
+
+@compute @workgroup_size({{.W}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    // The grid may hold a few workgroups past the last row: they compute
+    // it again and store nothing (every invocation must reach the barriers).
+    let row = wid.y * nwg.x + wid.x;
+    let live = row < p[0];
+    let base = min(row, p[0] - 1u) * {{.Quads}}u + lid;
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- $at := printf "base + %du" (mul $v $.W)}}
+{{- if $g}}
+    let {{$g}} = lid + {{mul $v $.W}}u < {{$.Quads}}u;
+{{- end}}
+{{- if $.Grad}}
+{{- if $g}}
+    var y{{$v}} = vec4<f32>(0.0);
+    var dy{{$v}} = vec4<f32>(0.0);
+    if ({{$g}}) {
+        y{{$v}} = y[{{$at}}];
+        dy{{$v}} = dy[{{$at}}];
+    }
+{{- else}}
+    let y{{$v}} = y[{{$at}}];
+    let dy{{$v}} = dy[{{$at}}];
+{{- end}}
+{{- else}}
+{{- if $g}}
+    var x{{$v}} = vec4<f32>(-inf());
+    if ({{$g}}) {
+        x{{$v}} = x[{{$at}}];
+    }
+{{- else}}
+    let x{{$v}} = x[{{$at}}];
+{{- end}}
+{{- end}}
+{{- end}}
+{{- if .Grad}}
+    var acc = {{if .Log}}dy0{{else}}dy0 * y0{{end}};
+{{- range $v := seq .V}}{{if $v}}
+    acc += {{if $.Log}}dy{{$v}}{{else}}dy{{$v}} * y{{$v}}{{end}};
+{{- end}}{{end}}
+    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid);
+{{- else}}
+    var m4 = x0;
+{{- range $v := seq .V}}{{if $v}}
+    m4 = max(m4, x{{$v}});
+{{- end}}{{end}}
+    let m = row_max(max(max(m4.x, m4.y), max(m4.z, m4.w)), lid);
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+    let e{{$v}} = {{if $g}}select(vec4<f32>(0.0), exp(x{{$v}} - vec4<f32>(m)), {{$g}}){{else}}exp(x{{$v}} - vec4<f32>(m)){{end}};
+{{- end}}
+    var acc = e0;
+{{- range $v := seq .V}}{{if $v}}
+    acc += e{{$v}};
+{{- end}}{{end}}
+    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid);
+{{- if .Log}}
+    let c = vec4<f32>(m + log(s));
+{{- else}}
+    let r = 1.0 / s;
+{{- end}}
+{{- end}}
+    if (!live) {
+        return;
+    }
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- $at := printf "base + %du" (mul $v $.W)}}
+{{- $val := ""}}
+{{- if $.Grad}}{{if $.Log}}{{$val = printf "dy%d - exp(y%d) * s" $v $v}}{{else}}{{$val = printf "y%d * (dy%d - s)" $v $v}}{{end}}
+{{- else}}{{if $.Log}}{{$val = printf "x%d - c" $v}}{{else}}{{$val = printf "e%d * r" $v}}{{end}}{{end}}
+{{- if $g}}
+    if ({{$g}}) {
+        out[{{$at}}] = {{$val}};
+    }
+{{- else}}
+    out[{{$at}}] = {{$val}};
+{{- end}}
+{{- end}}
+}
+{{- else}}
 // The softmax family: {{if .Log}}log_softmax{{else}}softmax{{end}}{{if .Grad}}'s gradient{{end}} along one axis, in two passes:
 // "stats" reduces each row to two numbers, one invocation per row, and
 // "apply" writes every element from them, one invocation per element{{if .Vec}}
@@ -149,5 +276,6 @@ fn elem(i: u32) {
     out[i] = value(i, s1[row], {{$b}});
 }
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
+{{- end}}
 {{- end}}
 {{- end}}

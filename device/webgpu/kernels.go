@@ -472,15 +472,50 @@ const softmaxUnroll = 8
 // at once, over rows of a multiple of 4·softmaxBlock elements.
 const softmaxBlock = 4
 
-// softmax runs the softmax family's two passes over rows of n elements
-// (count rows, at stride inner): per-row stats into scratch buffers, then
-// every element from them. in are the inputs (x, or y and dy).
+// softmaxRow returns the shape of the one-pass softmax kernel (stage
+// "row" of softmax.wgsl) for rows of quads vec4s: w invocations a row,
+// each holding v vec4s; ok is false where the two-pass kernels serve
+// better (short rows: one workgroup a row costs more than the second
+// read) or the row would not fit in registers.
+func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
+	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
+	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
+	// barriers switch between batches) and 24–26 in two passes. A GPU's
+	// 64 spread a row's loads over more lanes.
+	w, minQuads, maxV := 64, 16, 32
+	if d.loopLimited {
+		w, minQuads, maxV = 8, 64, 64
+	}
+	v = groupsOf(quads, w)
+	return w, v, quads >= minQuads && v <= maxV
+}
+
+// softmax runs the softmax family over rows of n elements (count rows,
+// at stride inner): contiguous rows of vec4s that fit a workgroup in one
+// pass, others in two: per-row stats into scratch buffers, then every
+// element from them. in are the inputs (x, or y and dy).
 func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in ...*buffer) {
 	count, n, inner := rows(shape, axis)
 	if count == 0 || n == 0 {
 		return
 	}
 	vec := inner == 1 && n%4 == 0
+	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
+		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w}
+		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d", log, grad, n), "softmax", spec, flags(len(in), 1)...)
+		if k == nil {
+			return // the failure is recorded
+		}
+		// One workgroup a row, spread over y where there are more than
+		// maxGroups rows, with fewer than gy workgroups past the last.
+		gy := groupsOf(count, maxGroups)
+		if gy > maxGroups {
+			d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, count, maxGroups, maxGroups))
+			return
+		}
+		d.dispatch(k, uint32(groupsOf(count, gy)), uint32(gy), []uint32{uint32(count)}, append(in, out)...)
+		return
+	}
 	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0}
 	if vec && n%(4*softmaxBlock) == 0 {
 		spec["Block"] = softmaxBlock

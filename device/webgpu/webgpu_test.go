@@ -709,6 +709,13 @@ func TestGPUOrder(t *testing.T) {
 		{"softmax/rows-of-1024", []int{5, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-12", []int{3001, 12}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-7", []int{301, 7}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		// The one-pass kernel, a workgroup a row: its gradient, rows with a
+		// partial last vec4 an invocation, and more rows than one grid
+		// dimension holds (workgroups past the last row store nothing).
+		{"softmax-grad/rows-of-1024", []int{5, 1024}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
+		{"log-softmax/rows-of-1000", []int{7, 1000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.LogSoftmax(x, -1) }},
+		{"log-softmax-grad/rows-of-1000", []int{7, 1000}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.LogSoftmaxBackward(x, y, -1) }},
+		{"softmax/65537-rows-of-64", []int{65537, 64}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 	}
 	for _, tc := range cases {
 		n := 1
