@@ -242,11 +242,12 @@ func specialRows(n, period int, at [4]int) []float64 {
 	return v
 }
 
-// rows32 are the rows that WebGPU's two-pass softmax reads 16 at a time;
-// rows256 those its one-pass kernel reads, a workgroup a row.
+// rows32 are rows that WebGPU's two-pass softmax reads 16 at a time;
+// rows1000 rows that its one-pass kernel reads, a workgroup a row, the
+// last vec4s of an invocation partly past the row's end.
 var (
-	rows32  = specialRows(32, 7, [4]int{5, 17, 30, 3})
-	rows256 = specialRows(256, 11, [4]int{200, 17, 255, 3})
+	rows32   = specialRows(32, 7, [4]int{5, 17, 30, 3})
+	rows1000 = specialRows(1000, 11, [4]int{200, 17, 999, 994})
 )
 
 // softmaxCases are the cases of softmax and log_softmax.
@@ -267,7 +268,12 @@ func softmaxCases() []Case {
 			1e30, -1e30, 100, -100}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 		c(sh(LargeLen, 1), 1, Domain{}, true),
 		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
-		{Name: "special values in rows of 256", Inputs: []Input{{Shape: sh(4, 256), Domain: Domain{Values: rows256}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		{Name: "special values in rows of 1000", Inputs: []Input{{Shape: sh(4, 1000), Domain: Domain{Values: rows1000}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		// The one-pass kernel's longest rows on CPU adapters (64 vec4s an
+		// invocation, the last partly past the row), and rows that take
+		// two passes on every adapter: folding 16 values a step and
+		// loading the statistics once for 8 vec4s (8320), or neither (8196).
+		c(sh(2, 2044), -1, Domain{}, true), c(sh(2, 8320), -1, Domain{}, true), c(sh(2, 8196), -1, Domain{}, true),
 	}
 	cs[10].FDATol = 1e-8 * 100 // values O(100): rounding error of central differences
 	return cs

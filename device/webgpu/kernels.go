@@ -475,14 +475,17 @@ const softmaxBlock = 4
 // softmaxRow returns the shape of the one-pass softmax kernel (stage
 // "row" of softmax.wgsl) for rows of quads vec4s: w invocations a row,
 // each holding v vec4s; ok is false where the two-pass kernels serve
-// better (short rows: one workgroup a row costs more than the second
-// read) or the row would not fit in registers.
+// instead: short rows (one workgroup a row costs more than the second
+// read, and leaves lanes idle) and long ones (the row would not stay in
+// registers).
 func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
 	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
-	// barriers switch between batches) and 24–26 in two passes. A GPU's
-	// 64 spread a row's loads over more lanes.
-	w, minQuads, maxV := 64, 16, 32
+	// barriers switch between batches) and 24–26 in two passes. On GPUs
+	// (not yet timed) 64 invocations a row spread its loads over more
+	// lanes; at most 16 vec4s of each operand an invocation keep the
+	// gradient's y and dy (128 floats) within a GPU thread's registers.
+	w, minQuads, maxV := 64, 64, 16
 	if d.loopLimited {
 		w, minQuads, maxV = 8, 64, 64
 	}

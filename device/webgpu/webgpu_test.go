@@ -715,7 +715,10 @@ func TestGPUOrder(t *testing.T) {
 		{"softmax-grad/rows-of-1024", []int{5, 1024}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
 		{"log-softmax/rows-of-1000", []int{7, 1000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.LogSoftmax(x, -1) }},
 		{"log-softmax-grad/rows-of-1000", []int{7, 1000}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.LogSoftmaxBackward(x, y, -1) }},
-		{"softmax/65537-rows-of-64", []int{65537, 64}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		{"softmax/65537-rows-of-256", []int{65537, 256}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		// Rows longer than the one-pass kernel takes, in two passes.
+		{"softmax/rows-of-8320", []int{3, 8320}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		{"softmax-grad/rows-of-8196", []int{3, 8196}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
 	}
 	for _, tc := range cases {
 		n := 1
