@@ -17,31 +17,9 @@
 {{- end}}
 
 var<workgroup> part: array<f32, {{.W}}>;
-
-// The sum of the workgroup's v.
-fn row_sum(v: f32, lid: u32) -> f32 {
-    part[lid] = v;
-    workgroupBarrier();
-    var s = part[0];
-    for (var j = 1u; j < {{.W}}u; j++) {
-        s += part[j];
-    }
-    workgroupBarrier(); // part is free for the next reduction
-    return s;
-}
+{{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W}}
 {{- if not .Grad}}
-
-// The maximum of the workgroup's v.
-fn row_max(v: f32, lid: u32) -> f32 {
-    part[lid] = v;
-    workgroupBarrier();
-    var m = part[0];
-    for (var j = 1u; j < {{.W}}u; j++) {
-        m = max(m, part[j]);
-    }
-    workgroupBarrier();
-    return m;
-}
+{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max(r, part[j])" "W" .W}}
 {{- end}}
 {{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
 
@@ -278,4 +256,18 @@ fn elem(i: u32) {
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
 {{- end}}
 {{- end}}
+{{- end}}
+
+{{- define "row_reduce"}}
+// The {{.Doc}} of the workgroup's v.
+fn row_{{.Name}}(v: f32, lid: u32) -> f32 {
+    part[lid] = v;
+    workgroupBarrier();
+    var r = part[0];
+    for (var j = 1u; j < {{.W}}u; j++) {
+        r = {{.Combine}};
+    }
+    workgroupBarrier(); // part is free for the next reduction
+    return r;
+}
 {{- end}}
