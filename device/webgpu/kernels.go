@@ -485,12 +485,12 @@ func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// (not yet timed) 64 invocations a row spread its loads over more
 	// lanes; at most 16 vec4s of each operand an invocation keep the
 	// gradient's y and dy (128 floats) within a GPU thread's registers.
-	w, minQuads, maxV := 64, 64, 16
+	w, maxV := 64, 16
 	if d.loopLimited {
-		w, minQuads, maxV = 8, 64, 64
+		w, maxV = 8, 64
 	}
 	v = groupsOf(quads, w)
-	return w, v, quads >= minQuads && v <= maxV
+	return w, v, quads >= 64 && v <= maxV
 }
 
 // softmax runs the softmax family over rows of n elements (count rows,
@@ -505,7 +505,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	vec := inner == 1 && n%4 == 0
 	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
 		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w}
-		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d", log, grad, n), "softmax", spec, flags(len(in), 1)...)
+		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d", log, grad, n, w), "softmax", spec, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}
