@@ -18,7 +18,7 @@ import (
 // lavapipe loses on an H100 by 10×, and the reverse):
 //
 //   - "texture" (matmul_tex.wgsl): operands packed into rgba32float
-//     textures, 16×16 outputs a thread, no workgroup memory: the
+//     textures, 32×16 outputs a thread, no workgroup memory: the
 //     fastest on CPU adapters for large products;
 //   - "register" (matmul.wgsl): blocks of 16×16 or 8×16 outputs a
 //     thread from storage buffers: CPU adapters' kernel for the rest;
