@@ -888,8 +888,8 @@ func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device
 // (1.7–1.9× the storage kernel's GFLOP/s at 1024³ and 2048³ there). GPUs
 // keep the storage kernel. Blocks of 32×16 hold 512 accumulators an
 // invocation, 16 KiB of spilled registers per SIMD batch on llvmpipe:
-// 32×32 (32 KiB, past a core's L1) and 16×32 (more of op(b) live) were
-// slower.
+// 32×32 (32 KiB, a core's whole L1 data cache) and 16×32 (more of op(b)
+// live) were slower.
 const (
 	texTM, texTN, texWG = 32, 16, 8
 	texKU               = 8       // terms of k an iteration
