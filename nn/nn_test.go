@@ -85,3 +85,68 @@ func TestStateDict(t *testing.T) {
 		t.Errorf("state dict %v; want 1.weight and 1.bias", d)
 	}
 }
+
+// TestSequentialReluMaxPool checks that Sequential's exchange of a ReLU
+// and the max pooling after it changes nothing: values and gradients
+// bit for bit as in the order written, with ties, zeros, negative
+// windows and NaN.
+func TestSequentialReluMaxPool(t *testing.T) {
+	dev := cpu.New()
+	vals := []float64{-2, -1, 0, 1, 2, 2, -0.5, 0, 3, math.NaN()}
+	x := make([]float64, 2*3*6*6)
+	g := make([]float64, 2*3*3*3)
+	for i := range x {
+		x[i] = vals[(i*7+i/5)%len(vals)]
+	}
+	for i := range g {
+		g[i] = float64(i%5) - 1.5
+	}
+	run := func(f func(*autograd.Var) *autograd.Var) (y, gx []float64) {
+		in := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float64, x, 2, 3, 6, 6)), true)
+		out := f(in)
+		if err := out.BackwardWith(tensor.Must(tensor.FromValues(dev, device.Float64, g, 2, 3, 3, 3)), true); err != nil {
+			t.Fatal(err)
+		}
+		y, err := out.Value().Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gx, err = in.Grad().Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y, gx
+	}
+	pool := nn.MaxPool2d(2)
+	wantY, wantG := run(func(v *autograd.Var) *autograd.Var { return autograd.MaxPool2d(autograd.Relu(v), pool.Win) })
+	gotY, gotG := run(nn.Sequential{nn.Relu, pool}.Forward)
+	same := func(what string, got, want []float64) {
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%s[%d] = %v; want %v (ReLU before the pooling)", what, i, got[i], want[i])
+			}
+		}
+	}
+	same("output", gotY, wantY)
+	// Where ReLU runs first, its gradient is NaN at every NaN input; run
+	// after the pooling, at the NaNs the pooling picks, and 0 (as
+	// PyTorch's ReLU gives it) at those it does not.
+	for i := range wantG {
+		if math.IsNaN(x[i]) && !math.IsNaN(gotG[i]) {
+			if gotG[i] != 0 {
+				t.Fatalf("gradient[%d] = %v at an unpicked NaN; want 0", i, gotG[i])
+			}
+			wantG[i] = 0
+		}
+	}
+	same("gradient", gotG, wantG)
+	nans := 0
+	for _, v := range wantY {
+		if math.IsNaN(v) {
+			nans++
+		}
+	}
+	if nans == 0 || nans == len(wantY) {
+		t.Fatalf("%d of %d pooled values NaN; the test wants some", nans, len(wantY))
+	}
+}
