@@ -234,7 +234,7 @@ func TestMatMulTextureShapes(t *testing.T) {
 	}
 	var ps []product
 	for i := range 14 { // 21 textures: pairs share a's (k), not b's (n)
-		s := device.GEMM{Batch: 1, M: 128, K: 256 + i/2, N: 256 + 16*(i%2), TransB: i%3 == 1} // 2²³ MACs or more
+		s := device.GEMM{Batch: 1, M: 256, K: 256 + i/2, N: 256 + 16*(i%2), TransB: i%3 == 1} // 2²⁴ MACs or more
 		p := product{s: s, a: make([]float32, s.M*s.K), b: make([]float32, s.K*s.N)}
 		for _, v := range [][]float32{p.a, p.b} {
 			for j := range v {

@@ -591,14 +591,14 @@ func TestTextureCacheTurnover(t *testing.T) {
 	d := fresh(t)
 	var outs []*tensor.Tensor
 	for i := range 12 {
-		n := 128 + 16*i // a new texture size per product
+		n := 256 + 16*i // a new texture size per product
 		x := tensor.Must(tensor.Full(d, device.Float32, 1, n, 512))
 		y := tensor.Must(tensor.Full(d, device.Float32, 0.5, 512, n))
 		outs = append(outs, ops.MatMul(x, y))
 		x.Release()
 		y.Release()
 	}
-	if k := d.MatMulKernel(device.GEMM{Batch: 1, M: 128, K: 512, N: 128}); k != "texture" {
+	if k := d.MatMulKernel(device.GEMM{Batch: 1, M: 256, K: 512, N: 256}); k != "texture" {
 		t.Fatalf("products run on %s; want texture", k)
 	}
 	for i, z := range outs {
