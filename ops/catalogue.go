@@ -201,7 +201,7 @@ var catalogue = []*Op{
 			return []*T{gx, gw, gb}
 		},
 		Cases: linearCases()},
-	{Name: "conv2d", Family: "window", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul.",
+	{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
 		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
 		Save:    func(in []*T, a Attrs) (*T, *Saved) { return conv2dSave(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
@@ -508,6 +508,16 @@ func convCases() []Case {
 	chunks.Name, chunks.NoFD, chunks.ATol = "chunks "+chunks.Name, true, 1e-3
 	grouped := c(sh(4, 4, 130, 130), sh(4, 2, 3, 3), true, Window{Stride: pair(1, 1), Groups: 2})
 	grouped.Name, grouped.NoFD, grouped.ATol = "chunks "+grouped.Name, true, 1e-3
+	// Convolutions that a device.Convolver takes (at least 4 channels
+	// and 8 filters): examples/cnn's conv2, whose filters' gradient is
+	// summed over 22 splits of the batch, the last of 1 image; partial
+	// quads of channels and filters, padding and dilation; stride 2 and
+	// padding past the window's reach, which its backward declines.
+	cnn := c(sh(64, 32, 13, 13), sh(64, 32, 3, 3), true, s1)
+	cnn.Name, cnn.NoFD, cnn.ATol = "direct "+cnn.Name, true, 1e-3
+	quads := c(sh(1, 5, 4, 5), sh(9, 5, 2, 3), true, Window{Stride: pair(1, 1), Padding: pair(1, 2), Dilation: pair(1, 2)})
+	strided := c(sh(1, 4, 5, 5), sh(8, 4, 2, 2), false, Window{Stride: pair(2, 2), Padding: pair(1, 1)})
+	wide := c(sh(1, 4, 3, 3), sh(8, 4, 1, 1), true, Window{Stride: pair(1, 1), Padding: pair(1, 1)})
 	sp := c(sh(1, 1, 3, 4), sh(1, 1, 2, 2), true, s1)
 	sp.Name, sp.NoFD = "special values "+sp.Name, true
 	sp.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, 4, inf, 0, 1, 1e30, 2, 3, -1}}
@@ -521,7 +531,7 @@ func convCases() []Case {
 		c(sh(1, 1, 3, 3), sh(2, 1, 3, 3), true, s1),
 		c(sh(0, 3, 5, 5), sh(2, 3, 3, 3), true, s1),
 		c(sh(2, 3, 5, 5), sh(0, 3, 3, 3), false, s1),
-		large, chunks, grouped, sp,
+		large, chunks, grouped, sp, cnn, quads, strided, wide,
 	}
 }
 
@@ -563,7 +573,11 @@ func poolCases(isMax bool) []Case {
 		ties := c(sh(1, 1, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(1, 1)})
 		ties.Name, ties.NoFD = "ties "+ties.Name, true
 		ties.Inputs[0].Domain = Domain{Values: []float64{1, 3, 3, 0, 3, 1, 2, 3, 0, 0, 2, 2, 5, 5, 5, 5}}
-		cs = append(cs, ties)
+		// Ties within the vec2 pairs of 2-wide windows (window.wgsl).
+		pairTies := c(sh(1, 1, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(2, 2)})
+		pairTies.Name, pairTies.NoFD = "ties "+pairTies.Name, true
+		pairTies.Inputs[0].Domain = Domain{Values: []float64{3, 3, 1, 0, 2, 3, 3, 3, 5, 5, 0, 0, 5, 5, 0, 0}}
+		cs = append(cs, ties, pairTies)
 	}
 	large := c(sh(64, 32, 26, 26), Window{Kernel: pair(2, 2), Stride: pair(2, 2)})
 	large.NoFD = true

@@ -219,13 +219,78 @@ func (p conv) padded(dev device.Device, dt device.DType, g *tensor.Tensor) *tens
 	return gp
 }
 
+// direct reports whether dev runs this convolution with its own kernels
+// (device.Convolver), tried before im2col: a device's Convolver may
+// still decline the geometry or dtype.
+func (p conv) direct(dev device.Device) bool {
+	_, ok := dev.(device.Convolver)
+	return ok && p.groups == 1
+}
+
+// direct2D is the geometry for device.Convolver: unpadded rows.
+func (p conv) direct2D() device.Window2D {
+	g := p.g
+	g.Pitch, g.N0, g.Ones = 0, 0, false
+	return g
+}
+
+// directBackward runs the gradients of the convolution on dev's
+// device.Convolver, into gx (unless nil) and the filters' gradient with
+// the bias's as its last column, which it returns (the caller releases
+// it); ok is false, with nothing recorded, if the device declines.
+func (p conv) directBackward(dev device.Device, dt device.DType, gx, x, w, g *tensor.Tensor) (gwb *tensor.Tensor, ok bool) {
+	gwb, okw := output(dev, dt, []int{p.cout, p.rows(true)}, x, w, g)
+	if !okw {
+		return gwb, true
+	}
+	var gxb device.Buffer
+	if gx != nil {
+		gxb = gx.Buffer()
+	}
+	if !dev.(device.Convolver).Conv2dBackward(gxb, gwb.Buffer(), x.Buffer(), w.Buffer(), g.Buffer(), p.direct2D(), p.cout) {
+		gwb.Release()
+		return nil, false
+	}
+	keep(gx, gwb, x, w, g)
+	return gwb, true
+}
+
+// splitBias copies the filters' gradient from acc ([out channels, taps
+// + 1], the bias's gradient its last column) into gw, and returns the
+// bias's if withBias (else nil).
+func (p conv) splitBias(dev device.Device, dt device.DType, gw, acc *tensor.Tensor, withBias bool) (gb *tensor.Tensor) {
+	kr := p.rows(true)
+	k := kr - 1
+	if err := acc.Err(); err != nil {
+		if withBias {
+			gb = tensor.Failed(dev, dt, err, p.cout)
+		}
+		return gb
+	}
+	if gw.Err() == nil {
+		dev.CopyStrided(gw.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout, k}, SrcStrides: []int{kr, 1}, DstStrides: []int{k, 1}})
+	}
+	if withBias {
+		gb, _ = output(dev, dt, []int{p.cout}, acc)
+		if gb.Err() == nil {
+			dev.CopyStrided(gb.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{kr}, DstStrides: []int{1}, SrcOffset: k})
+		}
+	}
+	keep(gw, gb, acc)
+	return gb
+}
+
 // Conv2d returns the 2-D cross-correlation of the NCHW images x with the
 // filters w ([out channels, in channels / groups, KH, KW]) plus the bias
 // b ([out channels], or nil), as PyTorch's conv2d: stride, zero padding,
 // dilation and groups from win (win.Kernel is unused). The result is
 // (N, out channels, OH, OW) with OH = ⌊(H + 2·pad − dil·(KH−1) − 1)/stride⌋ + 1.
 //
-// It runs as im2col (a window kernel copying each image's taps into a
+// On a device with direct convolution kernels (device.Convolver: the
+// WebGPU backend on CPU adapters, for float32 or float16 images of at
+// least 4 channels and 8 filters, groups 1) it runs on those, with no columns
+// (see the README for their speed). Otherwise it runs as im2col (a window
+// kernel copying each image's taps into a
 // (C·KH·KW)×(OH·OW) matrix, its rows padded with zeros to a multiple of
 // 4 so that the products read them by vec4s: on lavapipe that took the
 // CNN's conv2 products from 91 to 65 ms a step) and one batched matrix
@@ -245,9 +310,10 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 }
 
 // conv2dSave is Conv2d that also returns the im2col columns for
-// Conv2dBackward to reuse (the op table's Save), when they fit
-// saveBudget: backward then runs no im2col (on lavapipe, 12 of the CNN
-// step's 24 ms of im2col, profiled).
+// Conv2dBackward to reuse (the op table's Save), when it runs on im2col
+// and they fit saveBudget: backward then runs no im2col (on lavapipe, 12
+// of the CNN step's 24 ms of im2col, profiled). On a device.Convolver's
+// direct kernels it keeps nothing: there are no columns.
 func conv2dSave(x, w, b *tensor.Tensor, win Window) (*tensor.Tensor, *Saved) {
 	return conv2d(x, w, b, win, true)
 }
@@ -263,6 +329,16 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 	}
 	out, ok := output(dev, dt, p.out, deps...)
 	fused, kr, filters := p.fused(b), p.rows(p.fused(b)), w
+	if ok && out.Len() > 0 && p.direct(dev) {
+		var bb device.Buffer
+		if b != nil {
+			bb = b.Buffer()
+		}
+		if dev.(device.Convolver).Conv2d(out.Buffer(), x.Buffer(), w.Buffer(), bb, p.direct2D(), p.cout) {
+			keep(out, x, w, b)
+			return out, nil
+		}
+	}
 	if ok && out.Len() > 0 && fused {
 		filters = p.withBias(dev, dt, w, b)
 		defer filters.Release()
@@ -327,6 +403,20 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 			dev.Fill(gx.Buffer(), 0)
 		}
 		keep(gw, gx)
+	}
+	if okx && okw && g.Len() > 0 && x.Len() > 0 && p.direct(dev) {
+		if gwb, ok := p.directBackward(dev, dt, gx, x, w, g); ok {
+			defer gwb.Release()
+			if err := gwb.Err(); err != nil {
+				gw.Release()
+				gw = tensor.Failed(dev, dt, err, w.Shape()...)
+				if wantX {
+					gx.Release()
+					gx = tensor.Failed(dev, dt, err, x.Shape()...)
+				}
+			}
+			return gx, gw, p.splitBias(dev, dt, gw, gwb, b != nil)
+		}
 	}
 	fused := p.fused(b) && okx && okw && g.Len() > 0 && x.Len() > 0
 	kr, acc := p.rows(fused), gw // acc: the filters' gradient, with the bias's if fused
@@ -406,14 +496,7 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 	case fused && failed != nil: // gw is failed already
 		gb = tensor.Failed(dev, dt, failed, p.cout)
 	case fused:
-		// Split the filters' gradient from the bias's, its last column.
-		k := kr - 1
-		dev.CopyStrided(gw.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout, k}, SrcStrides: []int{kr, 1}, DstStrides: []int{k, 1}})
-		gb, _ = output(dev, dt, []int{p.cout}, acc)
-		if gb.Err() == nil {
-			dev.CopyStrided(gb.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{kr}, DstStrides: []int{1}, SrcOffset: k})
-		}
-		keep(gw, gb, acc)
+		gb = p.splitBias(dev, dt, gw, acc, true)
 	case b != nil:
 		gb = SumAxes(g, []int{0, 2, 3}, false)
 	}

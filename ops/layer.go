@@ -66,13 +66,9 @@ func LinearBackward(x, w, b, g *tensor.Tensor) (gx, gw, gb *tensor.Tensor) {
 // linearBackward is LinearBackward, gx left nil unless wantX.
 func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.Tensor) {
 	const op = "ops.LinearBackward"
+	// float16 is read as it is: each gradient is one product or sum,
+	// computed in float32 and rounded once.
 	dev, dt := layerOperands(op, x, w, b, g)
-	if dt == device.Float16 {
-		in, done := wide32(x, w, b, g)
-		defer done()
-		gx, gw, gb = linearBackward(in[0], in[1], in[2], in[3], wantX)
-		return narrow16(gx), narrow16(gw), narrow16(gb)
-	}
 	rows, in, out := linearShape(op, x, w, b)
 	sameShape(op, "upstream gradient", g, append(x.Shape()[:x.Rank()-1], out))
 	if wantX {

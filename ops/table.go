@@ -14,7 +14,7 @@ import (
 // Table returns; an op missing from it is missing.
 type Op struct {
 	Name   string // the op's row in the coverage table, e.g. "exp"
-	Family string // the WGSL kernel family: a file of package shaders, e.g. "unary"
+	Family string // the WGSL kernel family: a file of package shaders, e.g. "unary" (two, comma-separated, for conv2d)
 	Doc    string // the op's conventions, in a sentence or two
 
 	// Forward computes the op's output from its inputs and attributes.

@@ -216,6 +216,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
 {{- end}}
 
+{{- define "entry_64"}}
+// Entry point over workgroups of 64 spread over x and y; {{.}} is the
+// invocation's linear index.
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let {{.}} = linear_index(wid, nwg, lid, 64u);
+{{- end}}
+
 {{- define "main_1d"}}
 // Entry point of a kernel with one invocation per element i < p[0], over
 // workgroups of 256 spread over x and y.

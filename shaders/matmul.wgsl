@@ -35,13 +35,10 @@
 {{- end}}
 
 {{- if .Flat}}
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+{{template "entry_64" "t"}}
     let M = p[0];
     let K = p[1];
     let N = p[2];
-    let t = linear_index(wid, nwg, lid, 64u);
     if (t >= p[17]) {
         return;
     }

@@ -29,6 +29,7 @@ var funcs = template.FuncMap{
 	},
 	"mul": func(a, b int) int { return a * b },
 	"add": func(a, b int) int { return a + b },
+	"sub": func(a, b int) int { return a - b },
 	"div": func(a, b int) int { return a / b },
 	"mod": func(a, b int) int { return a % b },
 	// dict makes a map of its key, value arguments (for {{template}}).

@@ -8,7 +8,7 @@ import (
 // win is the specialisation of a window kernel with a 2×3 kernel, on
 // float16 storage if half.
 func win(op string, half bool) map[string]any {
-	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Cells": false, "Ones": false}
+	m := map[string]any{"Op": op, "KH": 2, "KW": 3, "Half": half, "Disjoint": false, "Cells": false, "Ones": false, "Pairs": false}
 	for _, k := range []string{"C", "H", "W", "SH", "SW", "PH", "PW", "DH", "DW", "OH", "OW", "Pitch", "CH", "CW"} {
 		m[k] = 1
 	}
@@ -27,6 +27,11 @@ func pitch(m map[string]any, n int) map[string]any {
 
 func disjoint(m map[string]any) map[string]any {
 	m["Disjoint"] = true
+	return m
+}
+
+func pairs(m map[string]any) map[string]any {
+	m["Pairs"], m["KW"], m["SW"], m["W"] = true, 2, 2, 4
 	return m
 }
 
@@ -131,6 +136,18 @@ func TestSource(t *testing.T) {
 		{"window", disjoint(win("max_pool_grad", true)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
 		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = value(i);", "const KK = 6u;"}},
 		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},
+		{"window", pairs(win("max_pool", false)), []string{"var<storage, read> x: array<vec2<f32>>;", "let v = x[k >> 1u];", "best = k + 1u;", "return x[i >> 1u][i & 1u];"}},
+		{"window", pairs(cells(win("max_pool_grad", false))), []string{"var<storage, read> x: array<vec2<f32>>;", "best = arg_max(base, ci, cj);"}},
+		{"conv_tex", map[string]any{"Stage": "pack", "Half": false}, []string{"texture_storage_2d<rgba32float, write>", "let ty = udiv(e, p[7], p[10]);", "v.w = src_at(a + 3u * hw);", "return src[i];"}},
+		{"conv_tex", map[string]any{"Stage": "pack", "Half": true}, []string{"var<storage, read> src: array<u32>;", "unpack2x16float(src[i >> 1u])[i & 1u]"}},
+		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": true, "Half": false}, []string{"v[r] = w_at((c * p[0] + f) * 9u + 9u - 1u - t);"}},
+		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": false, "Half": true}, []string{"v[r] = w_at((f * p[1] + c) * 9u + t);", "unpack2x16float(w[i >> 1u])"}},
+		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": true, "WX": 32, "WY": 2, "Half": false},
+			[]string{"@workgroup_size(32, 2, 1)", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "+ bias_at(f0 + 31u));", "out[i] = v;"}},
+		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": true, "WX": 64, "WY": 1, "Half": true},
+			[]string{"array<atomic<u32>>", "atomicOr(&out[i >> 1u]", "unpack2x16float(bias[i >> 1u])"}},
+		{"conv_tex", map[string]any{"Stage": "dw", "TM": 32, "TN": 16, "Taps": 9, "KW": 3},
+			[]string{"acc31_3 += x3 * y7[3];", "bs7 += y7;", "part[ob + (c + r) * 9u + t] = acc31_3[r];", "part[ob + row - 1u] = bs7[3];"}},
 	} {
 		src, err := Source(c.name, c.data)
 		if err != nil {

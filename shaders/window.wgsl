@@ -27,19 +27,26 @@ const KK = {{mul .KH .KW}}u;
 // with zeros to PITCH).
 const PITCH = {{.Pitch}}u;
 {{- $T := "f32"}}{{if .Half}}{{$T = "u32"}}{{end}}
+{{- $X := $T}}{{if .Pairs}}{{$X = "vec2<f32>"}}{{end}}
 {{- if eq .Op "max_pool_grad"}}
-@group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
+@group(0) @binding(1) var<storage, read> x: array<{{$X}}>;
 @group(0) @binding(2) var<storage, read> g: array<{{$T}}>;
 @group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
 {{- else if eq .Op "avg_pool_grad"}}
 @group(0) @binding(1) var<storage, read> g: array<{{$T}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
+@group(0) @binding(1) var<storage, read> x: array<{{$X}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
 {{- end}}
 
-{{- if ne .Op "avg_pool_grad"}}
+{{- if .Pairs}}
+
+// x is read by pairs of pixels along a row (see arg_max).
+fn x_at(i: u32) -> f32 {
+    return x[i >> 1u][i & 1u];
+}
+{{- else if ne .Op "avg_pool_grad"}}
 {{template "at" dict "Name" "x" "Half" .Half}}
 {{- end}}
 {{- if or (eq .Op "max_pool_grad") (eq .Op "avg_pool_grad")}}
@@ -74,6 +81,28 @@ fn window_of(y: u32, x: u32, a: u32, b: u32) -> vec3<i32> {
 fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
     var best = 0xffffffffu;
     var m = 0.0;
+{{- if .Pairs}}
+    // Windows 2 wide, undilated, at even columns of even rows: a row's two
+    // taps are one aligned vec2 (both in the image or both in the
+    // padding), one load where two took twice as long on llvmpipe.
+    for (var a = 0u; a < KH; a++) {
+        let q = tap(oi, oj, a, 0u);
+        if (!inside(q)) {
+            continue;
+        }
+        let k = base + u32(q.x) * W + u32(q.y);
+        let v = x[k >> 1u];
+        if (best == 0xffffffffu || (!is_nan(m) && (is_nan(v.x) || v.x > m))) {
+            best = k;
+            m = v.x;
+        }
+        if (!is_nan(m) && (is_nan(v.y) || v.y > m)) {
+            best = k + 1u;
+            m = v.y;
+        }
+    }
+    return best;
+{{- else}}
     for (var t = 0u; t < KH * KW; t++) {
         let q = tap(oi, oj, t / KW, t % KW);
         if (!inside(q)) {
@@ -87,6 +116,7 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
         }
     }
     return best;
+{{- end}}
 }
 {{- end}}
 

@@ -20,6 +20,13 @@
 //   - chooses the matrix-product kernel per adapter: texture or register
 //     kernels on CPU adapters, shared-memory tiles on GPUs, the tile
 //     variant timed once per shape class (see EnvMatMul and MatMulKernel);
+//   - on CPU adapters, runs convolutions of at least 4 channels and 8
+//     filters on direct kernels (device.Convolver: Conv2d and
+//     Conv2dBackward): images and filters packed into textures 4
+//     channels a texel, an implicit matrix product with no im2col matrix,
+//     the input's gradient a convolution of the bordered upstream
+//     gradient with the filters turned by 180°; other convolutions, and
+//     all on GPUs, run as im2col and matrix products;
 //   - records each batch's dispatches into one compute pass, with bind
 //     groups cached by kernel and buffers;
 //   - reads and writes float16 natively in the unary and same-shape binary

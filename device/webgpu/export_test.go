@@ -2,6 +2,8 @@
 
 package webgpu
 
+import "github.com/extensor/extensor/device"
+
 // SetPoolLimit sets how many bytes of free buffers d's pool keeps, for
 // tests that need buffers released rather than pooled.
 func SetPoolLimit(d *Device, n uint64) {
@@ -17,4 +19,28 @@ func AsGPU(d *Device) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.loopLimited = false
+}
+
+// SetTextureLimit lowers d's largest texture side, so that tests reach the
+// paths that split work by it.
+func SetTextureLimit(d *Device, n uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.limits.MaxTextureDimension2D = n
+}
+
+// DirectConv reports whether d's direct convolution takes g with f
+// filters (ignoring dtypes).
+func DirectConv(d *Device, g device.Window2D, f int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.convFits(g, f)
+}
+
+// SetConvSplits sets the invocations the filters' gradient aims at, and
+// returns the old number.
+func SetConvSplits(n int) int {
+	old := convSplits
+	convSplits = n
+	return old
 }

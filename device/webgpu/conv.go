@@ -1,0 +1,296 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/rajveermalviya/go-webgpu/wgpu"
+
+	"github.com/extensor/extensor/device"
+)
+
+// The direct convolution (conv_tex.wgsl), chosen for CPU adapters: the
+// images are packed into an rgba32float texture 4 channels a texel, with
+// their padding as a border of zeros, the filters likewise, and each
+// invocation computes convTM filters × convTN output pixels straight from
+// the texels, an implicit matrix product with no im2col matrix.
+const (
+	convTM, convTN = 32, 16 // filters × output pixels an invocation (fwd)
+	convWG         = 64     // invocations a workgroup (fwd)
+	dwTM, dwTN     = 32, 16 // filters × (channel, tap) columns an invocation (dw)
+)
+
+// convImages packs images n0…n0+nb−1 of x (C channels of H×W) into the
+// texture of slot with borders of ph rows and pw columns, and returns its
+// view and size (texels).
+func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) (*wgpu.TextureView, int, int) {
+	hp, wp := h+2*ph, w+2*pw
+	tw, th := groupsOf(c, 4)*wp, nb*hp
+	v, err := d.texture(tw, th, slot)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: conv_tex/pack: %v", err))
+		return nil, 0, 0
+	}
+	c4 := groupsOf(c, 4)
+	rows := nb * c4 * hp
+	half := x.dt == device.Float16
+	k := d.kernelOf(fmt.Sprintf("conv_tex/pack/half=%v", half), "conv_tex", map[string]any{"Stage": "pack", "Half": half}, storageRO, textureOut)
+	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
+		[]uint32{uint32(w), uint32(h), uint32(c), uint32(wp), uint32(hp), uint32(pw), uint32(ph), uint32(c4), uint32(rows), uint32(n0 * c * h * w), magic(c4), magic(hp)},
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
+	return v, tw, th
+}
+
+// convFilters packs the filters w (f filters of c channels, taps taps) into
+// the texture of slot, turned for the transposed convolution if flip.
+func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.TextureView {
+	row := groupsOf(c, 4) * taps
+	v, err := d.texture(row, f, slot)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: conv_tex/wpack: %v", err))
+		return nil
+	}
+	half := w.dt == device.Float16
+	k := d.kernelOf(fmt.Sprintf("conv_tex/wpack/taps=%d,flip=%v,half=%v", taps, flip, half), "conv_tex",
+		map[string]any{"Stage": "wpack", "Taps": taps, "Flip": flip, "Half": half}, storageRO, textureOut)
+	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, []uint32{uint32(f), uint32(c), uint32(row)},
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: w.b, Size: w.bindSize()}, {Binding: 2, TextureView: v}})
+	return v
+}
+
+// convFits reports whether the direct convolution takes g with f filters.
+func (d *Device) convFits(g device.Window2D, f int) bool {
+	limit := int(d.limits.MaxTextureDimension2D)
+	hp, wp := g.H+2*g.PH, g.W+2*g.PW
+	k4 := groupsOf(g.C, 4) * g.KH * g.KW
+	return d.loopLimited && g.C >= 4 && f >= 8 && convImageFlops(g, f) <= maxDispatchFlops &&
+		groupsOf(g.C, 4)*wp <= limit && hp <= limit && k4 <= limit && f <= limit && wp <= maxLoop && k4 <= maxLoop
+}
+
+// convImageFlops is the work of the convolution g with f filters on one
+// image (of its gradients, likewise).
+func convImageFlops(g device.Window2D, f int) int {
+	oh, ow := g.Out()
+	return 2 * f * oh * ow * groupsOf(g.C, 4) * 4 * g.KH * g.KW
+}
+
+// convStep is the number of images a dispatch of the convolution g with
+// f filters takes: as many as fit the texture of hp rows an image and
+// maxDispatchFlops.
+func (d *Device) convStep(g device.Window2D, f, hp int) int {
+	return max(min(g.N, int(d.limits.MaxTextureDimension2D)/hp, maxDispatchFlops/max(convImageFlops(g, f), 1)), 1)
+}
+
+// dtypesTaken reports whether the direct kernels take these buffers:
+// float32 or float16 (read and written as it is, but for the filters'
+// gradient: see Conv2dBackward).
+func dtypesTaken(bufs ...device.Buffer) bool {
+	for _, b := range bufs {
+		if b != nil && b.DType() != device.Float32 && b.DType() != device.Float16 {
+			return false
+		}
+	}
+	return true
+}
+
+// convForward records the fwd stage: f filters (texture wv, k4 texels a
+// row) over the images of texture xv (borders included: wp×hp texels an
+// image and channel quad), pix output pixels of oh×ow, into o at off.
+func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow, ohw, k4, off int, g device.Window2D, wp, hp int) {
+	taps := g.KH * g.KW
+	wy := 1
+	for wy < 8 && wy*convTM < f {
+		wy *= 2
+	}
+	wx := convWG / wy
+	kinds := []bindKind{textureIn, textureIn, storageRW}
+	if b != nil {
+		kinds = append(kinds, storageRO)
+	}
+	// A float16 out (and bias: ops gives them one dtype) is written as it
+	// is, with atomics where two invocations share a word.
+	half := o.dt == device.Float16
+	k := d.kernelOf(fmt.Sprintf("conv_tex/fwd/%d×%d/taps=%d,kw=%d,bias=%v,wg=%dx%d,half=%v", convTM, convTN, taps, g.KW, b != nil, wx, wy, half), "conv_tex",
+		map[string]any{"Stage": "fwd", "TM": convTM, "TN": convTN, "Taps": taps, "KW": g.KW, "Bias": b != nil, "WX": wx, "WY": wy, "Half": half}, kinds...)
+	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
+	if b != nil {
+		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
+	}
+	d.dispatchEntries(k, uint32(groupsOf(pix, convTN*wx)), uint32(groupsOf(f, convTM*wy)), 1,
+		[]uint32{uint32(f), uint32(pix), uint32(ow), uint32(ohw), uint32(g.SW), uint32(g.SH), uint32(g.DW), uint32(g.DH),
+			uint32(wp), uint32(hp), uint32(k4), uint32(off)}, entries)
+}
+
+// roomForTextures releases the cached textures unless n more fit.
+func (d *Device) roomForTextures(n int) {
+	if len(d.textures) > maxTextures-n {
+		d.endPass()
+		d.releaseTextures()
+	}
+}
+
+// Conv2d sets out (N, F, OH, OW) to the convolution of the images x (N,
+// C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not nil,
+// and reports whether it could: the direct kernels take images of at
+// least 4 channels and 8 filters, on CPU adapters, float32 or float16.
+func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
+	if !dtypesTaken(out, x, w, b) || b != nil && b.DType() != out.DType() {
+		return false
+	}
+	d.mu.Lock()
+	ok := d.convFits(g, f) && g.N0 == 0
+	d.mu.Unlock()
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, xb, wb := d.buf(out), d.buf(x), d.buf(w)
+	var bb *buffer
+	if b != nil {
+		bb = d.buf(b)
+	}
+	oh, ow := g.Out()
+	taps := g.KH * g.KW
+	hp, wp := g.H+2*g.PH, g.W+2*g.PW
+	d.roomForTextures(2)
+	wv := d.convFilters(wb, f, g.C, taps, 3, false)
+	step := d.convStep(g, f, hp)
+	for n0 := 0; n0 < g.N; n0 += step {
+		nb := min(step, g.N-n0)
+		xv, _, _ := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		if xv == nil || wv == nil {
+			return true
+		}
+		d.convForward(o, bb, xv, wv, f, nb*oh*ow, ow, oh*ow, groupsOf(g.C, 4)*taps, n0*f*oh*ow, g, wp, hp)
+	}
+	return true
+}
+
+// convSplits is the number of invocations the filters' gradient aims at:
+// the output rows are split so that about as many run.
+var convSplits = 1024
+
+// backwardPlan is how Conv2dBackward divides its work: dispatches of step
+// images, the filters' gradient summed in splits of per output rows (n,
+// oy), splits in all.
+type backwardPlan struct {
+	t                 device.Window2D // the transposed convolution, its images gy
+	step, per, splits int
+}
+
+// planBackward plans the gradients of the convolution g with f filters
+// (the input's too if withX), or reports that the direct kernels do not
+// take them. The caller holds d.mu.
+func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPlan, bool) {
+	oh, ow := g.Out()
+	// gy's texture is bordered for the input's gradient, the convolution
+	// of gy with the filters turned by 180°, with stride 1.
+	t := g
+	t.C, t.H, t.W, t.PH, t.PW = f, oh, ow, 0, 0
+	if withX {
+		t.PH, t.PW, t.SH, t.SW = (g.KH-1)*g.DH-g.PH, (g.KW-1)*g.DW-g.PW, 1, 1
+		if !d.convFits(t, g.C) || g.SH != 1 || g.SW != 1 || t.PH < 0 || t.PW < 0 {
+			return backwardPlan{}, false
+		}
+	}
+	if !d.convFits(g, f) || g.N0 != 0 || oh*ow == 0 || ow+1 > maxLoop {
+		return backwardPlan{}, false
+	}
+	fb, kb := groupsOf(f, dwTM), groupsOf(groupsOf(g.C, 4)*g.KH*g.KW, dwTN/4)
+	rows := max(g.H+2*g.PH, oh+2*t.PH)
+	step := min(d.convStep(g, f, rows), d.convStep(t, g.C, rows))
+	// Splits of about convSplits invocations, each summing at most
+	// maxLoop pixels (llvmpipe ends longer loops early).
+	per := groupsOf(g.N*oh, min(max(convSplits/(fb*kb), 1), g.N*oh))
+	per = max(min(per, maxLoop/(ow+1)), 1)
+	splits := 0
+	for n0 := 0; n0 < g.N; n0 += step {
+		splits += groupsOf(min(step, g.N-n0)*oh, per)
+	}
+	if uint64(splits*f*(g.C*g.KH*g.KW+1))*4 > d.limits.MaxStorageBufferBindingSize {
+		return backwardPlan{}, false // too many partial sums: the matrix products take it
+	}
+	return backwardPlan{t, step, per, splits}, true
+}
+
+// Conv2dBackward sets gwb (F, C·KH·KW + 1) to the gradient of Conv2d's
+// filters, the bias's as its last column, and gx (N, C, H, W) to its
+// input's unless gx is nil, for the upstream gradient gy (N, F, OH, OW),
+// and reports whether it could: as Conv2d, and for gx, stride 1 and
+// padding of at most the dilated window's reach (the input's gradient is
+// then the convolution of gy, bordered with zeros, with the filters turned
+// by 180°).
+func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) bool {
+	if !dtypesTaken(gx, gwb, x, w, gy) {
+		return false
+	}
+	d.mu.Lock()
+	_, ok := d.planBackward(g, f, gx != nil)
+	d.mu.Unlock()
+	if !ok {
+		return false
+	}
+	// The kernels read and write float16 as it is, but for the filters'
+	// gradient (a few values), summed into a float32 stand-in.
+	if d.widen(1, func(s []device.Buffer) { d.Conv2dBackward(gx, s[0], x, w, gy, g, f) }, gwb) {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pl, _ := d.planBackward(g, f, gx != nil)
+	t := pl.t
+	oh, ow := g.Out()
+	taps := g.KH * g.KW
+	k4 := groupsOf(g.C, 4) * taps
+	fb, kb := groupsOf(f, dwTM), groupsOf(k4, dwTN/4)
+	hp, wp := g.H+2*g.PH, g.W+2*g.PW
+	hq, wq := oh+2*t.PH, ow+2*t.PW
+	row := g.C*taps + 1
+	o := d.buf(gwb)
+	part := o
+	if pl.splits > 1 {
+		var err error
+		if part, err = d.alloc(device.Float32, pl.splits*f*row); err != nil {
+			d.fail(fmt.Errorf("webgpu: conv_tex/dw: the partial sums of %d splits: %v", pl.splits, err))
+			return true
+		}
+		defer d.free(part)
+	}
+	k := d.kernelOf(fmt.Sprintf("conv_tex/dw/%d×%d/taps=%d,kw=%d", dwTM, dwTN, taps, g.KW), "conv_tex",
+		map[string]any{"Stage": "dw", "TM": dwTM, "TN": dwTN, "Taps": taps, "KW": g.KW}, textureIn, textureIn, storageRW)
+	d.roomForTextures(3)
+	var wv *wgpu.TextureView
+	if gx != nil {
+		wv = d.convFilters(d.buf(w), g.C, f, taps, 4, true)
+	}
+	xb, yb := d.buf(x), d.buf(gy)
+	first := 0 // the first split of the dispatch
+	for n0 := 0; n0 < g.N; n0 += pl.step {
+		nb := min(pl.step, g.N-n0)
+		xv, _, _ := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		yv, _, _ := d.convImages(yb, n0, nb, f, oh, ow, t.PH, t.PW, 5)
+		if xv == nil || yv == nil || gx != nil && wv == nil {
+			return true
+		}
+		s := groupsOf(nb*oh, pl.per)
+		gx0, gy0, err := grid(groupsOf(fb*kb*s, 64))
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: kernel conv_tex/dw: %v", err))
+			return true
+		}
+		d.dispatchEntries(k, gx0, gy0, 1,
+			[]uint32{uint32(f), uint32(g.C), uint32(k4), uint32(ow), uint32(oh), uint32(pl.per), uint32(nb * oh), uint32(g.SW), uint32(g.SH), uint32(g.DW), uint32(g.DH),
+				uint32(wp), uint32(hp), uint32(wq), uint32(hq), uint32(t.PW), uint32(t.PH), uint32(first)},
+			[]wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: yv}, {Binding: 3, Buffer: part.b, Size: part.bindSize()}})
+		first += s
+		if gx != nil {
+			d.convForward(d.buf(gx), nil, yv, wv, g.C, nb*g.H*g.W, g.W, g.H*g.W, groupsOf(f, 4)*taps, n0*g.C*g.H*g.W, t, wq, hq)
+		}
+	}
+	if pl.splits > 1 {
+		d.reduce(device.Sum, o, part, []axis{{f * row, 1}}, []axis{{pl.splits, f * row}}, 1)
+	}
+	return true
+}

@@ -1,0 +1,125 @@
+//go:build cgo
+
+package webgpu_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// TestConv2dDirect runs convolutions and their gradients on the direct
+// kernels (conv_tex.wgsl) against the CPU backend: examples/cnn's conv2,
+// padding, dilation and partial quads of channels and filters, and, with
+// the texture side lowered, the dispatches split by images; the filters'
+// gradient split by rows of pixels, across images; a texture too small
+// to take.
+func TestConv2dDirect(t *testing.T) {
+	d := fresh(t)
+	c := cpu.New()
+	cases := []struct {
+		x, w     []int
+		win      ops.Window
+		bias     bool
+		limit    uint32 // the texture side, if lowered
+		splits   int    // the invocations the filters' gradient aims at, if set
+		declined bool   // the texture cannot take an image
+		half     bool   // float16 operands
+	}{
+		{[]int{64, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false},
+		{[]int{3, 6, 9, 10}, []int{10, 6, 3, 3}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}}, true, 0, 0, false, false},
+		{[]int{5, 8, 7, 7}, []int{9, 8, 2, 2}, ops.Window{Stride: [2]int{1, 1}}, false, 0, 0, false, false},
+		// Dispatches of 16 images, the filters' gradient in splits of 2.
+		{[]int{68, 8, 13, 13}, []int{64, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 240, 0, false, false},
+		// One split wanted, of 236 rows of 298 pixels: splits of 54 rows
+		// (maxLoop pixels), one across both images.
+		{[]int{2, 4, 120, 300}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 3, false, false},
+		{[]int{4, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 100, 0, true, false},
+		// Images of fewer than 4 channels (examples/cnn's conv1): the
+		// matrix products take them.
+		{[]int{64, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, true, false},
+		// Stride 2: the input's gradient by the matrix products.
+		{[]int{3, 4, 9, 9}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{2, 2}}, false, 0, 0, false, false},
+		// float16, on float32 stand-ins.
+		{[]int{16, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%v*%v/limit=%d/half=%v", tc.x, tc.w, tc.limit, tc.half), func(t *testing.T) {
+			if tc.limit > 0 {
+				lim := d.Limits().MaxTextureDimension2D
+				webgpu.SetTextureLimit(d, tc.limit)
+				defer webgpu.SetTextureLimit(d, lim)
+			}
+			if tc.splits > 0 {
+				defer webgpu.SetConvSplits(webgpu.SetConvSplits(tc.splits))
+			}
+			g := device.Window2D{N: tc.x[0], C: tc.x[1], H: tc.x[2], W: tc.x[3], KH: tc.w[2], KW: tc.w[3], SH: tc.win.Stride[0], SW: tc.win.Stride[1],
+				PH: tc.win.Padding[0], PW: tc.win.Padding[1], DH: max(tc.win.Dilation[0], 1), DW: max(tc.win.Dilation[1], 1)}
+			if got := webgpu.DirectConv(d, g, tc.w[0]); got == tc.declined {
+				t.Fatalf("the direct kernels take the convolution: %v; want %v", got, !tc.declined)
+			}
+			dt, tol := device.Float32, 1e-5
+			if tc.half {
+				dt, tol = device.Float16, 2e-3 // a float16 rounding of the result, and of the upstream gradient's products
+			}
+			run := func(dev device.Device) []*tensor.Tensor {
+				x := tensor.Must(tensor.Uniform(dev, dt, -1, 1, uint64(3*i+1), tc.x...))
+				w := tensor.Must(tensor.Uniform(dev, dt, -1, 1, uint64(3*i+2), tc.w...))
+				var b *tensor.Tensor
+				if tc.bias {
+					b = tensor.Must(tensor.Uniform(dev, dt, -1, 1, uint64(3*i+3), tc.w[0]))
+				}
+				y := ops.Conv2d(x, w, b, tc.win)
+				gy := tensor.Must(tensor.Uniform(dev, dt, -1, 1, uint64(3*i+4), y.Shape()...))
+				gx, gw, gb := ops.Conv2dBackward(x, w, b, gy, tc.win)
+				// The filters' and bias's gradients alone, as the tape
+				// asks when x needs none.
+				in := []*tensor.Tensor{x, w}
+				if b != nil {
+					in = append(in, b)
+				}
+				gs := ops.Lookup("conv2d").Backward(in, gy, ops.Attrs{Window: tc.win, Need: []bool{false, true, true}})
+				if gs[0] != nil {
+					t.Fatal("Backward returned the input's gradient, not asked for")
+				}
+				gs = append(gs, nil)
+				return []*tensor.Tensor{y, gx, gw, gb, gs[1], gs[2]}
+			}
+			want, got := run(c), run(d)
+			for j, name := range []string{"output", "input's gradient", "filters' gradient", "bias's gradient", "filters' gradient alone", "bias's gradient alone"} {
+				if want[j] == nil {
+					continue
+				}
+				a, err := want[j].Float32s()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := got[j].Float32s()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				scale := 0.0
+				for _, v := range a {
+					scale = math.Max(scale, math.Abs(float64(v)))
+				}
+				bad := 0
+				for k := range a {
+					if diff := math.Abs(float64(a[k] - b[k])); !(diff <= tol*max(scale, 1)) {
+						if bad++; bad <= 3 {
+							t.Errorf("%s[%d] = %v; want %v (CPU)", name, k, b[k], a[k])
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%s: %d of %d differ", name, bad, len(a))
+				}
+			}
+		})
+	}
+}
