@@ -47,9 +47,11 @@ nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
 
 # The tests run under a virtual X display (xvfb-run), so that the window
-# tests open real windows presented by WebGPU.
+# tests open real windows presented by WebGPU. -noreset: test binaries run
+# in parallel, and an X server that resets when its last client leaves
+# refuses the connections that arrive meanwhile ("Failed to open display").
 test: deps vet nocgo race fuzz-smoke
-	xvfb-run -a $(GO) test -count=1 -timeout 45m ./...
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./...
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.

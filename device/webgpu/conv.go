@@ -23,14 +23,14 @@ const (
 
 // convImages packs images n0…n0+nb−1 of x (C channels of H×W) into the
 // texture of slot with borders of ph rows and pw columns, and returns its
-// view and size (texels).
-func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) (*wgpu.TextureView, int, int) {
+// view (nil after recording a failure).
+func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.TextureView {
 	hp, wp := h+2*ph, w+2*pw
 	tw, th := groupsOf(c, 4)*wp, nb*hp
 	v, err := d.texture(tw, th, slot)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: conv_tex/pack: %v", err))
-		return nil, 0, 0
+		return nil
 	}
 	c4 := groupsOf(c, 4)
 	rows := nb * c4 * hp
@@ -39,7 +39,7 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) (*wgpu
 	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
 		[]uint32{uint32(w), uint32(h), uint32(c), uint32(wp), uint32(hp), uint32(pw), uint32(ph), uint32(c4), uint32(rows), uint32(n0 * c * h * w), magic(c4), magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
-	return v, tw, th
+	return v
 }
 
 // convFilters packs the filters w (f filters of c channels, taps taps) into
@@ -122,14 +122,6 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 			uint32(wp), uint32(hp), uint32(k4), uint32(off)}, entries)
 }
 
-// roomForTextures releases the cached textures unless n more fit.
-func (d *Device) roomForTextures(n int) {
-	if len(d.textures) > maxTextures-n {
-		d.endPass()
-		d.releaseTextures()
-	}
-}
-
 // Conv2d sets out (N, F, OH, OW) to the convolution of the images x (N,
 // C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not nil,
 // and reports whether it could: the direct kernels take images of at
@@ -159,7 +151,7 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 	step := d.convStep(g, f, hp)
 	for n0 := 0; n0 < g.N; n0 += step {
 		nb := min(step, g.N-n0)
-		xv, _, _ := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		xv := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
 		if xv == nil || wv == nil {
 			return true
 		}
@@ -269,8 +261,8 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 	first := 0 // the first split of the dispatch
 	for n0 := 0; n0 < g.N; n0 += pl.step {
 		nb := min(pl.step, g.N-n0)
-		xv, _, _ := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
-		yv, _, _ := d.convImages(yb, n0, nb, f, oh, ow, t.PH, t.PW, 5)
+		xv := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		yv := d.convImages(yb, n0, nb, f, oh, ow, t.PH, t.PW, 5)
 		if xv == nil || yv == nil || gx != nil && wv == nil {
 			return true
 		}

@@ -940,12 +940,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	if packA == nil || packB == nil {
 		return true // the failure is recorded
 	}
-	if len(d.textures) > maxTextures-2 {
-		// Room for both operands' textures, so that making b's never
-		// releases a's; the open pass names the old ones, so it ends first.
-		d.endPass()
-		d.releaseTextures()
-	}
+	d.roomForTextures(2) // both operands' textures: making b's never releases a's
 	va, err := d.texture(wa, k, 0)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packA.name, err))
@@ -1036,6 +1031,16 @@ func (d *Device) texture(w, h, slot int) (*wgpu.TextureView, error) {
 	}
 	d.textures[key] = opTexture{t, v}
 	return v, nil
+}
+
+// roomForTextures releases the cached textures unless n more fit, so that
+// making one of an op's textures never releases another; the open pass
+// names the old ones, so it ends first.
+func (d *Device) roomForTextures(n int) {
+	if len(d.textures) > maxTextures-n {
+		d.endPass()
+		d.releaseTextures()
+	}
 }
 
 // releaseTextures releases the cached operand textures (wgpu keeps them

@@ -166,7 +166,9 @@ func TestWindowClose(t *testing.T) {
 			close(twoFrames)
 		}
 	}
-	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
+	// 50 steps an epoch: the window closes in the first (two frames take
+	// at least 0.7 s; 20 steps had passed by then on lavapipe's faster runs).
+	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 3200, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
