@@ -219,12 +219,14 @@ func (p conv) padded(dev device.Device, dt device.DType, g *tensor.Tensor) *tens
 	return gp
 }
 
-// direct reports whether dev runs this convolution with its own kernels
-// (device.Convolver), tried before im2col: a device's Convolver may
-// still decline the geometry or dtype.
-func (p conv) direct(dev device.Device) bool {
-	_, ok := dev.(device.Convolver)
-	return ok && p.groups == 1
+// convolver returns dev's own convolution kernels (device.Convolver) if
+// it has them and this convolution has no groups, else nil; tried before
+// im2col, they may still decline the geometry or dtype.
+func (p conv) convolver(dev device.Device) device.Convolver {
+	if c, ok := dev.(device.Convolver); ok && p.groups == 1 {
+		return c
+	}
+	return nil
 }
 
 // direct2D is the geometry for device.Convolver: unpadded rows.
@@ -238,7 +240,7 @@ func (p conv) direct2D() device.Window2D {
 // device.Convolver, into gx (unless nil) and the filters' gradient with
 // the bias's as its last column, which it returns (the caller releases
 // it); ok is false, with nothing recorded, if the device declines.
-func (p conv) directBackward(dev device.Device, dt device.DType, gx, x, w, g *tensor.Tensor) (gwb *tensor.Tensor, ok bool) {
+func (p conv) directBackward(c device.Convolver, dev device.Device, dt device.DType, gx, x, w, g *tensor.Tensor) (gwb *tensor.Tensor, ok bool) {
 	gwb, okw := output(dev, dt, []int{p.cout, p.rows(true)}, x, w, g)
 	if !okw {
 		return gwb, true
@@ -247,7 +249,7 @@ func (p conv) directBackward(dev device.Device, dt device.DType, gx, x, w, g *te
 	if gx != nil {
 		gxb = gx.Buffer()
 	}
-	if !dev.(device.Convolver).Conv2dBackward(gxb, gwb.Buffer(), x.Buffer(), w.Buffer(), g.Buffer(), p.direct2D(), p.cout) {
+	if !c.Conv2dBackward(gxb, gwb.Buffer(), x.Buffer(), w.Buffer(), g.Buffer(), p.direct2D(), p.cout) {
 		gwb.Release()
 		return nil, false
 	}
@@ -329,12 +331,12 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 	}
 	out, ok := output(dev, dt, p.out, deps...)
 	fused, kr, filters := p.fused(b), p.rows(p.fused(b)), w
-	if ok && out.Len() > 0 && p.direct(dev) {
+	if c := p.convolver(dev); ok && out.Len() > 0 && c != nil {
 		var bb device.Buffer
 		if b != nil {
 			bb = b.Buffer()
 		}
-		if dev.(device.Convolver).Conv2d(out.Buffer(), x.Buffer(), w.Buffer(), bb, p.direct2D(), p.cout) {
+		if c.Conv2d(out.Buffer(), x.Buffer(), w.Buffer(), bb, p.direct2D(), p.cout) {
 			keep(out, x, w, b)
 			return out, nil
 		}
@@ -404,8 +406,8 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 		}
 		keep(gw, gx)
 	}
-	if okx && okw && g.Len() > 0 && x.Len() > 0 && p.direct(dev) {
-		if gwb, ok := p.directBackward(dev, dt, gx, x, w, g); ok {
+	if c := p.convolver(dev); okx && okw && g.Len() > 0 && x.Len() > 0 && c != nil {
+		if gwb, ok := p.directBackward(c, dev, dt, gx, x, w, g); ok {
 			defer gwb.Release()
 			if err := gwb.Err(); err != nil {
 				gw.Release()

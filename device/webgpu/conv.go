@@ -131,13 +131,10 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 		return false
 	}
 	d.mu.Lock()
-	ok := d.convFits(g, f) && g.N0 == 0
-	d.mu.Unlock()
-	if !ok {
+	defer d.mu.Unlock()
+	if !d.convFits(g, f) || g.N0 != 0 {
 		return false
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	o, xb, wb := d.buf(out), d.buf(x), d.buf(w)
 	var bb *buffer
 	if b != nil {
@@ -170,6 +167,7 @@ var convSplits = 1024
 type backwardPlan struct {
 	t                 device.Window2D // the transposed convolution, its images gy
 	step, per, splits int
+	k4, fb, kb        int // texels of a filter; blocks of filters and of columns
 }
 
 // planBackward plans the gradients of the convolution g with f filters
@@ -190,7 +188,8 @@ func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPla
 	if !d.convFits(g, f) || g.N0 != 0 || oh*ow == 0 || ow+1 > maxLoop {
 		return backwardPlan{}, false
 	}
-	fb, kb := groupsOf(f, dwTM), groupsOf(groupsOf(g.C, 4)*g.KH*g.KW, dwTN/4)
+	k4 := groupsOf(g.C, 4) * g.KH * g.KW
+	fb, kb := groupsOf(f, dwTM), groupsOf(k4, dwTN/4)
 	rows := max(g.H+2*g.PH, oh+2*t.PH)
 	step := min(d.convStep(g, f, rows), d.convStep(t, g.C, rows))
 	// Splits of about convSplits invocations, each summing at most
@@ -204,7 +203,7 @@ func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPla
 	if uint64(splits*f*(g.C*g.KH*g.KW+1))*4 > d.limits.MaxStorageBufferBindingSize {
 		return backwardPlan{}, false // too many partial sums: the matrix products take it
 	}
-	return backwardPlan{t, step, per, splits}, true
+	return backwardPlan{t, step, per, splits, k4, fb, kb}, true
 }
 
 // Conv2dBackward sets gwb (F, C·KH·KW + 1) to the gradient of Conv2d's
@@ -219,24 +218,31 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 		return false
 	}
 	d.mu.Lock()
-	_, ok := d.planBackward(g, f, gx != nil)
+	pl, ok := d.planBackward(g, f, gx != nil)
 	d.mu.Unlock()
 	if !ok {
 		return false
 	}
 	// The kernels read and write float16 as it is, but for the filters'
 	// gradient (a few values), summed into a float32 stand-in.
-	if d.widen(1, func(s []device.Buffer) { d.Conv2dBackward(gx, s[0], x, w, gy, g, f) }, gwb) {
-		return true
+	run := func(gwb device.Buffer) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	pl, _ := d.planBackward(g, f, gx != nil)
+	if !d.widen(1, func(s []device.Buffer) { run(s[0]) }, gwb) {
+		run(gwb)
+	}
+	return true
+}
+
+// conv2dBackward records Conv2dBackward as planned by pl. The caller
+// holds d.mu.
+func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) {
 	t := pl.t
 	oh, ow := g.Out()
 	taps := g.KH * g.KW
-	k4 := groupsOf(g.C, 4) * taps
-	fb, kb := groupsOf(f, dwTM), groupsOf(k4, dwTN/4)
+	k4, fb, kb := pl.k4, pl.fb, pl.kb
 	hp, wp := g.H+2*g.PH, g.W+2*g.PW
 	hq, wq := oh+2*t.PH, ow+2*t.PW
 	row := g.C*taps + 1
@@ -246,7 +252,7 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 		var err error
 		if part, err = d.alloc(device.Float32, pl.splits*f*row); err != nil {
 			d.fail(fmt.Errorf("webgpu: conv_tex/dw: the partial sums of %d splits: %v", pl.splits, err))
-			return true
+			return
 		}
 		defer d.free(part)
 	}
@@ -264,13 +270,13 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 		xv := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
 		yv := d.convImages(yb, n0, nb, f, oh, ow, t.PH, t.PW, 5)
 		if xv == nil || yv == nil || gx != nil && wv == nil {
-			return true
+			return
 		}
 		s := groupsOf(nb*oh, pl.per)
 		gx0, gy0, err := grid(groupsOf(fb*kb*s, 64))
 		if err != nil {
 			d.fail(fmt.Errorf("webgpu: kernel conv_tex/dw: %v", err))
-			return true
+			return
 		}
 		d.dispatchEntries(k, gx0, gy0, 1,
 			[]uint32{uint32(f), uint32(g.C), uint32(k4), uint32(ow), uint32(oh), uint32(pl.per), uint32(nb * oh), uint32(g.SW), uint32(g.SH), uint32(g.DW), uint32(g.DH),
@@ -284,5 +290,4 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 	if pl.splits > 1 {
 		d.reduce(device.Sum, o, part, []axis{{f * row, 1}}, []axis{{pl.splits, f * row}}, 1)
 	}
-	return true
 }
