@@ -17,25 +17,47 @@
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
-@group(0) @binding(1) var<storage, read> a: array<{{if .HalfA}}u32{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if .HalfB}}u32{{else}}f32{{end}}>;
+{{template "operand" dict "Name" "a" "Half" .HalfA "Vec" .VecA "Binding" 1}}
+{{template "operand" dict "Name" "b" "Half" .HalfB "Vec" .VecB "Binding" 2}}
 {{template "matmul_out" .}}
-{{template "at" dict "Name" "a" "Half" .HalfA}}
-{{template "at" dict "Name" "b" "Half" .HalfB}}
 
-// The tiles, k-major: tile_a[k][m] and tile_b[k][n], as vec4s along m and n.
-var<workgroup> tile_a: array<vec4<f32>, {{div (mul .BK .BM) 4}}>;
-var<workgroup> tile_b: array<vec4<f32>, {{div (mul .BK .BN) 4}}>;
+// The tiles, k-major: tile_a[k][m] and tile_b[k][n], as vec4s along m and n,
+// their rows SA and SB vec4s long (a vec4 more than the block where a
+// thread stores a vec4 along k as four values down a column, so that the
+// threads' stores fall in different banks){{if .Dbl}}, twice over: the products of
+// one step read one copy while the next step's values are stored into the
+// other, one barrier a step{{end}}. Rows of rows: the products index rows by
+// constants and within a row by the thread's (naga clamps each index that
+// is not a constant; these clamps are the same at every step).
+{{- $sa := div .BM 4}}{{if and .VecA (not .TransA)}}{{$sa = add $sa 1}}{{end}}
+{{- $sb := div .BN 4}}{{if and .VecB .TransB}}{{$sb = add $sb 1}}{{end}}
+{{- $copies := 1}}{{if .Dbl}}{{$copies = 2}}{{end}}
+var<workgroup> tile_a: array<array<vec4<f32>, {{$sa}}>, {{mul $copies .BK}}>;
+var<workgroup> tile_b: array<array<vec4<f32>, {{$sb}}>, {{mul $copies .BK}}>;
 
 @compute @workgroup_size({{div .BN .TN}}, {{div .BM .TM}}, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
+        @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
     let M = p[0];
     let K = p[1];
     let N = p[2];
     let k1 = p[5];
-    let row0 = p[3] + wid.y * {{.BM}}u;
-    let col0 = wid.x * {{.BN}}u;
+{{- if .Swz}}
+    // Blocks in groups of 8 block rows, taken a column of 8 at a time, so
+    // that the workgroups that run together share rows of op(a) and
+    // columns of op(b) in the cache.
+    let per = 8u * nwg.x;
+    let lin = wid.y * nwg.x + wid.x;
+    let first = lin / per * 8u;
+    let rows = min(nwg.y - first, 8u);
+    let by = first + lin % per % rows;
+    let bx = lin % per / rows;
+{{- else}}
+    let by = wid.y;
+    let bx = wid.x;
+{{- end}}
+    let row0 = p[3] + by * {{.BM}}u;
+    let col0 = bx * {{.BN}}u;
     let z = p[6] + wid.z;
     let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
     let zb = p[11] + z * p[8];
@@ -43,28 +65,65 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
-    // Threads beyond the matrices load zeros and store nothing; none
-    // returns early, as all meet at the barriers.
-    for (var k0 = p[4]; k0 < k1; k0 += {{.BK}}u) {
 {{- $lda := "K"}}{{if .TransA}}{{$lda = "M"}}{{end}}
-{{- template "load" dict "Tile" "tile_a" "Src" "a" "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA}}
-{{- template "load" dict "Tile" "tile_b" "Src" "b" "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB)}}
-        workgroupBarrier();
-{{- range $kk := seq .BK}}
-        {
-{{- range $q := seq (div $.TM 4)}}
-            let av{{$q}} = tile_a[{{mul $kk (div $.BM 4)}}u + lid.y * {{div $.TM 4}}u + {{$q}}u];
-{{- end}}
-{{- range $j := seq (div $.TN 4)}}
-            let b{{$j}} = tile_b[{{mul $kk (div $.BN 4)}}u + {{if $.Spread}}{{mul $j (div $.BN $.TN)}}u + lid.x{{else}}lid.x * {{div $.TN 4}}u + {{$j}}u{{end}}];
-{{- end}}
-{{- range $i := seq $.TM}}{{range $j := seq (div $.TN 4)}}
-            acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];
-{{- end}}{{end}}
+{{- $fa := dict "Tile" "tile_a" "Src" "a" "Reg" "ra" "V" .VecA "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA "Off" ""}}
+{{- $fb := dict "Tile" "tile_b" "Src" "b" "Reg" "rb" "V" .VecB "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB) "Off" ""}}
+    // Each thread fetches its share of the next step's slices into
+    // registers ({{if .Pre}}before the products of this step, so that the loads overlap
+    // them{{else}}after this step's products{{end}}), and stores them into the tiles at the step's
+    // start. Threads beyond the matrices load zeros and store nothing; none
+    // returns early, as all meet at the barriers.
+{{- template "regs" $fa}}
+{{- template "regs" $fb}}
+    var k0 = p[4];
+{{- template "fetch" $fa}}
+{{- template "fetch" $fb}}
+{{- if .Dbl}}
+{{- template "stash" $fa}}
+{{- template "stash" $fb}}
+    workgroupBarrier();
+    var cur = 0u;
+    for (; k0 < k1; k0 += {{.BK}}u) {
+        let next = k0 + {{.BK}}u;
+        if (next < k1) {
+            let k0 = next;
+{{- template "fetch" $fa}}
+{{- template "fetch" $fb}}
         }
-{{- end}}
+        let oa = cur * {{.BK}}u;
+{{- template "products" dict "T" . "OA" "oa + "}}
+        if (next < k1) {
+            let oa = {{.BK}}u - oa;
+{{- template "stash" (set $fa "Off" "oa + ")}}
+{{- template "stash" (set $fb "Off" "oa + ")}}
+        }
+        cur = 1u - cur;
         workgroupBarrier();
     }
+{{- else}}
+    for (; k0 < k1; k0 += {{.BK}}u) {
+{{- template "stash" $fa}}
+{{- template "stash" $fb}}
+        workgroupBarrier();
+        let next = k0 + {{.BK}}u;
+{{- if .Pre}}
+        if (next < k1) {
+            let k0 = next;
+{{- template "fetch" $fa}}
+{{- template "fetch" $fb}}
+        }
+{{- end}}
+{{- template "products" dict "T" . "OA" ""}}
+        workgroupBarrier();
+{{- if not .Pre}}
+        if (next < k1) {
+            let k0 = next;
+{{- template "fetch" $fa}}
+{{- template "fetch" $fb}}
+        }
+{{- end}}
+    }
+{{- end}}
     let r0 = row0 + lid.y * {{.TM}}u;
 {{- range $j := seq (div .TN 4)}}
     let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
@@ -82,28 +141,103 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- end}}
 }
 
-{{- define "load"}}
-{{- /* The threads copy a BK×W slice of an operand, the rows x0… of a
-       Len×K matrix, into .Tile: stored k-major (K×Len) with KMajor, else
-       Len×K, its stored rows Ld apart; neighbouring threads read
-       neighbouring elements. */}}
-{{- range $l := seq (div (mul .W .BK) .NT)}}
+{{- /* The products of one step: each thread's TM×TN block from the tiles
+       (from row OA on). */}}
+{{- define "products"}}
+{{- $t := .T}}{{$d := .}}
+{{- range $kk := seq $t.BK}}
         {
-            let e = li + {{mul $l $.NT}}u;
-{{- if $.KMajor}}
-            let x = e % {{$.W}}u;
-            let kk = e / {{$.W}}u;
-{{- else}}
-            let kk = e % {{$.BK}}u;
-            let x = e / {{$.BK}}u;
+{{- range $q := seq (div $t.TM 4)}}
+            let av{{$q}} = tile_a[{{$d.OA}}{{$kk}}u][lid.y * {{div $t.TM 4}}u + {{$q}}u];
 {{- end}}
-            let r = {{$.X0}} + x;
-            let k = k0 + kk;
-            var v = 0.0;
-            if (r < {{$.Len}} && k < k1) {
-                v = {{$.Src}}_at({{$.Z}} + {{if $.KMajor}}k * {{$.Ld}} + r{{else}}r * {{$.Ld}} + k{{end}});
-            }
-            {{$.Tile}}[kk * {{div $.W 4}}u + x / 4u][x % 4u] = v;
+{{- range $j := seq (div $t.TN 4)}}
+            let b{{$j}} = tile_b[{{$d.OA}}{{$kk}}u][{{if $t.Spread}}{{mul $j (div $t.BN $t.TN)}}u + lid.x{{else}}lid.x * {{div $t.TN 4}}u + {{$j}}u{{end}}];
+{{- end}}
+{{- range $i := seq $t.TM}}{{range $j := seq (div $t.TN 4)}}
+            acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];
+{{- end}}{{end}}
         }
+{{- end}}
+{{- end}}
+
+{{- define "operand"}}
+{{- if .Vec}}
+@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}4: array<vec4<f32>>;
+{{- else}}
+@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}: array<{{if .Half}}u32{{else}}f32{{end}}>;
+{{template "at" .}}
+{{- end}}
+{{- end}}
+
+{{- /* A thread's share of a BK×W slice of an operand, the rows X0… of a
+       Len×K matrix stored k-major (K×Len) with KMajor, else Len×K, its
+       stored rows Ld apart: one value a thread and register, neighbouring
+       threads on neighbouring elements; or with V, vec4s along the stored
+       rows (Ld, the offset and the row at k0 multiples of 4). */}}
+
+{{- define "regs"}}
+{{- $d := .}}{{$n := div (mul .W .BK) .NT}}{{if .V}}{{$n = div $n 4}}{{end}}
+{{- range $l := seq $n}}
+    var {{$d.Reg}}{{$l}}: {{if $d.V}}vec4<f32>{{else}}f32{{end}};
+{{- end}}
+{{- end}}
+
+{{- /* fetch loads the thread's share of the slice at k0 into its registers. */}}
+{{- define "fetch"}}
+{{- $d := .}}{{$n := div (mul .W .BK) .NT}}{{if .V}}{{$n = div $n 4}}{{end}}
+{{- range $l := seq $n}}
+        {
+{{- template "coords" dict "D" $d "L" $l}}
+            let r = {{$d.X0}} + x;
+            let k = k0 + kk;
+            {{$d.Reg}}{{$l}} = {{if $d.V}}vec4<f32>(0.0){{else}}0.0{{end}};
+            if (r < {{$d.Len}} && k < k1) {
+{{- if $d.V}}
+                {{$d.Reg}}{{$l}} = {{$d.Src}}4[({{$d.Z}} + {{if $d.KMajor}}k * {{$d.Ld}} + r{{else}}r * {{$d.Ld}} + k{{end}}) >> 2u];
+{{- else}}
+                {{$d.Reg}}{{$l}} = {{$d.Src}}_at({{$d.Z}} + {{if $d.KMajor}}k * {{$d.Ld}} + r{{else}}r * {{$d.Ld}} + k{{end}});
+{{- end}}
+            }
+        }
+{{- end}}
+{{- end}}
+
+{{- /* stash stores the thread's registers into the tile (k-major, vec4s
+       along x). */}}
+{{- define "stash"}}
+{{- $d := .}}{{$n := div (mul .W .BK) .NT}}{{if .V}}{{$n = div $n 4}}{{end}}
+{{- range $l := seq $n}}
+        {
+{{- template "coords" dict "D" $d "L" $l}}
+{{- if not $d.V}}
+            {{$d.Tile}}[{{$d.Off}}kk][x / 4u][x % 4u] = {{$d.Reg}}{{$l}};
+{{- else if $d.KMajor}}
+            {{$d.Tile}}[{{$d.Off}}kk][x / 4u] = {{$d.Reg}}{{$l}};
+{{- else}}
+{{- range $c := seq 4}}
+            {{$d.Tile}}[{{$d.Off}}kk + {{$c}}u][x / 4u][x % 4u] = {{$d.Reg}}{{$l}}[{{$c}}];
+{{- end}}
+{{- end}}
+        }
+{{- end}}
+{{- end}}
+
+{{- /* coords: the slice coordinates x (along the rows' length) and kk of
+       register L's value or first value. */}}
+{{- define "coords"}}
+{{- $d := .D}}
+            let e = li + {{mul .L $d.NT}}u;
+{{- if and $d.V $d.KMajor}}
+            let x = e % {{div $d.W 4}}u * 4u;
+            let kk = e / {{div $d.W 4}}u;
+{{- else if $d.V}}
+            let kk = e % {{div $d.BK 4}}u * 4u;
+            let x = e / {{div $d.BK 4}}u;
+{{- else if $d.KMajor}}
+            let x = e % {{$d.W}}u;
+            let kk = e / {{$d.W}}u;
+{{- else}}
+            let kk = e % {{$d.BK}}u;
+            let x = e / {{$d.BK}}u;
 {{- end}}
 {{- end}}

@@ -40,6 +40,17 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+	// set returns a copy of dict m with its key, value arguments set.
+	"set": func(m map[string]any, kv ...any) map[string]any {
+		c := make(map[string]any, len(m)+len(kv)/2)
+		for k, v := range m {
+			c[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return c
+	},
 }
 
 // set holds every kernel, parsed once; common.wgsl defines the blocks that

@@ -877,3 +877,26 @@ func readbacks(x *tensor.Tensor, dev device.Device) []readback {
 		{"To", func() error { _, err := x.To(dev); return err }},
 	}
 }
+
+// TestReleaseNeedsNoCollection checks that tensors freed by Release do not
+// count towards GCInterval, and that tensors left to the collector do.
+func TestReleaseNeedsNoCollection(t *testing.T) {
+	dev := openCPU(t)
+	defer func(n int64) { tensor.GCInterval = n }(tensor.GCInterval)
+	tensor.GCInterval = 1 << 20
+	const n = 1 << 17 // 512 KiB of float32
+	before := tensor.ForcedGCs()
+	for range 20 {
+		tensor.Empty(dev, device.Float32, n).Release()
+	}
+	if got := tensor.ForcedGCs() - before; got != 0 {
+		t.Errorf("20 tensors of 512 KiB allocated and released with GCInterval 1 MiB: %d collections; want 0", got)
+	}
+	before = tensor.ForcedGCs()
+	for range 20 {
+		_ = tensor.Empty(dev, device.Float32, n) // left to the collector
+	}
+	if got := tensor.ForcedGCs() - before; got < 5 {
+		t.Errorf("20 tensors of 512 KiB left unreleased with GCInterval 1 MiB: %d collections; want at least 5", got)
+	}
+}

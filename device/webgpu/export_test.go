@@ -44,3 +44,14 @@ func SetConvSplits(n int) int {
 	convSplits = n
 	return old
 }
+
+// TileFits reports whether d can run the tiled matmul variant name (as
+// MatMulKernels names it): true for the other kernels.
+func TileFits(d *Device, name string) bool {
+	for _, t := range tiles {
+		if t.String() == name {
+			return t.fits(d.limits)
+		}
+	}
+	return true
+}

@@ -227,6 +227,35 @@ func (d *Device) runItems(k *kernel, perInv, itemBytes int, params []uint32, buf
 	}
 }
 
+// paramSlot returns the offset in the parameter buffer of a slot holding
+// params: one written before, or a new one, written when the batch is
+// submitted. When the buffer is full, the open batch is submitted and the
+// slots are reused: a write to the buffer reaches it after the work
+// submitted before.
+func (d *Device) paramSlot(params []uint32) uint32 {
+	key := d.paramKey[:0]
+	for _, w := range params {
+		key = binary.LittleEndian.AppendUint32(key, w)
+	}
+	d.paramKey = key
+	if off, ok := d.slots[string(key)]; ok {
+		return off
+	}
+	if int(d.paramFrom)+len(d.params) == paramSlots*paramSlot {
+		d.flush()
+		clear(d.slots)
+		d.params, d.paramFrom = d.params[:0], 0
+	}
+	if d.slots == nil {
+		d.slots = map[string]uint32{}
+	}
+	off := d.paramFrom + uint32(len(d.params))
+	d.params = append(d.params, zeroSlot[:]...)
+	copy(d.params[len(d.params)-paramSlot:], key)
+	d.slots[string(key)] = off
+	return off
+}
+
 // dispatch records one dispatch of k over an x×y grid of workgroups, with
 // its parameters in the batch's parameter buffer.
 func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buffer) {
@@ -266,6 +295,7 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 		d.wait() // what came before, untimed
 		defer d.timed(k.name, time.Now())
 	}
+	off := d.paramSlot(params) // before the bind group: it may end the pass
 	bg, err := d.bindGroup(k, bound)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))
@@ -275,13 +305,8 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 	if pass == nil {
 		return
 	}
-	off := len(d.params)
-	d.params = append(d.params, zeroSlot[:]...)
-	for i, w := range params {
-		binary.LittleEndian.PutUint32(d.params[off+4*i:], w)
-	}
 	pass.SetPipeline(k.pipeline)
-	pass.SetBindGroup(0, bg, []uint32{uint32(off)})
+	pass.SetBindGroup(0, bg, []uint32{off})
 	pass.DispatchWorkgroups(x, y, z)
 	d.dispatches++
 	d.ran++

@@ -747,3 +747,41 @@ func TestGPUOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestParameterSlots runs more dispatches of distinct parameters than the
+// parameter buffer has slots, interleaved with dispatches that repeat
+// theirs and with waits, so that slots are found written, written anew
+// and, once the buffer is full, reused.
+func TestParameterSlots(t *testing.T) {
+	d := fresh(t)
+	const n = 5000 // distinct alphas, beyond the 4096 slots
+	x, err := d.Alloc(device.Float32, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := d.Alloc(device.Float32, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Fill(x, 1)
+	d.Fill(y, 0)
+	for i := 1; i <= n; i++ {
+		d.Axpy(y, x, float64(i)) // new parameters
+		d.Axpy(y, x, 1)          // the same parameters each time
+		if i%1000 == 0 {
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := make([]float32, 4)
+	if err := d.Read(y, got); err != nil {
+		t.Fatal(err)
+	}
+	want := float32(n*(n+1)/2 + n) // exact in float32: below 2²⁴
+	for i, v := range got {
+		if v != want {
+			t.Fatalf("y[%d] = %v; want %v", i, v, want)
+		}
+	}
+}
