@@ -82,23 +82,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- template "stash" $fa}}
 {{- template "stash" $fb}}
     workgroupBarrier();
-    var cur = 0u;
-    for (; k0 < k1; k0 += {{.BK}}u) {
-        let next = k0 + {{.BK}}u;
-        if (next < k1) {
-            let k0 = next;
+    // Two steps an iteration, the first reading copy 0 and storing the
+    // next step's values into copy 1, the second the other way round: the
+    // copies' rows are constants.
+    loop {
+{{- range $c := seq 2}}
+        {
+            let next = k0 + {{$.BK}}u;
+            if (next < k1) {
+                let k0 = next;
 {{- template "fetch" $fa}}
 {{- template "fetch" $fb}}
+            }
+{{- template "products" dict "T" $ "Base" (mul $c $.BK)}}
+            if (next < k1) {
+{{- template "stash" (set $fa "Off" (printf "%du + " (mul (sub 1 $c) $.BK)))}}
+{{- template "stash" (set $fb "Off" (printf "%du + " (mul (sub 1 $c) $.BK)))}}
+            }
+            workgroupBarrier();
+            k0 = next;
+            if (k0 >= k1) {
+                break;
+            }
         }
-        let oa = cur * {{.BK}}u;
-{{- template "products" dict "T" . "OA" "oa + "}}
-        if (next < k1) {
-            let oa = {{.BK}}u - oa;
-{{- template "stash" (set $fa "Off" "oa + ")}}
-{{- template "stash" (set $fb "Off" "oa + ")}}
-        }
-        cur = 1u - cur;
-        workgroupBarrier();
+{{- end}}
     }
 {{- else}}
     for (; k0 < k1; k0 += {{.BK}}u) {
@@ -113,7 +120,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- template "fetch" $fb}}
         }
 {{- end}}
-{{- template "products" dict "T" . "OA" ""}}
+{{- template "products" dict "T" . "Base" 0}}
         workgroupBarrier();
 {{- if not .Pre}}
         if (next < k1) {
@@ -142,16 +149,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 
 {{- /* The products of one step: each thread's TM×TN block from the tiles
-       (from row OA on). */}}
+       (from row Base on). */}}
 {{- define "products"}}
 {{- $t := .T}}{{$d := .}}
 {{- range $kk := seq $t.BK}}
         {
 {{- range $q := seq (div $t.TM 4)}}
-            let av{{$q}} = tile_a[{{$d.OA}}{{$kk}}u][lid.y * {{div $t.TM 4}}u + {{$q}}u];
+            let av{{$q}} = tile_a[{{add $d.Base $kk}}u][lid.y * {{div $t.TM 4}}u + {{$q}}u];
 {{- end}}
 {{- range $j := seq (div $t.TN 4)}}
-            let b{{$j}} = tile_b[{{$d.OA}}{{$kk}}u][{{if $t.Spread}}{{mul $j (div $t.BN $t.TN)}}u + lid.x{{else}}lid.x * {{div $t.TN 4}}u + {{$j}}u{{end}}];
+            let b{{$j}} = tile_b[{{add $d.Base $kk}}u][{{if $t.Spread}}{{mul $j (div $t.BN $t.TN)}}u + lid.x{{else}}lid.x * {{div $t.TN 4}}u + {{$j}}u{{end}}];
 {{- end}}
 {{- range $i := seq $t.TM}}{{range $j := seq (div $t.TN 4)}}
             acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];

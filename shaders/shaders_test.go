@@ -128,7 +128,7 @@ func TestSource(t *testing.T) {
 		{"matmul_tiled", map[string]any{"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "Spread": true, "TransA": false, "TransB": false, "HalfA": false, "HalfB": false, "Half": false, "VecO": false, "VecA": true, "VecB": true, "Pre": true, "Dbl": false, "Swz": false},
 			[]string{"var<storage, read> a4: array<vec4<f32>>;", "ra1 = a4[(za + r * K + k) >> 2u];", "tile_a[kk + 3u][x / 4u][x % 4u] = ra1[3];", "tile_b[kk][x / 4u] = rb1;", "var rb1: vec4<f32>;", "var<workgroup> tile_a: array<array<vec4<f32>, 33>, 16>;"}},
 		{"matmul_tiled", map[string]any{"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "Spread": true, "TransA": false, "TransB": true, "HalfA": false, "HalfB": false, "Half": false, "VecO": false, "VecA": true, "VecB": true, "Pre": true, "Dbl": true, "Swz": true},
-			[]string{"var<workgroup> tile_b: array<array<vec4<f32>, 33>, 16>;", "tile_b[oa + kk + 2u][x / 4u][x % 4u] = rb0[2];", "let av1 = tile_a[oa + 7u][lid.y * 2u + 1u];", "let oa = 8u - oa;", "let bx = lin % per / rows;"}},
+			[]string{"var<workgroup> tile_b: array<array<vec4<f32>, 33>, 16>;", "tile_b[8u + kk + 2u][x / 4u][x % 4u] = rb0[2];", "let av1 = tile_a[15u][lid.y * 2u + 1u];", "tile_a[0u + kk + 3u][x / 4u][x % 4u] = ra0[3];", "let bx = lin % per / rows;"}},
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = v;"}},
 		{"window", ones(win("im2col", false)), []string{"let per = (C * KK + 1u) * OH;", "out[o + j] = 1.0;"}},
 		{"window", pitch(win("im2col", false), 4), []string{"const PITCH = 4u;", "out[o - rw.z * OW + j] = 0.0;"}},

@@ -19,9 +19,11 @@ import (
 // padding, dilation and partial quads of channels and filters, and, with
 // the texture side lowered, the dispatches split by images; the filters'
 // gradient split by rows of pixels, across images; a texture too small
-// to take.
+// to take. The direct kernels are CPU adapters' (GPUs take the matrix
+// products): on a GPU the device is made to choose as on a CPU adapter.
 func TestConv2dDirect(t *testing.T) {
 	d := fresh(t)
+	webgpu.AsCPU(d)
 	c := cpu.New()
 	cases := []struct {
 		x, w     []int

@@ -39,7 +39,9 @@
 //     batches: on readback, past BatchSize dispatches, and before a queue
 //     write, never once per op;
 //   - passes each dispatch's shapes, strides and scalars as words of one
-//     parameter buffer bound at a dynamic offset, written once per batch;
+//     parameter buffer bound at a dynamic offset, its slots kept by their
+//     contents, so that a dispatch that repeats an earlier one's
+//     parameters (a training loop's, step after step) writes nothing;
 //   - spreads dispatches of more than 65535 workgroups over x and y, with
 //     bounds guards in every kernel, and splits large matrix products into
 //     several dispatches so that none runs for long;

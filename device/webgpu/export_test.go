@@ -21,6 +21,15 @@ func AsGPU(d *Device) {
 	d.loopLimited = false
 }
 
+// AsCPU makes d choose the kernels and work orders it chooses on CPU
+// adapters (the direct convolution, bounded loops), so that those paths
+// run on a GPU too.
+func AsCPU(d *Device) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.loopLimited = true
+}
+
 // SetTextureLimit lowers d's largest texture side, so that tests reach the
 // paths that split work by it.
 func SetTextureLimit(d *Device, n uint32) {

@@ -23,8 +23,9 @@ import (
 //     fastest on CPU adapters for large products;
 //   - "register" (matmul.wgsl): blocks of 16×16 or 8×16 outputs a
 //     thread from storage buffers: CPU adapters' kernel for the rest;
-//   - "tiled/BM×BN×BK/TM×TN" (matmul_tiled.wgsl): shared-memory tiles of
-//     BM×BK and BK×BN, a TM×TN register block a thread: the GPUs' kernel.
+//   - "tiled/BM×BN×BK/TM×TN…" (matmul_tiled.wgsl): shared-memory tiles of
+//     BM×BK and BK×BN, a TM×TN register block a thread, and the options
+//     of type tile: the GPUs' kernel.
 //
 // On a CPU adapter the choice is by size. On any other, the tiled
 // variants are timed on the first product of each shape class (the sizes'
@@ -136,6 +137,7 @@ var tiles = []tile{
 	{128, 64, 16, 8, 4, true, true, true, true, false},
 	{128, 128, 8, 8, 8, true, true, true, false, true},
 	{128, 64, 16, 8, 4, true, true, true, false, true},
+	{128, 128, 8, 8, 8, true, true, true, true, true},
 }
 
 // tuneMinMACs is the smallest product whose class is timed: smaller ones
@@ -251,8 +253,8 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	if t, ok := d.mm.chosen[c]; ok {
 		return t
 	}
-	// The candidates write a scratch matrix, not o: run three times each,
-	// they would add to an accumulating o three times over.
+	// The candidates write a scratch matrix, not o: run four times each,
+	// they would add to an accumulating o four times over.
 	scratch, err := d.alloc(o.dt, o.n)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: timing the matmul kernels for %v: %v", c, err))
