@@ -89,11 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $c := seq 2}}
         {
             let next = k0 + {{$.BK}}u;
-            if (next < k1) {
-                let k0 = next;
-{{- template "fetch" $fa}}
-{{- template "fetch" $fb}}
-            }
+{{- template "fetch_next" dict "A" $fa "B" $fb}}
 {{- template "products" dict "T" $ "Base" (mul $c $.BK)}}
             if (next < k1) {
 {{- template "stash" (set $fa "Off" (printf "%du + " (mul (sub 1 $c) $.BK)))}}
@@ -114,20 +110,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         workgroupBarrier();
         let next = k0 + {{.BK}}u;
 {{- if .Pre}}
-        if (next < k1) {
-            let k0 = next;
-{{- template "fetch" $fa}}
-{{- template "fetch" $fb}}
-        }
+{{- template "fetch_next" dict "A" $fa "B" $fb}}
 {{- end}}
 {{- template "products" dict "T" . "Base" 0}}
         workgroupBarrier();
 {{- if not .Pre}}
-        if (next < k1) {
-            let k0 = next;
-{{- template "fetch" $fa}}
-{{- template "fetch" $fb}}
-        }
+{{- template "fetch_next" dict "A" $fa "B" $fb}}
 {{- end}}
     }
 {{- end}}
@@ -187,6 +175,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $l := seq $n}}
     var {{$d.Reg}}{{$l}}: {{if $d.V}}vec4<f32>{{else}}f32{{end}};
 {{- end}}
+{{- end}}
+
+{{- /* fetch_next fetches operands A and B at step next, if there is one. */}}
+{{- define "fetch_next"}}
+        if (next < k1) {
+            let k0 = next;
+{{- template "fetch" .A}}
+{{- template "fetch" .B}}
+        }
 {{- end}}
 
 {{- /* fetch loads the thread's share of the slice at k0 into its registers. */}}

@@ -100,10 +100,10 @@ func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
 }
 
 // GCInterval is how many bytes of tensors the package allocates (and no
-// Release frees) between the garbage collections it asks for, so that the cleanups of unreachable
-// tensors return device memory, which the Go heap does not see; after
-// each, the allocation that asked for it waits (at most half a second)
-// for the cleanups the collection queued. Set it before creating tensors;
+// Release frees) between the garbage collections it asks for, so that
+// the cleanups of unreachable tensors return device memory, which the Go
+// heap does not see; after each, the allocation that asked for it waits
+// (at most half a second) for the cleanups the collection queued. Set it before creating tensors;
 // 0 or less turns the collections off.
 var GCInterval int64 = 256 << 20
 

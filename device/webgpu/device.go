@@ -123,7 +123,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn()}
+	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn()}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
 	// aborts the process on machines with EGL but no display.

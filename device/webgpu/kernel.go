@@ -246,9 +246,6 @@ func (d *Device) paramSlot(params []uint32) uint32 {
 		clear(d.slots)
 		d.params, d.paramFrom = d.params[:0], 0
 	}
-	if d.slots == nil {
-		d.slots = map[string]uint32{}
-	}
 	off := d.paramFrom + uint32(len(d.params))
 	d.params = append(d.params, zeroSlot[:]...)
 	copy(d.params[len(d.params)-paramSlot:], key)

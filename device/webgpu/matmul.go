@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,36 +59,36 @@ type tile struct {
 
 func (t tile) String() string {
 	s := fmt.Sprintf("tiled/%d×%d×%d/%d×%d", t.BM, t.BN, t.BK, t.TM, t.TN)
-	for _, f := range []struct {
-		on     bool
-		suffix string
-	}{{t.Spread, "s"}, {t.Vec, "v"}, {t.Pre, "p"}, {t.Dbl, "d"}, {t.Swz, "z"}} {
-		if f.on {
-			s += f.suffix
+	for _, o := range t.options() {
+		if *o.on {
+			s += string(o.letter)
 		}
 	}
 	return s
 }
 
+// tileOption is one of a tile's options and the letter that names it.
+type tileOption struct {
+	letter rune
+	on     *bool
+}
+
+// options returns t's options.
+func (t *tile) options() []tileOption {
+	return []tileOption{{'s', &t.Spread}, {'v', &t.Vec}, {'p', &t.Pre}, {'d', &t.Dbl}, {'z', &t.Swz}}
+}
+
 // variant returns the tile of these sizes with the options named by the
-// letters of opts, as in its name: s, v, p, d, z.
+// letters of opts, as in its name.
 func variant(bm, bn, bk, tm, tn int, opts string) tile {
 	t := tile{BM: bm, BN: bn, BK: bk, TM: tm, TN: tn}
+	options := t.options()
 	for _, c := range opts {
-		switch c {
-		case 's':
-			t.Spread = true
-		case 'v':
-			t.Vec = true
-		case 'p':
-			t.Pre = true
-		case 'd':
-			t.Dbl = true
-		case 'z':
-			t.Swz = true
-		default:
+		i := slices.IndexFunc(options, func(o tileOption) bool { return o.letter == c })
+		if i < 0 {
 			panic(fmt.Sprintf("webgpu: tile option %q", c))
 		}
+		*options[i].on = true
 	}
 	return t
 }
