@@ -17,7 +17,12 @@
 // column blocks a row of blocks, p[16] rows of blocks a matrix, p[17]
 // blocks in all), spread over workgroups of 64: llvmpipe's SIMD lanes
 // span a workgroup's x only, and products of few columns left most of
-// them idle in the 8×8 workgroups of the two-dimensional grid.{{end}}
+// them idle in the 8×8 workgroups of the two-dimensional grid.{{end}}{{if .Split}}
+// Here k is split into p[18] parts of p[19] terms, the part the grid's z
+// (with the batch: z = part + p[18]·matrix) picks: a part writes its sums
+// of the dispatch's terms to out at p[20]·part further, not adding to it
+// unless p[4] ≠ 0, and stage sum adds the parts up (a product of few
+// blocks and long k otherwise runs on as few of the CPU's threads).{{end}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
 @group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}{{if .HalfA}}vec2<u32>{{else}}vec4<f32>{{end}}{{else if .HalfA}}u32{{else}}f32{{end}}>;
@@ -45,7 +50,7 @@
     let rest = t / p[15];
     let row0 = p[3] + (rest % p[16]) * {{.TM}}u;
     let col0 = (t % p[15]) * {{.TN}}u;
-    let z = p[6] + rest / p[16];
+    let zz = rest / p[16];
 {{- else}}
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -57,11 +62,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (row0 >= M || col0 >= N) {
         return;
     }
-    let z = p[6] + gid.z;
+    let zz = gid.z;
+{{- end}}
+{{- if .Split}}
+    let part = zz % p[18];
+    let z = p[6] + zz / p[18];
+    let kLo = p[4] + part * p[19];
+    let kHi = min(p[5], kLo + p[19]);
+{{- else}}
+    let z = p[6] + zz;
+    let kLo = p[4];
+    let kHi = p[5];
 {{- end}}
     let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
     let zb = p[11] + z * p[8];
-    let zo = p[12] + z * M * N;
+    let zo = p[12] + z * M * N{{if .Split}} + part * p[20]{{end}};
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
     let ra{{$q}} = min(row0 + {{mul $q 4}}u, M - 4u) / 4u;
@@ -84,7 +99,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
 {{- if .DotK}}
-    for (var k = p[4] / 4u; k < p[5] / 4u; k++) {
+    for (var k = kLo / 4u; k < kHi / 4u; k++) {
 {{- range $i := seq .TM}}
         let a{{$i}} = a_v(za + r{{$i}} * (K / 4u) + k);
 {{- end}}
@@ -101,7 +116,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
     }
 {{- else}}
-    for (var k = p[4]; k < p[5]; k++) {
+    for (var k = kLo; k < kHi; k++) {
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
         let av{{$q}} = a_v(za + k * (M / 4u) + ra{{$q}});
@@ -128,7 +143,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}{{end}}
     }
 {{- end}}
-    // Whether to add to out: a later part of k, or Accumulate.
-    let add = p[4] != 0u || p[13] != 0u;
+    // Whether to add to out: a later dispatch of k's terms, or Accumulate
+    // (which a split product leaves to stage sum).
+    let add = p[4] != 0u{{if not .Split}} || p[13] != 0u{{end}};
 {{template "matmul_store" .}}
 }

@@ -71,6 +71,9 @@ type Device struct {
 	// loopLimited is set on CPU adapters (lavapipe), which silently end a
 	// loop after about 32768 iterations.
 	loopLimited bool
+	// threads is how many threads run a CPU adapter's workgroups: lavapipe
+	// runs LP_NUM_THREADS of them, by default one a processor.
+	threads int
 
 	kernels map[string]*kernel
 
@@ -142,6 +145,10 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	props := d.adapter.GetProperties()
 	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Name, props.BackendType, props.AdapterType)
 	d.loopLimited = props.AdapterType == wgpu.AdapterType_CPU
+	d.threads = runtime.NumCPU()
+	if n, err := strconv.Atoi(os.Getenv("LP_NUM_THREADS")); err == nil && n > 0 {
+		d.threads = n
+	}
 	d.limits = requestable(d.adapter.GetLimits().Limits)
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:          "extensor",

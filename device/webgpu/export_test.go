@@ -64,3 +64,11 @@ func TileFits(d *Device, name string) bool {
 	}
 	return true
 }
+
+// SetThreads sets the threads d takes a CPU adapter to run workgroups on
+// (which split products over k: kParts).
+func SetThreads(d *Device, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.threads = n
+}

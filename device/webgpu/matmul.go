@@ -209,9 +209,11 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
 	textures := cpuKernels && d.texturesFit(s)
 	register := f == "register" || cpuKernels && !textures
-	// Products split over k (loops are bounded on CPU adapters) add up in
-	// float32 stand-ins, so that a float16 result is rounded once.
-	if d.loopLimited && s.K > maxLoop && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+	// Products split over k (loops are bounded on CPU adapters, and the
+	// register kernel splits products of few blocks) add up in float32
+	// stand-ins, so that a float16 result is rounded once.
+	if d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) &&
+		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -231,8 +233,9 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 }
 
 // MatMulKernel names the kernel that products shaped as s use on d:
-// "texture", "register" or a tiled variant; for a GPU's shape class not
-// yet timed, "tiled (chosen at the first product)".
+// "texture", "register" (with ", k in N parts" where it splits k: see
+// kParts) or a tiled variant; for a GPU's shape class not yet timed,
+// "tiled (chosen at the first product)".
 func (d *Device) MatMulKernel(s device.GEMM) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -241,9 +244,9 @@ func (d *Device) MatMulKernel(s device.GEMM) string {
 		if d.texturesFit(s) {
 			return "texture"
 		}
-		return "register"
+		return d.registerName(s)
 	case f == "register":
-		return f
+		return d.registerName(s)
 	case strings.HasPrefix(f, "tiled/"):
 		return f
 	}
@@ -329,7 +332,7 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 		"HalfA": ha, "HalfB": hb, "Half": ho, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz}
 	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,vec=%v%v", t, s.TransA, s.TransB, ha, hb, ho, va, vb)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
-	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false)
+	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false, 1)
 }
 
 // matMulRegister records the products with the register-blocked kernel:
@@ -341,23 +344,85 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va, vb, vo := vec4s(y, s)
-	dotK := dotsAlongK(s)
-	tm, tn, wg := 8, 16, 8
+	tm, tn, dotK, flat := registerBlocks(s)
+	parts := d.kParts(s) // float32 only: MatMul widens the rest
+	out, ps := o, s
+	if parts > 1 {
+		// The parts' sums go to a scratch matrix, stage sum adds them up.
+		var err error
+		if out, err = d.alloc(device.Float32, parts*s.Batch*s.M*s.N); err != nil {
+			d.fail(fmt.Errorf("webgpu: a %d×%d×%d product split over k in %d parts: %v", s.M, s.K, s.N, parts, err))
+			return
+		}
+		defer d.free(out)
+		ps.OffDst, ps.Accumulate = 0, false
+		vo = s.N%4 == 0
+	}
+	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
+		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat, "Split": parts > 1}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,flat=%v,split=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, flat, parts > 1)
+	kern := d.kernel(key, "matmul", spec, false, false, true)
+	bm, bn := tm, tn
+	if !flat {
+		bm, bn = tm*registerWG, tn*registerWG
+	}
+	d.matMulDispatches(kern, bm, bn, out, x, y, ps, va || dotK, vb || dotK, flat, parts)
+	if parts > 1 {
+		n := s.Batch * s.M * s.N
+		d.run(d.kernel("matmul_sum", "matmul_sum", nil, false, true), groupsOf(n, 256),
+			[]uint32{uint32(n), uint32(parts), uint32(s.OffDst), b2u(s.Accumulate)}, out, o)
+	}
+}
+
+// registerWG is the side of the register kernel's 8×8 workgroups.
+const registerWG = 8
+
+// registerBlocks returns the register kernel's block for s, tm×tn outputs
+// an invocation; whether it reads both operands by vec4s along k
+// (dotsAlongK); and whether, with fewer than registerWG column blocks, it
+// numbers its blocks in one sequence (flat: see matmul.wgsl).
+func registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
+	dotK = dotsAlongK(s)
+	tm, tn = 8, 16
 	if !dotK && s.K >= 32 {
 		tm = 16
 	}
-	// Products of fewer than wg column blocks number their blocks in one
-	// sequence (see matmul.wgsl).
-	flat := groupsOf(s.N, tn) < wg
-	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
-		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,flat=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, flat)
-	kern := d.kernel(key, "matmul", spec, false, false, true)
-	if flat {
-		d.matMulDispatches(kern, tm, tn, o, x, y, s, va || dotK, vb || dotK, true)
-		return
+	return tm, tn, dotK, groupsOf(s.N, tn) < registerWG
+}
+
+// minPartK is the fewest terms of k a part of a split product sums.
+const minPartK = 128
+
+// kParts returns how many parts the register kernel splits s's k into on
+// a CPU adapter: where s has fewer workgroups than the adapter has
+// threads (lavapipe runs a workgroup on one thread), as many as give every
+// thread one, each of at least minPartK terms; else 1. The parts are
+// summed into float32 scratch (Batch·M·N a part) by a second kernel, and
+// their sums add up in another order than a single part's. Measured on
+// lavapipe (2 threads): a 64×1600×128 product, rows times rows (examples/cnn's
+// first linear layer, one workgroup), took 2.7 ms whole and 1.5 ms in 2,
+// 4 or 8 parts.
+func (d *Device) kParts(s device.GEMM) int {
+	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N == 0 {
+		return 1
 	}
-	d.matMulDispatches(kern, tm*wg, tn*wg, o, x, y, s, va || dotK, vb || dotK, false)
+	tm, tn, _, flat := registerBlocks(s)
+	groups := groupsOf(s.N, tn*registerWG) * groupsOf(s.M, tm*registerWG) * s.Batch
+	if flat {
+		groups = groupsOf(groupsOf(s.N, tn)*groupsOf(s.M, tm)*s.Batch, 64)
+	}
+	if groups >= d.threads {
+		return 1
+	}
+	return min(groupsOf(d.threads, groups), s.K/minPartK)
+}
+
+// registerName is MatMulKernel's name for s on the register kernel.
+func (d *Device) registerName(s device.GEMM) string {
+	if n := d.kParts(s); n > 1 {
+		return fmt.Sprintf("register, k in %d parts", n)
+	}
+	return "register"
 }
 
 // vec4s reports which of the products' matrices kernels may access as
@@ -392,8 +457,11 @@ func dotsAlongK(s device.GEMM) bool {
 // a bm×bn block; va and vb tell whether the kernel reads a or b as vec4s
 // (its offsets and strides count vec4s).
 // With flat, bm×bn is an invocation's block, the blocks of the dispatch's
-// matrices numbered in one sequence over workgroups of 64.
-func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb, flat bool) {
+// matrices numbered in one sequence over workgroups of 64. With parts > 1
+// (the register kernel's Split), each dispatch's terms of k are split in
+// as many parts, each written to o as a product of its own, Batch·M·N
+// elements after the last part's.
+func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb, flat bool, parts int) {
 	if kern == nil {
 		return
 	}
@@ -431,13 +499,19 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 				k1 := min(k, k0+kPer)
 				p := []uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
 					uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
-					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate), vec(s.RowB(), vb)}
+					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate), vec(s.RowB(), vb),
+					0, 0, 0} // p[15:18]: flat's, below
+				if parts > 1 {
+					// Parts of a multiple of 4 terms (DotK reads by vec4s along k).
+					per := groupsOf(groupsOf(k1-k0, parts), 4) * 4
+					p = append(p, uint32(parts), uint32(per), uint32(s.Batch*m*n))
+				}
 				if !flat {
-					d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb), p, x, y, o)
+					d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb*parts), p, x, y, o)
 					continue
 				}
-				blocks := gx * groupsOf(rows, bm) * nb
-				p = append(p, uint32(gx), uint32(groupsOf(rows, bm)), uint32(blocks))
+				blocks := gx * groupsOf(rows, bm) * nb * parts
+				p[15], p[16], p[17] = uint32(gx), uint32(groupsOf(rows, bm)), uint32(blocks)
 				wx, wy, err := grid(groupsOf(blocks, 64))
 				if err != nil {
 					d.fail(fmt.Errorf("webgpu: kernel %s: %v", kern.name, err))

@@ -230,6 +230,77 @@ func TestMatMulKernels(t *testing.T) {
 	})
 }
 
+// TestMatMulSplitK checks the register kernel's products split over k
+// (kParts: few blocks, long k) for several thread counts, on the CPU
+// adapters' kernels: MatMulKernel names the parts; the results, plain and
+// accumulating, match float64's; on float16 they are the float32 results
+// rounded. The products are flat and not, by vec4s along k and not,
+// batched, offset, and past maxLoop.
+func TestMatMulSplitK(t *testing.T) {
+	d := fresh(t)
+	webgpu.AsCPU(d)
+	rng := rand.New(rand.NewPCG(7, 8))
+	cases := []struct {
+		s       device.GEMM
+		threads int
+		want    string
+	}{
+		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 1, "register"},
+		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 16, "register, k in 12 parts"}, // at least minPartK terms a part
+		{device.GEMM{Batch: 2, M: 5, K: 700, N: 9, StrideA: 5 * 700, StrideB: 700 * 9, OffDst: 3}, 3, "register, k in 3 parts"},
+		{device.GEMM{Batch: 1, M: 8, K: 255, N: 12}, 8, "register"},    // too short to split
+		{device.GEMM{Batch: 1, M: 200, K: 300, N: 200}, 2, "register"}, // 4 workgroups already
+		{device.GEMM{Batch: 1, M: 8, K: 1000, N: 12}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 1, M: 8, K: 300, N: 128, TransB: true}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 1, M: 20, K: 1024, N: 30, TransB: true, OffDst: 1}, 4, "register, k in 4 parts"},
+		{device.GEMM{Batch: 1, M: 3, K: 20000, N: 5, TransA: true}, 2, "register, k in 2 parts"},
+	}
+	for _, c := range cases {
+		webgpu.SetThreads(d, c.threads)
+		if got := d.MatMulKernel(c.s); got != c.want {
+			t.Errorf("%+v with %d threads: MatMulKernel = %q; want %q", c.s, c.threads, got, c.want)
+		}
+		na, nb, nd := extent(c.s)
+		a, b := make([]float32, na), make([]float32, nb)
+		for _, v := range [][]float32{a, b} {
+			for i := range v {
+				v[i] = rng.Float32()*2 - 1
+			}
+		}
+		want, tol := gemmRef(c.s, a, b, nd)
+		x := tensor.Must(tensor.FromFloat32(d, a, na))
+		y := tensor.Must(tensor.FromFloat32(d, b, nb))
+		out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
+		for _, acc := range []bool{false, true} {
+			s := c.s
+			s.Accumulate = acc
+			d.Fill(out.Buffer(), 42)
+			d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+			got, err := out.Float32s()
+			if err != nil {
+				t.Fatalf("%+v: %v", s, err)
+			}
+			for i := range got {
+				w := want[i]
+				switch {
+				case tol[i] == 0: // before OffDst
+					w = 42
+				case acc:
+					w += 42
+				}
+				if math.Abs(float64(got[i])-w) > tol[i]+42e-7 {
+					t.Fatalf("%+v with %d threads (%s): out[%d] = %v; want %v", s, c.threads, c.want, i, got[i], w)
+				}
+			}
+		}
+		x.Release()
+		y.Release()
+		out.Release()
+		matMulHalf(t, d, c.s, a, b, nd)
+	}
+}
+
 // TestMatMulTextureShapes queues texture products of more shapes than the
 // device keeps operand textures for, with no readback between them, so
 // that making a product's textures releases the others: every product
