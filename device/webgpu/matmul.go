@@ -390,20 +390,26 @@ func registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
 	return tm, tn, dotK, groupsOf(s.N, tn) < registerWG
 }
 
-// minPartK is the fewest terms of k a part of a split product sums.
-const minPartK = 128
+// minPartK is the fewest terms of k a part of a split product sums, and
+// minSplitMACs the fewest multiply-adds of a product split: below them the
+// second dispatch (about 50 µs on lavapipe) costs what the parts save.
+const (
+	minPartK     = 128
+	minSplitMACs = 1 << 20
+)
 
 // kParts returns how many parts the register kernel splits s's k into on
 // a CPU adapter: where s has fewer workgroups than the adapter has
 // threads (lavapipe runs a workgroup on one thread), as many as give every
-// thread one, each of at least minPartK terms; else 1. The parts are
+// thread one, each of at least minPartK terms (products of at least
+// minSplitMACs); else 1. The parts are
 // summed into float32 scratch (Batch·M·N a part) by a second kernel, and
 // their sums add up in another order than a single part's. Measured on
 // lavapipe (2 threads): a 64×1600×128 product, rows times rows (examples/cnn's
 // first linear layer, one workgroup), took 2.7 ms whole and 1.5 ms in 2,
 // 4 or 8 parts.
 func (d *Device) kParts(s device.GEMM) int {
-	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N == 0 {
+	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N*s.K < minSplitMACs {
 		return 1
 	}
 	tm, tn, _, flat := registerBlocks(s)

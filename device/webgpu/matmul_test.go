@@ -248,13 +248,14 @@ func TestMatMulSplitK(t *testing.T) {
 		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 1, "register"},
 		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 2, "register, k in 2 parts"},
 		{device.GEMM{Batch: 1, M: 64, K: 1600, N: 128, TransB: true}, 16, "register, k in 12 parts"}, // at least minPartK terms a part
-		{device.GEMM{Batch: 2, M: 5, K: 700, N: 9, StrideA: 5 * 700, StrideB: 700 * 9, OffDst: 3}, 3, "register, k in 3 parts"},
-		{device.GEMM{Batch: 1, M: 8, K: 255, N: 12}, 8, "register"},    // too short to split
-		{device.GEMM{Batch: 1, M: 200, K: 300, N: 200}, 2, "register"}, // 4 workgroups already
-		{device.GEMM{Batch: 1, M: 8, K: 1000, N: 12}, 2, "register, k in 2 parts"},
-		{device.GEMM{Batch: 1, M: 8, K: 300, N: 128, TransB: true}, 2, "register, k in 2 parts"},
-		{device.GEMM{Batch: 1, M: 20, K: 1024, N: 30, TransB: true, OffDst: 1}, 4, "register, k in 4 parts"},
-		{device.GEMM{Batch: 1, M: 3, K: 20000, N: 5, TransA: true}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 2, M: 30, K: 2000, N: 9, StrideA: 30 * 2000, StrideB: 2000 * 9, OffDst: 3}, 3, "register, k in 3 parts"},
+		{device.GEMM{Batch: 1, M: 8, K: 255, N: 12}, 8, "register"},                 // too short to split
+		{device.GEMM{Batch: 1, M: 128, K: 256, N: 10, TransB: true}, 2, "register"}, // too small to split
+		{device.GEMM{Batch: 1, M: 200, K: 300, N: 200}, 2, "register"},              // 4 workgroups already
+		{device.GEMM{Batch: 1, M: 40, K: 3000, N: 12}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 1, M: 32, K: 400, N: 128, TransB: true}, 2, "register, k in 2 parts"},
+		{device.GEMM{Batch: 1, M: 40, K: 1024, N: 30, TransB: true, OffDst: 1}, 4, "register, k in 4 parts"},
+		{device.GEMM{Batch: 1, M: 12, K: 20000, N: 5, TransA: true}, 2, "register, k in 2 parts"},
 	}
 	for _, c := range cases {
 		webgpu.SetThreads(d, c.threads)
