@@ -68,12 +68,18 @@ fn at(base: u32, r: u32) -> f32 {
 }
 {{- end}}
 {{if .Vec}}
+{{- $n := len .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = 256}}{{end}}
 // One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
-// it folds the chunk's {{len .Unroll}} consecutive vec4s {{len .Unroll}}t, {{len .Unroll}}t + 1, … (those inside
-// the row), in straight-line code (loops are slow on CPU adapters), into
-// out[(o·chunks + c)·256 + t]. Another pass reduces the partials. A run
-// of consecutive vec4s an invocation went faster on llvmpipe than
-// vec4s 256 apart (16M floats: 13.2 to 11.6 ms with 16 a run, not 8).
+// it folds {{$n}} of the chunk's vec4s (those inside the row), in
+// straight-line code (loops are slow on CPU adapters), into
+// out[(o·chunks + c)·256 + t]. Another pass reduces the partials. {{if .Coalesce -}}
+// Here (GPUs) they are vec4s t, t + 256, …: neighbouring invocations
+// read neighbouring vec4s together.
+{{- else -}}
+// Here (CPU adapters) they are the run {{$n}}t, {{$n}}t + 1, …: a run of
+// consecutive vec4s an invocation went faster on llvmpipe than vec4s 256
+// apart (16M floats: 13.2 to 11.6 ms with 16 a run, not 8).
+{{- end}}
 fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     return vec4<f32>({{.Op}}_combine(acc.x, v.x), {{.Op}}_combine(acc.y, v.y), {{.Op}}_combine(acc.z, v.z), {{.Op}}_combine(acc.w, v.w));
 }
@@ -81,19 +87,19 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
 {{template "main_1d"}}
     let w = i / 256u;
     let o = w / p[37];
-    let first = (w % p[37]) * p[38] + (i % 256u) * {{len .Unroll}}u;
+    let first = (w % p[37]) * p[38] + (i % 256u){{if not .Coalesce}} * {{$n}}u{{end}};
     let row = o * p[1];
     let last = p[1] - 1u;
     let init = vec4<f32>({{.Op}}_init());
     var acc = init;
-    if (first + {{len .Unroll}}u - 1u <= last) {
-        // The whole run lies inside the row: no bounds to check.
+    if (first + {{mul (sub $n 1) $step}}u <= last) {
+        // All of them lie inside the row: no bounds to check.
 {{- range .Unroll}}
-        acc = combine4(acc, x[row + first + {{.}}u]);
+        acc = combine4(acc, x[row + first + {{mul . $step}}u]);
 {{- end}}
     } else {
 {{- range .Unroll}}
-        acc = combine4(acc, select(init, x[row + min(first + {{.}}u, last)], first + {{.}}u <= last));
+        acc = combine4(acc, select(init, x[row + min(first + {{mul . $step}}u, last)], first + {{mul . $step}}u <= last));
 {{- end}}
     }
     out[i] = {{.Op}}_combine({{.Op}}_combine(acc.x, acc.y), {{.Op}}_combine(acc.z, acc.w));

@@ -374,11 +374,11 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	spec["Chunks"] = true
 	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkLen, r
 	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
-		spec["Vec"], spec["Unroll"] = true, make([]int, vecUnroll)
+		spec["Vec"], spec["Unroll"], spec["Coalesce"] = true, make([]int, vecUnroll), !d.loopLimited
 		for i := range vecUnroll {
 			spec["Unroll"].([]int)[i] = i
 		}
-		name, length, r4 = "reduce_vec4/"+op.String()+suffix, vecUnroll*256, r/4
+		name, length, r4 = fmt.Sprintf("reduce_vec4/%v%s/coalesce=%v", op, suffix, !d.loopLimited), vecUnroll*256, r/4
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(name, "reduce", spec, false, true)

@@ -679,7 +679,7 @@ func TestCopyStrided(t *testing.T) {
 	}
 }
 
-// TestGPUOrder runs the elementwise and softmax kernels in the order they
+// TestGPUOrder runs the elementwise, softmax and reduction kernels in the order they
 // take on GPUs (neighbouring invocations on neighbouring items) on sizes
 // that leave partial workgroups, against the CPU backend.
 func TestGPUOrder(t *testing.T) {
@@ -719,6 +719,10 @@ func TestGPUOrder(t *testing.T) {
 		// Rows longer than the one-pass kernel takes, in two passes.
 		{"softmax/rows-of-8320", []int{3, 8320}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax-grad/rows-of-8196", []int{3, 8196}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
+		// Long rows of vec4s: the reduction's chunks of 4096 vec4s, the
+		// last partial, each invocation's vec4s 256 apart.
+		{"sum/vec4", []int{3, 4 * 5000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.SumAxis(x, 1, false) }},
+		{"max/vec4", []int{4 * 20001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MaxAxis(x, 0, false) }},
 	}
 	for _, tc := range cases {
 		n := 1
