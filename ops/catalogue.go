@@ -324,6 +324,10 @@ func matmulCases() []Case {
 		// More terms than one loop of a lavapipe invocation runs: the sum is split.
 		Case{Name: "(2,40000)@(40000,3)", Inputs: []Input{{Shape: sh(2, 40000)}, {Shape: sh(40000, 3)}}, NoFD: true},
 		Case{Name: "(64,60,70)@(64,70,50)", Inputs: []Input{{Shape: sh(64, 60, 70)}, {Shape: sh(64, 70, 50)}}, NoFD: true},
+		// Few blocks of the product and long k: split over k on CPU
+		// adapters of two threads or more. float32 rounding over 3000
+		// terms (Σ|a||b| ≈ 750) passes the default atol near zero sums.
+		Case{Name: "(40,3000)@(3000,12)", Inputs: []Input{{Shape: sh(40, 3000)}, {Shape: sh(3000, 12)}}, ATol: 1e-4, NoFD: true},
 		// Products large enough for the texture kernel on CPU adapters
 		// (edges not multiples of its tiles; gradients transposed), alone,
 		// folded, and batched with shared and own operands.
@@ -472,9 +476,14 @@ func linearCases() []Case {
 	sp := c(sh(3, 4), 2, true)
 	sp.Name, sp.NoFD = "special values "+sp.Name, true
 	sp.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, inf, 0, 1, 2, -1, 0.5, 1e30, 2}}
+	// examples/cnn's first linear layer: on CPU adapters its product is
+	// split over k; float32 rounding over 1600 terms passes the default
+	// atol near zero sums.
+	cnn := c(sh(64, 1600), 128, true)
+	cnn.ATol, cnn.NoFD = 1e-4, true
 	return []Case{
 		c(sh(5, 4), 3, true), c(sh(5, 4), 3, false), c(sh(2, 3, 4), 5, true), c(sh(4), 3, true), c(sh(0, 4), 3, true),
-		c(sh(3, 0), 2, true), c(sh(70, 33), 65, true), sp,
+		c(sh(3, 0), 2, true), c(sh(70, 33), 65, true), sp, cnn,
 	}
 }
 
