@@ -340,11 +340,12 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 // the DotK variant (on lavapipe, the fastest of 8×8, 8×16 and 16×16 in
 // alternating runs: 16×16 took conv2's per-image forward product from
 // 17.5–20.4 to 15.3–16.7 ms and its columns' gradient from 16.4–16.8 to
-// 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10).
+// 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10), and of
+// 16×12 or 8×12 for DotK products at most 12 wide (registerBlocks).
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va, vb, vo := vec4s(y, s)
-	tm, tn, dotK, flat := registerBlocks(s)
+	tm, tn, dotK, flat := d.registerBlocks(s)
 	parts := d.kParts(s) // float32 only: MatMul widens the rest
 	out, ps := o, s
 	if parts > 1 {
@@ -377,15 +378,27 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 // registerWG is the side of the register kernel's 8×8 workgroups.
 const registerWG = 8
 
-// registerBlocks returns the register kernel's block for s, tm×tn outputs
-// an invocation; whether it reads both operands by vec4s along k
+// registerBlocks returns the register kernel's block for s on d, tm×tn
+// outputs an invocation; whether it reads both operands by vec4s along k
 // (dotsAlongK); and whether, with fewer than registerWG column blocks, it
 // numbers its blocks in one sequence (flat: see matmul.wgsl).
-func registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
+func (d *Device) registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
 	dotK = dotsAlongK(s)
 	tm, tn = 8, 16
-	if !dotK && s.K >= 32 {
+	switch {
+	case !dotK && s.K >= 32:
 		tm = 16
+	case dotK && s.N <= 12:
+		// Narrow rows times rows (a convolution's filters' gradient on
+		// im2col: conv1's 10 columns): 12 columns waste fewer loads than
+		// 16, and 16 rows, where they leave every thread a workgroup,
+		// load 28 vec4s a step for 192 outputs where 8×16 loads 24 for
+		// 128. conv1's gradient (64 images of 32×676 by 676×10) took
+		// 2.2–2.9 ms so against 4.0–4.3 ms, and 3.7–3.9 ms as 8×12.
+		tn = 12
+		if groupsOf(groupsOf(s.M, 16)*s.Batch, 64) >= d.threads {
+			tm = 16
+		}
 	}
 	return tm, tn, dotK, groupsOf(s.N, tn) < registerWG
 }
@@ -412,7 +425,7 @@ func (d *Device) kParts(s device.GEMM) int {
 	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N*s.K < minSplitMACs {
 		return 1
 	}
-	tm, tn, _, flat := registerBlocks(s)
+	tm, tn, _, flat := d.registerBlocks(s)
 	groups := groupsOf(s.N, tn*registerWG) * groupsOf(s.M, tm*registerWG) * s.Batch
 	if flat {
 		groups = groupsOf(groupsOf(s.N, tn)*groupsOf(s.M, tm)*s.Batch, 64)

@@ -101,6 +101,10 @@ func TestMatMulKernels(t *testing.T) {
 		// Rows times rows, by vec4s along k (the register kernel's DotK).
 		{Batch: 3, M: 37, K: 20, N: 45, TransB: true, StrideA: 37 * 20, StrideB: 45 * 20},
 		{Batch: 2, M: 64, K: 124, N: 70, TransB: true, LdB: 128, StrideA: 64 * 124, StrideB: 70 * 128, OffA: 4, OffB: 8, OffDst: 3},
+		// DotK at most 12 wide, in blocks 12 wide: 16 rows where every
+		// thread of a CPU adapter of 2 still gets a workgroup, 8 where not.
+		{Batch: 64, M: 32, K: 40, N: 10, TransB: true, StrideA: 32 * 40, StrideB: 10 * 40, OffDst: 2},
+		{Batch: 1, M: 21, K: 36, N: 7, TransB: true, OffDst: 1},
 	}
 	// The operands and float64 products of each case, made once.
 	type operands struct {
