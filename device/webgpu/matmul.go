@@ -415,12 +415,12 @@ const (
 // a CPU adapter: where s has fewer workgroups than the adapter has
 // threads (lavapipe runs a workgroup on one thread), as many as give every
 // thread one, each of at least minPartK terms (products of at least
-// minSplitMACs); else 1. The parts are
-// summed into float32 scratch (Batch·M·N a part) by a second kernel, and
-// their sums add up in another order than a single part's. Measured on
-// lavapipe (2 threads): a 64×1600×128 product, rows times rows (examples/cnn's
-// first linear layer, one workgroup), took 2.7 ms whole and 1.5 ms in 2,
-// 4 or 8 parts.
+// minSplitMACs); else 1. The parts are written to float32 scratch
+// (Batch·M·N a part) and summed by a second kernel, so their sums add up
+// in another order than a single part's. Measured on lavapipe (2
+// threads): a 64×1600×128 product, rows times rows (examples/cnn's first
+// linear layer, one workgroup), took 2.7 ms whole and 1.5 ms in 2, 4 or 8
+// parts.
 func (d *Device) kParts(s device.GEMM) int {
 	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N*s.K < minSplitMACs {
 		return 1

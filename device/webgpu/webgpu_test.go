@@ -679,9 +679,9 @@ func TestCopyStrided(t *testing.T) {
 	}
 }
 
-// TestGPUOrder runs the elementwise, softmax and reduction kernels in the order they
-// take on GPUs (neighbouring invocations on neighbouring items) on sizes
-// that leave partial workgroups, against the CPU backend.
+// TestGPUOrder runs the elementwise, softmax and reduction kernels in the
+// order they take on GPUs (neighbouring invocations on neighbouring items)
+// on sizes that leave partial workgroups, against the CPU backend.
 func TestGPUOrder(t *testing.T) {
 	d := fresh(t)
 	webgpu.AsGPU(d)
