@@ -1,29 +1,29 @@
 {{- define "mac"}}{
-{{- /* One term of k: op(b)'s texels first, then op(a)'s a texel (4 rows)
-       at a time, each followed by its rows' products, so that few loaded
-       values are live at once (llvmpipe's texel fetch is a call, across
-       which live values are spilled): 32×16 blocks so ordered ran at
-       30–34 GFLOP/s at 1024³ where 16×16 blocks, all loads first, ran at
-       27–29. */}}
+{{- /* Four terms of k from depth 4·kq ({{.K}}): op(b)'s 4×{{div .T.TN 4}} texels
+       first, then op(a)'s texels (a row's four terms) one at a time, each
+       followed by its row's products, so that of op(a) one texel at a time
+       is live across the fetches (llvmpipe's texel fetch is a call, across
+       which live values are spilled). */}}
 {{- $T := .T}}{{$K := .K}}
-{{- range $j := seq (div $T.TN 4)}}
-            let b{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, {{$K}}), 0);
-{{- end}}
-{{- range $q := seq (div $T.TM 4)}}
-            let a{{$q}} = textureLoad(ta, vec2<i32>(qa + {{$q}}, {{$K}}), 0);
-{{- range $r := seq 4}}{{$i := add (mul $q 4) $r}}{{range $j := seq (div $T.TN 4)}}
-            acc{{$i}}_{{$j}} += b{{$j}} * a{{$q}}[{{$r}}];
+{{- range $k := seq 4}}{{range $j := seq (div $T.TN 4)}}
+            let b{{$k}}_{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, 4 * ({{$K}}) + {{$k}}), 0);
+{{- end}}{{end}}
+{{- range $i := seq $T.TM}}
+            let a{{$i}} = textureLoad(ta, vec2<i32>({{$K}}, ra + {{$i}}), 0);
+{{- range $k := seq 4}}{{range $j := seq (div $T.TN 4)}}
+            acc{{$i}}_{{$j}} += b{{$k}}_{{$j}} * a{{$i}}[{{$k}}];
 {{- end}}{{end}}
 {{- end}}
         }
 {{- end}}
 {{- if eq .Stage "pack"}}
 // matmul_tex, stage pack: copies an operand of a matrix product into an
-// rgba32float texture, 4 consecutive entries along its wide axis (the rows
-// of op(a), or the columns of op(b)) a texel: texel (q, k) holds entries
-// 4q…4q+3 at depth k, zeros past the wide count. p[0] = wide count W,
-// p[1] = depth K, p[2] = offset, p[3] = stride along the wide axis,
-// p[4] = stride along depth (in src's elements), p[5] = texels a row.
+// rgba32float texture, 4 consecutive entries along its wide axis (a row
+// of op(a) along k, or op(b) along its columns) a texel: texel (q, d)
+// holds entries 4q…4q+3 at depth d (op(a)'s row, op(b)'s term of k),
+// zeros past the wide count. p[0] = wide count W, p[1] = depth D, p[2] =
+// offset, p[3] = stride along the wide axis, p[4] = stride along depth
+// (in src's elements), p[5] = texels a row.
 {{- if .Vec}}
 // Here src's entries along the wide axis are consecutive and the offset
 // and the depth stride multiples of 4: a texel is one vec4 of src (the
@@ -61,13 +61,15 @@ fn entry(w: u32, k: u32) -> f32 {
 }
 {{- else}}
 // matmul_tex: out (M×N) = op(a)·op(b) from textures that stage pack
-// wrote: ta holds op(a) as texels of 4 rows, tb op(b) as texels of 4
-// columns, each at its depth k. Each invocation computes a {{.TM}}×{{.TN}}
-// block in straight-line code: per k, {{div .TM 4}} + {{div .TN 4}} texel loads for {{mul .TM .TN}}
-// products (texel loads are far cheaper than storage loads on llvmpipe,
-// yet still most of the kernel's time).
+// wrote (or that op(a) and op(b) were copied into, where they are laid out
+// so): ta holds op(a) along k, texel (q, r) its row r's terms 4q…4q+3, and
+// tb op(b) as texels of 4 columns, texel (q, k) its columns 4q…4q+3 at
+// depth k. Each invocation computes a {{.TM}}×{{.TN}} block in straight-line
+// code: per 4 terms of k, {{.TM}} + {{.TN}} texel loads for {{mul (mul .TM .TN) 4}} products (texel
+// loads are far cheaper than storage loads on llvmpipe, yet still most of
+// the kernel's time).
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
-// dispatch sums the terms k in [p[4], p[5]){{if .Add}} and adds them to out{{else}} into out{{end}};
+// dispatch sums the terms k in [p[4], p[5]) (p[4] a multiple of 4){{if .Add}} and adds them to out{{else}} into out{{end}};
 // p[6] = the output's offset.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
@@ -82,21 +84,29 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (row0 >= M || col0 >= N) {
         return;
     }
-    let qa = i32(row0 / 4u);
+    let ra = i32(row0);
     let qb = i32(col0 / 4u);
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
-    // Four terms an iteration, then the rest: fewer loop iterations for
-    // llvmpipe to manage.
-    var k = p[4];
-    for (; k + {{.KU}}u <= p[5]; k += {{.KU}}u) {
-{{- range $u := seq .KU}}
-        {{template "mac" dict "K" (printf "i32(k) + %d" $u) "T" $}}
-{{- end}}
+    // Four terms an iteration (eight ran no faster, and took llvmpipe
+    // longer to compile), then the terms past the last whole texel one at
+    // a time.
+    let kEnd = p[5] / 4u;
+    for (var kq = p[4] / 4u; kq < kEnd; kq++) {
+        {{template "mac" dict "K" "i32(kq)" "T" $}}
     }
-    for (; k < p[5]; k++) {
-        {{template "mac" dict "K" "i32(k)" "T" $}}
+    for (var k = 4u * kEnd; k < p[5]; k++) {
+        let c = k % 4u;
+{{- range $j := seq (div .TN 4)}}
+        let b{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, i32(k)), 0);
+{{- end}}
+{{- range $i := seq .TM}}
+        let a{{$i}} = textureLoad(ta, vec2<i32>(i32(kEnd), ra + {{$i}}), 0)[c];
+{{- range $j := seq (div $.TN 4)}}
+        acc{{$i}}_{{$j}} += b{{$j}} * a{{$i}};
+{{- end}}
+{{- end}}
     }
     // The variant decides whether to add to out (the compiler drops
     // the reads of out where it does not).

@@ -27,11 +27,12 @@ const (
 func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.TextureView {
 	hp, wp := h+2*ph, w+2*pw
 	tw, th := groupsOf(c, 4)*wp, nb*hp
-	v, err := d.texture(tw, th, slot)
+	t, err := d.texture(tw, th, slot)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: conv_tex/pack: %v", err))
 		return nil
 	}
+	v := t.view
 	c4 := groupsOf(c, 4)
 	rows := nb * c4 * hp
 	half := x.dt == device.Float16
@@ -46,11 +47,12 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 // the texture of slot, turned for the transposed convolution if flip.
 func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.TextureView {
 	row := groupsOf(c, 4) * taps
-	v, err := d.texture(row, f, slot)
+	t, err := d.texture(row, f, slot)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: conv_tex/wpack: %v", err))
 		return nil
 	}
+	v := t.view
 	half := w.dt == device.Float16
 	k := d.kernelOf(fmt.Sprintf("conv_tex/wpack/taps=%d,flip=%v,half=%v", taps, flip, half), "conv_tex",
 		map[string]any{"Stage": "wpack", "Taps": taps, "Flip": flip, "Half": half}, storageRO, textureOut)

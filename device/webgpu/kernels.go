@@ -895,7 +895,6 @@ func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device
 // live) were slower.
 const (
 	texTM, texTN, texWG = 32, 16, 8
-	texKU               = 8 // terms of k an iteration
 	// texMinMACs is the smallest product the textures speed up: the
 	// linear layers of examples/cnn (M, K, N of 64, 1600, 128 and their
 	// gradients', 13.1 M multiply-adds) took 7.6–8.0 ms on the register
@@ -911,50 +910,39 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		return false
 	}
 	m, k, n := s.M, s.K, s.N
-	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
-	packer := func(b *buffer, vec bool) *kernel {
-		half := b.dt == device.Float16
-		return d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v,vec=%v", half, vec), "matmul_tex", map[string]any{"Stage": "pack", "Half": half, "Vec": vec}, storageRO, textureOut)
-	}
-	// Strides of op(a) (M×K) and op(b) (K×N) along their wide axis and depth.
-	aw, ak := k, 1
+	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
+	// Strides of op(a) (M×K) along k and its rows, of op(b) (K×N) along
+	// its columns and k.
+	ak, ar := 1, k
 	if s.TransA {
-		aw, ak = 1, m
+		ak, ar = m, 1
 	}
 	bw, bk := 1, s.RowB()
 	if s.TransB {
 		bw, bk = s.RowB(), 1
 	}
-	// An operand whose texels are aligned vec4s of it packs by vec4s; out
-	// takes vec4s when its rows allow.
-	vecA, vecB, vecO := vec4s(y, s)
-	packA, packB := packer(x, vecA), packer(y, vecB)
+	// An operand whose texels are aligned vec4s of it packs by vec4s (or is
+	// copied); out takes vec4s when its rows allow.
+	_, vecB, vecO := vec4s(y, s)
+	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
 	half := o.dt == device.Float16
 	// The product's kernel: the variant that adds to out, or the one that
 	// only writes it.
 	mul := func(add bool) *kernel {
 		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v,add=%v,vec=%v", texTM, texTN, half, add, vecO), "matmul_tex",
-			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "KU": texKU, "Half": half, "Add": add, "VecO": vecO},
+			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "Half": half, "Add": add, "VecO": vecO},
 			textureIn, textureIn, storageRW)
 	}
-	if packA == nil || packB == nil {
-		return true // the failure is recorded
-	}
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
-	va, err := d.texture(wa, k, 0)
+	ta, err := d.texture(groupsOf(k, 4), ha, 0)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packA.name, err))
+		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
 		return true
 	}
-	vb, err := d.texture(wb, k, 1)
+	tb, err := d.texture(wb, k, 1)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", packB.name, err))
+		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
 		return true
-	}
-	packInto := func(pack *kernel, src *buffer, view *wgpu.TextureView, wide, off, sw, sk, texels int) {
-		d.dispatchEntries(pack, uint32(min(groupsOf(texels*k, 256), maxGroups)), uint32(groupsOf(groupsOf(texels*k, 256), maxGroups)), 1,
-			[]uint32{uint32(wide), uint32(k), uint32(off), uint32(sw), uint32(sk), uint32(texels)},
-			[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: view}})
 	}
 	kPer := min(k, maxLoop)
 	rowsPer := maxDispatchFlops / max(2*kPer*n, 1) / (texTM * texWG) * (texTM * texWG)
@@ -965,32 +953,78 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			ja = i % s.CycleA
 		}
 		if i == 0 || s.StrideA != 0 {
-			packInto(packA, x, va, m, s.OffA+ja*s.StrideA, aw, ak, wa)
+			offA := s.OffA + ja*s.StrideA
+			d.texOperand(x, ta, texLayout{wide: k, depth: m, off: offA, sw: ak, sk: ar, texels: groupsOf(k, 4), vec: vecA && offA%4 == 0})
 		}
 		if i == 0 || s.StrideB != 0 {
-			packInto(packB, y, vb, n, s.OffB+i*s.StrideB, bw, bk, wb)
+			d.texOperand(y, tb, texLayout{wide: n, depth: k, off: s.OffB + i*s.StrideB, sw: bw, sk: bk, texels: wb, vec: vecB})
 		}
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
 				d.dispatchEntries(mul(k0 > 0 || s.Accumulate), uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
 					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
-					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: va}, {Binding: 2, TextureView: vb}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
+					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}
 		}
 	}
 	return true
 }
 
+// texLayout is where an operand of the texture kernel lies in its buffer:
+// wide entries (op(a)'s terms of k, op(b)'s columns) sw elements apart,
+// depths (op(a)'s rows, op(b)'s terms of k) sk apart, from off; texels is
+// how many texels of a depth its texture holds, and vec tells whether its
+// texels are aligned vec4s of it.
+type texLayout struct {
+	wide, depth, off, sw, sk, texels int
+	vec                              bool
+}
+
+// texOperand records what fills t with the operand of src laid out as l:
+// a copy where its texels are float32 vec4s whose depths lie a multiple
+// of 256 bytes apart (the alignment WebGPU asks of the rows of a copy;
+// lavapipe copies with memcpy), else a pack by vec4s (vec) or by scalars.
+// At 1024³ on lavapipe the copy made the product 6% faster than the pack
+// by vec4s did, and op(a) laid out along k (copied, not packed across k
+// as before) another 15%.
+func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
+	half := src.dt == device.Float16
+	row := groupsOf(l.wide, 4) // the texels of a depth that hold entries
+	if l.vec && !half && l.sk%64 == 0 && l.off+(l.depth-1)*l.sk+4*row <= src.n {
+		enc := d.encoderFor()
+		if enc == nil {
+			return
+		}
+		err := enc.CopyBufferToTexture(&wgpu.ImageCopyBuffer{Buffer: src.b, Layout: wgpu.TextureDataLayout{Offset: uint64(4 * l.off), BytesPerRow: uint32(4 * l.sk), RowsPerImage: uint32(l.depth)}},
+			&wgpu.ImageCopyTexture{Texture: t.tex, Aspect: wgpu.TextureAspect_All}, &wgpu.Extent3D{Width: uint32(row), Height: uint32(l.depth), DepthOrArrayLayers: 1})
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: matmul_tex: copying a %d×%d operand into its texture: %v", l.depth, l.wide, err))
+		}
+		return
+	}
+	k := d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v,vec=%v", half, l.vec), "matmul_tex",
+		map[string]any{"Stage": "pack", "Half": half, "Vec": l.vec}, storageRO, textureOut)
+	items := l.texels * l.depth
+	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
+		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: t.view}})
+}
+
 // texturesFit reports whether the texture kernel takes products shaped as
-// s: each matrix of a batch costs three dispatches (two packs and the
-// product), so only products of at least texMinMACs multiply-adds gain,
-// and the operands must fit the adapter's textures.
+// s: each matrix of a batch costs up to three commands (its operands'
+// packs or copies, and the product), so only products of at least
+// texMinMACs multiply-adds gain (where EnvMatMul forces the texture
+// kernel, products of any size take it), and the operands must fit the
+// adapter's textures.
 func (d *Device) texturesFit(s device.GEMM) bool {
 	m, k, n := s.M, s.K, s.N
-	wa, wb := groupsOf(m, texTM)*texTM/4, groupsOf(n, texTN)*texTN/4
+	if d.mm.force != "texture" && (m < 32 || n < 32 || k < 8 || m*n*k < texMinMACs) {
+		return false
+	}
+	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
 	limit := int(d.limits.MaxTextureDimension2D)
-	return m >= 32 && n >= 32 && k >= 8 && m*n*k >= texMinMACs && wa <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups
+	return k > 0 && groupsOf(k, 4) <= limit && ha <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups
 }
 
 // opTexture is a cached operand texture of the texture matmul.
@@ -1006,31 +1040,44 @@ type texKey struct{ w, h, slot int }
 // training loop reuses a few shapes, so each is made once.
 const maxTextures = 16
 
-// texture returns the view of an rgba32float texture of w×h texels for
-// operand slot (0: a, 1: b) that kernels write (pack) and read, made once
+// texture returns an rgba32float texture of at least w×h texels, and its
+// view, for operand slot (0: a, 1: b) that packs or copies fill and
+// kernels read, made once
 // per size and kept (up to maxTextures, which the caller keeps to): work
 // recorded in order on one encoder may reuse it.
-func (d *Device) texture(w, h, slot int) (*wgpu.TextureView, error) {
+func (d *Device) texture(w, h, slot int) (opTexture, error) {
 	key := texKey{w, h, slot}
 	if t, ok := d.textures[key]; ok {
-		return t.view, nil
+		return t, nil
 	}
-	t, err := d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsage_StorageBinding | wgpu.TextureUsage_TextureBinding,
-		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},
+	// No side a power of two: llvmpipe compiles a kernel again for each
+	// combination of its textures' sides being powers of two or not
+	// (TestMatMulKernels' texture products took 140 s on a cold shader
+	// cache, 41 s so). A side at the adapter's limit stays.
+	tw, th := w, h
+	limit := int(d.limits.MaxTextureDimension2D)
+	if tw&(tw-1) == 0 && tw < limit {
+		tw++
+	}
+	if th&(th-1) == 0 && th < limit {
+		th++
+	}
+	t, err := d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsage_StorageBinding | wgpu.TextureUsage_TextureBinding | wgpu.TextureUsage_CopyDst,
+		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(tw), Height: uint32(th), DepthOrArrayLayers: 1},
 		Format: wgpu.TextureFormat_RGBA32Float, MipLevelCount: 1, SampleCount: 1})
 	if err != nil {
-		return nil, fmt.Errorf("a %d×%d texture: %v", w, h, err)
+		return opTexture{}, fmt.Errorf("a %d×%d texture: %v", w, h, err)
 	}
 	v, err := t.CreateView(nil)
 	if err != nil {
 		t.Release()
-		return nil, fmt.Errorf("a texture view: %v", err)
+		return opTexture{}, fmt.Errorf("a texture view: %v", err)
 	}
 	if d.textures == nil {
 		d.textures = map[texKey]opTexture{}
 	}
 	d.textures[key] = opTexture{t, v}
-	return v, nil
+	return opTexture{t, v}, nil
 }
 
 // roomForTextures releases the cached textures unless n more fit, so that

@@ -19,8 +19,8 @@ import (
 // depends on the adapter (../shared/notes: the kernel that wins on
 // lavapipe loses on an H100 by 10×, and the reverse):
 //
-//   - "texture" (matmul_tex.wgsl): operands packed into rgba32float
-//     textures, 32×16 outputs a thread, no workgroup memory: the
+//   - "texture" (matmul_tex.wgsl): operands packed or copied into
+//     rgba32float textures, 32×16 outputs a thread, no workgroup memory: the
 //     fastest on CPU adapters for large products;
 //   - "register" (matmul.wgsl): blocks of 16×16 or 8×16 outputs a
 //     thread from storage buffers: CPU adapters' kernel for the rest;

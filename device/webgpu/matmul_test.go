@@ -89,6 +89,9 @@ func TestMatMulKernels(t *testing.T) {
 		// Texture-sized with both operands packed by vec4s and out written by vec4s, then neither.
 		{Batch: 2, M: 132, K: 200, N: 336, StrideA: 132 * 200, StrideB: 200 * 336, OffDst: 4, TransA: true},
 		{Batch: 1, M: 128, K: 260, N: 256, OffB: 1, OffDst: 2},
+		// Both operands copied into the texture kernel's textures (rows
+		// 256 bytes apart), at offsets, in a batch.
+		{Batch: 2, M: 40, K: 64, N: 128, StrideA: 40 * 64, StrideB: 64 * 128, OffA: 4, OffB: 64, OffDst: 1},
 		// b's rows padded (LdB): scalar, by vec4s into the padding, transposed, and texture-sized.
 		{Batch: 3, M: 9, K: 11, N: 13, LdB: 15, StrideB: 11 * 15},
 		{Batch: 2, M: 64, K: 29, N: 121, LdB: 124, StrideB: 29 * 124, OffB: 4},
