@@ -886,21 +886,35 @@ func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device
 }
 
 // The texture-input matrix product (matmul_tex.wgsl), chosen for CPU
-// adapters (lavapipe): each invocation computes a texTM×texTN block from
-// texel loads, which llvmpipe makes cheaper than storage-buffer loads
-// (1.7–1.9× the storage kernel's GFLOP/s at 1024³ and 2048³ there). GPUs
-// keep the storage kernel. Blocks of 32×16 hold 512 accumulators an
-// invocation, 16 KiB of spilled registers per SIMD batch on llvmpipe:
-// 32×32 (32 KiB, a core's whole L1 data cache) and 16×32 (more of op(b)
-// live) were slower.
+// adapters (lavapipe): each invocation computes a block of texTM rows by
+// texBlock columns from texel loads, which llvmpipe makes cheaper than
+// storage-buffer loads (1.7–1.9× the storage kernel's GFLOP/s at 1024³ and
+// 2048³ there). GPUs keep the storage kernel. Blocks of 32×32 hold 1,024
+// accumulators an invocation, 32 KiB of spilled registers per SIMD batch
+// on llvmpipe; on this machine's cores (48 KiB of L1 data cache) they ran
+// 1024³ at 62–63 GFLOP/s against 55–57 for 32×16 and 55–59 for 32×24
+// (48×16, 64×16, 40×24, 24×32 and 32×20: 52–58), and 2048³ at 67 against
+// 59–60. Products with fewer workgroups of them than twice the threads
+// running workgroups take 32×16, which gives the threads twice the
+// workgroups.
 const (
-	texTM, texTN, texWG = 32, 16, 8
+	texTM, texWG = 32, 8
 	// texMinMACs is the smallest product the textures speed up: the
 	// linear layers of examples/cnn (M, K, N of 64, 1600, 128 and their
 	// gradients', 13.1 M multiply-adds) took 7.6–8.0 ms on the register
 	// kernel against 8.9–10.1 ms with packs and textures.
 	texMinMACs = 1 << 24
 )
+
+// texBlock returns how many columns of s an invocation of the texture
+// kernel computes: 32, or 16 where 32 leaves fewer than two workgroups a
+// thread.
+func (d *Device) texBlock(s device.GEMM) int {
+	if groupsOf(s.M, texTM*texWG)*groupsOf(s.N, 32*texWG) >= 2*d.threads { // a dispatch a matrix
+		return 32
+	}
+	return 16
+}
 
 // matMulTextures runs s with the texture kernel and reports whether it
 // could: the matrices must be large enough to gain, and fit the adapter's
@@ -910,6 +924,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		return false
 	}
 	m, k, n := s.M, s.K, s.N
+	texTN := d.texBlock(s)
 	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
 	// Strides of op(a) (M×K) along k and its rows, of op(b) (K×N) along
 	// its columns and k.
@@ -1022,6 +1037,7 @@ func (d *Device) texturesFit(s device.GEMM) bool {
 	if d.mm.force != "texture" && (m < 32 || n < 32 || k < 8 || m*n*k < texMinMACs) {
 		return false
 	}
+	texTN := d.texBlock(s)
 	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
 	limit := int(d.limits.MaxTextureDimension2D)
 	return k > 0 && groupsOf(k, 4) <= limit && ha <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups

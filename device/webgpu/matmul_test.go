@@ -92,6 +92,9 @@ func TestMatMulKernels(t *testing.T) {
 		// Both operands copied into the texture kernel's textures (rows
 		// 256 bytes apart), at offsets, in a batch.
 		{Batch: 2, M: 40, K: 64, N: 128, StrideA: 40 * 64, StrideB: 64 * 128, OffA: 4, OffB: 64, OffDst: 1},
+		// Enough workgroups for the texture kernel's 32-wide blocks (with
+		// edges that they do not divide) where up to 4 threads run them.
+		{Batch: 1, M: 600, K: 37, N: 700},
 		// b's rows padded (LdB): scalar, by vec4s into the padding, transposed, and texture-sized.
 		{Batch: 3, M: 9, K: 11, N: 13, LdB: 15, StrideB: 11 * 15},
 		{Batch: 2, M: 64, K: 29, N: 121, LdB: 124, StrideB: 29 * 124, OffB: 4},
