@@ -1058,9 +1058,8 @@ const maxTextures = 16
 
 // texture returns an rgba32float texture of at least w×h texels, and its
 // view, for operand slot (0: a, 1: b) that packs or copies fill and
-// kernels read, made once
-// per size and kept (up to maxTextures, which the caller keeps to): work
-// recorded in order on one encoder may reuse it.
+// kernels read, made once per size and kept (up to maxTextures, which the
+// caller keeps to): work recorded in order on one encoder may reuse it.
 func (d *Device) texture(w, h, slot int) (opTexture, error) {
 	key := texKey{w, h, slot}
 	if t, ok := d.textures[key]; ok {

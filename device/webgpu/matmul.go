@@ -20,8 +20,8 @@ import (
 // lavapipe loses on an H100 by 10×, and the reverse):
 //
 //   - "texture" (matmul_tex.wgsl): operands packed or copied into
-//     rgba32float textures, 32×16 outputs a thread, no workgroup memory: the
-//     fastest on CPU adapters for large products;
+//     rgba32float textures, 32×32 or 32×16 outputs a thread (texBlock), no
+//     workgroup memory: the fastest on CPU adapters for large products;
 //   - "register" (matmul.wgsl): blocks of 16×16 or 8×16 outputs a
 //     thread from storage buffers: CPU adapters' kernel for the rest;
 //   - "tiled/BM×BN×BK/TM×TN…" (matmul_tiled.wgsl): shared-memory tiles of
