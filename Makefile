@@ -50,23 +50,30 @@ nocgo:
 # tests open real windows presented by WebGPU. -noreset: test binaries run
 # in parallel, and an X server that resets when its last client leaves
 # refuses the connections that arrive meanwhile ("Failed to open display").
-test: deps vet nocgo race fuzz-smoke
+# The fuzzers run last: llvmpipe has then compiled (and cached on disk)
+# the kernels they run, and go's fuzzing takes an input that runs 10 s
+# for a deadlock.
+test: deps vet nocgo race
 	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./...
+	$(MAKE) --no-print-directory fuzz-smoke
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
 race: deps
 	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
 
-# fuzz-smoke runs a few seconds of the shape fuzzer beyond its corpus
-# (which the plain test run replays).
-fuzz-smoke:
+# fuzz-smoke runs 5 s of each fuzzer beyond its corpus (which the plain
+# test run replays): the shape fuzzer on the CPU, and the API fuzzer
+# (hostile arguments and special values, both backends compared).
+fuzz-smoke: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 5s ./ops/
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 5s ./parity/
 
-# fuzz runs the shape fuzzer for 10 minutes; add what it finds to
-# ops/testdata/fuzz.
-fuzz:
+# fuzz runs each fuzzer for 10 minutes; add what they find to their
+# testdata/fuzz.
+fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10m ./parity/
 
 # soak trains for 10,000 steps on each backend with no Release at all,
 # checking that device memory stays flat.

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
@@ -82,6 +84,9 @@ func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 	var off int64
 	for _, name := range names {
 		t := tensors[name]
+		if t == nil {
+			return fmt.Errorf("checkpoint: tensor %q is nil", name)
+		}
 		dn, ok := dtypeName(t.DType())
 		if !ok {
 			return fmt.Errorf("checkpoint: tensor %q has dtype %v, which safetensors files here do not hold", name, t.DType())
@@ -101,7 +106,12 @@ func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 	for len(h)%8 != 0 { // the reference pads the header with spaces to 8 bytes
 		h = append(h, ' ')
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	target, err := resolve(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	cleanStale(target)
+	tmp, err := os.CreateTemp(filepath.Dir(target), tempPrefix(target)+"*")
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -124,10 +134,80 @@ func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err = os.Rename(tmp.Name(), target); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// Writable reports, as an error, whether Save could write path: the
+// directory it would write in takes a new file (one is made and removed),
+// and path is not a directory. Programs call it before long work whose
+// result they save, so that an unwritable path costs nothing.
+func Writable(path string) error {
+	target, err := resolve(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		return fmt.Errorf("checkpoint: %s is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), tempPrefix(target)+"*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: cannot write %s: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// resolve returns where a save to path writes: path, or where the
+// symbolic links it names lead (a link is followed, not replaced).
+func resolve(path string) (string, error) {
+	for range 255 { // as many links as Linux follows
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil // a new file, or a regular one
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+}
+
+// tempPrefix is the start of the names of the temporary files that saves
+// to target write: ".<name>.tmp-<pid>-", then random digits.
+func tempPrefix(target string) string {
+	return fmt.Sprintf(".%s.tmp-%d-", filepath.Base(target), os.Getpid())
+}
+
+// cleanStale removes the temporary files of saves to target that a
+// killed process left behind: those named by tempPrefix for a process
+// that no longer runs. Saves of live processes, this one's included, keep
+// theirs.
+func cleanStale(target string) {
+	prefix := "." + filepath.Base(target) + ".tmp-"
+	entries, err := os.ReadDir(filepath.Dir(target))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pid, _, ok := strings.Cut(rest, "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n == os.Getpid() || processAlive(n) {
+			continue
+		}
+		os.Remove(filepath.Join(filepath.Dir(target), e.Name()))
+	}
 }
 
 // raw returns t's values as little-endian bytes.

@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,4 +159,100 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSaveRefusesNil returns an error, not a nil dereference, for a nil
+// tensor, and writes nothing.
+func TestSaveRefusesNil(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	err := checkpoint.Save(path, map[string]*tensor.Tensor{"w": nil}, nil)
+	if err == nil || !strings.Contains(err.Error(), `tensor "w" is nil`) {
+		t.Fatalf("Save of a nil tensor: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Save of a nil tensor left %v", entries)
+	}
+}
+
+// TestSaveThroughSymlink writes where a symbolic link points, leaving the
+// link a link, as cp and PyTorch's torch.save do.
+func TestSaveThroughSymlink(t *testing.T) {
+	dev := cpu.New()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "runs", "model.safetensors")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "latest.safetensors")
+	if err := os.Symlink(filepath.Join("runs", "model.safetensors"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float32{1, 2} { // a new target, then one replaced
+		x := tensor.Must(tensor.FromFloat32(dev, []float32{v}))
+		if err := checkpoint.Save(link, map[string]*tensor.Tensor{"x": x}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("after Save, %s is no longer a link (%v)", link, err)
+		}
+		f, err := checkpoint.Read(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Tensor(dev, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2, _ := got.Float32s(); v2[0] != v {
+			t.Errorf("the link's target holds %v; want %v", v2, v)
+		}
+	}
+}
+
+// TestSaveCleansStaleTemporaries removes the temporary files of saves
+// to the same path by processes that no longer run, and keeps those of
+// live ones and other files.
+func TestSaveCleansStaleTemporaries(t *testing.T) {
+	dev := cpu.New()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	// A process id no process has: past Linux's largest (2²²).
+	stale := filepath.Join(dir, ".m.safetensors.tmp-99999999-12345")
+	live := filepath.Join(dir, fmt.Sprintf(".m.safetensors.tmp-%d-777", os.Getppid()))
+	other := filepath.Join(dir, ".other.safetensors.tmp-99999999-1")
+	for _, p := range []string{stale, live, other} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := tensor.Must(tensor.FromFloat32(dev, []float32{1}))
+	if err := checkpoint.Save(path, map[string]*tensor.Tensor{"x": x}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale temporary file is still there (%v)", err)
+	}
+	for _, p := range []string{live, other, path} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", filepath.Base(p), err)
+		}
+	}
+}
+
+// TestWritable tells a writable place from unwritable ones before any
+// work, and leaves nothing behind.
+func TestWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkpoint.Writable(filepath.Join(dir, "m.safetensors")); err != nil {
+		t.Errorf("Writable in a temporary directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Writable left %v", entries)
+	}
+	for _, bad := range []string{filepath.Join(dir, "no", "such", "dir", "m.safetensors"), dir} {
+		if err := checkpoint.Writable(bad); err == nil {
+			t.Errorf("Writable(%s) = nil; want an error", bad)
+		}
+	}
 }

@@ -71,6 +71,11 @@ func New() *Device {
 	return d
 }
 
+// DefaultMemoryLimit returns the memory limit of a new CPU device:
+// device.HostLimit, three quarters of the machine's or the cgroup's
+// memory.
+func DefaultMemoryLimit() int64 { return device.HostLimit() }
+
 // SetMemoryLimit sets how many bytes the device's live buffers may take;
 // Alloc refuses a buffer past it.
 func (d *Device) SetMemoryLimit(bytes int64) { d.limit.Store(bytes) }
@@ -208,15 +213,16 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 	return b, nil
 }
 
-// Free drops the buffer; the garbage collector reclaims it. Freeing twice
-// does nothing.
+// Free uncounts the buffer; the garbage collector reclaims its memory once
+// nothing refers to it. A kernel running on it meanwhile (an op racing a
+// Release on another goroutine) keeps it and finishes unharmed. Freeing
+// twice does nothing.
 func (d *Device) Free(b device.Buffer) {
 	cb := buf(b)
 	if cb.freed.Swap(true) {
 		return
 	}
 	d.inUse.Add(-cb.bytes)
-	cb.f32, cb.f64, cb.i32 = nil, nil, nil
 }
 
 // Write copies src into dst.
@@ -342,6 +348,7 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 			j = i % s.CycleA
 		}
 		oa, ob, oo := s.OffA+j*s.StrideA, s.OffB+i*s.StrideB, s.OffDst+i*m*n
+		fix := patchNonFinite(o, x, y, s, oa, ob, oo)
 		switch o.dt {
 		case device.Float64:
 			blas64.Gemm(ta, tb, 1,
@@ -369,6 +376,126 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 			}
 		default:
 			panic(fmt.Sprintf("cpu: MatMul on %v", o.dt))
+		}
+		fix()
+	}
+}
+
+// patchNonFinite prepares to mend one product of a batch (op(A) at oa of
+// x, op(B) at ob of y, C at oo of o) after gonum's BLAS has computed it.
+// That BLAS skips the terms of a zero factor, so 0·Inf and 0·NaN vanish
+// where IEEE 754, the WebGPU kernels and PyTorch give NaN. Only the
+// entries C[i, j] whose row i of op(A) or column j of op(B) holds a NaN or
+// an Inf can differ; the returned function sums those again term by term,
+// in order, in the buffer's precision (float32 for float32 and float16),
+// added to C's earlier value with Accumulate. Products of finite operands
+// cost one scan of each.
+func patchNonFinite(o, x, y *buffer, s device.GEMM, oa, ob, oo int) func() {
+	m, k, n, ldb := s.M, s.K, s.N, s.RowB()
+	a := func(i, l int) float64 {
+		if s.TransA {
+			return x.at(oa + l*m + i)
+		}
+		return x.at(oa + i*k + l)
+	}
+	b := func(l, j int) float64 {
+		if s.TransB {
+			return y.at(ob + j*ldb + l)
+		}
+		return y.at(ob + l*ldb + j)
+	}
+	inRow, inCol := make([]bool, m), make([]bool, n)
+	var rows, cols []int
+	nonFinite(x, oa, m*k, func(e int) {
+		i := e / k
+		if s.TransA {
+			i = e % m
+		}
+		if !inRow[i] {
+			inRow[i] = true
+			rows = append(rows, i)
+		}
+	})
+	br, bc := k, n
+	if s.TransB {
+		br, bc = n, k
+	}
+	for r := range br {
+		nonFinite(y, ob+r*ldb, bc, func(c int) {
+			j := c
+			if s.TransB {
+				j = r
+			}
+			if !inCol[j] {
+				inCol[j] = true
+				cols = append(cols, j)
+			}
+		})
+	}
+	if rows == nil && cols == nil {
+		return func() {}
+	}
+	// The entries to sum again, and C's values there before the product.
+	var at []int
+	for _, i := range rows {
+		for j := range n {
+			at = append(at, i*n+j)
+		}
+	}
+	for _, j := range cols {
+		for i := range m {
+			if !inRow[i] {
+				at = append(at, i*n+j)
+			}
+		}
+	}
+	before := make([]float64, len(at))
+	if s.Accumulate {
+		for e, ij := range at {
+			before[e] = o.at(oo + ij)
+		}
+	}
+	return func() {
+		for e, ij := range at {
+			i, j := ij/n, ij%n
+			if o.dt == device.Float64 {
+				acc := before[e]
+				for l := range k {
+					acc += a(i, l) * b(l, j)
+				}
+				o.set(oo+ij, acc)
+				continue
+			}
+			acc := float32(before[e])
+			for l := range k {
+				acc += float32(a(i, l)) * float32(b(l, j))
+			}
+			o.set(oo+ij, float64(acc))
+		}
+	}
+}
+
+// nonFinite calls visit(e) for each e < n whose element off + e of
+// b is a NaN or an Inf.
+func nonFinite(b *buffer, off, n int, visit func(e int)) {
+	switch b.dt {
+	case device.Float32:
+		for e := range n {
+			if v := b.f32[off+e]; v-v != 0 {
+				visit(e)
+			}
+		}
+	case device.Float64:
+		for e := range n {
+			if v := b.f64[off+e]; v-v != 0 {
+				visit(e)
+			}
+		}
+	case device.Float16:
+		for e := range n {
+			if b.f16[off+e]&0x7c00 == 0x7c00 {
+				visit(e)
+			}
 		}
 	}
 }

@@ -3,7 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 )
 
 // MaxRank is the largest tensor rank the kernels accept.
@@ -157,10 +157,15 @@ func CheckNumel(shape []int) (int, error) {
 		if d < 0 {
 			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
 		}
-		if d != 0 && n > math.MaxInt/d {
+	}
+	if slices.Contains(shape, 0) {
+		return 0, nil // however large the other dimensions
+	}
+	for _, d := range shape {
+		var ok bool
+		if n, ok = CheckedMul(n, d); !ok {
 			return 0, fmt.Errorf("shape %v has more elements than an int counts: %w", shape, ErrOutOfMemory)
 		}
-		n *= d
 	}
 	return n, nil
 }
@@ -171,10 +176,11 @@ func Bytes(dt DType, n int) (int, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("%d elements of %v", n, dt)
 	}
-	if n > math.MaxInt/dt.Size() {
+	b, ok := CheckedMul(n, dt.Size())
+	if !ok {
 		return 0, fmt.Errorf("%d elements of %v take more bytes than an int counts: %w", n, dt, ErrOutOfMemory)
 	}
-	return n * dt.Size(), nil
+	return b, nil
 }
 
 // Device is a backend that owns memory and runs kernels. All buffers passed

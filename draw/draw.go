@@ -97,6 +97,21 @@ func (c *Canvas) paint(op device.DrawOp, src, aux *tensor.Tensor, p device.Paint
 	runtime.KeepAlive(aux)
 }
 
+// check panics with a *tensor.Error unless t is a live float32 tensor on
+// the canvas's device: the kernels read float32 values.
+func (c *Canvas) check(op string, t *tensor.Tensor) {
+	switch {
+	case t == nil:
+		tensor.Panicf(op, tensor.ErrArgument, "nil tensor")
+	case t.Released():
+		tensor.Panicf(op, tensor.ErrReleased, "tensor %v %v was released", t.Shape(), t.DType())
+	case t.DType() != device.Float32:
+		tensor.Panicf(op, tensor.ErrDType, "tensor %v is %v; want float32 (convert with ops.Cast)", t.Shape(), t.DType())
+	case t.Device() != c.t.Device():
+		tensor.Panicf(op, tensor.ErrDevice, "tensor is on %s but the canvas on %s; move it with Tensor.To", t.Device(), c.t.Device())
+	}
+}
+
 // Fill paints r with col.
 func (c *Canvas) Fill(r image.Rectangle, col color.RGBA) {
 	c.paint(device.DrawRect, c.none, c.none, device.Paint{X: r.Min.X, Y: r.Min.Y, RW: r.Dx(), RH: r.Dy(), Color: pack(col)})
@@ -122,6 +137,7 @@ func (g Grid) Size(n, ih, iw int) image.Point {
 // its colour of frames (nil or a zero colour: no frame). An error is a
 // failure to allocate the frames' colours.
 func (c *Canvas) Images(at image.Point, imgs *tensor.Tensor, g Grid, frames []color.RGBA) error {
+	c.check("draw.Images", imgs)
 	s := imgs.Shape()
 	if len(s) < 2 || g.Cols <= 0 {
 		tensor.Panicf("draw.Images", tensor.ErrShape, "images of shape %v in %d columns; want …×IH×IW and columns > 0", s, g.Cols)
@@ -153,6 +169,7 @@ func (c *Canvas) Images(at image.Point, imgs *tensor.Tensor, g Grid, frames []co
 // Curve paints the values of v (a float32 tensor, read as a vector) as a
 // curve across r, lo at its bottom and hi at its top, thick pixels wide.
 func (c *Canvas) Curve(r image.Rectangle, v *tensor.Tensor, lo, hi float64, thick int, col color.RGBA) {
+	c.check("draw.Curve", v)
 	if v.Len() == 0 {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/draw"
+	"github.com/extensor/extensor/internal/errtest"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/tensor"
 )
@@ -128,4 +129,35 @@ func ExampleCanvas() {
 	img, _ := c.Image()
 	fmt.Println(img.Bounds())
 	// Output: (0,0)-(64,16)
+}
+
+// TestBadTensors refuses, with a *tensor.Error naming the call, tensors
+// the kernels cannot paint: other dtypes, another device's, nil.
+func TestBadTensors(t *testing.T) {
+	dev := cpu.New()
+	c, err := draw.New(dev, 20, 20, bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	other := tensor.Must(tensor.Zeros(cpu.New(), device.Float32, 2, 2))
+	ints := tensor.Must(tensor.Zeros(dev, device.Int32, 2, 2))
+	halves := tensor.Must(tensor.Zeros(dev, device.Float16, 2, 2))
+	g := draw.Grid{Cols: 1}
+	for _, tt := range []struct {
+		name string
+		fn   func()
+		op   string
+		kind error
+		says string
+	}{
+		{"Images of int32", func() { _ = c.Images(image.Point{}, ints, g, nil) }, "draw.Images", tensor.ErrDType, "int32; want float32"},
+		{"Images of float16", func() { _ = c.Images(image.Point{}, halves, g, nil) }, "draw.Images", tensor.ErrDType, "float16; want float32"},
+		{"Images of another device", func() { _ = c.Images(image.Point{}, other, g, nil) }, "draw.Images", tensor.ErrDevice, "Tensor.To"},
+		{"Images of nil", func() { _ = c.Images(image.Point{}, nil, g, nil) }, "draw.Images", tensor.ErrArgument, "nil tensor"},
+		{"Curve of int32", func() { c.Curve(image.Rect(0, 0, 9, 9), ints, 0, 1, 1, red) }, "draw.Curve", tensor.ErrDType, "int32; want float32"},
+		{"Curve of another device", func() { c.Curve(image.Rect(0, 0, 9, 9), other, 0, 1, 1, red) }, "draw.Curve", tensor.ErrDevice, "Tensor.To"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, tt.says) })
+	}
 }

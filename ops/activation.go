@@ -55,7 +55,7 @@ func softmaxArgs(op string, x *tensor.Tensor, axis int) (dev device.Device, dt d
 func softmax(op string, x *tensor.Tensor, axis int, log bool) *tensor.Tensor {
 	dev, dt, shape, ax := softmaxArgs(op, x, axis)
 	out, ok := output(dev, dt, x.Shape(), x)
-	if ok {
+	if ok && x.Len() > 0 { // an empty x's rows may be more than a kernel could walk
 		dev.Softmax(out.Buffer(), x.Buffer(), shape, ax, log)
 		keep(out, x)
 	}
@@ -70,7 +70,7 @@ func softmaxBackward(op string, x, g *tensor.Tensor, axis int, log bool) *tensor
 	y := softmax(op, x, axis, log)
 	defer y.Release()
 	out, ok := output(dev, dt, x.Shape(), y, g)
-	if ok {
+	if ok && x.Len() > 0 {
 		dev.SoftmaxGrad(out.Buffer(), y.Buffer(), g.Buffer(), shape, ax, log)
 		keep(out, y, g)
 	}
@@ -79,7 +79,7 @@ func softmaxBackward(op string, x, g *tensor.Tensor, axis int, log bool) *tensor
 
 // Softmax returns exp(x)/Σ exp(x) along axis (negative axes count from the
 // end), computed stably by subtracting each row's maximum: finite for
-// logits of any size, NaN for a row holding NaN or +Inf.
+// logits of any size, NaN for a row holding NaN or +Inf, or only −Inf.
 func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
 	return softmax("ops.Softmax", x, axis, false)
 }

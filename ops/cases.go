@@ -78,6 +78,16 @@ func values(name string, v []float64, noFD bool) Case {
 	return Case{Name: name, Inputs: []Input{{Shape: sh(len(v)), Domain: Domain{Values: v}}}, NoFD: noFD}
 }
 
+// nearZero checks an odd function's relative accuracy near 0, where it
+// is about x·f′(0): a tanh computed from e^−2|x| loses every digit there,
+// which the default absolute tolerance would not see. Its absolute
+// tolerance is nil; the relative one the default.
+func nearZero() Case {
+	c := values("near 0, relative", []float64{1e-30, -1e-30, 1e-20, -1e-20, 1e-8, -1e-8, 1e-6, -1e-6, 1e-4, 1e-3, -1e-3, 0.1, -0.3, 0}, false)
+	c.ATol = 1e-300
+	return c
+}
+
 func unaryOp(name, doc string, f func(x *T) *T, df func(x, g *T) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "unary", Doc: doc, Forward: fwd1(f), Backward: bwd1(df), Cases: cases}
 }
@@ -266,6 +276,10 @@ func softmaxCases() []Case {
 			inf, 1, 2, 3,
 			-inf, 1, 2, 3,
 			1e30, -1e30, 100, -100}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		// A +∞, or only −∞, makes x − max NaN, and the row NaN (PyTorch's
+		// answer), in every kernel: rows of 2 and 4, and rows down an axis.
+		{Name: "∞ rows axis=1", Inputs: []Input{{Shape: sh(3, 2), Domain: Domain{Values: []float64{inf, 1, 2, inf, -inf, -inf}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		{Name: "∞ rows axis=0", Inputs: []Input{{Shape: sh(4, 3), Domain: Domain{Values: []float64{inf, 1, -inf, 2, 2, -inf, 3, inf, -inf, 4, 0, -inf}}}}, Attrs: Attrs{Axis: 0}, NoFD: true},
 		c(sh(LargeLen, 1), 1, Domain{}, true),
 		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
 		{Name: "special values in rows of 1000", Inputs: []Input{{Shape: sh(4, 1000), Domain: Domain{Values: rows1000}}}, Attrs: Attrs{Axis: 1}, NoFD: true},

@@ -53,7 +53,7 @@ var catalogue = []*Op{
 	unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
 		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true))).with(absRule),
 	unaryOp("sign", "−1, 0 or 1; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false)).with(slopeRule(bwd1(SignBackward), false)),
-	unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)).with(sinRule),
+	unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero())).with(sinRule),
 	unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)).with(cosRule),
 	{Name: "clip", Grad: slopeRule(clipBwd, false), Family: "unary", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",
 		Forward:  func(in []*T, a Attrs) *T { return Clip(in[0], a.Lo, a.Hi) },
@@ -81,11 +81,11 @@ var catalogue = []*Op{
 	unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
 		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false))).with(sigmoidRule),
 	unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false))).with(tanhRule),
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero())).with(tanhRule),
 	unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false))),
+		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
 	unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false))),
+		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
 	{Name: "pow_scalar", Grad: powScalarRule, Family: "unary", Doc: "xᵉ for a scalar real exponent e, as pow.",
 		Forward:  func(in []*T, a Attrs) *T { return PowScalar(in[0], a.Alpha) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PowScalarBackward(in[0], g, a.Alpha)} },
@@ -342,7 +342,15 @@ func matmulCases() []Case {
 			{Shape: sh(3, 2), Domain: Domain{Values: []float64{1, 0, 2, 1, math.Copysign(0, -1), 3}}}}, NoFD: true},
 		Case{Name: "special values (2,1,3)@(2,3,1)", Inputs: []Input{
 			{Shape: sh(2, 1, 3), Domain: Domain{Values: []float64{nan, 1, 2, inf, 0, 1}}},
-			{Shape: sh(2, 3, 1), Domain: Domain{Values: []float64{1, 0, 2, 1, 3, -1}}}}, NoFD: true})
+			{Shape: sh(2, 3, 1), Domain: Domain{Values: []float64{1, 0, 2, 1, 3, -1}}}}, NoFD: true},
+		// Zeros times ∞ and NaN on either side: NaN, never skipped (a
+		// BLAS may skip the terms of a zero factor).
+		Case{Name: "0·∞ and 0·NaN (2,3)@(3,2)", Inputs: []Input{
+			{Shape: sh(2, 3), Domain: Domain{Values: []float64{0, 1, 0, 2, 0, 1}}},
+			{Shape: sh(3, 2), Domain: Domain{Values: []float64{inf, 1, 1, nan, -inf, 0}}}}, NoFD: true},
+		Case{Name: "0·∞ and 0·NaN (2,2,2)@(2,2,1)", Inputs: []Input{
+			{Shape: sh(2, 2, 2), Domain: Domain{Values: []float64{0, 1, 1, 0, nan, 0, 0, 2}}},
+			{Shape: sh(2, 2, 1), Domain: Domain{Values: []float64{inf, 0, 1, 0}}}}, NoFD: true})
 	return cs
 }
 
@@ -410,6 +418,8 @@ func sliceCases() []Case {
 	cs := []Case{
 		c(sh(10), 0, 2, 8, 1), c(sh(10), 0, 1, 10, 3), c(sh(10), 0, -4, 100, 2), c(sh(3, 8, 5), 1, 1, 7, 2),
 		c(sh(3, 8, 5), -1, 0, 5, 4), c(sh(3, 8, 5), 0, 2, 1, 1), c(sh(0, 4), 1, 1, 3, 1), c(sh(1), 0, 0, 1, 1),
+		// Steps and stops past any length (Python: [1 2 3 4][0:4:huge] is [1]).
+		c(sh(4), 0, 0, 4, math.MaxInt), c(sh(2, 4), 1, 1, math.MaxInt, math.MaxInt-1),
 		c(sh(LargeLen), 0, 1, LargeLen, 1),
 	}
 	cs[len(cs)-1].NoFD = true

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"math"
+
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
@@ -39,14 +41,32 @@ func (w Window) geometry(op string, x []int, kh, kw int) device.Window2D {
 			tensor.Panicf(op, tensor.ErrArgument, "padding %v: negative %s padding", w.Padding, name)
 		case d[i] < 1:
 			tensor.Panicf(op, tensor.ErrArgument, "dilation %v: %s dilation %d; want ≥ 1", w.Dilation, name, d[i])
+		case max(w.Stride[i], w.Padding[i], d[i]) > math.MaxInt32:
+			tensor.Panicf(op, tensor.ErrArgument, "stride %v, padding %v, dilation %v: a %s past 2³¹−1; kernels index images in 32 bits", w.Stride, w.Padding, w.Dilation, name)
 		}
 	}
 	g := device.Window2D{N: x[0], C: x[1], H: x[2], W: x[3], KH: kh, KW: kw, SH: w.Stride[0], SW: w.Stride[1],
 		PH: w.Padding[0], PW: w.Padding[1], DH: d[0], DW: d[1]}
-	if kh < 1 || kw < 1 || g.H+2*g.PH < d[0]*(kh-1)+1 || g.W+2*g.PW < d[1]*(kw-1)+1 {
+	fits := kh >= 1 && kw >= 1
+	for i, k := range []int{kh, kw} {
+		// The padded size and the window's span, each in an int.
+		pad2, ok1 := device.CheckedMul(w.Padding[i], 2)
+		padded, ok2 := device.CheckedAdd(x[2+i], pad2)
+		span, ok3 := device.CheckedMul(d[i], max(k-1, 0))
+		if !ok1 || !ok2 || !ok3 || span == math.MaxInt {
+			tensor.Panicf(op, tensor.ErrArgument, "padding %v and dilation %v over images of %d×%d with a %d×%d kernel: sizes past what an int counts", w.Padding, w.Dilation, x[2], x[3], kh, kw)
+		}
+		fits = fits && padded >= span+1
+	}
+	if !fits {
 		tensor.Panicf(op, tensor.ErrShape, "a %d×%d kernel (dilation %v) does not fit images of %d×%d padded by %v; want a kernel no larger than the padded input",
 			kh, kw, d, g.H, g.W, w.Padding)
 	}
+	// A stride past the room the window has to move (the padded size less
+	// the window's span) gives one position whatever it is: the kernels
+	// get the least such stride, room + 1, never a huge one.
+	g.SH = min(g.SH, g.H+2*g.PH-g.DH*(g.KH-1)+1)
+	g.SW = min(g.SW, g.W+2*g.PW-g.DW*(g.KW-1)+1)
 	return g
 }
 
@@ -508,6 +528,9 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 // pool checks a pooling's arguments and returns the device's window.
 func pool(op string, x *tensor.Tensor, win Window, max bool) device.Window2D {
 	xs := images(op, x)
+	if xs[2] == 0 || xs[3] == 0 {
+		tensor.Panicf(op, tensor.ErrShape, "x has shape %v: images of %d×%d; want pixels in every image (a window of padding alone has no maximum)", xs, xs[2], xs[3])
+	}
 	if win.Groups > 1 {
 		tensor.Panicf(op, tensor.ErrArgument, "groups %d; pooling has none", win.Groups)
 	}

@@ -6,26 +6,16 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/fuzzin"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
 
-// fuzzBytes hands out small integers from the fuzzer's bytes.
-type fuzzBytes []byte
-
-func (f *fuzzBytes) next(lo, hi int) int {
-	if len(*f) == 0 {
-		return lo
-	}
-	b := (*f)[0]
-	*f = (*f)[1:]
-	return lo + int(b)%(hi-lo+1)
-}
-
-func (f *fuzzBytes) shape() []int {
-	s := make([]int, f.next(0, 5))
+// fuzzShape draws a shape of rank 0–5, dimensions −1…5.
+func fuzzShape(f *fuzzin.Bytes) []int {
+	s := make([]int, f.Next(0, 5))
 	for i := range s {
-		s[i] = f.next(-1, 5)
+		s[i] = f.Next(-1, 5)
 	}
 	return s
 }
@@ -71,16 +61,16 @@ func FuzzShapes(f *testing.F) {
 	}
 	dev := cpu.New()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := fuzzBytes(data)
-		sa, sb := in.shape(), in.shape()
-		axes := make([]int, in.next(0, 3))
+		in := fuzzin.Bytes(data)
+		sa, sb := fuzzShape(&in), fuzzShape(&in)
+		axes := make([]int, in.Next(0, 3))
 		for i := range axes {
-			axes[i] = in.next(-6, 6)
+			axes[i] = in.Next(-6, 6)
 		}
-		keepdims := in.next(0, 1) == 1
-		reshape := in.shape()
-		if len(reshape) > 0 && in.next(0, 1) == 1 {
-			reshape[in.next(0, len(reshape)-1)] = -1
+		keepdims := in.Next(0, 1) == 1
+		reshape := fuzzShape(&in)
+		if len(reshape) > 0 && in.Next(0, 1) == 1 {
+			reshape[in.Next(0, len(reshape)-1)] = -1
 		}
 		err := tensor.Maybe(func() {
 			a := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, sa...))

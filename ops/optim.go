@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/extensor/extensor/device"
@@ -41,6 +42,9 @@ func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tenso
 		}
 	}
 	checkStep(name, op, h)
+	if op == device.Adam && h.T < 1 {
+		tensor.Panicf(name, tensor.ErrArgument, "step number %d; want ≥ 1", h.T)
+	}
 	if n := StateLen(op, h); len(state) != n {
 		tensor.Panicf(name, tensor.ErrArgument, "%d state tensors; this step needs %d", len(state), n)
 	}
@@ -62,36 +66,52 @@ func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tenso
 }
 
 func checkStep(name string, op device.Optimizer, h device.StepParams) {
-	bad := func(what string, v float64) {
-		tensor.Panicf(name, tensor.ErrArgument, "%s %v; want a finite value in range", what, v)
+	if err := CheckHyper(name, op, h); err != nil {
+		panic(err)
+	}
+}
+
+// CheckHyper returns a *tensor.Error of kind ErrArgument, naming op site
+// name, when the hyper-parameters h cannot work for optimiser op (a
+// negative or non-finite learning rate, β outside [0, 1), Nesterov
+// without momentum, an Adam step number below 1 once h.T is set), and
+// nil when they can. Step panics with it; package optim checks its
+// optimisers' settings with it when they are made.
+func CheckHyper(name string, op device.Optimizer, h device.StepParams) error {
+	bad := func(what string, v float64) error {
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("%s %v; want a finite value in range", what, v)}
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case !(h.LR >= 0) || !finite(h.LR):
-		bad("learning rate", h.LR)
+		return bad("learning rate", h.LR)
 	case !(h.WeightDecay >= 0) || !finite(h.WeightDecay):
-		bad("weight decay", h.WeightDecay)
+		return bad("weight decay", h.WeightDecay)
 	}
 	switch op {
 	case device.SGD:
 		if !(h.Momentum >= 0) || !finite(h.Momentum) {
-			bad("momentum", h.Momentum)
+			return bad("momentum", h.Momentum)
+		}
+		if !finite(h.Dampening) {
+			return bad("dampening", h.Dampening)
 		}
 		if h.Nesterov && (h.Momentum == 0 || h.Dampening != 0) {
-			tensor.Panicf(name, tensor.ErrArgument, "Nesterov momentum needs momentum > 0 and no dampening")
+			return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: "Nesterov momentum needs momentum > 0 and no dampening"}
 		}
 	case device.Adam:
 		switch {
 		case !(h.Beta1 >= 0 && h.Beta1 < 1):
-			bad("β1", h.Beta1)
+			return bad("β1", h.Beta1)
 		case !(h.Beta2 >= 0 && h.Beta2 < 1):
-			bad("β2", h.Beta2)
+			return bad("β2", h.Beta2)
 		case !(h.Eps >= 0) || !finite(h.Eps):
-			bad("ε", h.Eps)
-		case h.T < 1:
-			tensor.Panicf(name, tensor.ErrArgument, "step number %d; want ≥ 1", h.T)
+			return bad("ε", h.Eps)
+		case h.T < 0:
+			return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("step number %d; want ≥ 1", h.T)}
 		}
 	default:
-		tensor.Panicf(name, tensor.ErrArgument, "unknown optimiser %d", op)
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("unknown optimiser %d", op)}
 	}
+	return nil
 }

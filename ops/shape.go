@@ -131,7 +131,17 @@ func sliceRange(op string, n, start, stop, step int) (from, length int) {
 	if to <= from {
 		return from, 0
 	}
-	return from, (to - from + step - 1) / step
+	return from, (to-from-1)/step + 1 // ⌈(to − from)/step⌉ without overflow
+}
+
+// sliceStride returns the stride, along a sliced axis of stride st, of a
+// slice of n elements step apart. With n ≤ 1 the step never moves, and
+// the stride is st: a huge step must not overflow it.
+func sliceStride(st, n, step int) int {
+	if n <= 1 {
+		return st
+	}
+	return st * step // (n − 1)·step < the axis's size: no overflow
 }
 
 // Slice returns the elements start, start+step, … before stop of x along
@@ -147,7 +157,7 @@ func Slice(x *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
 	shape[ax] = n
 	src := device.RowMajor(x.Shape())
 	off := from * src[ax]
-	src[ax] *= step
+	src[ax] = sliceStride(src[ax], n, step)
 	out, ok := output(dev, x.DType(), shape, x)
 	if ok {
 		copyInto(dev, out, x, device.Strided{Shape: shape, SrcStrides: src, DstStrides: device.RowMajor(shape), SrcOffset: off})
@@ -178,7 +188,7 @@ func SliceBackward(x, g *tensor.Tensor, axis, start, stop, step int) *tensor.Ten
 	sameShape(op, "upstream gradient", g, shape)
 	dst := device.RowMajor(x.Shape())
 	off := from * dst[ax]
-	dst[ax] *= step
+	dst[ax] = sliceStride(dst[ax], n, step)
 	out, ok := output(dev, dt, x.Shape(), x, g)
 	if ok {
 		dev.Fill(out.Buffer(), 0)
@@ -213,7 +223,15 @@ func padShape(op string, x *tensor.Tensor, pads [][2]int) (shape []int, off int)
 		if p[0] < 0 || p[1] < 0 {
 			tensor.Panicf(op, tensor.ErrArgument, "pads %v: negative padding on axis %d; want pads ≥ 0 (crop with Slice)", pads, k)
 		}
-		shape[k] += p[0] + p[1]
+		n, ok1 := device.CheckedAdd(shape[k], p[0])
+		n, ok2 := device.CheckedAdd(n, p[1])
+		if !ok1 || !ok2 {
+			tensor.Panicf(op, tensor.ErrArgument, "pads %v: axis %d of shape %v padded has more elements than an int counts", pads, k, x.Shape())
+		}
+		shape[k] = n
+	}
+	if _, err := device.CheckNumel(shape); err != nil {
+		return shape, 0 // the output fails with ErrOutOfMemory; no offset to compute
 	}
 	st := device.RowMajor(shape)
 	for k, p := range pads {
@@ -242,6 +260,7 @@ func concatShape(op string, xs []*tensor.Tensor, axis int) (shape []int, ax int)
 	if len(xs) == 0 {
 		tensor.Panicf(op, tensor.ErrArgument, "no tensors to join")
 	}
+	operands(op, xs...)
 	if xs[0].Rank() == 0 {
 		tensor.Panicf(op, tensor.ErrShape, "operand 0 is 0-D; want tensors of rank ≥ 1 (Stack joins scalars)")
 	}
@@ -258,7 +277,10 @@ func concatShape(op string, xs []*tensor.Tensor, axis int) (shape []int, ax int)
 				tensor.Panicf(op, tensor.ErrShape, "operand %d has shape %v, operand 0 %v; want equal sizes except on axis %d", i, s, xs[0].Shape(), ax)
 			}
 		}
-		shape[ax] += s[ax]
+		var ok bool
+		if shape[ax], ok = device.CheckedAdd(shape[ax], s[ax]); !ok {
+			tensor.Panicf(op, tensor.ErrShape, "operands joined along axis %d have more elements than an int counts (operand %d has shape %v)", ax, i, s)
+		}
 	}
 	return shape, ax
 }
@@ -410,6 +432,10 @@ func Flatten(x *tensor.Tensor, start, end int) *tensor.Tensor {
 	if a > b {
 		tensor.Panicf(op, tensor.ErrArgument, "start axis %d comes after end axis %d (shape %v)", start, end, s)
 	}
-	shape := append(append(slices.Clone(s[:a]), device.Numel(s[a:b+1])), s[b+1:]...)
+	merged, err := device.CheckNumel(s[a : b+1])
+	if err != nil {
+		tensor.Panicf(op, tensor.ErrShape, "axes %d…%d of shape %v merged have more elements than an int counts", a, b, s)
+	}
+	shape := append(append(slices.Clone(s[:a]), merged), s[b+1:]...)
 	return x.Reshape(shape...)
 }

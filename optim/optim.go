@@ -49,6 +49,9 @@ func AdamW(params []*autograd.Var, lr, wd float64) *Optimizer {
 }
 
 func newOptimizer(params []*autograd.Var, kind device.Optimizer, h device.StepParams) *Optimizer {
+	if err := ops.CheckHyper("optim", kind, h); err != nil {
+		panic(err)
+	}
 	for i, p := range params {
 		if p == nil || !p.RequiresGrad() {
 			tensor.Panicf("optim", tensor.ErrArgument, "parameter %d requires no gradient; want leaves made with autograd.Leaf(t, true)", i)
@@ -132,8 +135,14 @@ func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error)
 }
 
 // SetSteps sets the number of steps taken (when resuming from a
-// checkpoint: Adam's bias correction depends on it).
-func (o *Optimizer) SetSteps(n int) { o.steps = n }
+// checkpoint: Adam's bias correction depends on it). A negative n panics
+// with ErrArgument.
+func (o *Optimizer) SetSteps(n int) {
+	if n < 0 {
+		tensor.Panicf("optim.SetSteps", tensor.ErrArgument, "%d steps; want ≥ 0", n)
+	}
+	o.steps = n
+}
 
 // Release frees the optimiser's state.
 func (o *Optimizer) Release() {

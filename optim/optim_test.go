@@ -124,3 +124,23 @@ func TestBadParameters(t *testing.T) {
 		t.Errorf("an optimiser of a variable without gradient: %v; want ErrArgument", err)
 	}
 }
+
+// TestBadHyperParameters refuses, when the optimiser is made, the
+// settings PyTorch refuses then (a negative or non-finite learning rate,
+// β outside [0, 1)), and a negative step count.
+func TestBadHyperParameters(t *testing.T) {
+	p := autograd.Leaf(tensor.Must(tensor.FromFloat64(cpu.New(), []float64{1})), true)
+	ps := []*autograd.Var{p}
+	for name, fn := range map[string]func(){
+		"Adam lr -1":        func() { optim.Adam(ps, -1) },
+		"Adam lr NaN":       func() { optim.Adam(ps, math.NaN()) },
+		"AdamW lr +Inf":     func() { optim.AdamW(ps, math.Inf(1), 0.01) },
+		"AdamW wd -1":       func() { optim.AdamW(ps, 0.1, -1) },
+		"SGD momentum NaN":  func() { optim.SGD(ps, 0.1, device.StepParams{Momentum: math.NaN()}) },
+		"SetSteps negative": func() { optim.Adam(ps, 0.1).SetSteps(-7) },
+	} {
+		if err := tensor.Maybe(fn); !errors.Is(err, tensor.ErrArgument) {
+			t.Errorf("%s: %v; want ErrArgument", name, err)
+		}
+	}
+}

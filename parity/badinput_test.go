@@ -109,6 +109,9 @@ func badInput(t *testing.T, dev device.Device) {
 			ops.AvgPool2d(f(1, 1, 5, 5), ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{1, 1}, Dilation: [2]int{2, 2}})
 		}, "ops.AvgPool2d", tensor.ErrArgument, "avg_pool2d has none"},
 		{"MaxPool2d no kernel", func() { ops.MaxPool2d(f(1, 1, 5, 5), s1) }, "ops.MaxPool2d", tensor.ErrShape, "0×0 kernel"},
+		{"MaxPool2d of images without rows", func() {
+			ops.MaxPool2d(f(1, 2, 0, 9), ops.Window{Kernel: [2]int{2, 3}, Stride: [2]int{3, 4}, Padding: [2]int{1, 1}})
+		}, "ops.MaxPool2d", tensor.ErrShape, "images of 0×9"},
 		{"Embedding float indices", func() { ops.Embedding(v3, m23) }, "ops.Embedding", tensor.ErrDType, "want int32"},
 		{"Embedding 1-D table", func() { ops.Embedding(i(0, 1), v3) }, "ops.Embedding", tensor.ErrShape, "want [rows, features]"},
 		{"EmbeddingBackward g shape", func() { ops.EmbeddingBackward(i(0, 1), m23, m32) }, "ops.EmbeddingBackward", tensor.ErrShape, "want [2 3]"},
@@ -144,6 +147,25 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Squeeze size 3", func() { ops.Squeeze(m23, 1) }, "ops.Squeeze", tensor.ErrShape, "size 3; want size 1"},
 		{"Flatten start after end", func() { ops.Flatten(m23, 1, 0) }, "ops.Flatten", tensor.ErrArgument, "comes after"},
 		{"Reshape count", func() { ops.Reshape(m23, 4) }, "ops.Reshape", tensor.ErrShape, "6 values do not fill shape [4]"},
+		{"Reshape count overflowing int", func() { ops.Reshape(f(8), 4, 1<<62+2) }, "ops.Reshape", tensor.ErrShape, "more elements than an int counts"},
+		{"Reshape inferred, count overflowing int", func() { ops.Reshape(f(8), -1, 1<<62, 8) }, "ops.Reshape", tensor.ErrShape, "more elements than an int counts"},
+		{"Pad by MaxInt", func() { ops.Pad(f(2, 1), [][2]int{{0, 0}, {math.MaxInt, 0}}, 0) }, "ops.Pad", tensor.ErrArgument, "more elements than an int counts"},
+		{"PadBackward by MaxInt", func() { ops.PadBackward(f(2, 1), f(2, 1), [][2]int{{math.MaxInt, math.MaxInt}, {0, 0}}) }, "ops.PadBackward", tensor.ErrArgument, "more elements than an int counts"},
+		{"Concat nil operand", func() { ops.Concat([]*tensor.Tensor{m23, nil}, 0) }, "ops.Concat", tensor.ErrArgument, "operand 1 is nil"},
+		{"Concat nil first operand", func() { ops.Concat([]*tensor.Tensor{nil, m23}, 0) }, "ops.Concat", tensor.ErrArgument, "operand 0 is nil"},
+		{"ConcatBackward nil operand", func() { ops.ConcatBackward([]*tensor.Tensor{nil}, m23, 0) }, "ops.ConcatBackward", tensor.ErrArgument, "operand 0 is nil"},
+		{"Stack nil operand", func() { ops.Stack([]*tensor.Tensor{m23, nil}, 0) }, "ops.Stack", tensor.ErrArgument, "operand 1 is nil"},
+		{"Concat sizes overflowing int", func() { ops.Concat([]*tensor.Tensor{f(0, 1<<62), f(0, 1<<62)}, 1) }, "ops.Concat", tensor.ErrShape, "more elements than an int counts"},
+		{"Flatten overflowing int", func() { ops.Flatten(f(0, 1<<40, 1<<40), 1, 2) }, "ops.Flatten", tensor.ErrShape, "more elements than an int counts"},
+		{"Conv2d padding overflowing int", func() {
+			ops.Conv2d(f(1, 1, 5, 5), f(1, 1, 3, 3), nil, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{math.MaxInt / 2, 0}})
+		}, "ops.Conv2d", tensor.ErrArgument, "past 2³¹−1"},
+		{"Conv2d dilation overflowing int", func() {
+			ops.Conv2d(f(1, 1, 5, 5), f(1, 1, 3, 3), nil, ops.Window{Stride: [2]int{1, 1}, Dilation: [2]int{1, math.MaxInt}})
+		}, "ops.Conv2d", tensor.ErrArgument, "past 2³¹−1"},
+		{"MaxPool2d stride past 32 bits", func() {
+			ops.MaxPool2d(f(1, 1, 5, 5), ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{1 << 40, 1}})
+		}, "ops.MaxPool2d", tensor.ErrArgument, "past 2³¹−1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, tt.says) })

@@ -40,3 +40,10 @@ fn max_nan(a: f32, b: f32) -> f32 {
 fn min_nan(a: f32, b: f32) -> f32 {
     return select(select(min(a, b), b, is_nan(b)), a, is_nan(a));
 }
+
+// max_nan of each lane.
+fn max_nan4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    let na = (bitcast<vec4<u32>>(a) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+    let nb = (bitcast<vec4<u32>>(b) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+    return select(select(max(a, b), b, nb), a, na);
+}

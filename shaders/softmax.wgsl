@@ -11,7 +11,9 @@
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
 {{- else}}
 // Stable: m is the row's maximum, s = Σ exp(x − m); {{if .Log}}x − (m + ln s){{else}}exp(x − m)·(1/s){{end}} is the
-// result. A NaN that max skips still makes s NaN, and so the whole row.
+// result. A row whose maximum is NaN or infinite (a NaN, a +Inf, or only
+// −Inf in it) is NaN throughout, as x − m is NaN somewhere in it: tested
+// on the bits, since a compiler may assume floats finite.
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 {{- end}}
@@ -19,7 +21,7 @@
 var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W}}
 {{- if not .Grad}}
-{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max(r, part[j])" "W" .W}}
+{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W}}
 {{- end}}
 {{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
 
@@ -68,9 +70,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- else}}
     var m4 = x0;
 {{- range $v := seq .V}}{{if $v}}
-    m4 = max(m4, x{{$v}});
+    m4 = max_nan4(m4, x{{$v}});
 {{- end}}{{end}}
-    let m = row_max(max(max(m4.x, m4.y), max(m4.z, m4.w)), lid);
+    let m = row_max(max_nan(max_nan(m4.x, m4.y), max_nan(m4.z, m4.w)), lid);
+    let bad = is_nan(m) || is_inf(m);
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
     let e{{$v}} = {{if $g}}select(vec4<f32>(0.0), exp(x{{$v}} - vec4<f32>(m)), {{$g}}){{else}}exp(x{{$v}} - vec4<f32>(m)){{end}};
 {{- end}}
@@ -92,7 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- $val := ""}}
 {{- if $.Grad}}{{if $.Log}}{{$val = printf "dy%d - exp(y%d) * s" $v $v}}{{else}}{{$val = printf "y%d * (dy%d - s)" $v $v}}{{end}}
-{{- else}}{{if $.Log}}{{$val = printf "x%d - c" $v}}{{else}}{{$val = printf "e%d * r" $v}}{{end}}{{end}}
+{{- else}}{{if $.Log}}{{$val = printf "select(x%d - c, vec4<f32>(nan()), bad)" $v}}{{else}}{{$val = printf "select(e%d * r, vec4<f32>(nan()), bad)" $v}}{{end}}{{end}}
 {{- if $g}}
     if ({{$g}}) {
         out[{{$at}}] = {{$val}};
@@ -118,7 +121,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- else}}
 // Stable: the stats are the row's maximum m and s = Σ exp(x − m), found
 // in one sweep that rescales s whenever m grows; {{if .Log}}x − (m + ln s){{else}}exp(x − m)·(1/s){{end}} is the
-// result, and the stats pass stores {{if .Log}}s1 = m + ln s{{else}}s1 = m, s2 = 1/s{{end}}.
+// result, and the stats pass stores {{if .Log}}s1 = m + ln s{{else}}s1 = m, s2 = 1/s{{end}}. A row whose
+// maximum is NaN or infinite is NaN throughout (s1 NaN).
 @group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
 {{- end}}
 {{- /* The stats: s1, and s2 for softmax's 1/s. */}}
@@ -180,17 +184,16 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- else}}
     var acc = vec2<f32>(-inf(), 0.0);
 {{- if .Block}}
-    // {{.Block}} vec4s a step (len is a multiple of {{.Block}}), folded in at once: a NaN
-    // that max skips still makes the sum NaN.
+    // {{.Block}} vec4s a step (len is a multiple of {{.Block}}), folded in at once.
     for (var j = 0u; j < len; j += {{.Block}}u) {
 {{- range $u := seq .Block}}
         let v{{$u}} = x[base + j + {{$u}}u];
 {{- end}}
         var m4 = v0;
 {{- range $u := seq .Block}}{{if $u}}
-        m4 = max(m4, v{{$u}});
+        m4 = max_nan4(m4, v{{$u}});
 {{- end}}{{end}}
-        let vm = max(max(m4.x, m4.y), max(m4.z, m4.w));
+        let vm = max_nan(max_nan(m4.x, m4.y), max_nan(m4.z, m4.w));
         let e = {{range $u := seq .Block}}{{if $u}} + {{end}}exp(v{{$u}} - vec4<f32>(vm)){{end}};
         acc = fold(acc, vm, select(e.x + e.y + e.z + e.w, 0.0, vm == -inf()));
     }
@@ -206,10 +209,11 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- end}}
     }
 {{- end}}
+    let bad = is_nan(acc.x) || is_inf(acc.x);
 {{- if .Log}}
-    s1[i] = acc.x + log(acc.y);
+    s1[i] = select(acc.x + log(acc.y), nan(), bad);
 {{- else}}
-    s1[i] = acc.x;
+    s1[i] = select(acc.x, nan(), bad);
     s2[i] = 1.0 / acc.y;
 {{- end}}
 {{- end}}
@@ -221,7 +225,7 @@ fn value(i: u32, a: f32, b: f32) -> {{$T}} {
 {{- if .Grad}}
     return {{if .Log}}dy[i] - exp(y[i]) * a{{else}}y[i] * (dy[i] - a){{end}};
 {{- else}}
-    return {{if .Log}}x[i] - a{{else}}exp(x[i] - a) * b{{end}};
+    return select({{if .Log}}x[i] - a{{else}}exp(x[i] - a) * b{{end}}, {{$T}}(nan()), is_nan(a));
 {{- end}}
 }
 {{- $b := "0.0"}}{{if $two}}{{$b = "s2[row]"}}{{end}}

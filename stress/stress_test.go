@@ -140,6 +140,54 @@ func TestReleaseRacesClose(t *testing.T) {
 	}
 }
 
+// TestReleaseRacesOps releases the operands of batched products and
+// convolutions on another goroutine while the ops run: each op either
+// runs, panics with ErrReleased, or reports the release at its readback;
+// nothing crashes.
+func TestReleaseRacesOps(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.dev.Name(), func(t *testing.T) {
+			dev := b.dev
+			s1 := ops.Window{Stride: [2]int{1, 1}}
+			for i := range 200 {
+				a := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 8, 32, 32))
+				m := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, 8, 32, 32))
+				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 2, 3, 16, 16))
+				w := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, 4, 3, 3, 3))
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					for range i % 4 { // release after a varying head start
+						runtime.Gosched()
+					}
+					for _, t := range []*tensor.Tensor{a, m, x, w} {
+						t.Release()
+					}
+				}()
+				for _, op := range []func() *tensor.Tensor{
+					func() *tensor.Tensor { return ops.MatMul(a, m) },
+					func() *tensor.Tensor { return ops.Conv2d(x, w, nil, s1) },
+					func() *tensor.Tensor {
+						gx, _, _ := ops.Conv2dBackward(x, w, nil, ops.Conv2d(x, w, nil, s1), s1)
+						return gx
+					},
+				} {
+					var out *tensor.Tensor
+					if err := tensor.Maybe(func() { out = op() }); err != nil {
+						if !errors.Is(err, tensor.ErrReleased) {
+							t.Fatalf("round %d: %v; want a result or ErrReleased", i, err)
+						}
+						continue
+					}
+					_, _ = out.Float32s() // a release seen by the kernel is reported here, or not at all
+				}
+				<-done
+				_ = dev.Sync()
+			}
+		})
+	}
+}
+
 // TestForgottenRelease runs ops in a loop that never releases; the live
 // bytes stay bounded because unreachable tensors free their memory.
 func TestForgottenRelease(t *testing.T) {
@@ -304,11 +352,28 @@ func TestErrorsTellDevicesApart(t *testing.T) {
 func TestHugeSizesAreErrors(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.dev.Name(), func(t *testing.T) {
-			for _, shape := range [][]int{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {1 << 62, 4}, {1 << 61}} {
-				_, err := tensor.Zeros(b.dev, device.Float32, shape...)
-				if !errors.Is(err, device.ErrOutOfMemory) {
-					t.Errorf("Zeros%v: err = %v; want ErrOutOfMemory", shape, err)
+			makers := map[string]func(dt device.DType, shape ...int) (*tensor.Tensor, error){
+				"Zeros": func(dt device.DType, shape ...int) (*tensor.Tensor, error) { return tensor.Zeros(b.dev, dt, shape...) },
+				"Uniform": func(dt device.DType, shape ...int) (*tensor.Tensor, error) {
+					return tensor.Uniform(b.dev, dt, 0, 1, 1, shape...)
+				},
+				"Normal": func(dt device.DType, shape ...int) (*tensor.Tensor, error) {
+					return tensor.Normal(b.dev, dt, 0, 1, 1, shape...)
+				},
+			}
+			for name, make := range makers {
+				for _, dt := range []device.DType{device.Float32, device.Float16, device.Int32} {
+					for _, shape := range [][]int{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {1 << 62, 4}, {1 << 61}} {
+						_, err := make(dt, shape...)
+						if !errors.Is(err, device.ErrOutOfMemory) {
+							t.Errorf("%s(%v, %v): err = %v; want ErrOutOfMemory", name, dt, shape, err)
+						}
+					}
 				}
+			}
+			// Host slices sized by a tensor are checked as the device's are.
+			if err := device.CheckHostAlloc("a test", 1<<62, 4); !errors.Is(err, device.ErrOutOfMemory) {
+				t.Errorf("CheckHostAlloc(2⁶² float32s) = %v; want ErrOutOfMemory", err)
 			}
 			x := tensor.Must(tensor.Ones(b.dev, device.Float32, 4))
 			if v, err := ops.Neg(x).Float32s(); err != nil || v[0] != -1 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
 	"github.com/extensor/extensor/device"
@@ -18,11 +19,23 @@ import (
 // storage is a device buffer shared by a tensor and its reshaped views,
 // each of which holds one reference.
 type storage struct {
-	dev   device.Device
-	buf   device.Buffer
+	dev device.Device
+	// buf holds the buffer until the last reference is dropped: an op
+	// racing a Release either finds it, and runs on memory the device
+	// keeps for it, or finds none and reports ErrReleased.
+	buf   atomic.Pointer[device.Buffer]
 	bytes int64
 	refs  atomic.Int32
 	err   error // why the buffer could not be allocated or computed
+}
+
+// buffer returns the storage's buffer, nil once freed (or never
+// allocated).
+func (st *storage) buffer() device.Buffer {
+	if p := st.buf.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // unref drops one reference (a cleanup's), freeing the buffer with the
@@ -32,10 +45,11 @@ func (st *storage) unref() { st.drop() }
 // drop drops one reference, freeing the buffer with the last, and reports
 // whether it did.
 func (st *storage) drop() bool {
-	if st.refs.Add(-1) == 0 && st.buf != nil {
-		st.dev.Free(st.buf)
-		st.buf = nil
-		return true
+	if st.refs.Add(-1) == 0 {
+		if p := st.buf.Swap(nil); p != nil {
+			st.dev.Free(*p)
+			return true
+		}
 	}
 	return false
 }
@@ -63,6 +77,15 @@ func newTensor(st *storage, shape []int, dt device.DType) *Tensor {
 	return t
 }
 
+// checkMake panics unless dev and shape can make a tensor: a device, a
+// rank up to device.MaxRank, no negative dimension.
+func checkMake(op string, dev device.Device, shape []int) {
+	if dev == nil {
+		Panicf(op, ErrArgument, "nil device")
+	}
+	checkShape(op, shape)
+}
+
 func checkShape(op string, shape []int) {
 	if len(shape) > device.MaxRank {
 		Panicf(op, ErrShape, "rank %d exceeds the maximum rank %d", len(shape), device.MaxRank)
@@ -79,7 +102,7 @@ func checkShape(op string, shape []int) {
 // its readback (and that of every tensor computed from it) returns. Ops use
 // Empty for their outputs; users want Zeros or a From function.
 func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
-	checkShape("tensor.Empty", shape)
+	checkMake("tensor.Empty", dev, shape)
 	st := &storage{dev: dev}
 	t := newTensor(st, dims(shape), dt)
 	if !dev.Supports(dt) {
@@ -91,8 +114,9 @@ func Empty(dev device.Device, dt device.DType, shape ...int) *Tensor {
 		st.err = fmt.Errorf("tensor: %v tensor on %s: %w", dt, dev, err)
 		return t
 	}
-	st.buf, st.err = dev.Alloc(dt, n)
-	if st.err == nil {
+	var b device.Buffer
+	if b, st.err = dev.Alloc(dt, n); st.err == nil {
+		st.buf.Store(&b)
 		st.bytes = int64(n * dt.Size())
 		pressure(st.bytes)
 	}
@@ -184,7 +208,7 @@ func newFilled(dev device.Device, dt device.DType, shape []int, fill func(b devi
 	if t.st.err != nil {
 		return nil, t.st.err
 	}
-	if err := fill(t.st.buf); err != nil {
+	if err := fill(t.st.buffer()); err != nil {
 		t.Release()
 		return nil, err
 	}
@@ -193,8 +217,22 @@ func newFilled(dev device.Device, dt device.DType, shape []int, fill func(b devi
 
 func checkLen(op string, n int, shape []int) {
 	checkShape(op, shape)
-	if n != device.Numel(shape) {
-		Panicf(op, ErrShape, "%d values do not fill shape %v (%d elements)", n, shape, device.Numel(shape))
+	checkLenOnly(op, n, shape)
+}
+
+// checkFrom is checkLen for the From functions, which also need a device.
+func checkFrom(op string, dev device.Device, n int, shape []int) {
+	checkMake(op, dev, shape)
+	checkLenOnly(op, n, shape)
+}
+
+func checkLenOnly(op string, n int, shape []int) {
+	want, err := device.CheckNumel(shape)
+	if err != nil {
+		Panicf(op, ErrShape, "%d values do not fill shape %v, which has more elements than an int counts", n, shape)
+	}
+	if n != want {
+		Panicf(op, ErrShape, "%d values do not fill shape %v (%d elements)", n, shape, want)
 	}
 }
 
@@ -205,7 +243,7 @@ func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, erro
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkLen("tensor.FromFloat32", len(data), shape)
+	checkFrom("tensor.FromFloat32", dev, len(data), shape)
 	return newFilled(dev, device.Float32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
 }
 
@@ -215,7 +253,7 @@ func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, erro
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkLen("tensor.FromFloat64", len(data), shape)
+	checkFrom("tensor.FromFloat64", dev, len(data), shape)
 	return newFilled(dev, device.Float64, shape, func(b device.Buffer) error { return dev.Write(b, data) })
 }
 
@@ -225,14 +263,14 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkLen("tensor.FromInt32", len(data), shape)
+	checkFrom("tensor.FromInt32", dev, len(data), shape)
 	return newFilled(dev, device.Int32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
 }
 
 // FromFloat16Bits copies float16 values, given by their IEEE binary16
 // bits, into a new float16 tensor.
 func FromFloat16Bits(dev device.Device, bits []uint16, shape ...int) (*Tensor, error) {
-	checkLen("tensor.FromFloat16Bits", len(bits), shape)
+	checkFrom("tensor.FromFloat16Bits", dev, len(bits), shape)
 	return newFilled(dev, device.Float16, shape, func(b device.Buffer) error { return dev.Write(b, bits) })
 }
 
@@ -267,7 +305,7 @@ func FromValues(dev device.Device, dt device.DType, data []float64, shape ...int
 
 // Full returns a tensor of the given shape with every element set to v.
 func Full(dev device.Device, dt device.DType, v float64, shape ...int) (*Tensor, error) {
-	checkShape("tensor.Full", shape)
+	checkMake("tensor.Full", dev, shape)
 	return newFilled(dev, dt, shape, func(b device.Buffer) error {
 		dev.Fill(b, v)
 		return nil
@@ -293,30 +331,73 @@ func Scalar(dev device.Device, dt device.DType, v float64) (*Tensor, error) {
 // generator seeded with seed. The values are drawn on the host, so a seed
 // gives the same tensor on every device.
 func Uniform(dev device.Device, dt device.DType, lo, hi float64, seed uint64, shape ...int) (*Tensor, error) {
-	checkShape("tensor.Uniform", shape)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	v := make([]float64, device.Numel(shape))
-	for i := range v {
-		v[i] = lo + (hi-lo)*r.Float64()
+	return random("tensor.Uniform", dev, dt, seed, shape, func(r *rand.Rand) float64 {
+		v := lo + (hi-lo)*r.Float64()
 		// Rounding to float32 may reach hi; draw again.
-		for dt == device.Float32 && hi > lo && float64(float32(v[i])) >= hi {
-			v[i] = lo + (hi-lo)*r.Float64()
+		for dt == device.Float32 && hi > lo && float64(float32(v)) >= hi {
+			v = lo + (hi-lo)*r.Float64()
 		}
-	}
-	return FromValues(dev, dt, v, dims(shape)...)
+		return v
+	})
 }
 
 // Normal returns a tensor of normally distributed values with the given
 // mean and standard deviation, drawn on the host by a PCG generator seeded
 // with seed.
 func Normal(dev device.Device, dt device.DType, mean, std float64, seed uint64, shape ...int) (*Tensor, error) {
-	checkShape("tensor.Normal", shape)
+	return random("tensor.Normal", dev, dt, seed, shape, func(r *rand.Rand) float64 { return mean + std*r.NormFloat64() })
+}
+
+// random makes a tensor of values drawn by draw from a PCG generator
+// seeded with seed. The tensor is allocated first, and the values drawn
+// into a host slice of its dtype once the host is known to hold it: an
+// allocation past either memory is an error wrapping
+// device.ErrOutOfMemory, never the end of the process.
+func random(op string, dev device.Device, dt device.DType, seed uint64, shape []int, draw func(*rand.Rand) float64) (*Tensor, error) {
+	checkMake(op, dev, shape)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	v := make([]float64, device.Numel(shape))
-	for i := range v {
-		v[i] = mean + std*r.NormFloat64()
+	return newFilled(dev, dt, shape, func(b device.Buffer) error {
+		switch dt {
+		case device.Float64:
+			return drawInto(op, dev, b, r, draw, func(v float64) float64 { return v })
+		case device.Float32:
+			return drawInto(op, dev, b, r, draw, func(v float64) float32 { return float32(v) })
+		case device.Float16:
+			return drawInto(op, dev, b, r, draw, func(v float64) uint16 { return float16.Fromfloat32(float32(v)).Bits() })
+		case device.Int32:
+			return drawInto(op, dev, b, r, draw, func(v float64) int32 { return int32(v) })
+		}
+		return &Error{Op: op, Kind: ErrDType, Msg: fmt.Sprintf("unknown dtype %v", dt)}
+	})
+}
+
+// drawInto writes b.Len() values drawn by draw, converted to the host
+// type of b's dtype, into b.
+func drawInto[E hostElem](op string, dev device.Device, b device.Buffer, r *rand.Rand, draw func(*rand.Rand) float64, conv func(float64) E) error {
+	v, err := hostSlice[E](op, b.Len())
+	if err != nil {
+		return err
 	}
-	return FromValues(dev, dt, v, dims(shape)...)
+	for i := range v {
+		v[i] = conv(draw(r))
+	}
+	return dev.Write(b, v)
+}
+
+// hostElem is the host type of a dtype's elements (float16 as its bits).
+type hostElem interface {
+	float32 | float64 | int32 | uint16
+}
+
+// hostSlice returns a host slice of n elements, or an error wrapping
+// device.ErrOutOfMemory, naming op, when the host cannot hold it
+// (device.CheckHostAlloc).
+func hostSlice[E hostElem](op string, n int) ([]E, error) {
+	var e E
+	if err := device.CheckHostAlloc(op, n, int(unsafe.Sizeof(e))); err != nil {
+		return nil, err
+	}
+	return make([]E, n), nil
 }
 
 func (t *Tensor) live(op string) {
@@ -359,7 +440,11 @@ func (t *Tensor) Device() device.Device { return t.st.dev }
 // panics if the tensor was released.
 func (t *Tensor) Buffer() device.Buffer {
 	t.live("Tensor.Buffer")
-	return t.st.buf
+	b := t.st.buffer()
+	if b == nil && t.st.err == nil { // released since live looked
+		Panicf("Tensor.Buffer", ErrReleased, "tensor %v %v was released", t.shape, t.dtype)
+	}
+	return b
 }
 
 // Err returns the runtime failure that kept the tensor from being
@@ -391,13 +476,16 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 	shape = slices.Clone(shape)
 	infer, known := -1, 1
 	for i, d := range shape {
+		var ok bool
 		switch {
 		case d == -1 && infer < 0:
 			infer = i
 		case d < 0:
 			Panicf(op, ErrShape, "invalid shape %v", shape)
 		default:
-			known *= d
+			if known, ok = device.CheckedMul(known, d); !ok {
+				Panicf(op, ErrShape, "cannot reshape %v (%d elements) into %v, which has more elements than an int counts", t.shape, t.Len(), shape)
+			}
 		}
 	}
 	if infer >= 0 {
@@ -423,17 +511,18 @@ func (t *Tensor) Float64s() ([]float64, error) {
 	if err := t.readErr(); err != nil {
 		return nil, err
 	}
-	n := t.Len()
+	out, err := hostSlice[float64]("Tensor.Float64s", t.Len())
+	if err != nil {
+		return nil, err
+	}
 	switch t.dtype {
 	case device.Float64:
-		out := make([]float64, n)
 		return out, t.read(out)
 	case device.Float32, device.Float16:
 		f, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
-		out := make([]float64, n)
 		for i, v := range f {
 			out[i] = float64(v)
 		}
@@ -443,7 +532,6 @@ func (t *Tensor) Float64s() ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]float64, n)
 		for i, x := range v {
 			out[i] = float64(x)
 		}
@@ -459,7 +547,10 @@ func (t *Tensor) Float32s() ([]float32, error) {
 	}
 	switch t.dtype {
 	case device.Float32:
-		out := make([]float32, t.Len())
+		out, err := hostSlice[float32]("Tensor.Float32s", t.Len())
+		if err != nil {
+			return nil, err
+		}
 		return out, t.read(out)
 	case device.Float64:
 		f, err := t.Float64s()
@@ -494,7 +585,10 @@ func (t *Tensor) Float16Bits() ([]uint16, error) {
 	if t.dtype != device.Float16 {
 		return nil, &Error{Op: "Tensor.Float16Bits", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want float16", t.dtype)}
 	}
-	out := make([]uint16, t.Len())
+	out, err := hostSlice[uint16]("Tensor.Float16Bits", t.Len())
+	if err != nil {
+		return nil, err
+	}
 	return out, t.read(out)
 }
 
@@ -506,20 +600,30 @@ func (t *Tensor) Int32s() ([]int32, error) {
 	if t.dtype != device.Int32 {
 		return nil, &Error{Op: "Tensor.Int32s", Kind: ErrDType, Msg: fmt.Sprintf("tensor is %v; want int32", t.dtype)}
 	}
-	out := make([]int32, t.Len())
+	out, err := hostSlice[int32]("Tensor.Int32s", t.Len())
+	if err != nil {
+		return nil, err
+	}
 	return out, t.read(out)
 }
 
 // read copies the tensor's buffer into out, keeping the tensor, whose
 // cleanup would free the buffer, reachable until the copy is done.
 func (t *Tensor) read(out any) error {
-	err := t.st.dev.Read(t.st.buf, out)
+	b := t.st.buffer()
+	if b == nil { // released since readErr looked
+		return &Error{Op: "Tensor readback", Kind: ErrReleased, Msg: fmt.Sprintf("tensor %v %v was released", t.shape, t.dtype)}
+	}
+	err := t.st.dev.Read(b, out)
 	runtime.KeepAlive(t)
 	return err
 }
 
 // To returns a copy of t on dev, with the same dtype.
 func (t *Tensor) To(dev device.Device) (*Tensor, error) {
+	if dev == nil {
+		Panicf("Tensor.To", ErrArgument, "nil device")
+	}
 	if err := t.readErr(); err != nil {
 		return nil, err
 	}

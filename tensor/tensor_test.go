@@ -10,6 +10,7 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/errtest"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -898,5 +899,30 @@ func TestReleaseNeedsNoCollection(t *testing.T) {
 	}
 	if got := tensor.ForcedGCs() - before; got < 5 {
 		t.Errorf("20 tensors of 512 KiB left unreleased with GCInterval 1 MiB: %d collections; want at least 5", got)
+	}
+}
+
+// TestNilDevice refuses a nil device with ErrArgument, never a nil
+// dereference.
+func TestNilDevice(t *testing.T) {
+	x := tensor.Must(tensor.Zeros(openCPU(t), device.Float32, 2))
+	for name, fn := range map[string]func(){
+		"tensor.Empty":       func() { tensor.Empty(nil, device.Float32, 2) },
+		"tensor.Full":        func() { tensor.Full(nil, device.Float32, 1, 2) },
+		"tensor.Uniform":     func() { tensor.Uniform(nil, device.Float32, 0, 1, 1, 2) },
+		"tensor.FromFloat32": func() { tensor.FromFloat32(nil, []float32{1}) },
+		"tensor.FromInt32":   func() { tensor.FromInt32(nil, []int32{1}) },
+		"Tensor.To":          func() { x.To(nil) },
+	} {
+		errtest.Panics(t, fn, name, tensor.ErrArgument, "nil device")
+	}
+}
+
+// TestReshapeOverflow refuses shapes whose element count overflows an
+// int, also when it wraps to the right count.
+func TestReshapeOverflow(t *testing.T) {
+	x := tensor.Must(tensor.Zeros(openCPU(t), device.Float32, 8))
+	for _, shape := range [][]int{{4, 1<<62 + 2}, {1 << 62, 4, 2}, {-1, 1 << 62, 16}} {
+		errtest.Panics(t, func() { x.Reshape(shape...) }, "Tensor.Reshape", tensor.ErrShape, "more elements than an int counts")
 	}
 }

@@ -5,6 +5,7 @@
 package loader
 
 import (
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"slices"
@@ -61,6 +62,9 @@ type Batch struct {
 // While the loop body trains on one batch, the next is gathered and
 // uploaded on another goroutine. Stopping the loop early is fine.
 func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
+	if err := l.Check(); err != nil {
+		return func(yield func(int, Batch) bool) { yield(0, Batch{Err: err}) }
+	}
 	n := l.Len()
 	if len(l.order) != n {
 		l.order = make([]int, n)
@@ -88,6 +92,15 @@ func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 		}()
 		go func() {
 			defer close(next)
+			defer func() {
+				// A panic here would end the process: hand it to the loop.
+				if r := recover(); r != nil {
+					select {
+					case next <- Batch{Err: fmt.Errorf("loader: preparing a batch: %v", r)}:
+					case <-stop:
+					}
+				}
+			}()
 			for s := range steps {
 				b := l.upload(dev, order, s, shape)
 				select {
@@ -106,6 +119,29 @@ func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 			}
 		}
 	}
+}
+
+// Check returns an error unless the loader's fields agree: Features
+// positive, Images holding Features values for each of the Labels,
+// Shape (if set) of Features elements, Batch and Limit not negative.
+// Epoch checks it first.
+func (l *Loader) Check() error {
+	switch {
+	case l.Features <= 0:
+		return fmt.Errorf("loader: %d features an example; want > 0", l.Features)
+	case l.Batch < 1:
+		return fmt.Errorf("loader: batches of %d; want ≥ 1", l.Batch)
+	case l.Limit < 0:
+		return fmt.Errorf("loader: limit %d; want ≥ 0 (0: all)", l.Limit)
+	case len(l.Images)/l.Features != len(l.Labels) || len(l.Images)%l.Features != 0:
+		return fmt.Errorf("loader: %d values of %d features an example for %d labels; want %d values", len(l.Images), l.Features, len(l.Labels), len(l.Labels)*l.Features)
+	}
+	if l.Shape != nil {
+		if n, err := device.CheckNumel(l.Shape); err != nil || n != l.Features {
+			return fmt.Errorf("loader: example shape %v for %d features; want a shape of %d elements", l.Shape, l.Features, l.Features)
+		}
+	}
+	return nil
 }
 
 // upload gathers batch s and makes its tensors.

@@ -2,10 +2,12 @@ package loader_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/dataset/loader"
+	"github.com/extensor/extensor/device"
 )
 
 func TestEpoch(t *testing.T) {
@@ -68,5 +70,61 @@ func TestEpoch(t *testing.T) {
 	}
 	if dev.MemoryInUse() != 0 {
 		t.Errorf("%d bytes still in use after an epoch stopped early", dev.MemoryInUse())
+	}
+}
+
+// TestEpochReportsBadLoaders yields one batch carrying an error, never a
+// panic on the loader's goroutine, for fields that do not agree.
+func TestEpochReportsBadLoaders(t *testing.T) {
+	dev := cpu.New()
+	for _, tt := range []struct {
+		name string
+		l    *loader.Loader
+		says string
+	}{
+		{"fewer images than labels", loader.New(make([]float32, 2*3), make([]int32, 5), 3, 2, 1), "for 5 labels"},
+		{"a partial image", loader.New(make([]float32, 7), make([]int32, 2), 3, 2, 1), "for 2 labels"},
+		{"no features", loader.New(nil, make([]int32, 2), 0, 2, 1), "features"},
+		{"a shape of other features", &loader.Loader{Images: make([]float32, 8), Labels: make([]int32, 2), Features: 4, Shape: []int{1, 3}, Batch: 1}, "shape [1 3]"},
+		{"no batch", &loader.Loader{Images: make([]float32, 8), Labels: make([]int32, 2), Features: 4}, "batches of 0"},
+		{"a negative limit", &loader.Loader{Images: make([]float32, 8), Labels: make([]int32, 2), Features: 4, Batch: 1, Limit: -1}, "limit -1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			for _, b := range tt.l.Epoch(dev) {
+				n++
+				if b.Err == nil || !strings.Contains(b.Err.Error(), tt.says) {
+					t.Fatalf("batch %d: %v; want an error saying %q", n, b.Err, tt.says)
+				}
+				if b.X != nil || b.Y != nil {
+					t.Errorf("a failed batch carries tensors")
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d batches; want one, carrying the error", n)
+			}
+		})
+	}
+}
+
+// panicky is a device whose uploads panic.
+type panicky struct{ *cpu.Device }
+
+func (panicky) Write(device.Buffer, any) error { panic("an upload that panics") }
+
+// TestEpochRecoversItsGoroutine turns a panic while a batch is prepared
+// into a batch carrying the error: no goroutine of the library ends the
+// process.
+func TestEpochRecoversItsGoroutine(t *testing.T) {
+	l := loader.New(make([]float32, 10*3), make([]int32, 10), 3, 2, 1)
+	n := 0
+	for _, b := range l.Epoch(panicky{cpu.New()}) {
+		n++
+		if b.Err == nil || !strings.Contains(b.Err.Error(), "loader: preparing a batch: an upload that panics") {
+			t.Fatalf("batch %d: %v; want the preparing goroutine's panic", n, b.Err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d batches; want one, carrying the error", n)
 	}
 }

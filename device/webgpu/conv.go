@@ -63,6 +63,9 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 
 // convFits reports whether the direct convolution takes g with f filters.
 func (d *Device) convFits(g device.Window2D, f int) bool {
+	if d.noDirectConv {
+		return false
+	}
 	limit := int(d.limits.MaxTextureDimension2D)
 	hp, wp := g.H+2*g.PH, g.W+2*g.PW
 	k4 := groupsOf(g.C, 4) * g.KH * g.KW

@@ -17,10 +17,6 @@ import (
 	"github.com/rajveermalviya/go-webgpu/wgpu"
 )
 
-// EnvAdapter is the environment variable that chooses the adapter: an index
-// into the enumerated adapters, or a substring of an adapter's name.
-const EnvAdapter = "EXTENSOR_ADAPTER"
-
 // BatchSize is the number of dispatches recorded before the device submits
 // them without being asked.
 const BatchSize = 256
@@ -111,7 +107,9 @@ type Device struct {
 
 	textures map[texKey]opTexture // the texture matmul's operands, by size
 	mm       matmulChoice
-	prof     *profiler // nil unless EnvProfile is set
+	// noDirectConv turns the direct convolution off (EnvConv).
+	noDirectConv bool
+	prof         *profiler // nil unless EnvProfile is set
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
@@ -126,7 +124,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn()}
+	conv := strings.TrimSpace(os.Getenv(EnvConv))
+	if conv != "" && conv != "im2col" {
+		return nil, fmt.Errorf("webgpu: %s=%q; want im2col, or nothing for the automatic choice", EnvConv, conv)
+	}
+	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
+		noDirectConv: conv == "im2col"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
 	// aborts the process on machines with EGL but no display.

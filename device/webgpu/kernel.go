@@ -282,6 +282,10 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}
 	for _, e := range bound {
+		if e.Buffer == nil && e.TextureView == nil && e.Sampler == nil {
+			d.fail(errFreed(k.name))
+			return
+		}
 		if e.Buffer != nil && e.Size > d.limits.MaxStorageBufferBindingSize {
 			d.fail(fmt.Errorf("webgpu: kernel %s: an operand of %d bytes exceeds the maximum storage buffer binding size of %s, %d bytes (elementwise ops take tensors up to the maximum buffer size, %d bytes): %w",
 				k.name, e.Size, d.info, d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize, device.ErrOutOfMemory))
@@ -311,4 +315,11 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 	if d.dispatches >= BatchSize {
 		d.flush()
 	}
+}
+
+// errFreed is the failure of a kernel or copy given a buffer freed before
+// it was recorded: a tensor released on another goroutine while an op on
+// it ran.
+func errFreed(kernel string) error {
+	return fmt.Errorf("webgpu: %s: an operand was freed before the work was recorded (released while an op used it)", kernel)
 }

@@ -104,6 +104,10 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	if o.n == 0 || !d.ok() {
 		return
 	}
+	if o.b == nil || s.b == nil {
+		d.fail(errFreed("copy"))
+		return
+	}
 	enc := d.encoderFor()
 	if enc == nil {
 		return
@@ -1006,6 +1010,10 @@ type texLayout struct {
 func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 	half := src.dt == device.Float16
 	row := groupsOf(l.wide, 4) // the texels of a depth that hold entries
+	if src.b == nil {
+		d.fail(errFreed("matmul_tex"))
+		return
+	}
 	if l.vec && !half && l.sk%64 == 0 && l.off+(l.depth-1)*l.sk+4*row <= src.n {
 		enc := d.encoderFor()
 		if enc == nil {

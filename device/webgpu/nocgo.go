@@ -14,9 +14,6 @@ func init() {
 	}))
 }
 
-// EnvAdapter is the environment variable that chooses the adapter.
-const EnvAdapter = "EXTENSOR_ADAPTER"
-
 // Adapter describes an adapter that WebGPU offers.
 type Adapter struct {
 	Index                       int

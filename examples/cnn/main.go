@@ -14,6 +14,7 @@ import (
 	"io"
 	"log"
 	"maps"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -104,8 +105,11 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	cfg.Bar = os.Stderr
+	if err := cfg.Check(); err != nil {
+		log.Fatalf("cnn: %v", err)
+	}
 	if !*live {
-		if _, err := Train(cfg, os.Stdout); err != nil {
+		if err := train(cfg); err != nil {
 			log.Fatalf("cnn: %v", err)
 		}
 		return
@@ -118,10 +122,7 @@ func main() {
 	}
 	cfg.Window = win
 	done := make(chan error, 1)
-	go func() {
-		_, err := Train(cfg, os.Stdout)
-		done <- err
-	}()
+	go func() { done <- train(cfg) }()
 	err = win.Run(done)
 	if cerr := win.Close(); err == nil {
 		err = cerr
@@ -131,9 +132,57 @@ func main() {
 	}
 }
 
+// train runs Train, printing to standard output, and returns its error,
+// or the programmer error (a *tensor.Error) it panicked with: one line,
+// and on the window's training goroutine no end of the process.
+func train(cfg Config) (err error) {
+	if perr := tensor.Maybe(func() { _, err = Train(cfg, os.Stdout) }); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// Check returns an error for a configuration that cannot train: sizes
+// and counts out of range, a learning rate that is negative or not
+// finite, an unknown optimiser, a checkpoint to resume from that does not
+// load or carries no sane epoch and step count, and a place to save a
+// checkpoint or snapshot that cannot be written. Train checks it before
+// it opens the device, so that no work is lost to a bad flag.
+func (cfg Config) Check() error {
+	switch {
+	case cfg.Epochs < 1:
+		return fmt.Errorf("-epochs %d; want ≥ 1", cfg.Epochs)
+	case cfg.Batch < 1:
+		return fmt.Errorf("-batch %d; want ≥ 1", cfg.Batch)
+	case cfg.Opt != "adam" && cfg.Opt != "sgd":
+		return fmt.Errorf("-opt %q; want adam or sgd", cfg.Opt)
+	case !(cfg.LR >= 0) || math.IsInf(cfg.LR, 0):
+		return fmt.Errorf("-lr %v; want a finite learning rate ≥ 0 (0: the optimiser's default)", cfg.LR)
+	case cfg.Limit < 0 || cfg.Test < 0 || cfg.Progress < 0 || cfg.PlotEvery < 0 || cfg.SnapshotEvery < 0:
+		return fmt.Errorf("-limit %d, -test %d, -progress %d, -plot-every %d, -snapshot-every %d; want counts ≥ 0", cfg.Limit, cfg.Test, cfg.Progress, cfg.PlotEvery, cfg.SnapshotEvery)
+	}
+	if cfg.Resume != "" {
+		if _, _, _, err := readResume(cfg.Resume); err != nil {
+			return err
+		}
+	}
+	for flag, path := range map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot} {
+		if path == "" {
+			continue
+		}
+		if err := checkpoint.Writable(path); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+	}
+	return nil
+}
+
 // Train trains the network as cfg says, printing to w, and returns what
 // each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	var dev device.Device
 	var train, test *fashionmnist.Set
 	var err error
@@ -149,6 +198,9 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if train.Rows != model.Side || train.Cols != model.Side || test.Rows != model.Side || test.Cols != model.Side {
+		return nil, fmt.Errorf("%s: images of %d×%d (training) and %d×%d (test); the network takes %d×%d", cfg.Data, train.Rows, train.Cols, test.Rows, test.Cols, model.Side, model.Side)
 	}
 	net, err := model.New(dev, cfg.Seed)
 	if err != nil {
@@ -328,7 +380,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 // board is the dashboard of a run, with the test images it shows.
 type board struct {
 	*dashboard.Dashboard
-	images *tensor.Tensor // the first 12 test images, on the device
+	images *tensor.Tensor // the first dashboard.Shown test images, on the device
 	labels []int32
 }
 
@@ -337,7 +389,11 @@ func newDashboard(dev device.Device, net nn.Sequential, test *fashionmnist.Set) 
 	if err != nil {
 		return nil, err
 	}
-	const n = 12
+	n := min(dashboard.Shown, test.N)
+	if n == 0 {
+		d.Release()
+		return nil, errors.New("the dashboard shows test images, and the test set has none")
+	}
 	x, err := tensor.FromFloat32(dev, test.Images[:n*test.Features()], n, 1, test.Rows, test.Cols)
 	if err != nil {
 		d.Release()
@@ -402,17 +458,29 @@ func save(path string, net nn.Sequential, opt *optim.Optimizer, epoch int) error
 	return checkpoint.Save(path, all, map[string]string{"epoch": strconv.Itoa(epoch), "steps": strconv.Itoa(opt.Steps())})
 }
 
-// resume loads a checkpoint that save wrote into net and opt and returns
-// the epoch to continue from.
-func resume(path string, net nn.Sequential, opt *optim.Optimizer) (int, error) {
-	f, err := checkpoint.Read(path)
-	if err != nil {
-		return 0, err
+// readResume reads a checkpoint that save wrote and its epoch and step
+// count, which must not be negative.
+func readResume(path string) (f *checkpoint.File, epoch, steps int, err error) {
+	if f, err = checkpoint.Read(path); err != nil {
+		return nil, 0, 0, err
 	}
 	epoch, err1 := strconv.Atoi(f.Metadata["epoch"])
 	steps, err2 := strconv.Atoi(f.Metadata["steps"])
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("%s: no epoch and step count in its metadata: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("%s: no epoch and step count in its metadata: %w", path, err)
+	}
+	if epoch < 0 || steps < 0 {
+		return nil, 0, 0, fmt.Errorf("%s: epoch %d and step count %d in its metadata; want counts ≥ 0", path, epoch, steps)
+	}
+	return f, epoch, steps, nil
+}
+
+// resume loads a checkpoint that save wrote into net and opt and returns
+// the epoch to continue from.
+func resume(path string, net nn.Sequential, opt *optim.Optimizer) (int, error) {
+	f, epoch, steps, err := readResume(path)
+	if err != nil {
+		return 0, err
 	}
 	all := net.StateDict()
 	st, err := opt.StateDict(optimNames(net))

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"image"
 	"image/png"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,10 +132,100 @@ func TestShortMixedPrecision(t *testing.T) {
 	}
 }
 
-func TestUnknownOptimiser(t *testing.T) {
-	_, err := Train(Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Opt: "lbfgs"}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), `unknown optimiser "lbfgs"`) {
-		t.Errorf("optimiser lbfgs: %v; want an unknown-optimiser error", err)
+// TestBadConfig refuses settings that cannot train with one error, before
+// the device opens or any work is done (nothing is printed).
+func TestBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	resume := func(epoch, steps string) string {
+		path := filepath.Join(dir, "e"+epoch+"s"+steps+".safetensors")
+		x := tensor.Must(tensor.Zeros(cpu.New(), device.Float32, 1))
+		if err := checkpoint.Save(path, map[string]*tensor.Tensor{"x": x}, map[string]string{"epoch": epoch, "steps": steps}); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam"}
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+		says string
+	}{
+		{"negative learning rate", func(c *Config) { c.LR = -1 }, "-lr -1; want a finite learning rate"},
+		{"NaN learning rate", func(c *Config) { c.LR = math.NaN() }, "-lr NaN"},
+		{"infinite learning rate", func(c *Config) { c.LR = math.Inf(1) }, "-lr +Inf"},
+		{"no epochs", func(c *Config) { c.Epochs = 0 }, "-epochs 0"},
+		{"no batch", func(c *Config) { c.Batch = 0 }, "-batch 0"},
+		{"negative limit", func(c *Config) { c.Limit = -3 }, "-limit -3"},
+		{"unknown optimiser", func(c *Config) { c.Opt = "lbfgs" }, `-opt "lbfgs"; want adam or sgd`},
+		{"negative steps in the checkpoint", func(c *Config) { c.Resume = resume("1", "-7") }, "epoch 1 and step count -7"},
+		{"no steps in the checkpoint", func(c *Config) { c.Resume = resume("1", "x") }, "no epoch and step count"},
+		{"missing checkpoint", func(c *Config) { c.Resume = filepath.Join(dir, "none.safetensors") }, "none.safetensors"},
+		{"unwritable save", func(c *Config) { c.Save = filepath.Join(dir, "no", "such", "m.safetensors") }, "-save " + filepath.Join(dir, "no", "such", "m.safetensors")},
+		{"unwritable snapshot", func(c *Config) { c.Snapshot = dir }, "-snapshot " + dir},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good
+			tt.edit(&cfg)
+			var out bytes.Buffer
+			_, err := Train(cfg, &out)
+			if err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("%v; want an error saying %q", err, tt.says)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q before refusing", out.String())
+			}
+		})
+	}
+}
+
+// tinySet writes Fashion-MNIST files of n images of side×side (training
+// and test alike) into a temporary directory and returns it.
+func tinySet(t *testing.T, n, side int) string {
+	t.Helper()
+	dir := t.TempDir()
+	file := func(name string, dims []uint32, data []byte) {
+		b := []byte{0, 0, 0x08, byte(len(dims))}
+		for _, d := range dims {
+			b = binary.BigEndian.AppendUint32(b, d)
+		}
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(append(b, data...))
+		zw.Close()
+		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pixels, labels := make([]byte, n*side*side), make([]byte, n)
+	for i := range pixels {
+		pixels[i] = byte(i * 7)
+	}
+	for i := range labels {
+		labels[i] = byte(i % 10)
+	}
+	for _, p := range []string{"train", "t10k"} {
+		file(p+"-images-idx3-ubyte.gz", []uint32{uint32(n), uint32(side), uint32(side)}, pixels)
+		file(p+"-labels-idx1-ubyte.gz", []uint32{uint32(n)}, labels)
+	}
+	return dir
+}
+
+// TestOddData trains on a test set smaller than the dashboard's image
+// panel, and refuses images of another size than the network takes
+// before it builds the network.
+func TestOddData(t *testing.T) {
+	plots := t.TempDir()
+	cfg := Config{Device: "cpu", Data: tinySet(t, 5, 28), Epochs: 1, Batch: 4, Opt: "adam", Seed: 1, Snapshot: filepath.Join(plots, "dashboard.png")}
+	var out bytes.Buffer
+	if _, err := Train(cfg, &out); err != nil {
+		t.Fatalf("5 test images with -snapshot: %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(cfg.Snapshot); err != nil {
+		t.Error(err)
+	}
+	cfg.Data, cfg.Snapshot = tinySet(t, 5, 10), ""
+	if _, err := Train(cfg, &out); err == nil || !strings.Contains(err.Error(), "images of 10×10 (training) and 10×10 (test); the network takes 28×28") {
+		t.Errorf("10×10 images: %v; want an error naming the sizes", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"time"
 
@@ -54,14 +55,35 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	cfg.Bar = os.Stderr
+	if err := cfg.Check(); err != nil {
+		log.Fatalf("mlp: %v", err)
+	}
 	if _, err := Train(cfg, os.Stdout); err != nil {
 		log.Fatalf("mlp: %v", err)
 	}
 }
 
+// Check returns an error for a configuration that cannot train: counts
+// out of range, or a learning rate that is negative or not finite. Train
+// checks it before it opens the device.
+func (cfg Config) Check() error {
+	switch {
+	case cfg.Epochs < 1 || cfg.Batch < 1 || cfg.Hidden < 1:
+		return fmt.Errorf("-epochs %d, -batch %d, -hidden %d; want each ≥ 1", cfg.Epochs, cfg.Batch, cfg.Hidden)
+	case cfg.Limit < 0 || cfg.Progress < 0:
+		return fmt.Errorf("-limit %d, -progress %d; want counts ≥ 0", cfg.Limit, cfg.Progress)
+	case !(cfg.LR >= 0) || math.IsInf(cfg.LR, 0):
+		return fmt.Errorf("-lr %v; want a finite learning rate ≥ 0", cfg.LR)
+	}
+	return nil
+}
+
 // Train trains the MLP as cfg says, printing progress to w, and returns
 // what each epoch achieved.
 func Train(cfg Config, w io.Writer) ([]Epoch, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	dev, train, test, err := run.Open(cfg.Device, cfg.Data, w, cfg.Bar)
 	if err != nil {
 		return nil, err

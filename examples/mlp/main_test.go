@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"math"
 	"strings"
 	"testing"
 
@@ -72,9 +73,27 @@ func TestTrainCPU(t *testing.T) {
 }
 
 func TestTrainUnknownDevice(t *testing.T) {
-	_, err := Train(Config{Device: "tpu", Epochs: 1}, &bytes.Buffer{})
+	_, err := Train(config("tpu"), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "unknown device") {
 		t.Errorf("device tpu: %v; want an unknown-device error", err)
+	}
+}
+
+// TestBadConfig refuses flags that cannot train before the device opens.
+func TestBadConfig(t *testing.T) {
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.LR = -1 },
+		func(c *Config) { c.LR = math.NaN() },
+		func(c *Config) { c.Batch = 0 },
+		func(c *Config) { c.Hidden = -5 },
+		func(c *Config) { c.Limit = -1 },
+	} {
+		cfg := config("cpu")
+		edit(&cfg)
+		var out bytes.Buffer
+		if _, err := Train(cfg, &out); err == nil || out.Len() > 0 {
+			t.Errorf("%+v: error %v, output %q; want an error before any output", cfg, err, out.String())
+		}
 	}
 }
 

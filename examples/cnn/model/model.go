@@ -10,6 +10,10 @@ import (
 	"github.com/extensor/extensor/tensor"
 )
 
+// Side is the side of the square images the network takes: its first
+// linear layer expects the 64×5×5 features of 28×28 images.
+const Side = 28
+
 // New builds the network on dev from seed: Conv2d(1→32, 3×3) → ReLU →
 // MaxPool(2) → Conv2d(32→64, 3×3) → ReLU → MaxPool(2) → Flatten →
 // Linear(1600→128) → ReLU → Dropout(0.25) → Linear(128→10), for 1×28×28

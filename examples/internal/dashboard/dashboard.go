@@ -123,6 +123,9 @@ func plotArea(r image.Rectangle) image.Rectangle {
 	return image.Rect(r.Min.X+60, r.Min.Y+28, r.Max.X-14, r.Max.Y-24)
 }
 
+// Shown is how many test images the image panel shows at most.
+const Shown = 12
+
 // The image panel's grid: six a row, zoomed twice, framed imageBorder
 // pixels wide, with a line for the class under each row.
 const (
@@ -197,12 +200,12 @@ func (d *Dashboard) accuracyPanel(acc []float64) {
 	}
 }
 
-// imagePanel shows up to 12 test images, six a row, zoomed twice, each
+// imagePanel shows up to Shown test images, six a row, zoomed twice, each
 // framed by whether its prediction is right, its predicted class below.
 func (d *Dashboard) imagePanel(s State) {
 	d.c.Fill(imagesPanel, panel)
 	d.text(imagesPanel.Min.Add(image.Pt(10, 6)), "test images: predicted class (green right, red wrong)", 1, text)
-	n := min(s.Images.Dim(0), len(s.Pred), 12)
+	n := min(s.Images.Dim(0), len(s.Pred), Shown)
 	g := draw.Grid{Cols: imageCols, Zoom: imageZoom, Border: imageBorder}
 	shape := s.Images.Shape()
 	ih, iw := shape[len(shape)-2], shape[len(shape)-1]
