@@ -5,15 +5,16 @@ package webgpu
 import (
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 const (
-	storageUsage = wgpu.BufferUsage_Storage | wgpu.BufferUsage_CopySrc | wgpu.BufferUsage_CopyDst
-	stagingUsage = wgpu.BufferUsage_MapRead | wgpu.BufferUsage_CopyDst
+	storageUsage = wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst
+	stagingUsage = wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst
 	// maxPooled is how many bytes of free buffers the pool keeps.
 	maxPooled = 1 << 30
 )
@@ -84,12 +85,12 @@ func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buf
 	if b := p.take(key); b != nil {
 		return b, key.size, nil
 	}
-	b, err := p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
+	b, err := p.d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
 	if err != nil && len(p.free) > 0 {
 		// Out of memory, perhaps: drain the queue, drop the pool, retry.
 		p.d.wait()
 		p.trim(0)
-		b, err = p.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
+		b, err = p.d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: label, Usage: usage, Size: key.size})
 	}
 	if err != nil {
 		return nil, 0, err
@@ -263,7 +264,7 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 		data = append(append([]byte(nil), data...), 0, 0)
 	}
 	d.flush() // work recorded earlier must see the old contents
-	if err := d.queue.WriteBuffer(b.b, 0, data); err != nil {
+	if err := d.queue.TryWriteBuffer(b.b, 0, data); err != nil {
 		return fmt.Errorf("webgpu: writing %d bytes: %v", len(data), err)
 	}
 	return nil
@@ -297,23 +298,23 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 	if enc == nil {
 		return d.report()
 	}
-	if err := enc.CopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
+	if err := enc.TryCopyBufferToBuffer(b.b, 0, staging, 0, size); err != nil {
 		d.fail(fmt.Errorf("webgpu: copying %d bytes for readback: %v", size, err))
 		return d.report()
 	}
 	d.wait()
-	var status wgpu.BufferMapAsyncStatus
-	called := false
-	err = staging.MapAsync(wgpu.MapMode_Read, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, called = s, true })
+	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
+	status.Store(-1)
+	err = staging.TryMapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
 	// MapAsync hands C a pointer to a Go handle: poll at once, on this
 	// goroutine. The queue is idle, so this blocking poll returns at once.
 	d.dev.Poll(true, nil)
-	if err != nil || !called || status != wgpu.BufferMapAsyncStatus_Success {
-		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", status, err))
+	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
+		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", wgpu.MapAsyncStatus(status.Load()), err))
 		return d.report()
 	}
 	copy(out, staging.GetMappedRange(0, uint(size))[:len(out)])
-	if err := staging.Unmap(); err != nil {
+	if err := staging.TryUnmap(); err != nil {
 		d.fail(fmt.Errorf("webgpu: unmapping a readback buffer: %v", err))
 	}
 	return d.report()

@@ -5,7 +5,7 @@ package webgpu
 import (
 	"fmt"
 
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 
 	"github.com/extensor/extensor/device"
 )

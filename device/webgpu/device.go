@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +15,7 @@ import (
 	"time"
 
 	"github.com/extensor/extensor/device"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // BatchSize is the number of dispatches recorded before the device submits
@@ -101,6 +102,9 @@ type Device struct {
 
 	err    error // first runtime failure since the last report
 	closed bool
+	// lost is why the device was lost (a string), set by wgpu's callback
+	// on whichever thread it runs; a wait reports it.
+	lost atomic.Value
 
 	surface *wgpu.Surface // the window's, for a device made by OpenSurface
 	screen  *screen       // what presents on it
@@ -131,9 +135,8 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
 		noDirectConv: conv == "im2col"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
-	// The primary backends (Vulkan, Metal, D3D12): wgpu 0.17's GL backend
-	// aborts the process on machines with EGL but no display.
-	d.instance = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackend_Primary})
+	quietDeviceSelect()
+	d.instance = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: primaryBackends})
 	if sd != nil {
 		d.surface = d.instance.CreateSurface(sd)
 	}
@@ -145,41 +148,44 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		d.instance.Release()
 		return nil, err
 	}
-	props := d.adapter.GetProperties()
-	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Name, props.BackendType, props.AdapterType)
-	d.loopLimited = props.AdapterType == wgpu.AdapterType_CPU
+	props := d.adapter.GetInfo()
+	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Device, backendName(props.BackendType), adapterTypeName(props.AdapterType))
+	d.loopLimited = props.AdapterType == wgpu.AdapterTypeCPU
 	d.threads = runtime.NumCPU()
 	if n, err := strconv.Atoi(os.Getenv("LP_NUM_THREADS")); err == nil && n > 0 {
 		d.threads = n
 	}
-	d.limits = requestable(d.adapter.GetLimits().Limits)
+	d.limits = requestable(d.adapter.GetLimits())
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:          "extensor",
-		RequiredLimits: &wgpu.RequiredLimits{Limits: d.limits},
+		RequiredLimits: &d.limits,
+		DeviceLostCallback: func(reason wgpu.DeviceLostReason, message string) {
+			d.lost.Store(fmt.Sprintf("%s (%v)", message, reason))
+		},
 	})
 	if err != nil {
 		d.adapter.Release()
 		d.instance.Release()
-		return nil, fmt.Errorf("webgpu: requesting a device from %s: %v", props.Name, err)
+		return nil, fmt.Errorf("webgpu: requesting a device from %s: %v", props.Device, err)
 	}
-	d.limits = d.dev.GetLimits().Limits
+	d.limits = d.dev.GetLimits()
 	// One consistent pair: a binding is never larger than a buffer.
 	d.limits.MaxStorageBufferBindingSize = min(d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize)
 	d.queue = d.dev.GetQueue()
 	d.pool.init(d)
-	d.paramBuf, err = d.dev.CreateBuffer(&wgpu.BufferDescriptor{
+	d.paramBuf, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
 		Label: "extensor params",
-		Usage: wgpu.BufferUsage_Storage | wgpu.BufferUsage_CopyDst,
+		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst,
 		Size:  paramSlots * paramSlot,
 	})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("webgpu: creating the parameter buffer: %v", err)
 	}
-	flags, err := d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags", Usage: storageUsage, Size: flagBytes})
+	flags, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags", Usage: storageUsage, Size: flagBytes})
 	if err == nil {
 		d.flags = &buffer{b: flags, dt: device.Int32, n: flagBytes / 4}
-		d.flagsStaging, err = d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags readback", Usage: stagingUsage, Size: flagBytes})
+		d.flagsStaging, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags readback", Usage: stagingUsage, Size: flagBytes})
 	}
 	if err != nil {
 		d.Close()
@@ -207,17 +213,19 @@ func (d *Device) site(name string) uint32 {
 // readFlags reads the index flags copied into their staging buffer,
 // records an *device.IndexError if a kernel set them, and clears them.
 func (d *Device) readFlags() {
-	var status wgpu.BufferMapAsyncStatus
-	called := false
-	err := d.flagsStaging.MapAsync(wgpu.MapMode_Read, 0, flagBytes, func(s wgpu.BufferMapAsyncStatus) { status, called = s, true })
+	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
+	status.Store(-1)
+	err := d.flagsStaging.TryMapAsync(wgpu.MapModeRead, 0, flagBytes, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
 	d.dev.Poll(true, nil) // at once, on this goroutine: see Read
-	if err != nil || !called || status != wgpu.BufferMapAsyncStatus_Success {
-		d.fail(fmt.Errorf("webgpu: mapping the index flags: status %v: %v", status, err))
+	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
+		d.fail(fmt.Errorf("webgpu: mapping the index flags: status %v: %v", wgpu.MapAsyncStatus(status.Load()), err))
 		return
 	}
 	w := d.flagsStaging.GetMappedRange(0, flagBytes)
 	count, index, classes, site := binary.LittleEndian.Uint32(w), binary.LittleEndian.Uint32(w[4:]), binary.LittleEndian.Uint32(w[8:]), binary.LittleEndian.Uint32(w[12:])
-	d.flagsStaging.Unmap()
+	if err := d.flagsStaging.TryUnmap(); err != nil {
+		d.fail(fmt.Errorf("webgpu: unmapping the index flags: %v", err))
+	}
 	if count == 0 {
 		return
 	}
@@ -226,7 +234,7 @@ func (d *Device) readFlags() {
 		name = d.sites[site]
 	}
 	d.fail(&device.IndexError{Site: name, Index: int(int32(index)), Classes: int(classes)})
-	if err := d.queue.WriteBuffer(d.flags.b, 0, make([]byte, flagBytes)); err != nil {
+	if err := d.queue.TryWriteBuffer(d.flags.b, 0, make([]byte, flagBytes)); err != nil {
 		d.fail(fmt.Errorf("webgpu: clearing the index flags: %v", err))
 	}
 }
@@ -235,7 +243,7 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	want := strings.TrimSpace(os.Getenv(EnvAdapter))
 	noAdapter := fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
 	if want == "" && surface != nil {
-		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreference_HighPerformance, CompatibleSurface: surface})
+		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance, CompatibleSurface: surface})
 		if err != nil || a == nil {
 			return nil, noAdapter
 		}
@@ -245,7 +253,7 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	if want == "" { // the best kind: a discrete GPU, an integrated one, then a CPU
 		best := -1
 		for i, a := range adapters {
-			if best < 0 || rank(a.GetProperties().AdapterType) < rank(adapters[best].GetProperties().AdapterType) {
+			if best < 0 || rank(a.GetInfo().AdapterType) < rank(adapters[best].GetInfo().AdapterType) {
 				best = i
 			}
 		}
@@ -263,7 +271,7 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	pick := -1
 	idx, numeric := strconv.Atoi(want)
 	for i, a := range adapters {
-		name := a.GetProperties().Name
+		name := a.GetInfo().Device
 		names = append(names, fmt.Sprintf("%d: %s", i, name))
 		if pick < 0 && ((numeric == nil && i == idx) || (numeric != nil && strings.Contains(strings.ToLower(name), strings.ToLower(want)))) {
 			pick = i
@@ -280,15 +288,65 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	return adapters[pick], nil
 }
 
+// primaryBackends are wgpu's primary backends (Vulkan, Metal, D3D12 and
+// a browser's WebGPU): wgpu's GL backend aborted the process on machines
+// with EGL but no display.
+const primaryBackends = wgpu.InstanceBackend(1<<0 | 1<<2 | 1<<3 | 1<<5)
+
+// quietDeviceSelect turns Mesa's device-selection Vulkan layer off
+// (NODEVICE_SELECT=1) unless the environment says otherwise: extensor
+// chooses the adapter itself (EnvAdapter), and the layer probes the
+// window systems when an instance is made, printing "error:
+// XDG_RUNTIME_DIR is invalid or not set in the environment." on machines
+// without a desktop session, four times in a training run.
+func quietDeviceSelect() {
+	if _, set := os.LookupEnv("NODEVICE_SELECT"); !set {
+		os.Setenv("NODEVICE_SELECT", "1")
+	}
+}
+
+// adapterTypeName names an adapter type as WebGPU's enum does:
+// "DiscreteGPU", "IntegratedGPU", "CPU" or "Unknown".
+func adapterTypeName(t wgpu.AdapterType) string {
+	switch t {
+	case wgpu.AdapterTypeDiscreteGPU:
+		return "DiscreteGPU"
+	case wgpu.AdapterTypeIntegratedGPU:
+		return "IntegratedGPU"
+	case wgpu.AdapterTypeCPU:
+		return "CPU"
+	}
+	return "Unknown"
+}
+
+// backendName names a backend: "Vulkan", "Metal", "D3D12", …
+func backendName(b wgpu.BackendType) string {
+	switch b {
+	case wgpu.BackendTypeVulkan:
+		return "Vulkan"
+	case wgpu.BackendTypeMetal:
+		return "Metal"
+	case wgpu.BackendTypeD3D12:
+		return "D3D12"
+	case wgpu.BackendTypeD3D11:
+		return "D3D11"
+	case wgpu.BackendTypeOpenGL:
+		return "OpenGL"
+	case wgpu.BackendTypeWebGPU:
+		return "WebGPU"
+	}
+	return b.String()
+}
+
 // rank orders adapter types by preference: discrete GPUs first, CPU
 // adapters (lavapipe) last.
 func rank(t wgpu.AdapterType) int {
 	switch t {
-	case wgpu.AdapterType_DiscreteGPU:
+	case wgpu.AdapterTypeDiscreteGPU:
 		return 0
-	case wgpu.AdapterType_IntegratedGPU:
+	case wgpu.AdapterTypeIntegratedGPU:
 		return 1
-	case wgpu.AdapterType_CPU:
+	case wgpu.AdapterTypeCPU:
 		return 3
 	}
 	return 2
@@ -330,15 +388,16 @@ func requestable(l wgpu.Limits) wgpu.Limits {
 // one Open chooses by default: the first of the best kind (a discrete
 // GPU, then an integrated one, then any other, a CPU adapter last).
 func Adapters() []Adapter {
-	inst := wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.InstanceBackend_Primary})
+	quietDeviceSelect()
+	inst := wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: primaryBackends})
 	defer inst.Release()
 	var list []Adapter
 	var types []wgpu.AdapterType
 	best := -1
 	for i, a := range inst.EnumerateAdapters(nil) {
-		p := a.GetProperties()
-		l := requestable(a.GetLimits().Limits)
-		list = append(list, Adapter{Index: i, Name: p.Name, Driver: p.DriverDescription, Type: p.AdapterType.String(), Backend: p.BackendType.String(),
+		p := a.GetInfo()
+		l := requestable(a.GetLimits())
+		list = append(list, Adapter{Index: i, Name: p.Device, Driver: p.Description, Type: adapterTypeName(p.AdapterType), Backend: backendName(p.BackendType),
 			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})
 		types = append(types, p.AdapterType)
 		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
@@ -422,14 +481,14 @@ func (d *Device) submit() {
 	d.encoder = nil
 	defer enc.Release()
 	if len(d.params) > 0 {
-		if err := d.queue.WriteBuffer(d.paramBuf, uint64(d.paramFrom), d.params); err != nil {
-			d.fail(fmt.Errorf("webgpu: writing parameters of kernels %s: %v", d.batchLabels(0), err))
+		if err := d.queue.TryWriteBuffer(d.paramBuf, uint64(d.paramFrom), d.params); err != nil {
+			d.fail(fmt.Errorf("webgpu: writing the parameters of %s: %v", d.batchLabels(0), err))
 		}
 	}
 	d.paramFrom += uint32(len(d.params))
-	cmd, err := enc.Finish(nil)
+	cmd, err := enc.TryFinish(nil)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: finishing a batch of kernels %s: %v", d.batchLabels(0), err))
+		d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(0), err))
 	} else {
 		d.queue.Submit(cmd)
 		d.submitted++
@@ -440,12 +499,23 @@ func (d *Device) submit() {
 	d.labels = d.labels[:0]
 }
 
-// batchLabels names the open batch's kernels from the from'th on.
+// batchLabels names the open batch's kernels from the from'th on, for
+// an error: "kernel k", or "kernels [k1 k2 …]", each distinct name once,
+// at most 16 of them.
 func (d *Device) batchLabels(from int) string {
-	if len(d.labels)-from == 1 {
-		return d.labels[from]
+	var names []string
+	for _, l := range d.labels[from:] {
+		if !slices.Contains(names, l) {
+			names = append(names, l)
+		}
 	}
-	return "[" + strings.Join(d.labels[from:], " ") + "]"
+	if len(names) == 1 {
+		return "kernel " + names[0]
+	}
+	if len(names) > 16 {
+		names = append(names[:16], fmt.Sprintf("and %d more", len(names)-16))
+	}
+	return "kernels [" + strings.Join(names, " ") + "]"
 }
 
 // wait submits the open batch and waits until the queue is idle, polling
@@ -454,7 +524,7 @@ func (d *Device) wait() {
 	check := false
 	if d.flagsDirty && !d.closed {
 		if enc := d.encoderFor(); enc != nil {
-			check = enc.CopyBufferToBuffer(d.flags.b, 0, d.flagsStaging, 0, flagBytes) == nil
+			check = enc.TryCopyBufferToBuffer(d.flags.b, 0, d.flagsStaging, 0, flagBytes) == nil
 			d.flagsDirty = !check
 		}
 	}
@@ -483,6 +553,9 @@ func (d *Device) wait() {
 	for !d.dev.Poll(false, nil) {
 		waited := time.Since(start)
 		switch {
+		case d.lost.Load() != nil:
+			d.fail(fmt.Errorf("webgpu: %s was lost: %v", d.id, d.lost.Load()))
+			return
 		case waited > DrainTimeout:
 			d.fail(fmt.Errorf("webgpu: the queue did not drain within %v (device lost?)", DrainTimeout))
 			return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/shaders"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // maxGroups is WebGPU's limit of workgroups per dimension.
@@ -92,44 +92,44 @@ func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel,
 		return nil, err
 	}
 	k := &kernel{name: key}
-	k.module, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{
-		Label:          key,
-		WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src},
+	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
+		Label:      key,
+		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
 	})
 	if err != nil {
 		return k, fmt.Errorf("compiling WGSL: %v", err)
 	}
 	entries := []wgpu.BindGroupLayoutEntry{{
 		Binding:    0,
-		Visibility: wgpu.ShaderStage_Compute,
-		Buffer:     wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_ReadOnlyStorage, HasDynamicOffset: true},
+		Visibility: wgpu.ShaderStageCompute,
+		Buffer:     wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeReadOnlyStorage, HasDynamicOffset: true},
 	}}
 	for i, kind := range kinds {
-		e := wgpu.BindGroupLayoutEntry{Binding: uint32(i + 1), Visibility: wgpu.ShaderStage_Compute}
+		e := wgpu.BindGroupLayoutEntry{Binding: uint32(i + 1), Visibility: wgpu.ShaderStageCompute}
 		switch kind {
 		case storageRO:
-			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_ReadOnlyStorage}
+			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeReadOnlyStorage}
 		case storageRW:
-			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingType_Storage}
+			e.Buffer = wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeStorage}
 		case textureIn:
-			e.Texture = wgpu.TextureBindingLayout{SampleType: wgpu.TextureSampleType_UnfilterableFloat, ViewDimension: wgpu.TextureViewDimension_2D}
+			e.Texture = wgpu.TextureBindingLayout{SampleType: wgpu.TextureSampleTypeUnfilterableFloat, ViewDimension: wgpu.TextureViewDimension2D}
 		case textureOut:
-			e.StorageTexture = wgpu.StorageTextureBindingLayout{Access: wgpu.StorageTextureAccess_WriteOnly, Format: wgpu.TextureFormat_RGBA32Float, ViewDimension: wgpu.TextureViewDimension_2D}
+			e.StorageTexture = wgpu.StorageTextureBindingLayout{Access: wgpu.StorageTextureAccessWriteOnly, Format: wgpu.TextureFormatRGBA32Float, ViewDimension: wgpu.TextureViewDimension2D}
 		}
 		entries = append(entries, e)
 	}
 	if limit := d.limits.MaxStorageBuffersPerShaderStage; uint32(len(entries)) > limit {
 		return k, fmt.Errorf("needs %d storage buffers; the device allows %d", len(entries), limit)
 	}
-	k.layout, err = d.dev.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: key, Entries: entries})
+	k.layout, err = d.dev.TryCreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: key, Entries: entries})
 	if err != nil {
 		return k, fmt.Errorf("bind group layout: %v", err)
 	}
-	k.playout, err = d.dev.CreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{Label: key, BindGroupLayouts: []*wgpu.BindGroupLayout{k.layout}})
+	k.playout, err = d.dev.TryCreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{Label: key, BindGroupLayouts: []*wgpu.BindGroupLayout{k.layout}})
 	if err != nil {
 		return k, fmt.Errorf("pipeline layout: %v", err)
 	}
-	k.pipeline, err = d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{
+	k.pipeline, err = d.dev.TryCreateComputePipeline(&wgpu.ComputePipelineDescriptor{
 		Label:   key,
 		Layout:  k.playout,
 		Compute: wgpu.ProgrammableStageDescriptor{Module: k.module, EntryPoint: "main"},
@@ -154,7 +154,7 @@ func (d *Device) encoderFor() *wgpu.CommandEncoder {
 // after recording a failure.
 func (d *Device) openEncoder() *wgpu.CommandEncoder {
 	if d.encoder == nil {
-		enc, err := d.dev.CreateCommandEncoder(nil)
+		enc, err := d.dev.TryCreateCommandEncoder(nil)
 		if err != nil {
 			d.fail(fmt.Errorf("webgpu: creating a command encoder: %v", err))
 			return nil

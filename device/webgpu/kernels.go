@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/extensor/extensor/device"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 	"github.com/x448/float16"
 )
 
@@ -112,7 +112,7 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	if enc == nil {
 		return
 	}
-	if err := enc.CopyBufferToBuffer(s.b, 0, o.b, 0, o.bytes()); err != nil {
+	if err := enc.TryCopyBufferToBuffer(s.b, 0, o.b, 0, o.bytes()); err != nil {
 		d.fail(fmt.Errorf("webgpu: copy of %d bytes: %v", o.bytes(), err))
 		return
 	}
@@ -1019,8 +1019,8 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 		if enc == nil {
 			return
 		}
-		err := enc.CopyBufferToTexture(&wgpu.ImageCopyBuffer{Buffer: src.b, Layout: wgpu.TextureDataLayout{Offset: uint64(4 * l.off), BytesPerRow: uint32(4 * l.sk), RowsPerImage: uint32(l.depth)}},
-			&wgpu.ImageCopyTexture{Texture: t.tex, Aspect: wgpu.TextureAspect_All}, &wgpu.Extent3D{Width: uint32(row), Height: uint32(l.depth), DepthOrArrayLayers: 1})
+		err := enc.TryCopyBufferToTexture(&wgpu.TexelCopyBufferInfo{Buffer: src.b, Layout: wgpu.TexelCopyBufferLayout{Offset: uint64(4 * l.off), BytesPerRow: uint32(4 * l.sk), RowsPerImage: uint32(l.depth)}},
+			&wgpu.TexelCopyTextureInfo{Texture: t.tex, Aspect: wgpu.TextureAspectAll}, &wgpu.Extent3D{Width: uint32(row), Height: uint32(l.depth), DepthOrArrayLayers: 1})
 		if err != nil {
 			d.fail(fmt.Errorf("webgpu: matmul_tex: copying a %d×%d operand into its texture: %v", l.depth, l.wide, err))
 		}
@@ -1085,13 +1085,13 @@ func (d *Device) texture(w, h, slot int) (opTexture, error) {
 	if th&(th-1) == 0 && th < limit {
 		th++
 	}
-	t, err := d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsage_StorageBinding | wgpu.TextureUsage_TextureBinding | wgpu.TextureUsage_CopyDst,
-		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(tw), Height: uint32(th), DepthOrArrayLayers: 1},
-		Format: wgpu.TextureFormat_RGBA32Float, MipLevelCount: 1, SampleCount: 1})
+	t, err := d.dev.TryCreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsageStorageBinding | wgpu.TextureUsageTextureBinding | wgpu.TextureUsageCopyDst,
+		Dimension: wgpu.TextureDimension2D, Size: wgpu.Extent3D{Width: uint32(tw), Height: uint32(th), DepthOrArrayLayers: 1},
+		Format: wgpu.TextureFormatRGBA32Float, MipLevelCount: 1, SampleCount: 1})
 	if err != nil {
 		return opTexture{}, fmt.Errorf("a %d×%d texture: %v", w, h, err)
 	}
-	v, err := t.CreateView(nil)
+	v, err := t.TryCreateView(nil)
 	if err != nil {
 		t.Release()
 		return opTexture{}, fmt.Errorf("a texture view: %v", err)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/extensor/extensor/device"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // The matrix product has three kernel families, and which is fastest

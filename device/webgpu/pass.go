@@ -5,7 +5,7 @@ package webgpu
 import (
 	"fmt"
 
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // The open batch keeps one compute pass open across its dispatches (a pass
@@ -64,7 +64,7 @@ func (d *Device) bindGroup(k *kernel, bound []wgpu.BindGroupEntry) (*wgpu.BindGr
 	entries := make([]wgpu.BindGroupEntry, 0, 1+len(bound))
 	entries = append(entries, wgpu.BindGroupEntry{Binding: 0, Buffer: d.paramBuf, Size: paramSlot})
 	entries = append(entries, bound...)
-	bg, err := d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: k.name, Layout: k.layout, Entries: entries})
+	bg, err := d.dev.TryCreateBindGroup(&wgpu.BindGroupDescriptor{Label: k.name, Layout: k.layout, Entries: entries})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (d *Device) endPass() bool {
 	if d.pass == nil {
 		return true
 	}
-	err := d.pass.End()
+	err := d.pass.TryEnd()
 	d.pass.Release()
 	d.pass = nil
 	for _, bg := range d.bgs.once {
@@ -142,7 +142,7 @@ func (d *Device) endPass() bool {
 	clear(d.bgs.once)
 	d.bgs.once = d.bgs.once[:0]
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", d.batchLabels(d.passFrom), err))
+		d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(d.passFrom), err))
 		return false
 	}
 	return true

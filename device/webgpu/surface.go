@@ -8,7 +8,7 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/shaders"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // OpenSurface creates a device on an adapter that can present to the
@@ -21,8 +21,14 @@ func OpenSurface(sd *wgpu.SurfaceDescriptor, width, height int) (*Device, error)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	format := d.surface.GetPreferredFormat(d.adapter)
-	d.screen = &screen{format: format}
+	caps := d.surface.GetCapabilities(d.adapter)
+	if len(caps.Formats) == 0 {
+		d.mu.Unlock()
+		d.Close()
+		d.mu.Lock()
+		return nil, fmt.Errorf("webgpu: %s cannot present to the window (the surface offers no format)", d.info)
+	}
+	d.screen = &screen{format: caps.Formats[0]}
 	if err := d.screen.init(d); err != nil {
 		d.mu.Unlock()
 		d.Close()
@@ -41,9 +47,9 @@ func OpenSurface(sd *wgpu.SurfaceDescriptor, width, height int) (*Device, error)
 // screen presents canvases on the device's surface: a canvas buffer is
 // copied into a texture and drawn, scaled to fit, by a render pipeline.
 type screen struct {
-	format   wgpu.TextureFormat
-	sc       *wgpu.SwapChain
-	w, h     int
+	format     wgpu.TextureFormat
+	configured bool // the surface is configured, w×h
+	w, h       int
 	tex      *wgpu.Texture
 	view     *wgpu.TextureView
 	tw, th   int
@@ -56,7 +62,7 @@ type screen struct {
 // srgb reports whether the surface encodes sRGB: the canvas texture then
 // decodes it, so that its pixels reach the screen unchanged.
 func (s *screen) srgb() bool {
-	return s.format == wgpu.TextureFormat_BGRA8UnormSrgb || s.format == wgpu.TextureFormat_RGBA8UnormSrgb
+	return s.format == wgpu.TextureFormatBGRA8UnormSrgb || s.format == wgpu.TextureFormatRGBA8UnormSrgb
 }
 
 func (s *screen) init(d *Device) error {
@@ -64,22 +70,22 @@ func (s *screen) init(d *Device) error {
 	if err != nil {
 		return err
 	}
-	if s.module, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: "present", WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src}}); err != nil {
+	if s.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: "present", WGSLSource: &wgpu.ShaderSourceWGSL{Code: src}}); err != nil {
 		return fmt.Errorf("webgpu: present shader: %v", err)
 	}
-	s.pipeline, err = d.dev.CreateRenderPipeline(&wgpu.RenderPipelineDescriptor{
+	s.pipeline, err = d.dev.TryCreateRenderPipeline(&wgpu.RenderPipelineDescriptor{
 		Label:       "present",
 		Vertex:      wgpu.VertexState{Module: s.module, EntryPoint: "vs"},
-		Fragment:    &wgpu.FragmentState{Module: s.module, EntryPoint: "fs", Targets: []wgpu.ColorTargetState{{Format: s.format, Blend: &wgpu.BlendState_Replace, WriteMask: wgpu.ColorWriteMask_All}}},
-		Primitive:   wgpu.PrimitiveState{Topology: wgpu.PrimitiveTopology_TriangleList, FrontFace: wgpu.FrontFace_CCW},
+		Fragment:    &wgpu.FragmentState{Module: s.module, EntryPoint: "fs", Targets: []wgpu.ColorTargetState{{Format: s.format, Blend: &wgpu.BlendStateReplace, WriteMask: wgpu.ColorWriteMaskAll}}},
+		Primitive:   wgpu.PrimitiveState{Topology: wgpu.PrimitiveTopologyTriangleList, FrontFace: wgpu.FrontFaceCCW},
 		Multisample: wgpu.MultisampleState{Count: 1, Mask: 0xffffffff},
 	})
 	if err != nil {
 		return fmt.Errorf("webgpu: present pipeline: %v", err)
 	}
-	s.sampler, err = d.dev.CreateSampler(&wgpu.SamplerDescriptor{Label: "present", AddressModeU: wgpu.AddressMode_ClampToEdge, AddressModeV: wgpu.AddressMode_ClampToEdge,
-		AddressModeW: wgpu.AddressMode_ClampToEdge, MagFilter: wgpu.FilterMode_Linear, MinFilter: wgpu.FilterMode_Linear, MipmapFilter: wgpu.MipmapFilterMode_Nearest,
-		LodMaxClamp: 32, MaxAnisotrophy: 1})
+	s.sampler, err = d.dev.TryCreateSampler(&wgpu.SamplerDescriptor{Label: "present", AddressModeU: wgpu.AddressModeClampToEdge, AddressModeV: wgpu.AddressModeClampToEdge,
+		AddressModeW: wgpu.AddressModeClampToEdge, MagFilter: wgpu.FilterModeLinear, MinFilter: wgpu.FilterModeLinear, MipmapFilter: wgpu.MipmapFilterModeNearest,
+		LodMaxClamp: 32, MaxAnisotropy: 1})
 	if err != nil {
 		return fmt.Errorf("webgpu: present sampler: %v", err)
 	}
@@ -91,9 +97,6 @@ func (s *screen) release() {
 		return
 	}
 	s.releaseTexture()
-	if s.sc != nil {
-		s.sc.Release()
-	}
 	if s.sampler != nil {
 		s.sampler.Release()
 	}
@@ -135,19 +138,13 @@ func (d *Device) resize(width, height int) error {
 		return fmt.Errorf("webgpu: %s has no surface (open it with OpenSurface)", d.id)
 	}
 	s.w, s.h = width, height
+	s.configured = false
 	if width <= 0 || height <= 0 {
 		return nil
 	}
-	if s.sc != nil {
-		s.sc.Release()
-		s.sc = nil
-	}
-	sc, err := d.dev.CreateSwapChain(d.surface, &wgpu.SwapChainDescriptor{Usage: wgpu.TextureUsage_RenderAttachment, Format: s.format,
-		Width: uint32(width), Height: uint32(height), PresentMode: wgpu.PresentMode_Fifo})
-	if err != nil {
-		return fmt.Errorf("webgpu: a %d×%d swap chain: %v", width, height, err)
-	}
-	s.sc = sc
+	d.surface.Configure(d.dev, &wgpu.SurfaceConfiguration{Usage: wgpu.TextureUsageRenderAttachment, Format: s.format,
+		Width: uint32(width), Height: uint32(height), PresentMode: wgpu.PresentModeFifo, AlphaMode: wgpu.CompositeAlphaModeAuto})
+	s.configured = true
 	return nil
 }
 
@@ -170,24 +167,33 @@ func (d *Device) Present(canvas device.Buffer, w, h int) error {
 	if c.dt != device.Int32 || c.n != w*h {
 		return fmt.Errorf("webgpu: Present of a %v buffer of %d elements as a %d×%d canvas; want int32 pixels", c.dt, c.n, w, h)
 	}
-	if s.sc == nil || !d.ok() {
+	if !s.configured || !d.ok() {
 		return d.report()
 	}
 	if err := s.texture(d, w, h); err != nil {
 		return err
 	}
-	view, err := s.sc.GetCurrentTextureView()
-	if err != nil {
-		// Outdated or lost after a resize: make the swap chain again.
+	st, err := d.surface.TryGetCurrentTexture()
+	frame, ok := st.Get()
+	if err != nil || !ok || frame == nil {
+		// Outdated or lost after a resize: configure the surface again.
 		return d.resize(s.w, s.h)
+	}
+	view, err := frame.TryCreateView(nil)
+	if err != nil {
+		return fmt.Errorf("webgpu: a view of the window's texture: %v", err)
 	}
 	defer view.Release()
 	enc := d.encoderFor()
 	if enc == nil {
 		return d.report()
 	}
-	err = enc.CopyBufferToTexture(&wgpu.ImageCopyBuffer{Buffer: c.b, Layout: wgpu.TextureDataLayout{BytesPerRow: uint32(4 * w), RowsPerImage: uint32(h)}},
-		&wgpu.ImageCopyTexture{Texture: s.tex}, &wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1})
+	if c.b == nil {
+		d.fail(errFreed("present"))
+		return d.report()
+	}
+	err = enc.TryCopyBufferToTexture(&wgpu.TexelCopyBufferInfo{Buffer: c.b, Layout: wgpu.TexelCopyBufferLayout{BytesPerRow: uint32(4 * w), RowsPerImage: uint32(h)}},
+		&wgpu.TexelCopyTextureInfo{Texture: s.tex, Aspect: wgpu.TextureAspectAll}, &wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1})
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: copying the canvas to the screen: %v", err))
 		return d.report()
@@ -199,13 +205,17 @@ func (d *Device) Present(canvas device.Buffer, w, h int) error {
 	if s.srgb() {
 		bg = wgpu.Color{R: linear(bg.R), G: linear(bg.G), B: linear(bg.B), A: 1}
 	}
-	pass := enc.BeginRenderPass(&wgpu.RenderPassDescriptor{ColorAttachments: []wgpu.RenderPassColorAttachment{{
-		View: view, LoadOp: wgpu.LoadOp_Clear, StoreOp: wgpu.StoreOp_Store, ClearValue: bg}}})
+	pass, err := enc.TryBeginRenderPass(&wgpu.RenderPassDescriptor{ColorAttachments: []wgpu.RenderPassColorAttachment{{
+		View: view, LoadOp: wgpu.LoadOpClear, StoreOp: wgpu.StoreOpStore, ClearValue: bg}}})
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: drawing the canvas on the screen: %v", err))
+		return d.report()
+	}
 	pass.SetViewport(float32((float64(s.w)-vw)/2), float32((float64(s.h)-vh)/2), float32(vw), float32(vh), 0, 1)
 	pass.SetPipeline(s.pipeline)
 	pass.SetBindGroup(0, s.group, nil)
 	pass.Draw(3, 1, 0, 0)
-	err = pass.End()
+	err = pass.TryEnd()
 	pass.Release()
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: drawing the canvas on the screen: %v", err))
@@ -215,7 +225,7 @@ func (d *Device) Present(canvas device.Buffer, w, h int) error {
 	if err := d.report(); err != nil {
 		return err
 	}
-	s.sc.Present()
+	d.surface.Present()
 	return nil
 }
 
@@ -233,23 +243,23 @@ func (s *screen) texture(d *Device, w, h int) error {
 		return nil
 	}
 	s.releaseTexture()
-	format := wgpu.TextureFormat_RGBA8Unorm
+	format := wgpu.TextureFormatRGBA8Unorm
 	if s.srgb() {
-		format = wgpu.TextureFormat_RGBA8UnormSrgb
+		format = wgpu.TextureFormatRGBA8UnormSrgb
 	}
 	var err error
-	s.tex, err = d.dev.CreateTexture(&wgpu.TextureDescriptor{Label: "canvas", Usage: wgpu.TextureUsage_CopyDst | wgpu.TextureUsage_TextureBinding,
-		Dimension: wgpu.TextureDimension_2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},
+	s.tex, err = d.dev.TryCreateTexture(&wgpu.TextureDescriptor{Label: "canvas", Usage: wgpu.TextureUsageCopyDst | wgpu.TextureUsageTextureBinding,
+		Dimension: wgpu.TextureDimension2D, Size: wgpu.Extent3D{Width: uint32(w), Height: uint32(h), DepthOrArrayLayers: 1},
 		Format: format, MipLevelCount: 1, SampleCount: 1})
 	if err != nil {
 		return fmt.Errorf("webgpu: a %d×%d canvas texture: %v", w, h, err)
 	}
-	if s.view, err = s.tex.CreateView(nil); err != nil {
+	if s.view, err = s.tex.TryCreateView(nil); err != nil {
 		return fmt.Errorf("webgpu: canvas texture view: %v", err)
 	}
 	layout := s.pipeline.GetBindGroupLayout(0)
 	defer layout.Release()
-	s.group, err = d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Label: "present", Layout: layout, Entries: []wgpu.BindGroupEntry{
+	s.group, err = d.dev.TryCreateBindGroup(&wgpu.BindGroupDescriptor{Label: "present", Layout: layout, Entries: []wgpu.BindGroupEntry{
 		{Binding: 1, TextureView: s.view}, {Binding: 2, Sampler: s.sampler}}})
 	if err != nil {
 		return fmt.Errorf("webgpu: present bind group: %v", err)

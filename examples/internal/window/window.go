@@ -22,7 +22,7 @@ import (
 	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/draw"
 	"github.com/go-gl/glfw/v3.3/glfw"
-	"github.com/rajveermalviya/go-webgpu/wgpu"
+	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
 // glfw's calls belong on the main thread: keep the main goroutine there.
@@ -85,7 +85,7 @@ func Open(title string, w, h int) (*Window, error) {
 	}
 	win.SetAspectRatio(w, h)
 	fw, fh := win.GetFramebufferSize()
-	dev, err := webgpu.OpenSurface(&wgpu.SurfaceDescriptor{XlibWindow: &wgpu.SurfaceDescriptorFromXlibWindow{
+	dev, err := webgpu.OpenSurface(&wgpu.SurfaceDescriptor{XlibWindow: &wgpu.SurfaceSourceXlibWindow{
 		Display: unsafe.Pointer(glfw.GetX11Display()), Window: uint32(win.GetX11Window())}}, fw, fh)
 	if err != nil {
 		win.Destroy()
