@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
+	"flag"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -19,13 +21,21 @@ import (
 	"github.com/extensor/extensor/tensor"
 )
 
-// devices returns the devices to benchmark, by name.
+var backends = flag.String("backends", "cpu,webgpu", "the backends to benchmark, comma-separated")
+
+// devices returns the devices to benchmark, by name: those of -backends.
 func devices(b *testing.B) []device.Device {
-	c, err := device.Open("cpu")
-	if err != nil {
-		b.Fatal(err)
+	var devs []device.Device
+	if strings.Contains(*backends, "cpu") {
+		c, err := device.Open("cpu")
+		if err != nil {
+			b.Fatal(err)
+		}
+		devs = append(devs, c)
 	}
-	devs := []device.Device{c}
+	if !strings.Contains(*backends, "webgpu") {
+		return devs
+	}
 	if g := gputest.OrNil(b); g != nil {
 		devs = append(devs, g)
 		describe("webgpu", g.String())
@@ -58,26 +68,30 @@ func BenchmarkMatMul(b *testing.B) {
 	shapes := []struct {
 		name string
 		a, b []int
+		dt   device.DType // float32 when 0
 	}{
-		{"256", []int{256, 256}, []int{256, 256}},
-		{"512", []int{512, 512}, []int{512, 512}},
-		{"1024", []int{1024, 1024}, []int{1024, 1024}},
-		{"2048", []int{2048, 2048}, []int{2048, 2048}},
-		{"4096", []int{4096, 4096}, []int{4096, 4096}},
-		{"batch64x128", []int{64, 128, 128}, []int{64, 128, 128}}, // 64 products of 128×128
-		{"vector4096", []int{4096}, []int{4096, 4096}},            // (4096)@(4096,4096)
+		{"256", []int{256, 256}, []int{256, 256}, 0},
+		{"512", []int{512, 512}, []int{512, 512}, 0},
+		{"1024", []int{1024, 1024}, []int{1024, 1024}, 0},
+		{"2048", []int{2048, 2048}, []int{2048, 2048}, 0},
+		{"4096", []int{4096, 4096}, []int{4096, 4096}, 0},
+		// float16 operands and result, float32 accumulation (mixed precision).
+		{"4096/f16", []int{4096, 4096}, []int{4096, 4096}, device.Float16},
+		{"batch64x128", []int{64, 128, 128}, []int{64, 128, 128}, 0}, // 64 products of 128×128
+		{"vector4096", []int{4096}, []int{4096, 4096}, 0},            // (4096)@(4096,4096)
 		// The product inside conv2d 1→32 on 28×28 (batch 64): K = 9.
-		{"conv1-shape", []int{32, 9}, []int{64, 9, 676}},
+		{"conv1-shape", []int{32, 9}, []int{64, 9, 676}, 0},
 	}
 	for _, dev := range devices(b) {
 		gpu := dev.Name() == "webgpu" && !strings.HasSuffix(dev.String(), ", CPU")
 		for _, s := range shapes {
-			if s.name == "4096" && !gpu {
+			if strings.HasPrefix(s.name, "4096") && !gpu {
 				continue // 137 GFLOP a product: for GPUs only
 			}
+			dt := cmp.Or(s.dt, device.Float32)
 			b.Run(dev.Name()+"/"+s.name, func(b *testing.B) {
-				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, s.a...))
-				y := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, s.b...))
+				x := tensor.Must(tensor.Uniform(dev, dt, -1, 1, 1, s.a...))
+				y := tensor.Must(tensor.Uniform(dev, dt, -1, 1, 2, s.b...))
 				defer x.Release()
 				defer y.Release()
 				z := ops.MatMul(x, y) // compile (and on GPUs choose) the kernel outside the timing
@@ -195,6 +209,10 @@ func BenchmarkSoftmax(b *testing.B) {
 
 func BenchmarkSum(b *testing.B) {
 	stream(b, n16M, 4, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) })
+}
+
+func BenchmarkMax(b *testing.B) {
+	stream(b, n16M, 4, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Max(x) })
 }
 
 func BenchmarkMLPStep(b *testing.B) {

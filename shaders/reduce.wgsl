@@ -14,6 +14,11 @@
 // length p[38] = {{len .Unroll}}·256 vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
 // loop after about 32768 iterations, counting those of loops nested in it.
+{{- if .Group}}
+// The chunked kernels here combine a workgroup's 256 partial results
+// {{if eq .Group "subgroup"}}with subgroup operations, then across subgroups through workgroup
+// memory{{else}}through workgroup memory, by halves{{end}}, and write one result a workgroup.
+{{- end}}
 
 fn sum_init() -> f32 {
     return 0.0;
@@ -43,6 +48,44 @@ fn argmax_better(v: f32, best: f32) -> bool {
 fn argmin_better(v: f32, best: f32) -> bool {
     return !is_nan(best) && (is_nan(v) || v < best);
 }
+{{- if eq .Group "subgroup"}}
+
+// The subgroups' results, by subgroup (subgroups of at least 4).
+var<workgroup> part: array<f32, 64>;
+
+// group_reduce returns the workgroup's combined v to every invocation: a
+// subgroup operation, NaN kept by hand (a subgroup's max or min may skip
+// it), then the subgroups' results through part.
+fn group_reduce(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
+    let r = select({{.SubgroupOp}}(v), nan(), subgroupAny(is_nan(v)));
+    if (sid == 0u) {
+        part[lid / ssize] = r;
+    }
+    workgroupBarrier();
+    var t = part[0];
+    for (var j = 1u; j < 256u / ssize; j++) {
+        t = {{.Op}}_combine(t, part[j]);
+    }
+    return t;
+}
+{{- else if eq .Group "workgroup"}}
+
+var<workgroup> part: array<f32, 256>;
+
+// group_reduce returns the workgroup's combined v to every invocation,
+// by halves through part.
+fn group_reduce(v: f32, lid: u32) -> f32 {
+    part[lid] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            part[lid] = {{.Op}}_combine(part[lid], part[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    return part[0];
+}
+{{- end}}
 {{- if eq .Stage 2}}
 // Stage 2 of an arg reduction: x holds stage 1's best values, idxs their indices.
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -69,10 +112,11 @@ fn at(base: u32, r: u32) -> f32 {
 {{- end}}
 {{if .Vec}}
 {{- $n := len .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = 256}}{{end}}
-// One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
-// it folds {{$n}} of the chunk's vec4s (those inside the row), in
-// straight-line code (loops are slow on CPU adapters), into
-// out[(o·chunks + c)·256 + t]. Another pass reduces the partials. {{if .Coalesce -}}
+// One workgroup per (output o, chunk c), invocation t of it folding {{$n}}
+// of the chunk's vec4s (those inside the row), in straight-line code
+// (loops are slow on CPU adapters), p[0] = outputs·chunks·256; the
+// workgroup combines them into out[o·chunks + c]. Another pass reduces
+// the partials. {{if .Coalesce -}}
 // Here (GPUs) they are vec4s t, t + 256, …: neighbouring invocations
 // read neighbouring vec4s together.
 {{- else -}}
@@ -84,8 +128,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     return vec4<f32>({{.Op}}_combine(acc.x, v.x), {{.Op}}_combine(acc.y, v.y), {{.Op}}_combine(acc.z, v.z), {{.Op}}_combine(acc.w, v.w));
 }
 
-{{template "main_1d"}}
-    let w = i / 256u;
+{{template "main_group" .}}
     let o = w / p[37];
     let first = (w % p[37]) * p[38] + (i % 256u){{if not .Coalesce}} * {{$n}}u{{end}};
     let row = o * p[1];
@@ -102,17 +145,16 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
         acc = combine4(acc, select(init, x[row + min(first + {{mul . $step}}u, last)], first + {{mul . $step}}u <= last));
 {{- end}}
     }
-    out[i] = {{.Op}}_combine({{.Op}}_combine(acc.x, acc.y), {{.Op}}_combine(acc.z, acc.w));
+    {{template "group_store" dict "Group" .Group "V" (printf "%s_combine(%s_combine(acc.x, acc.y), %s_combine(acc.z, acc.w))" .Op .Op .Op)}}
 }
 {{- else if .Chunks}}
-// One invocation per (output o, chunk c, lane t), p[0] = outputs·chunks·256:
-// it reduces the chunk's elements t, t + 256, t + 512, … into
-// out[(o·chunks + c)·256 + t], so that neighbouring invocations read
-// neighbouring elements. No workgroup memory and no barriers: they are
-// slow on CPU adapters. The partial results are reduced by another pass.
-{{template "main_1d"}}
+// One workgroup per (output o, chunk c), p[0] = outputs·chunks·256:
+// invocation t reduces the chunk's elements t, t + 256, t + 512, …, so
+// that neighbouring invocations read neighbouring elements, and the
+// workgroup combines them into out[o·chunks + c]. The partial results
+// are reduced by another pass.
+{{template "main_group" .}}
     let chunks = p[37];
-    let w = i / 256u;
     let o = w / chunks;
     let c = w % chunks;
     let base = base_offset(o);
@@ -121,7 +163,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     for (var r = c * p[38] + i % 256u; r < end; r += 256u) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
-    out[i] = acc;
+    {{template "group_store" dict "Group" .Group "V" "acc"}}
 }
 {{- else}}
 // One invocation per output o.
@@ -177,4 +219,34 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     out[o] = acc * pf(4u);
 {{- end}}
 }
+{{- end}}
+
+{{- define "main_group"}}
+// Entry point of a chunked kernel: workgroup w < p[0]/256 of 256
+// invocations, invocation i = 256w + lid (workgroups spread over x and y;
+// the ones past the end return together, so that the rest may meet at
+// barriers).
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32{{if eq .Group "subgroup"}},
+        @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
+    let w = wid.y * nwg.x + wid.x;
+    if (w >= p[0] / 256u) {
+        return;
+    }
+    let i = w * 256u + lid;
+{{- end}}
+
+{{- define "group_store"}}
+{{- if eq .Group "subgroup"}}
+    let t = group_reduce({{.V}}, lid, sid, ssize);
+    if (lid == 0u) {
+        out[w] = t;
+    }
+{{- else}}
+    let t = group_reduce({{.V}}, lid);
+    if (lid == 0u) {
+        out[w] = t;
+    }
+{{- end}}
 {{- end}}

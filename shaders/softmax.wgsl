@@ -18,16 +18,17 @@
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 {{- end}}
 
+{{- $sub := eq .Group "subgroup"}}
 var<workgroup> part: array<f32, {{.W}}>;
-{{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W}}
+{{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
 {{- if not .Grad}}
-{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W}}
+{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W "Sub" $sub "Op" "subgroupMax"}}
 {{- end}}
 {{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
 
 @compute @workgroup_size({{.W}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        @builtin(local_invocation_index) lid: u32{{if $sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
     // The grid may hold a few workgroups past the last row: they compute
     // it again and store nothing (every invocation must reach the barriers).
     let row = wid.y * nwg.x + wid.x;
@@ -66,13 +67,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- range $v := seq .V}}{{if $v}}
     acc += {{if $.Log}}dy{{$v}}{{else}}dy{{$v}} * y{{$v}}{{end}};
 {{- end}}{{end}}
-    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid);
+    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid{{if $sub}}, sid, ssize{{end}});
 {{- else}}
     var m4 = x0;
 {{- range $v := seq .V}}{{if $v}}
     m4 = max_nan4(m4, x{{$v}});
 {{- end}}{{end}}
-    let m = row_max(max_nan(max_nan(m4.x, m4.y), max_nan(m4.z, m4.w)), lid);
+    let m = row_max(max_nan(max_nan(m4.x, m4.y), max_nan(m4.z, m4.w)), lid{{if $sub}}, sid, ssize{{end}});
     let bad = is_nan(m) || is_inf(m);
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
     let e{{$v}} = {{if $g}}select(vec4<f32>(0.0), exp(x{{$v}} - vec4<f32>(m)), {{$g}}){{else}}exp(x{{$v}} - vec4<f32>(m)){{end}};
@@ -81,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- range $v := seq .V}}{{if $v}}
     acc += e{{$v}};
 {{- end}}{{end}}
-    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid);
+    let s = row_sum(acc.x + acc.y + acc.z + acc.w, lid{{if $sub}}, sid, ssize{{end}});
 {{- if .Log}}
     let c = vec4<f32>(m + log(s));
 {{- else}}
@@ -263,6 +264,23 @@ fn elem(i: u32) {
 {{- end}}
 
 {{- define "row_reduce"}}
+{{- if .Sub}}
+// The {{.Doc}} of the workgroup's v: a subgroup operation (a NaN kept by
+// hand), then the subgroups' results through part.
+fn row_{{.Name}}(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
+    let s = select({{.Op}}(v), nan(), subgroupAny(is_nan(v)));
+    if (sid == 0u) {
+        part[lid / ssize] = s;
+    }
+    workgroupBarrier();
+    var r = part[0];
+    for (var j = 1u; j < ({{.W}}u + ssize - 1u) / ssize; j++) {
+        r = {{.Combine}};
+    }
+    workgroupBarrier(); // part is free for the next reduction
+    return r;
+}
+{{- else}}
 // The {{.Doc}} of the workgroup's v.
 fn row_{{.Name}}(v: f32, lid: u32) -> f32 {
     part[lid] = v;
@@ -274,4 +292,5 @@ fn row_{{.Name}}(v: f32, lid: u32) -> f32 {
     workgroupBarrier(); // part is free for the next reduction
     return r;
 }
+{{- end}}
 {{- end}}

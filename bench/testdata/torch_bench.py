@@ -56,6 +56,9 @@ def main():
     for n in sizes:
         a, b = torch.rand(n, n, device=dev) * 2 - 1, torch.rand(n, n, device=dev) * 2 - 1
         out("MatMul/%d" % n, 2 * n**3 / per_call(lambda: a @ b, False) / 1e9, "GFLOP/s")
+        if n == 4096:  # float16 operands and result (cuBLAS: tensor cores, float32 accumulation)
+            h, k = a.half(), b.half()
+            out("MatMul/4096/f16", 2 * n**3 / per_call(lambda: h @ k, False) / 1e9, "GFLOP/s")
     a, b = torch.rand(64, 128, 128, device=dev), torch.rand(64, 128, 128, device=dev)
     out("MatMul/batch64x128", 2 * 64 * 128**3 / per_call(lambda: torch.bmm(a, b), False) / 1e9, "GFLOP/s")
 
@@ -72,6 +75,7 @@ def main():
         ("Pow", lambda: torch.pow(x, y), 12),
         ("Softmax", lambda: torch.softmax(x.view(-1, 1024), -1), 8),
         ("Sum", lambda: x.sum(), 4),
+        ("Max", lambda: x.max(), 4),
     ):
         out(name + "/16M", bytes_ * n / per_call(fn, True) / 1e9, "GB/s")
 

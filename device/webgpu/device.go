@@ -113,7 +113,15 @@ type Device struct {
 	mm       matmulChoice
 	// noDirectConv turns the direct convolution off (EnvConv).
 	noDirectConv bool
-	prof         *profiler // nil unless EnvProfile is set
+	// subgroups: the device has subgroup operations (EnvSubgroups), by
+	// WebGPU's feature, which WGSL enables with "enable subgroups;"
+	// (enableSubgroups), or by wgpu's native one.
+	subgroups, enableSubgroups bool
+	// block: a wait blocks in one poll (EnvWait).
+	block bool
+	// last is the index of the last submission.
+	last wgpu.SubmissionIndex
+	prof *profiler // nil unless EnvProfile is set
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
@@ -128,9 +136,11 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	conv := strings.TrimSpace(os.Getenv(EnvConv))
-	if conv != "" && conv != "im2col" {
-		return nil, fmt.Errorf("webgpu: %s=%q; want im2col, or nothing for the automatic choice", EnvConv, conv)
+	conv, sub, wait := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait))
+	for _, e := range []struct{ name, v, want string }{{EnvConv, conv, "im2col"}, {EnvSubgroups, sub, "off"}, {EnvWait, wait, "spin or block"}} {
+		if e.v != "" && !strings.Contains(e.want, e.v) {
+			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the automatic choice", e.name, e.v, e.want)
+		}
 	}
 	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
 		noDirectConv: conv == "im2col"}
@@ -151,14 +161,23 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	props := d.adapter.GetInfo()
 	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Device, backendName(props.BackendType), adapterTypeName(props.AdapterType))
 	d.loopLimited = props.AdapterType == wgpu.AdapterTypeCPU
+	d.block = wait == "block"
 	d.threads = runtime.NumCPU()
 	if n, err := strconv.Atoi(os.Getenv("LP_NUM_THREADS")); err == nil && n > 0 {
 		d.threads = n
 	}
 	d.limits = requestable(d.adapter.GetLimits())
+	var features []wgpu.FeatureName
+	for _, f := range []wgpu.FeatureName{wgpu.NativeFeatureSubgroup, wgpu.FeatureNameSubgroups} {
+		if sub != "off" && d.adapter.HasFeature(f) && !d.subgroups {
+			features, d.subgroups = append(features, f), true
+			d.enableSubgroups = f == wgpu.FeatureNameSubgroups
+		}
+	}
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
-		Label:          "extensor",
-		RequiredLimits: &d.limits,
+		Label:            "extensor",
+		RequiredFeatures: features,
+		RequiredLimits:   &d.limits,
 		DeviceLostCallback: func(reason wgpu.DeviceLostReason, message string) {
 			d.lost.Store(fmt.Sprintf("%s (%v)", message, reason))
 		},
@@ -490,7 +509,7 @@ func (d *Device) submit() {
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(0), err))
 	} else {
-		d.queue.Submit(cmd)
+		d.last = d.queue.Submit(cmd)
 		d.submitted++
 		cmd.Release()
 	}
@@ -542,12 +561,23 @@ func (d *Device) wait() {
 	if d.completed == d.submitted {
 		return
 	}
-	// Poll without sleeping for the first spinFor (a GPU finishes short
-	// work in microseconds, and a sleep costs tens of them), yielding the
-	// processor between polls; then sleep, longer as the wait goes on, so
-	// that a long wait on a CPU adapter leaves the cores to its threads.
-	// (On the H100 a blocking Poll(true) waited no less: a tiny op and
-	// its Sync took 85.8 µs so, 76.5 µs spinning, in one run.)
+	// A blocking wait (EnvWait) polls once, for the last submission.
+	// Otherwise: poll without sleeping for the first spinFor (a GPU
+	// finishes short work in microseconds, and a sleep costs tens of them),
+	// yielding the processor between polls; then sleep, longer as the wait
+	// goes on, so that a long wait on a CPU adapter leaves the cores to its
+	// threads.
+	if d.block {
+		idx := uint64(d.last)
+		d.dev.Poll(true, &idx)
+		if d.lost.Load() != nil {
+			d.fail(fmt.Errorf("webgpu: %s was lost: %v", d.id, d.lost.Load()))
+			return
+		}
+		d.completed = d.submitted
+		d.reclaim()
+		return
+	}
 	start := time.Now()
 	nap := 10 * time.Microsecond
 	for !d.dev.Poll(false, nil) {

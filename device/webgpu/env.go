@@ -12,4 +12,14 @@ const (
 	// llvmpipe takes seconds to compile each: a fuzzer that tries a new
 	// geometry each run uses im2col.)
 	EnvConv = "EXTENSOR_CONV"
+	// EnvSubgroups turns subgroup operations off: with
+	// EXTENSOR_SUBGROUPS=off the reductions combine through workgroup
+	// memory alone, as on adapters without subgroups (so that both paths
+	// can be tested on one adapter).
+	EnvSubgroups = "EXTENSOR_SUBGROUPS"
+	// EnvWait chooses how a wait for the device polls: "spin" (the
+	// default: polling without blocking, sleeping longer as the wait goes
+	// on) or "block" (one blocking poll for the last submission; on
+	// lavapipe a blocking poll crashed on dispatches of seconds).
+	EnvWait = "EXTENSOR_WAIT"
 )

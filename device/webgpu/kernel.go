@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/extensor/extensor/device"
@@ -90,6 +91,9 @@ func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel,
 	src, err := shaders.Source(file, data)
 	if err != nil {
 		return nil, err
+	}
+	if d.enableSubgroups && strings.Contains(src, "subgroup") {
+		src = "enable subgroups;\n" + src // WebGPU's feature (browsers); wgpu's native one takes no line
 	}
 	k := &kernel{name: key}
 	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{

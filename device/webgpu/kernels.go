@@ -361,7 +361,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	p := reduceParams(nOut, r, kept, red, scale)
 	half := in.dt == device.Float16
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half, "Kept": len(kept), "Red": len(red)}
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half, "Kept": len(kept), "Red": len(red), "Group": ""}
 	suffix := fmt.Sprintf("/kept=%d/red=%d", len(kept), len(red))
 	if half {
 		suffix += "/half"
@@ -372,10 +372,14 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p, in, o)
 		return
 	}
-	// Long rows: each chunk of chunkLen elements reduced into 256 partial
-	// results, which the next pass reduces in turn. Contiguous rows of
+	// Long rows: each chunk of chunkLen elements reduced by a workgroup
+	// into one partial result (with subgroup operations where the device
+	// has them), which the next pass reduces in turn. Contiguous rows of
 	// vec4s go faster, vecUnroll vec4s per invocation.
 	spec["Chunks"] = true
+	group := d.group()
+	spec["Group"], spec["SubgroupOp"] = group, subgroupOps[op]
+	suffix += "/" + group
 	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkLen, r
 	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
 		spec["Vec"], spec["Unroll"], spec["Coalesce"] = true, make([]int, vecUnroll), !d.loopLimited
@@ -386,14 +390,27 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(name, "reduce", spec, false, true)
-	partial := d.scratch(k, device.Float32, nOut*chunks*256)
+	partial := d.scratch(k, device.Float32, nOut*chunks)
 	if partial == nil {
 		return
 	}
 	defer d.free(partial)
 	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*256), uint32(r4), uint32(chunks), uint32(length)
 	d.run(k, nOut*chunks, p, in, partial)
-	d.reduce(op, o, partial, []axis{{nOut, chunks * 256}}, []axis{{chunks * 256, 1}}, scale)
+	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
+}
+
+// subgroupOps are the WGSL subgroup operations of the reductions.
+var subgroupOps = map[device.ReduceOp]string{device.Sum: "subgroupAdd", device.Max: "subgroupMax", device.Min: "subgroupMin"}
+
+// group names how the device combines a workgroup's values in a
+// reduction: "subgroup" (subgroup operations, then workgroup memory
+// across subgroups) where it has subgroups, else "workgroup".
+func (d *Device) group() string {
+	if d.subgroups {
+		return "subgroup"
+	}
+	return "workgroup"
 }
 
 // scratch allocates a temporary buffer for kernel k, recording a failure
@@ -420,7 +437,7 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
 	spec := func(stage int) map[string]any {
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false, "Kept": len(kept), "Red": len(red)}
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false, "Kept": len(kept), "Red": len(red), "Group": ""}
 	}
 	name := fmt.Sprintf("%s/kept=%d/red=%d", op, len(kept), len(red))
 	if r <= maxLoop {
@@ -508,8 +525,8 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	}
 	vec := inner == 1 && n%4 == 0
 	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
-		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w}
-		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d", log, grad, n, w), "softmax", spec, flags(len(in), 1)...)
+		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group()}
+		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d/%s", log, grad, n, w, d.group()), "softmax", spec, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}

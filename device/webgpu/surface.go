@@ -50,13 +50,13 @@ type screen struct {
 	format     wgpu.TextureFormat
 	configured bool // the surface is configured, w×h
 	w, h       int
-	tex      *wgpu.Texture
-	view     *wgpu.TextureView
-	tw, th   int
-	sampler  *wgpu.Sampler
-	module   *wgpu.ShaderModule
-	pipeline *wgpu.RenderPipeline
-	group    *wgpu.BindGroup
+	tex        *wgpu.Texture
+	view       *wgpu.TextureView
+	tw, th     int
+	sampler    *wgpu.Sampler
+	module     *wgpu.ShaderModule
+	pipeline   *wgpu.RenderPipeline
+	group      *wgpu.BindGroup
 }
 
 // srgb reports whether the surface encodes sRGB: the canvas texture then
