@@ -11,11 +11,12 @@
 // p[40..48) and p[48..56) the kept and reduced shapes' magic numbers (udiv
 // in common.wgsl){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
 // here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
-// length p[38] = {{len .Unroll}}·256 vec4s{{end}}.
+// length p[38] = {{len .Unroll}}·{{.L}} vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
 // loop after about 32768 iterations, counting those of loops nested in it.
 {{- if .Group}}
-// The chunked kernels here combine a workgroup's 256 partial results
+// The chunked kernels here, workgroups of {{.L}} (lanes), combine a
+// workgroup's {{.L}} partial results
 // {{if eq .Group "subgroup"}}with subgroup operations, then across subgroups through workgroup
 // memory{{else}}through workgroup memory, by halves{{end}}, and write one result a workgroup.
 {{- end}}
@@ -51,7 +52,7 @@ fn argmin_better(v: f32, best: f32) -> bool {
 {{- if eq .Group "subgroup"}}
 
 // The subgroups' results, by subgroup (subgroups of at least 4).
-var<workgroup> part: array<f32, 64>;
+var<workgroup> part: array<f32, {{.L}}>;
 
 // group_reduce returns the workgroup's combined v to every invocation: a
 // subgroup operation, NaN kept by hand (a subgroup's max or min may skip
@@ -63,21 +64,21 @@ fn group_reduce(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
     }
     workgroupBarrier();
     var t = part[0];
-    for (var j = 1u; j < 256u / ssize; j++) {
+    for (var j = 1u; j < ({{.L}}u + ssize - 1u) / ssize; j++) {
         t = {{.Op}}_combine(t, part[j]);
     }
     return t;
 }
 {{- else if eq .Group "workgroup"}}
 
-var<workgroup> part: array<f32, 256>;
+var<workgroup> part: array<f32, {{.L}}>;
 
 // group_reduce returns the workgroup's combined v to every invocation,
 // by halves through part.
 fn group_reduce(v: f32, lid: u32) -> f32 {
     part[lid] = v;
     workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
+    for (var s = {{div .L 2}}u; s > 0u; s >>= 1u) {
         if (lid < s) {
             part[lid] = {{.Op}}_combine(part[lid], part[lid + s]);
         }
@@ -111,13 +112,13 @@ fn at(base: u32, r: u32) -> f32 {
 }
 {{- end}}
 {{if .Vec}}
-{{- $n := len .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = 256}}{{end}}
+{{- $n := len .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = .L}}{{end}}
 // One workgroup per (output o, chunk c), invocation t of it folding {{$n}}
 // of the chunk's vec4s (those inside the row), in straight-line code
-// (loops are slow on CPU adapters), p[0] = outputs·chunks·256; the
+// (loops are slow on CPU adapters), p[0] = outputs·chunks·{{.L}}; the
 // workgroup combines them into out[o·chunks + c]. Another pass reduces
 // the partials. {{if .Coalesce -}}
-// Here (GPUs) they are vec4s t, t + 256, …: neighbouring invocations
+// Here (GPUs) they are vec4s t, t + {{.L}}, …: neighbouring invocations
 // read neighbouring vec4s together.
 {{- else -}}
 // Here (CPU adapters) they are the run {{$n}}t, {{$n}}t + 1, …: a run of
@@ -130,7 +131,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
 
 {{template "main_group" .}}
     let o = w / p[37];
-    let first = (w % p[37]) * p[38] + (i % 256u){{if not .Coalesce}} * {{$n}}u{{end}};
+    let first = (w % p[37]) * p[38] + lid{{if not .Coalesce}} * {{$n}}u{{end}};
     let row = o * p[1];
     let last = p[1] - 1u;
     let init = vec4<f32>({{.Op}}_init());
@@ -148,8 +149,8 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     {{template "group_store" dict "Group" .Group "V" (printf "%s_combine(%s_combine(acc.x, acc.y), %s_combine(acc.z, acc.w))" .Op .Op .Op)}}
 }
 {{- else if .Chunks}}
-// One workgroup per (output o, chunk c), p[0] = outputs·chunks·256:
-// invocation t reduces the chunk's elements t, t + 256, t + 512, …, so
+// One workgroup per (output o, chunk c), p[0] = outputs·chunks·{{.L}}:
+// invocation t reduces the chunk's elements t, t + {{.L}}, t + {{mul .L 2}}, …, so
 // that neighbouring invocations read neighbouring elements, and the
 // workgroup combines them into out[o·chunks + c]. The partial results
 // are reduced by another pass.
@@ -160,7 +161,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     let base = base_offset(o);
     let end = min(p[1], (c + 1u) * p[38]);
     var acc = {{.Op}}_init();
-    for (var r = c * p[38] + i % 256u; r < end; r += 256u) {
+    for (var r = c * p[38] + lid; r < end; r += {{.L}}u) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
     {{template "group_store" dict "Group" .Group "V" "acc"}}
@@ -222,19 +223,18 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
 {{- end}}
 
 {{- define "main_group"}}
-// Entry point of a chunked kernel: workgroup w < p[0]/256 of 256
-// invocations, invocation i = 256w + lid (workgroups spread over x and y;
+// Entry point of a chunked kernel: workgroup w < p[0]/{{.L}} of {{.L}}
+// invocations, lid of it the lane (workgroups spread over x and y;
 // the ones past the end return together, so that the rest may meet at
 // barriers).
-@compute @workgroup_size(256)
+@compute @workgroup_size({{.L}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32{{if eq .Group "subgroup"}},
         @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
     let w = wid.y * nwg.x + wid.x;
-    if (w >= p[0] / 256u) {
+    if (w >= p[0] / {{.L}}u) {
         return;
     }
-    let i = w * 256u + lid;
 {{- end}}
 
 {{- define "group_store"}}

@@ -287,8 +287,9 @@ func coalesce(shape, axes []int) (kept, red []axis) {
 }
 
 const (
-	chunkLen  = 64 * 256 // reduced elements per chunk: 64 per invocation
-	vecUnroll = 16       // vec4s per invocation in the chunks of contiguous rows
+	chunkLen     = 64 * 256 // reduced elements per chunk of an arg reduction
+	chunkPerLane = 64       // reduced elements per invocation in the chunks of a reduction
+	vecUnroll    = 16       // vec4s per invocation in the chunks of contiguous rows
 	// maxLoop bounds the iterations of any loop over data: lavapipe
 	// (llvmpipe) silently ends a loop after about 32768 iterations,
 	// counting those of the loops nested in it.
@@ -377,16 +378,16 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	// has them), which the next pass reduces in turn. Contiguous rows of
 	// vec4s go faster, vecUnroll vec4s per invocation.
 	spec["Chunks"] = true
-	group := d.group()
-	spec["Group"], spec["SubgroupOp"] = group, subgroupOps[op]
-	suffix += "/" + group
-	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkLen, r
+	group, lanes := d.group(), reduceLanes(d.loopLimited)
+	spec["Group"], spec["SubgroupOp"], spec["L"] = group, subgroupOps[op], lanes
+	suffix += fmt.Sprintf("/%s/lanes=%d", group, lanes)
+	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkPerLane*lanes, r
 	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
 		spec["Vec"], spec["Unroll"], spec["Coalesce"] = true, make([]int, vecUnroll), !d.loopLimited
 		for i := range vecUnroll {
 			spec["Unroll"].([]int)[i] = i
 		}
-		name, length, r4 = fmt.Sprintf("reduce_vec4/%v%s/coalesce=%v", op, suffix, !d.loopLimited), vecUnroll*256, r/4
+		name, length, r4 = fmt.Sprintf("reduce_vec4/%v%s/coalesce=%v", op, suffix, !d.loopLimited), vecUnroll*lanes, r/4
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(name, "reduce", spec, false, true)
@@ -395,9 +396,21 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	defer d.free(partial)
-	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*256), uint32(r4), uint32(chunks), uint32(length)
+	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
 	d.run(k, nOut*chunks, p, in, partial)
 	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
+}
+
+// reduceLanes is the workgroup size of the chunked reductions: 256 on
+// GPUs; on CPU adapters 8, one SIMD batch of llvmpipe's, whose barrier
+// costs little (a workgroup of 256 meets at its barriers 32 batches that
+// llvmpipe runs one after another: on lavapipe, in alternating runs, sum
+// 16M took 45–51 ms with 8 lanes, 54–60 with 256).
+func reduceLanes(cpu bool) int {
+	if cpu {
+		return 8
+	}
+	return 256
 }
 
 // subgroupOps are the WGSL subgroup operations of the reductions.
