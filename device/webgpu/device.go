@@ -117,7 +117,10 @@ type Device struct {
 	// WebGPU's feature, which WGSL enables with "enable subgroups;"
 	// (enableSubgroups), or by wgpu's native one.
 	subgroups, enableSubgroups bool
-	// block: a wait blocks in one poll (EnvWait).
+	// block: a wait blocks in one poll (EnvWait): by default on GPUs,
+	// where wgpu-native 29's non-blocking poll did not see the queue
+	// drain for tens of milliseconds on the H100 (Add 16M with a wait
+	// after each: 60 ms an op; blocking, 0.12 ms).
 	block bool
 	// last is the index of the last submission.
 	last wgpu.SubmissionIndex
@@ -161,7 +164,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	props := d.adapter.GetInfo()
 	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Device, backendName(props.BackendType), adapterTypeName(props.AdapterType))
 	d.loopLimited = props.AdapterType == wgpu.AdapterTypeCPU
-	d.block = wait == "block"
+	d.block = wait == "block" || wait == "" && !d.loopLimited
 	d.threads = runtime.NumCPU()
 	if n, err := strconv.Atoi(os.Getenv("LP_NUM_THREADS")); err == nil && n > 0 {
 		d.threads = n

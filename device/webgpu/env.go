@@ -17,9 +17,10 @@ const (
 	// memory alone, as on adapters without subgroups (so that both paths
 	// can be tested on one adapter).
 	EnvSubgroups = "EXTENSOR_SUBGROUPS"
-	// EnvWait chooses how a wait for the device polls: "spin" (the
-	// default: polling without blocking, sleeping longer as the wait goes
-	// on) or "block" (one blocking poll for the last submission; on
-	// lavapipe a blocking poll crashed on dispatches of seconds).
+	// EnvWait chooses how a wait for the device polls: "spin" (polling
+	// without blocking, sleeping longer as the wait goes on; the default
+	// on CPU adapters, where a blocking poll crashed lavapipe on
+	// dispatches of seconds) or "block" (one blocking poll for the last
+	// submission; the default on GPUs).
 	EnvWait = "EXTENSOR_WAIT"
 )
