@@ -150,8 +150,9 @@ func (p *pool) releaseAll() { p.trim(0) }
 
 // reclaim learns, without blocking, whether submitted work has completed.
 func (d *Device) reclaim() {
-	if d.completed < d.submitted && d.dev.Poll(false, nil) {
-		d.completed = d.submitted
+	if d.completed < d.submitted {
+		d.dev.Poll(false, nil) // runs the work-done callbacks that are due
+		d.completed = max(d.completed, d.done.Load())
 	}
 }
 

@@ -89,6 +89,11 @@ type Device struct {
 	labels     []string
 
 	submitted, completed uint64 // submission counts
+	// done is the count of submissions the GPU has finished, set by
+	// wgpu's work-done callbacks (on whichever thread it calls them):
+	// wgpu-native 29's non-blocking poll says the queue is empty before
+	// it is, on lavapipe and on an H100 alike.
+	done atomic.Uint64
 	pool                 pool
 	live                 map[*buffer]struct{} // allocated and not freed
 
@@ -514,6 +519,11 @@ func (d *Device) submit() {
 	} else {
 		d.last = d.queue.Submit(cmd)
 		d.submitted++
+		n := d.submitted
+		d.queue.OnSubmittedWorkDone(func(wgpu.QueueWorkDoneStatus) {
+			for old := d.done.Load(); old < n && !d.done.CompareAndSwap(old, n); old = d.done.Load() {
+			}
+		})
 		cmd.Release()
 	}
 	d.params = d.params[:0]
@@ -583,7 +593,7 @@ func (d *Device) wait() {
 	}
 	start := time.Now()
 	nap := 10 * time.Microsecond
-	for !d.dev.Poll(false, nil) {
+	for d.dev.Poll(false, nil); d.done.Load() < d.submitted; d.dev.Poll(false, nil) {
 		waited := time.Since(start)
 		switch {
 		case d.lost.Load() != nil:
