@@ -80,7 +80,8 @@ fuzz: deps
 soak: deps
 	$(GO) test -count=1 -timeout 60m -run 'TestTrainingWithoutRelease|TestForgottenRelease' -v ./stress/ -args -soak
 
-# parity runs the parity suite and rewrites the README's coverage table.
+# parity runs the parity suite and rewrites the coverage table in
+# docs/coverage.md.
 parity: deps
 	$(GO) test -count=1 ./parity -args -update
 

@@ -311,7 +311,7 @@ func (p conv) splitBias(dev device.Device, dt device.DType, gw, acc *tensor.Tens
 // On a device with direct convolution kernels (device.Convolver: the
 // WebGPU backend on CPU adapters, for float32 or float16 images of at
 // least 4 channels and 8 filters, groups 1) it runs on those, with no columns
-// (see the README for their speed). Otherwise it runs as im2col (a window
+// (docs/performance.md has their speed). Otherwise it runs as im2col (a window
 // kernel copying each image's taps into a
 // (C·KH·KW)×(OH·OW) matrix, its rows padded with zeros to a multiple of
 // 4 so that the products read them by vec4s: on lavapipe that took the

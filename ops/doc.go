@@ -13,7 +13,7 @@
 // Table lists every op once: its name, the WGSL kernel family that runs it
 // (a file of package shaders), its conventions, its forward and backward
 // functions in a uniform signature, and the cases on which the parity
-// suite checks it. The parity suite and the README's coverage table are
+// suite checks it. The parity suite and the coverage table (docs) are
 // generated from it. An entry's Grad is a Rule: the backward written in
 // ops of the table through a Builder, which a tape records to
 // differentiate a gradient again (Eager runs it on tensors; the parity

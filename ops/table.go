@@ -10,7 +10,7 @@ import (
 // Op describes one operation, once: its name, the WGSL kernel family that
 // runs it, its conventions, its forward and backward functions and the
 // cases on which the parity suite checks it. The parity suite, the
-// README's coverage table and autograd all read the table of Ops that
+// coverage table in docs and autograd all read the table of Ops that
 // Table returns; an op missing from it is missing.
 type Op struct {
 	Name   string // the op's row in the coverage table, e.g. "exp"

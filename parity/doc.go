@@ -15,6 +15,6 @@
 // rounding of inputs.
 //
 // Specs lists the op catalogue; Check runs one case; a Table collects the
-// results into the coverage table the README shows (make parity rewrites
+// results into the coverage table of docs/coverage.md (make parity rewrites
 // it).
 package parity

@@ -94,8 +94,8 @@ type Device struct {
 	// wgpu-native 29's non-blocking poll says the queue is empty before
 	// it is, on lavapipe and on an H100 alike.
 	done atomic.Uint64
-	pool                 pool
-	live                 map[*buffer]struct{} // allocated and not freed
+	pool pool
+	live map[*buffer]struct{} // allocated and not freed
 
 	// Index flags, written by kernels that meet a class index out of
 	// range (see check_index in shaders/common.wgsl), read at the next wait.
@@ -122,10 +122,10 @@ type Device struct {
 	// WebGPU's feature, which WGSL enables with "enable subgroups;"
 	// (enableSubgroups), or by wgpu's native one.
 	subgroups, enableSubgroups bool
-	// block: a wait blocks in one poll (EnvWait): by default on GPUs,
-	// where wgpu-native 29's non-blocking poll did not see the queue
-	// drain for tens of milliseconds on the H100 (Add 16M with a wait
-	// after each: 60 ms an op; blocking, 0.12 ms).
+	// block: a wait blocks in one poll (EnvWait), by default on GPUs:
+	// on the H100 a wait so took 71 µs after a tiny op (2026-11-26); the
+	// spinning wait was measured there only before it learned to count
+	// the work-done callbacks (see done), when its figures were wrong.
 	block bool
 	// last is the index of the last submission.
 	last wgpu.SubmissionIndex
