@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/parity"
 )
@@ -29,6 +31,34 @@ func TestParity(t *testing.T) {
 		})
 	}
 	t.Logf("coverage:\n%s", table.Markdown())
+}
+
+// fallbackFamilies are the kernel families whose WebGPU kernels take
+// another path on adapters without WGSL's f16 (float16 as packed words,
+// or float32 stand-ins) or without subgroups (reductions through
+// workgroup memory alone).
+var fallbackFamilies = map[string]bool{"unary": true, "binary": true, "reduce": true, "softmax": true, "gather": true, "update": true}
+
+// TestParityFallbacks checks the ops of fallbackFamilies as TestParity
+// does, on a WebGPU device of its own with those features turned off
+// (webgpu.EnvF16, webgpu.EnvSubgroups), so that both paths are tested on
+// one adapter. The coverage table is TestParity's.
+func TestParityFallbacks(t *testing.T) {
+	if gputest.OrNil(t) == nil {
+		return
+	}
+	t.Setenv(webgpu.EnvF16, "packed")
+	t.Setenv(webgpu.EnvSubgroups, "off")
+	gpu, err := device.Open("webgpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gpu.Close()
+	for _, c := range parity.Specs() {
+		if fallbackFamilies[c.Op.Family] {
+			t.Run(c.Name(), func(t *testing.T) { parity.Check(t, c, gpu) })
+		}
+	}
 }
 
 // TestMain checks, after a complete and successful run, that

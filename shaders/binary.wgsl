@@ -155,15 +155,15 @@ fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
 fn apply(x: f32, y: f32, g: f32) -> f32 {
     return op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}(x, y, g){{else}}(x, y){{end}};
 }
-{{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
-{{- if .Half}}{{$T = "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}{{end}}
-@group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
-@group(0) @binding(2) var<storage, read> y_in: array<{{$T}}>;
+{{- $T := "f32"}}{{$S := "E"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
+{{- if .Half}}{{$S = "u32"}}{{if .Vec}}{{$S = "vec4<u32>"}}{{end}}{{end}}
+@group(0) @binding(1) var<storage, read> x_in: array<{{$S}}>;
+@group(0) @binding(2) var<storage, read> y_in: array<{{$S}}>;
 {{- if ge .Grad 0}}
-@group(0) @binding(3) var<storage, read> g_in: array<{{$T}}>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{$T}}>;
+@group(0) @binding(3) var<storage, read> g_in: array<{{$S}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{$S}}>;
 {{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{$S}}>;
 {{- end}}
 {{- if .Half}}
 
@@ -207,7 +207,7 @@ fn elem(i: u32) {
 {{- end}}
     out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << s);
 {{- else}}
-    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0u){{end}};
+    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$S}}(0u){{end}};
     out[i] = apply2(x, y, g);
 {{- end}}
 }
@@ -224,14 +224,14 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 
 fn elem(i: u32) {
 {{- if .Same}}
-    let x = x_in[i];
-    let y = y_in[i];
+    let x = {{$T}}(x_in[i]);
+    let y = {{$T}}(y_in[i]);
 {{- else}}
     let off = broadcast_offsets(i);
-    let x = x_in[off.x];
-    let y = y_in[off.y];
+    let x = {{$T}}(x_in[off.x]);
+    let y = {{$T}}(y_in[off.y]);
 {{- end}}
-    out[i] = apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}g_in[i]{{else}}{{$T}}(0.0){{end}});
+    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}));
 }
 {{- end}}
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}

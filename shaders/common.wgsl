@@ -117,13 +117,13 @@ fn check_index(k: i32, c: u32, site: u32) -> bool {
 {{- define "softmax_row"}}
 // The maximum and the sum of exp(x - max) of a row of c logits.
 fn row_stats(row: u32, c: u32) -> vec2<f32> {
-    var m = logits[row];
+    var m = f32(logits[row]);
     for (var j = 1u; j < c; j++) {
-        m = max(m, logits[row + j]);
+        m = max(m, f32(logits[row + j]));
     }
     var s = 0.0;
     for (var j = 0u; j < c; j++) {
-        s += exp(logits[row + j] - m);
+        s += exp(f32(logits[row + j]) - m);
     }
     return vec2<f32>(m, s);
 }
@@ -241,14 +241,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- if .VecO}}
 // out is float{{if .Half}}16, written four at a time as vec2<u32>s{{else}}32, written as vec4s{{end}} (N and the
 // output's offset are multiples of 4).
-@group(0) @binding(3) var<storage, read_write> out: array<{{if .Half}}vec2<u32>{{else}}vec4<f32>{{end}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{if .Half}}vec2<u32>{{else}}E4{{end}}>;
 {{template "vec4_at" dict "Name" "out" "Half" .Half}}
 
 fn set_out_v(i: u32, v: vec4<f32>) {
 {{- if .Half}}
     out[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
 {{- else}}
-    out[i] = v;
+    out[i] = to_e4(v);
 {{- end}}
 }
 {{- else if .Half}}
@@ -266,14 +266,14 @@ fn set_out(i: u32, v: f32) {
     atomicOr(&out[i >> 1u], (pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu) << shift);
 }
 {{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<E>;
 
 fn out_at(i: u32) -> f32 {
-    return out[i];
+    return f32(out[i]);
 }
 
 fn set_out(i: u32, v: f32) {
-    out[i] = v;
+    out[i] = to_e(v);
 }
 {{- end}}
 {{- end}}
@@ -318,7 +318,7 @@ fn {{.Name}}_v(i: u32) -> vec4<f32> {
     let w = {{.Name}}[i];
     return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
 {{- else}}
-    return {{.Name}}[i];
+    return vec4<f32>({{.Name}}[i]);
 {{- end}}
 }
 {{- end}}
@@ -329,7 +329,7 @@ fn {{.Name}}_at(i: u32) -> f32 {
 {{- if .Half}}
     return unpack2x16float({{.Name}}[i >> 1u])[i & 1u];
 {{- else}}
-    return {{.Name}}[i];
+    return f32({{.Name}}[i]);
 {{- end}}
 }
 {{- end}}

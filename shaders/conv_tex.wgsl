@@ -8,7 +8,7 @@
 // p[6] = PH, p[7] = C4 (channel quads), p[8] = rows (N·C4·Hp),
 // p[9] = src's offset, p[10], p[11] = the magic numbers of p[7] and p[4]
 // (see udiv). src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}E{{end}}>;
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 {{template "at" dict "Name" "src" "Half" .Half}}
 {{template "udiv"}}
@@ -54,7 +54,7 @@
 {{- end}}
 // p[0] = F, p[1] = C, p[2] = texels a row (C4·KH·KW). w holds
 // {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> w: array<{{if .Half}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> w: array<{{if .Half}}u32{{else}}E{{end}}>;
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 {{template "at" dict "Name" "w" "Half" .Half}}
 
@@ -91,7 +91,7 @@
 @group(0) @binding(2) var tw: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" false "Half" .Half}}
 {{- if .Bias}}
-@group(0) @binding(4) var<storage, read> bias: array<{{if .Half}}u32{{else}}f32{{end}}>;
+@group(0) @binding(4) var<storage, read> bias: array<{{if .Half}}u32{{else}}E{{end}}>;
 {{template "at" dict "Name" "bias" "Half" .Half}}
 {{- end}}
 

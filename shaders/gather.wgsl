@@ -5,8 +5,8 @@
 // reported in the flags.
 {{- if .Grad}}
 @group(0) @binding(1) var<storage, read> idx: array<i32>;
-@group(0) @binding(2) var<storage, read> g: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> g: array<E>;
+@group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
 {{- if .Table}}
 
@@ -24,10 +24,10 @@
             check_index(k, p[1], p[3]);
         }
         if (k == r) {
-            s += g[i * d + j];
+            s += f32(g[i * d + j]);
         }
     }
-    out[e] = select(0.0, out[e], p[5] != 0u) + pf(2u) * s;
+    out[e] = to_e(select(0.0, f32(out[e]), p[5] != 0u) + pf(2u) * s);
 }
 {{- else}}
 
@@ -43,18 +43,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let i = e / c;
     let k = idx[i];
-    var v = select(0.0, pf(2u) * g[i], i32(e % c) == k);
+    var v = select(0.0, pf(2u) * f32(g[i]), i32(e % c) == k);
     // Report once per row, from its first element.
     if ((e % c == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
         v = nan();
     }
-    out[e] = v;
+    out[e] = to_e(v);
 }
 {{- end}}
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<E>;
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
 {{- if .Table}}
 
@@ -67,10 +67,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let k = idx[i];
     let c = p[1];
     if ((j == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
-        out[e] = nan();
+        out[e] = to_e(nan());
         return;
     }
-    out[e] = pf(2u) * x[u32(k) * d + j];
+    out[e] = to_e(pf(2u) * f32(x[u32(k) * d + j]));
 }
 {{- else}}
 
@@ -79,10 +79,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let c = p[1];
     let k = idx[i];
     if (!check_index(k, c, p[3])) {
-        out[i] = nan();
+        out[i] = to_e(nan());
         return;
     }
-    out[i] = pf(2u) * x[i * c + u32(k)];
+    out[i] = to_e(pf(2u) * f32(x[i * c + u32(k)]));
 }
 {{- end}}
 {{- end}}

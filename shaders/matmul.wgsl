@@ -25,8 +25,8 @@
 // blocks and long k otherwise runs on as few of the CPU's threads).{{end}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
-@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}{{if .HalfA}}vec2<u32>{{else}}vec4<f32>{{end}}{{else if .HalfA}}u32{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}{{if .HalfB}}vec2<u32>{{else}}vec4<f32>{{end}}{{else if .HalfB}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}{{if .HalfA}}vec2<u32>{{else}}E4{{end}}{{else if .HalfA}}u32{{else}}E{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}{{if .HalfB}}vec2<u32>{{else}}E4{{end}}{{else if .HalfB}}u32{{else}}E{{end}}>;
 {{template "matmul_out" .}}
 {{- if or .VecA .DotK}}
 {{template "vec4_at" dict "Name" "a" "Half" .HalfA}}

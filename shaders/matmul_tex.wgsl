@@ -29,11 +29,11 @@
 // and the depth stride multiples of 4: a texel is one vec4 of src (the
 // last may reach into the padding of rows longer than W){{if .Half}}, of
 // float16 a vec2<u32>{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}vec2<u32>{{else}}vec4<f32>{{end}}>;
+@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}vec2<u32>{{else}}E4{{end}}>;
 {{template "vec4_at" dict "Name" "src" "Half" .Half}}
 {{- else}}
 // src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}f32{{end}}>;
+@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}E{{end}}>;
 {{template "at" dict "Name" "src" "Half" .Half}}
 
 fn entry(w: u32, k: u32) -> f32 {

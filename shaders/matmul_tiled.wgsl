@@ -157,9 +157,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
 {{- define "operand"}}
 {{- if .Vec}}
-@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}4: array<vec4<f32>>;
+@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}4: array<E4>;
 {{- else}}
-@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}: array<{{if .Half}}u32{{else}}f32{{end}}>;
+@group(0) @binding({{.Binding}}) var<storage, read> {{.Name}}: array<{{if .Half}}u32{{else}}E{{end}}>;
 {{template "at" .}}
 {{- end}}
 {{- end}}
@@ -197,7 +197,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             {{$d.Reg}}{{$l}} = {{if $d.V}}vec4<f32>(0.0){{else}}0.0{{end}};
             if (r < {{$d.Len}} && k < k1) {
 {{- if $d.V}}
-                {{$d.Reg}}{{$l}} = {{$d.Src}}4[({{$d.Z}} + {{if $d.KMajor}}k * {{$d.Ld}} + r{{else}}r * {{$d.Ld}} + k{{end}}) >> 2u];
+                {{$d.Reg}}{{$l}} = vec4<f32>({{$d.Src}}4[({{$d.Z}} + {{if $d.KMajor}}k * {{$d.Ld}} + r{{else}}r * {{$d.Ld}} + k{{end}}) >> 2u]);
 {{- else}}
                 {{$d.Reg}}{{$l}} = {{$d.Src}}_at({{$d.Z}} + {{if $d.KMajor}}k * {{$d.Ld}} + r{{else}}r * {{$d.Ld}} + k{{end}});
 {{- end}}

@@ -7,7 +7,8 @@
 // Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
 // p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
 // p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
-// (strides in x; x holds float16, two to a word, where Half is set),
+// (strides in x; x holds float16, two to a word, where Half is set, or
+// WGSL's f16 where XF16 is; out holds f16 where OF16 is),
 // p[40..48) and p[48..56) the kept and reduced shapes' magic numbers (udiv
 // in common.wgsl){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
 // here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
@@ -93,8 +94,9 @@ fn group_reduce(v: f32, lid: u32) -> f32 {
 @group(0) @binding(2) var<storage, read> idxs: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<i32>;
 {{- else}}
-@group(0) @binding(1) var<storage, read> x: array<{{if .Vec}}vec4<f32>{{else if .Half}}u32{{else}}f32{{end}}>;
-@group(0) @binding(2) var<storage, read_write> out: array<{{if .Arg}}i32{{else}}f32{{end}}>;
+{{- $x := "f32"}}{{if .XF16}}{{$x = "f16"}}{{end}}
+@group(0) @binding(1) var<storage, read> x: array<{{if .Vec}}vec4<{{$x}}>{{else if .Half}}u32{{else}}{{$x}}{{end}}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{if .Arg}}i32{{else if .OF16}}f16{{else}}f32{{end}}>;
 {{- if eq .Stage 1}}
 @group(0) @binding(3) var<storage, read_write> vals_out: array<f32>;
 {{- end}}
@@ -139,14 +141,14 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     if (first + {{mul (sub $n 1) $step}}u <= last) {
         // All of them lie inside the row: no bounds to check.
 {{- range .Unroll}}
-        acc = combine4(acc, x[row + first + {{mul . $step}}u]);
+        acc = combine4(acc, vec4<f32>(x[row + first + {{mul . $step}}u]));
 {{- end}}
     } else {
 {{- range .Unroll}}
-        acc = combine4(acc, select(init, x[row + min(first + {{mul . $step}}u, last)], first + {{mul . $step}}u <= last));
+        acc = combine4(acc, select(init, vec4<f32>(x[row + min(first + {{mul . $step}}u, last)]), first + {{mul . $step}}u <= last));
 {{- end}}
     }
-    {{template "group_store" dict "Group" .Group "V" (printf "%s_combine(%s_combine(acc.x, acc.y), %s_combine(acc.z, acc.w))" .Op .Op .Op)}}
+    {{template "group_store" dict "Group" .Group "V" (printf "%s_combine(%s_combine(acc.x, acc.y), %s_combine(acc.z, acc.w))" .Op .Op .Op) "OF16" .OF16}}
 }
 {{- else if .Chunks}}
 // One workgroup per (output o, chunk c), p[0] = outputs·chunks·{{.L}}:
@@ -164,7 +166,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     for (var r = c * p[38] + lid; r < end; r += {{.L}}u) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
-    {{template "group_store" dict "Group" .Group "V" "acc"}}
+    {{template "group_store" dict "Group" .Group "V" "acc" "OF16" .OF16}}
 }
 {{- else}}
 // One invocation per output o.
@@ -217,7 +219,7 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     for (var r = 0u; r < count; r++) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
-    out[o] = acc * pf(4u);
+    out[o] = {{if .OF16}}to_e(acc * pf(4u)){{else}}acc * pf(4u){{end}};
 {{- end}}
 }
 {{- end}}
@@ -240,13 +242,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- define "group_store"}}
 {{- if eq .Group "subgroup"}}
     let t = group_reduce({{.V}}, lid, sid, ssize);
-    if (lid == 0u) {
-        out[w] = t;
-    }
 {{- else}}
     let t = group_reduce({{.V}}, lid);
-    if (lid == 0u) {
-        out[w] = t;
-    }
 {{- end}}
+    if (lid == 0u) {
+        out[w] = {{if .OF16}}to_e(t){{else}}t{{end}};
+    }
 {{- end}}

@@ -27,11 +27,13 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"mul": func(a, b int) int { return a * b },
-	"add": func(a, b int) int { return a + b },
-	"sub": func(a, b int) int { return a - b },
-	"div": func(a, b int) int { return a / b },
-	"mod": func(a, b int) int { return a % b },
+	// list returns its arguments as a slice.
+	"list": func(v ...string) []string { return v },
+	"mul":  func(a, b int) int { return a * b },
+	"add":  func(a, b int) int { return a + b },
+	"sub":  func(a, b int) int { return a - b },
+	"div":  func(a, b int) int { return a / b },
+	"mod":  func(a, b int) int { return a % b },
 	// dict makes a map of its key, value arguments (for {{template}}).
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -53,12 +55,52 @@ var funcs = template.FuncMap{
 	},
 }
 
+// The storage types of floating-point tensors (see Source).
+const (
+	storageF32 = `// Floating-point tensors are stored as float32.
+alias E = f32;
+alias E4 = vec4<f32>;
+
+fn to_e(v: f32) -> f32 {
+    return v;
+}
+
+fn to_e4(v: vec4<f32>) -> vec4<f32> {
+    return v;
+}
+
+`
+	storageF16 = `enable f16;
+
+// Floating-point tensors are stored as float16: values are computed in
+// float32 and rounded by the device, to ±Inf from 65520 on (WGSL leaves
+// the conversion of values past f16's range to the implementation).
+alias E = f16;
+alias E4 = vec4<f16>;
+
+fn to_e(v: f32) -> f16 {
+    return f16(select(v, v * 65536.0, abs(v) >= 65520.0));
+}
+
+fn to_e4(v: vec4<f32>) -> vec4<f16> {
+    return vec4<f16>(select(v, v * 65536.0, abs(v) >= vec4<f32>(65520.0)));
+}
+
+`
+)
+
 // set holds every kernel, parsed once; common.wgsl defines the blocks that
 // several kernels include with {{template}}.
 var set = template.Must(template.New("").Funcs(funcs).Option("missingkey=error").ParseFS(files, "*.wgsl"))
 
 // Source returns the WGSL of kernel name (a file name without ".wgsl")
 // specialised with data, after the common prelude.
+//
+// Every kernel sees the storage type of floating-point tensors as E (and
+// E4, four of them), and stores a float32 result v in it as to_e(v) (and
+// to_e4): f32 and the identity, or, where data is a map whose "F16" is
+// true, WGSL's f16 (the shader-f16 feature, enabled by the first line)
+// and a rounding conversion.
 func Source(name string, data any) (string, error) {
 	if name == "prelude" || name == "common" || set.Lookup(name+".wgsl") == nil {
 		return "", fmt.Errorf("shaders: no kernel %q", name)
@@ -68,6 +110,11 @@ func Source(name string, data any) (string, error) {
 		return "", err
 	}
 	var b bytes.Buffer
+	if m, ok := data.(map[string]any); ok && m["F16"] == true {
+		b.WriteString(storageF16)
+	} else {
+		b.WriteString(storageF32)
+	}
 	b.Write(prelude)
 	if err := set.ExecuteTemplate(&b, name+".wgsl", data); err != nil {
 		return "", fmt.Errorf("shaders: %s: %w", name, err)

@@ -6,16 +6,18 @@
 // input is read once and every exponential taken once. p[0] = rows.
 {{- if .Grad}}
 // From the forward output y and the upstream gradient dy: {{if .Log}}dy − exp(y)·Σ dy{{else}}y·(dy − Σ dy·y){{end}}.
-@group(0) @binding(1) var<storage, read> y: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> dy: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> y: array<E4>;
+@group(0) @binding(2) var<storage, read> dy: array<E4>;
+@group(0) @binding(3) var<storage, read_write> out: array<E4>;
+{{template "softmax_at" dict "Names" (list "y" "dy") "T" "vec4<f32>"}}
 {{- else}}
 // Stable: m is the row's maximum, s = Σ exp(x − m); {{if .Log}}x − (m + ln s){{else}}exp(x − m)·(1/s){{end}} is the
 // result. A row whose maximum is NaN or infinite (a NaN, a +Inf, or only
 // −Inf in it) is NaN throughout, as x − m is NaN somewhere in it: tested
 // on the bits, since a compiler may assume floats finite.
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> x: array<E4>;
+@group(0) @binding(2) var<storage, read_write> out: array<E4>;
+{{template "softmax_at" dict "Names" (list "x") "T" "vec4<f32>"}}
 {{- end}}
 
 {{- $sub := eq .Group "subgroup"}}
@@ -44,21 +46,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var y{{$v}} = vec4<f32>(0.0);
     var dy{{$v}} = vec4<f32>(0.0);
     if ({{$g}}) {
-        y{{$v}} = y[{{$at}}];
-        dy{{$v}} = dy[{{$at}}];
+        y{{$v}} = y_at({{$at}});
+        dy{{$v}} = dy_at({{$at}});
     }
 {{- else}}
-    let y{{$v}} = y[{{$at}}];
-    let dy{{$v}} = dy[{{$at}}];
+    let y{{$v}} = y_at({{$at}});
+    let dy{{$v}} = dy_at({{$at}});
 {{- end}}
 {{- else}}
 {{- if $g}}
     var x{{$v}} = vec4<f32>(-inf());
     if ({{$g}}) {
-        x{{$v}} = x[{{$at}}];
+        x{{$v}} = x_at({{$at}});
     }
 {{- else}}
-    let x{{$v}} = x[{{$at}}];
+    let x{{$v}} = x_at({{$at}});
 {{- end}}
 {{- end}}
 {{- end}}
@@ -99,10 +101,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- else}}{{if $.Log}}{{$val = printf "select(x%d - c, vec4<f32>(nan()), bad)" $v}}{{else}}{{$val = printf "select(e%d * r, vec4<f32>(nan()), bad)" $v}}{{end}}{{end}}
 {{- if $g}}
     if ({{$g}}) {
-        out[{{$at}}] = {{$val}};
+        out[{{$at}}] = to_e4({{$val}});
     }
 {{- else}}
-    out[{{$at}}] = {{$val}};
+    out[{{$at}}] = to_e4({{$val}});
 {{- end}}
 {{- end}}
 }
@@ -113,18 +115,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // (here vec4s){{end}}. A row is the axis's n elements at stride inner; p[0] =
 // rows (stats) or elements{{if .Vec}}/4{{end}} (apply), p[1] = n, p[2] = inner.
 // This pass: {{.Stage}}{{if .Vec}}, over vec4s (inner = 1, n a multiple of 4){{end}}.
-{{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
+{{- $T := "f32"}}{{$S := "E"}}{{$V := ""}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{$V = "4"}}{{end}}
 {{- if .Grad}}
 // From the forward output y and the upstream gradient dy: {{if .Log}}dy − exp(y)·Σ dy{{else}}y·(dy − Σ dy·y){{end}};
 // the stats are s1 = Σ {{if .Log}}dy{{else}}dy·y{{end}}.
-@group(0) @binding(1) var<storage, read> y: array<{{$T}}>;
-@group(0) @binding(2) var<storage, read> dy: array<{{$T}}>;
+@group(0) @binding(1) var<storage, read> y: array<{{$S}}>;
+@group(0) @binding(2) var<storage, read> dy: array<{{$S}}>;
+{{template "softmax_at" dict "Names" (list "y" "dy") "T" $T}}
 {{- else}}
 // Stable: the stats are the row's maximum m and s = Σ exp(x − m), found
 // in one sweep that rescales s whenever m grows; {{if .Log}}x − (m + ln s){{else}}exp(x − m)·(1/s){{end}} is the
 // result, and the stats pass stores {{if .Log}}s1 = m + ln s{{else}}s1 = m, s2 = 1/s{{end}}. A row whose
 // maximum is NaN or infinite is NaN throughout (s1 NaN).
-@group(0) @binding(1) var<storage, read> x: array<{{$T}}>;
+@group(0) @binding(1) var<storage, read> x: array<{{$S}}>;
+{{template "softmax_at" dict "Names" (list "x") "T" $T}}
 {{- end}}
 {{- /* The stats: s1, and s2 for softmax's 1/s. */}}
 {{- $two := and (not .Log) (not .Grad)}}
@@ -135,7 +139,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 @group(0) @binding({{$b}}) var<storage, {{$rw}}> s2: array<f32>;
 {{- end}}
 {{- if eq .Stage "apply"}}
-@group(0) @binding({{add $b 1}}) var<storage, read_write> out: array<{{$T}}>;
+@group(0) @binding({{add $b 1}}) var<storage, read_write> out: array<{{$S}}>;
 {{- end}}
 
 {{- if and (eq .Stage "stats") (not .Grad)}}
@@ -168,13 +172,13 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- if .Block}}
     for (var j = 0u; j < len; j += {{.Block}}u) { // len is a multiple of {{.Block}}
 {{- range $u := seq .Block}}
-        acc += {{if $.Log}}dy[base + j + {{$u}}u]{{else}}dy[base + j + {{$u}}u] * y[base + j + {{$u}}u]{{end}};
+        acc += {{if $.Log}}dy_at(base + j + {{$u}}u){{else}}dy_at(base + j + {{$u}}u) * y_at(base + j + {{$u}}u){{end}};
 {{- end}}
     }
 {{- else}}
     for (var j = 0u; j < len; j++) {
         let k = base + j * step;
-        acc += {{if .Log}}dy[k]{{else}}dy[k] * y[k]{{end}};
+        acc += {{if .Log}}dy_at(k){{else}}dy_at(k) * y_at(k){{end}};
     }
 {{- end}}
 {{- if .Vec}}
@@ -188,7 +192,7 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
     // {{.Block}} vec4s a step (len is a multiple of {{.Block}}), folded in at once.
     for (var j = 0u; j < len; j += {{.Block}}u) {
 {{- range $u := seq .Block}}
-        let v{{$u}} = x[base + j + {{$u}}u];
+        let v{{$u}} = x_at(base + j + {{$u}}u);
 {{- end}}
         var m4 = v0;
 {{- range $u := seq .Block}}{{if $u}}
@@ -200,7 +204,7 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
     }
 {{- else}}
     for (var j = 0u; j < len; j++) {
-        let v = x[base + j * step];
+        let v = x_at(base + j * step);
 {{- if .Vec}}
         let vm = max_nan(max_nan(v.x, v.y), max_nan(v.z, v.w));
         let e = exp(v - vec4<f32>(vm));
@@ -224,9 +228,9 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 // The output at i from its row's stats a = s1[row]{{if $two}} and b = s2[row]{{end}}.
 fn value(i: u32, a: f32, b: f32) -> {{$T}} {
 {{- if .Grad}}
-    return {{if .Log}}dy[i] - exp(y[i]) * a{{else}}y[i] * (dy[i] - a){{end}};
+    return {{if .Log}}dy_at(i) - exp(y_at(i)) * a{{else}}y_at(i) * (dy_at(i) - a){{end}};
 {{- else}}
-    return select({{if .Log}}x[i] - a{{else}}exp(x[i] - a) * b{{end}}, {{$T}}(nan()), is_nan(a));
+    return select({{if .Log}}x_at(i) - a{{else}}exp(x_at(i) - a) * b{{end}}, {{$T}}(nan()), is_nan(a));
 {{- end}}
 }
 {{- $b := "0.0"}}{{if $two}}{{$b = "s2[row]"}}{{end}}
@@ -245,7 +249,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let a = s1[row];
     let b = {{$b}};
 {{- range $u := seq .Unroll}}
-    out[i0 + {{$u}}u] = value(i0 + {{$u}}u, a, b);
+    out[i0 + {{$u}}u] = to_e{{$V}}(value(i0 + {{$u}}u, a, b));
 {{- end}}
 }
 {{- else}}
@@ -256,10 +260,20 @@ fn elem(i: u32) {
 {{- else}}
     let row = (i / (p[1] * p[2])) * p[2] + i % p[2];
 {{- end}}
-    out[i] = value(i, s1[row], {{$b}});
+    out[i] = to_e{{$V}}(value(i, s1[row], {{$b}}));
 }
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
 {{- end}}
+{{- end}}
+{{- end}}
+
+{{- define "softmax_at"}}
+{{- $t := .T}}
+{{- range .Names}}
+
+fn {{.}}_at(i: u32) -> {{$t}} {
+    return {{$t}}({{.}}[i]);
+}
 {{- end}}
 {{- end}}
 

@@ -1,9 +1,9 @@
 // One invocation per row: loss[i] = logsumexp(logits[i]) - logits[i][label[i]],
 // NaN for a label outside [0, c), which is reported in the flags.
 // p[0] = n rows, p[1] = c classes, p[2] = site id.
-@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> logits: array<E>;
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
-@group(0) @binding(3) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(3) var<storage, read_write> loss: array<E>;
 {{template "index_check" 4}}
 {{template "softmax_row"}}
 
@@ -21,8 +21,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let s = stats.y;
     let y = labels[i];
     if (!check_index(y, c, p[2])) {
-        loss[i] = nan();
+        loss[i] = to_e(nan());
         return;
     }
-    loss[i] = m + log(s) - logits[row + u32(y)];
+    loss[i] = to_e(m + log(s) - f32(logits[row + u32(y)]));
 }

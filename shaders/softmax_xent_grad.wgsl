@@ -1,10 +1,10 @@
 // One invocation per row: dlogits = (softmax(logits) - onehot(label)) * g[i].
 // A label outside [0, c) gives a row of NaN and is reported in the flags.
 // p[0] = n rows, p[1] = c classes, p[2] = site id.
-@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> logits: array<E>;
 @group(0) @binding(2) var<storage, read> labels: array<i32>;
-@group(0) @binding(3) var<storage, read> g: array<f32>;
-@group(0) @binding(4) var<storage, read_write> dlogits: array<f32>;
+@group(0) @binding(3) var<storage, read> g: array<E>;
+@group(0) @binding(4) var<storage, read_write> dlogits: array<E>;
 {{template "index_check" 5}}
 {{template "softmax_row"}}
 
@@ -20,17 +20,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let stats = row_stats(row, c);
     let m = stats.x;
     let s = stats.y;
-    let scale = g[i];
+    let scale = f32(g[i]);
     let y = labels[i];
     let bad = !check_index(y, c, p[2]);
     for (var j = 0u; j < c; j++) {
-        var q = exp(logits[row + j] - m) / s;
+        var q = exp(f32(logits[row + j]) - m) / s;
         if (i32(j) == y) {
             q -= 1.0;
         }
         if (bad) {
             q = nan();
         }
-        dlogits[row + j] = q * scale;
+        dlogits[row + j] = to_e(q * scale);
     }
 }

@@ -2,7 +2,8 @@
 // of a shape of rank p[1] (p[2..10), magic numbers p[40..48)): with c the
 // coordinates of i, dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
 // offsets found as broadcasting finds its operands'. The elements are
-// copied as bits: u32 words, so any 4-byte dtype goes{{if and .Half .VecDst}}; here float16
+// copied as bits: u32 words, so any 4-byte dtype goes{{if .F16}} (here f16
+// values, two bytes){{end}}{{if and .Half .VecDst}}; here float16
 // halves of words, an invocation per four halves of dst (a vec2<u32>, as
 // the vec4s below){{else if .Half}}; here float16
 // halves of words, a word of dst perhaps shared by two invocations, each
@@ -14,14 +15,15 @@
 // the shape's innermost dimension, dst's strides and offset count vec4s,
 // src's innermost stride is 4, and a row's last vec4 keeps what dst held
 // past the row's end{{end}}.
-{{- $T := "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}
+{{- $E := "u32"}}{{if .F16}}{{$E = "f16"}}{{end}}
+{{- $T := $E}}{{if .Vec}}{{$T = printf "vec4<%s>" $E}}{{end}}
 @group(0) @binding(1) var<storage, read> src: array<{{$T}}>;
 {{- if and .Half .VecDst}}
 @group(0) @binding(2) var<storage, read_write> dst: array<vec2<u32>>;
 {{- else if .Half}}
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 {{- else if .VecDst}}
-@group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<{{$E}}>>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> dst: array<{{$T}}>;
 {{- end}}
@@ -60,7 +62,7 @@ fn half_at(s: u32) -> u32 {
     }
 {{- else}}
     if (m >= 4u) {
-        dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
+        dst[d] = vec4<{{$E}}>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);
     } else {
         var v = dst[d];
         v.x = src[s];

@@ -228,14 +228,14 @@ fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(op_{{.Fn}}{{if .Grad}}_grad(x, g, a, b){{else}}(x, a, b){{end}}, x, is_nan(x));
 }
-{{- $T := "f32"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{end}}
-{{- if .Half}}{{$T = "u32"}}{{if .Vec}}{{$T = "vec4<u32>"}}{{end}}{{end}}
-@group(0) @binding(1) var<storage, read> x_in: array<{{$T}}>;
+{{- $T := "f32"}}{{$S := "E"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
+{{- if .Half}}{{$S = "u32"}}{{if .Vec}}{{$S = "vec4<u32>"}}{{end}}{{end}}
+@group(0) @binding(1) var<storage, read> x_in: array<{{$S}}>;
 {{- if .Grad}}
-@group(0) @binding(2) var<storage, read> g_in: array<{{$T}}>;
-@group(0) @binding(3) var<storage, read_write> out: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read> g_in: array<{{$S}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{$S}}>;
 {{- else}}
-@group(0) @binding(2) var<storage, read_write> out: array<{{$T}}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{$S}}>;
 {{- end}}
 {{- if .Half}}
 
@@ -277,7 +277,7 @@ fn elem(i: u32) {
 {{- end}}
     out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));
 {{- else}}
-    let g = {{if .Grad}}g_in[i]{{else}}{{$T}}(0u){{end}};
+    let g = {{if .Grad}}g_in[i]{{else}}{{$S}}(0u){{end}};
     out[i] = apply2(x, g, pf(1u), pf(2u));
 {{- end}}
 }
@@ -290,7 +290,7 @@ fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
 {{- end}}
 
 fn elem(i: u32) {
-    out[i] = apply{{if .Vec}}4{{end}}(x_in[i], {{if .Grad}}g_in[i]{{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u));
+    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}({{$T}}(x_in[i]), {{if .Grad}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u)));
 }
 {{- end}}
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}

@@ -64,11 +64,11 @@
     param[i] = w - pf(6u) * mi / (sqrt(vi) / pf(7u) + pf(5u));
 }
 {{- else}}
-// axpy: out += alpha·x, alpha = p[1] (f32 bits).
+// axpy: out += alpha·x, alpha = p[1] (f32 bits), computed in {{.W}}.
 @group(0) @binding(1) var<storage, read> x: array<{{.T}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{.T}}>;
 
 {{template "main_1d"}}
-    out[i] = out[i] + pf(1u) * x[i];
+    out[i] = to_e{{.V}}({{.W}}(out[i]) + pf(1u) * {{.W}}(x[i]));
 }
 {{- end}}

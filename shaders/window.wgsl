@@ -26,8 +26,8 @@ const KK = {{mul .KH .KW}}u;
 // The length of a row of im2col's and col2im's columns (OH·OW, or padded
 // with zeros to PITCH).
 const PITCH = {{.Pitch}}u;
-{{- $T := "f32"}}{{if .Half}}{{$T = "u32"}}{{end}}
-{{- $X := $T}}{{if .Pairs}}{{$X = "vec2<f32>"}}{{end}}
+{{- $T := "E"}}{{if .Half}}{{$T = "u32"}}{{end}}
+{{- $X := $T}}{{if .Pairs}}{{$X = "vec2<E>"}}{{end}}
 {{- if eq .Op "max_pool_grad"}}
 @group(0) @binding(1) var<storage, read> x: array<{{$X}}>;
 @group(0) @binding(2) var<storage, read> g: array<{{$T}}>;
@@ -44,7 +44,7 @@ const PITCH = {{.Pitch}}u;
 
 // x is read by pairs of pixels along a row (see arg_max).
 fn x_at(i: u32) -> f32 {
-    return x[i >> 1u][i & 1u];
+    return f32(x[i >> 1u][i & 1u]);
 }
 {{- else if ne .Op "avg_pool_grad"}}
 {{template "at" dict "Name" "x" "Half" .Half}}
@@ -91,7 +91,7 @@ fn arg_max(base: u32, oi: u32, oj: u32) -> u32 {
             continue;
         }
         let k = base + u32(q.x) * W + u32(q.y);
-        let v = x[k >> 1u];
+        let v = vec2<f32>(x[k >> 1u]);
         if (best == 0xffffffffu || (!is_nan(m) && (is_nan(v.x) || v.x > m))) {
             best = k;
             m = v.x;
@@ -265,7 +265,7 @@ fn first() -> u32 {
             let xx = i32(cj * SW + b) - i32(PW);
             if (xx >= 0 && xx < i32(W)) {
                 let k = base + u32(y) * W + u32(xx);
-                out[k] = select(0.0, gv, k == best);
+                out[k] = to_e(select(0.0, gv, k == best));
             }
         }
 {{- end}}
@@ -280,19 +280,19 @@ fn first() -> u32 {
     if (rw.z == OH - 1u) {
         // The last window row also writes its row's padding.
         for (var j = OH * OW; j < PITCH; j++) {
-            out[o - rw.z * OW + j] = 0.0;
+            out[o - rw.z * OW + j] = to_e(0.0);
         }
     }
 {{- end}}
     if (rw.w == 1u) {
         for (var j = 0u; j < OW; j++) {
-            out[o + j] = 1.0;
+            out[o + j] = to_e(1.0);
         }
         return;
     }
     if (q.x < 0 || q.x >= i32(H)) {
         for (var j = 0u; j < OW; j++) {
-            out[o + j] = 0.0;
+            out[o + j] = to_e(0.0);
         }
         return;
     }
@@ -301,11 +301,11 @@ fn first() -> u32 {
         let xx = q.y + i32(j * SW);
         var v = 0.0;
         if (xx >= 0 && xx < i32(W)) {
-            v = x[row + u32(xx)];
+            v = f32(x[row + u32(xx)]);
         }
-        out[o + j] = v;
+        out[o + j] = to_e(v);
     }
 {{- else}}
-    out[first() + i] = value(i);
+    out[first() + i] = to_e(value(i));
 {{- end}}
 }

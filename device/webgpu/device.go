@@ -122,6 +122,11 @@ type Device struct {
 	// WebGPU's feature, which WGSL enables with "enable subgroups;"
 	// (enableSubgroups), or by wgpu's native one.
 	subgroups, enableSubgroups bool
+	// f16: float16 buffers are array<f16> to the kernels that read them
+	// so (WGSL's f16, by the adapter's ShaderF16 feature; EnvF16 forces
+	// the packed words of adapters without it). The bytes are the same
+	// either way: two halves a 32-bit word.
+	f16 bool
 	// block: a wait blocks in one poll (EnvWait), by default on GPUs:
 	// on the H100 a wait so took 71 µs after a tiny op (2026-11-26); the
 	// spinning wait was measured there only before it learned to count
@@ -144,8 +149,8 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	conv, sub, wait := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait))
-	for _, e := range []struct{ name, v, want string }{{EnvConv, conv, "im2col"}, {EnvSubgroups, sub, "off"}, {EnvWait, wait, "spin or block"}} {
+	conv, sub, wait, f16 := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait)), strings.TrimSpace(os.Getenv(EnvF16))
+	for _, e := range []struct{ name, v, want string }{{EnvConv, conv, "im2col"}, {EnvSubgroups, sub, "off"}, {EnvWait, wait, "spin or block"}, {EnvF16, f16, "packed"}} {
 		if e.v != "" && !strings.Contains(e.want, e.v) {
 			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the automatic choice", e.name, e.v, e.want)
 		}
@@ -182,6 +187,9 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 			d.enableSubgroups = f == wgpu.FeatureNameSubgroups
 		}
 	}
+	if f16 != "packed" && d.adapter.HasFeature(wgpu.FeatureNameShaderF16) {
+		features, d.f16 = append(features, wgpu.FeatureNameShaderF16), true
+	}
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "extensor",
 		RequiredFeatures: features,
@@ -196,6 +204,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		return nil, fmt.Errorf("webgpu: requesting a device from %s: %v", props.Device, err)
 	}
 	d.limits = d.dev.GetLimits()
+	if d.f16 {
+		d.info += ", f16"
+	}
+	if d.subgroups {
+		d.info += ", subgroups"
+	}
 	// One consistent pair: a binding is never larger than a buffer.
 	d.limits.MaxStorageBufferBindingSize = min(d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize)
 	d.queue = d.dev.GetQueue()
@@ -441,8 +455,9 @@ func Adapters() []Adapter {
 // Name returns "webgpu".
 func (d *Device) Name() string { return "webgpu" }
 
-// String names the device and describes its adapter, e.g.
-// "webgpu#1: llvmpipe (LLVM 15.0.6, 256 bits), Vulkan, CPU".
+// String names the device and describes its adapter and the optional
+// features its kernels use, e.g. "webgpu#1: llvmpipe (LLVM 15.0.6, 256
+// bits), Vulkan, CPU, f16, subgroups".
 func (d *Device) String() string { return d.info }
 
 // Limits returns the limits of the device: the adapter's, requested when

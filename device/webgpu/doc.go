@@ -1,5 +1,6 @@
 // Package webgpu is extensor's GPU backend: every kernel is a WGSL compute
-// shader (package shaders) run through wgpu-native by go-webgpu, on Vulkan,
+// shader (package shaders) run through wgpu-native (the Go binding
+// github.com/oliverbestmann/webgpu), on Vulkan,
 // Metal or D3D12, or on Mesa's lavapipe where there is no GPU.
 //
 // Import it for its side effect of registering the device "webgpu":
@@ -29,9 +30,18 @@
 //     all on GPUs, run as im2col and matrix products;
 //   - records each batch's dispatches into one compute pass, with bind
 //     groups cached by kernel and buffers;
-//   - reads and writes float16 natively in the unary and same-shape binary
-//     kernels; every other kernel family runs on float32 stand-ins of its
-//     float16 buffers, converted in and back (widen);
+//   - where the adapter has the shader-f16 feature (and EnvF16 does not
+//     turn it off), stores float16 tensors as WGSL's f16 for the unary,
+//     binary, reduction, softmax, gather, loss and axpy kernels, which
+//     compute in float32; without it those kernels read 32-bit words of
+//     two halves (unary and same-shape binary ops, sums and maxima) or
+//     run on float32 stand-ins of their float16 buffers, converted in
+//     and back (widen). The matrix products, convolutions, poolings and
+//     strided copies read and write the words of two halves on every
+//     adapter (the bytes are the same either way);
+//   - where the adapter has subgroups (and EnvSubgroups does not turn
+//     them off), combines a workgroup's values in reductions and softmax
+//     rows with subgroup operations, else through workgroup memory;
 //   - keeps a size-bucketed buffer pool; a freed buffer is reused at once,
 //     even by work in the same batch as its last use (the queue runs in
 //     order, and a host write first submits the open batch);
@@ -45,14 +55,15 @@
 //   - spreads dispatches of more than 65535 workgroups over x and y, with
 //     bounds guards in every kernel, and splits large matrix products into
 //     several dispatches so that none runs for long;
-//   - waits with non-blocking polls, without sleeping for the first 2 ms
-//     (lavapipe crashes in a blocking wait on a dispatch that runs for
-//     more than about 5 s, and a sleep costs a GPU's short waits tens of
-//     microseconds);
+//   - waits on CPU adapters with non-blocking polls, without sleeping for
+//     the first 2 ms, until wgpu's work-done callbacks have counted every
+//     submission (lavapipe crashes in a blocking wait on a dispatch that
+//     runs for more than about 5 s), and on GPUs with one blocking poll
+//     (EnvWait chooses);
 //   - turns WebGPU validation errors into Go errors naming the kernel;
 //   - with the EXTENSOR_PROFILE environment variable set (EnvProfile),
 //     times every dispatch alone and tells where the device time went
-//     (Profile): the tool behind the speed-ups recorded in the README.
+//     (Profile): the tool behind the speed-ups in docs/performance.md.
 //
 // Tensors may be as large as the adapter's maximum buffer size; a larger
 // one is an error wrapping device.ErrOutOfMemory. Elementwise kernels

@@ -17,6 +17,11 @@ const (
 	// memory alone, as on adapters without subgroups (so that both paths
 	// can be tested on one adapter).
 	EnvSubgroups = "EXTENSOR_SUBGROUPS"
+	// EnvF16 turns WGSL's f16 off: with EXTENSOR_F16=packed the kernels
+	// read and write float16 tensors as 32-bit words of two halves, as on
+	// adapters without the shader-f16 feature (so that both paths can be
+	// tested on one adapter).
+	EnvF16 = "EXTENSOR_F16"
 	// EnvWait chooses how a wait for the device polls: "spin" (polling
 	// without blocking, sleeping longer as the wait goes on; the default
 	// on CPU adapters, where a blocking poll crashed lavapipe on

@@ -32,11 +32,15 @@ func unroll(vec bool) int {
 
 // itemBytes is the size of an elementwise kernel's item: a vec4 or a
 // 32-bit word.
-func itemBytes(vec bool) int {
-	if vec {
-		return 16
+func itemBytes(vec bool, st store) int {
+	b := 4
+	if st.native() {
+		b = 2
 	}
-	return 4
+	if vec {
+		return 4 * b
+	}
+	return b
 }
 
 func vec4(n int) (bool, int) {
@@ -79,21 +83,25 @@ func (d *Device) fill(b *buffer, v float64) {
 	vec, n := vec4(n)
 	t := elemType(true, vec)
 	k := d.kernel("fill/"+t, "update", map[string]any{"Op": "fill", "T": t}, true)
-	d.runItems(k, 1, itemBytes(vec), []uint32{uint32(n), word}, b)
+	d.runItems(k, 1, itemBytes(vec, "f32"), []uint32{uint32(n), word}, b)
 }
 
 // Axpy sets y += alpha·x.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
-	if d.widen(1, func(b []device.Buffer) { d.Axpy(b[0], b[1], alpha) }, y, x) {
+	if !d.native(y, x) && d.widen(1, func(b []device.Buffer) { d.Axpy(b[0], b[1], alpha) }, y, x) {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o := d.buf(y)
 	vec, n := vec4(o.n)
-	t := elemType(false, vec)
-	k := d.kernel("axpy/"+t, "update", map[string]any{"Op": "axpy", "T": t}, false, true)
-	d.runItems(k, 1, itemBytes(vec), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
+	st := d.storeOf(o.dt)
+	data := map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": "", "F16": st.native()}
+	if vec {
+		data["T"], data["W"], data["V"] = "E4", "vec4<f32>", "4"
+	}
+	k := d.kernel(fmt.Sprintf("axpy/vec=%v/%s", vec, st), "update", data, false, true)
+	d.runItems(k, 1, itemBytes(vec, st), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
 }
 
 // Copy copies src into dst.
@@ -129,17 +137,37 @@ func scalars(n int, p []float64) []uint32 {
 	return w
 }
 
+// store is how kernels store floating-point elements of a dtype: "f32",
+// "f16" (WGSL's f16: shaders.Source's F16) or "packed" (float16 two to a
+// 32-bit word, unpacked and packed by the kernels: a kernel's Half), on
+// devices without the shader-f16 feature or with EnvF16 set.
+type store string
+
+// storeOf returns how the device's kernels store dt.
+func (d *Device) storeOf(dt device.DType) store {
+	switch {
+	case dt != device.Float16:
+		return "f32"
+	case d.f16:
+		return "f16"
+	}
+	return "packed"
+}
+
+func (s store) packed() bool { return s == "packed" }
+func (s store) native() bool { return s == "f16" }
+
 // unary records op or its gradient (grad) over x, writing out.
 func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, in ...*buffer) {
-	half := out.dt == device.Float16
+	st := d.storeOf(out.dt)
 	count := out.n
-	if half { // words of two values
+	if st.packed() { // words of two values
 		count = (count + 1) / 2
 	}
 	vec, n := vec4(count)
-	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/half=%v", op, grad, vec, half)
-	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Coalesce": !d.loopLimited}, flags(len(in), 1)...)
-	d.runItems(k, unroll(vec), itemBytes(vec), scalars(n, p), append(in, out)...)
+	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/%s", op, grad, vec, st)
+	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec), "Coalesce": !d.loopLimited}, flags(len(in), 1)...)
+	d.runItems(k, unroll(vec), itemBytes(vec, st), scalars(n, p), append(in, out)...)
 }
 
 // Unary sets dst = op(x; p).
@@ -203,12 +231,12 @@ func magic(d int) uint32 {
 // broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
 	same := sameLayout(l)
-	half := out.dt == device.Float16
+	st := d.storeOf(out.dt)
 	vec, n := false, out.n
 	params := broadcastParams(l)
 	if same {
 		count := out.n
-		if half { // words of two values
+		if st.packed() { // words of two values
 			count = (count + 1) / 2
 		}
 		vec, n = vec4(count)
@@ -218,10 +246,10 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	if same {
 		rank = 0
 	}
-	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/half=%v/rank=%d", op, grad, same, vec, half, rank)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": half, "Unroll": unroll(vec), "Coalesce": !d.loopLimited, "Rank": rank}, flags(len(in), 1)...)
+	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/%s/rank=%d", op, grad, same, vec, st, rank)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec), "Coalesce": !d.loopLimited, "Rank": rank}, flags(len(in), 1)...)
 	if same {
-		d.runItems(k, unroll(vec), itemBytes(vec), params, append(in, out)...)
+		d.runItems(k, unroll(vec), itemBytes(vec, st), params, append(in, out)...)
 		return
 	}
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)
@@ -229,7 +257,7 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
-	if !sameLayout(l) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
+	if !sameLayout(l) && !d.native(dst, a, b) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -239,7 +267,7 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
-	if !sameLayout(l) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
+	if !sameLayout(l) && !d.native(dst, g, a, b) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -298,16 +326,21 @@ const (
 
 // Reduce reduces x over axes into dst.
 //
-// The sums, means, maxima and minima read float16 x as it is, into a
-// float32 stand-in for a float16 dst; argmax and argmin read a float32
-// stand-in of it.
+// With WGSL's f16 every reduction reads and writes float16 as it is (and
+// accumulates in float32); with packed float16 the sums, means, maxima and
+// minima read x as it is, into a float32 stand-in for a float16 dst, and
+// argmax and argmin read a float32 stand-in of x.
 func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
-	if op == device.ArgMax || op == device.ArgMin {
+	switch {
+	case d.native(dst, x):
+	case op == device.ArgMax || op == device.ArgMin:
 		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
 			return
 		}
-	} else if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
-		return
+	default:
+		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
+			return
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -361,12 +394,11 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	p := reduceParams(nOut, r, kept, red, scale)
-	half := in.dt == device.Float16
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half, "Kept": len(kept), "Red": len(red), "Group": ""}
-	suffix := fmt.Sprintf("/kept=%d/red=%d", len(kept), len(red))
-	if half {
-		suffix += "/half"
-	}
+	xs, os := d.storeOf(in.dt), d.storeOf(o.dt)
+	half := xs.packed()
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half,
+		"XF16": xs.native(), "OF16": os.native(), "F16": xs.native() || os.native(), "Kept": len(kept), "Red": len(red), "Group": ""}
+	suffix := fmt.Sprintf("/kept=%d/red=%d/x=%s/out=%s", len(kept), len(red), xs, os)
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output. On a GPU a row of more than a few dozen elements goes to
 	// a workgroup instead: an invocation's loop over the 1024 partial
@@ -384,7 +416,9 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	// into one partial result (with subgroup operations where the device
 	// has them), which the next pass reduces in turn. Contiguous rows of
 	// vec4s go faster, vecUnroll vec4s per invocation.
-	spec["Chunks"] = true
+	spec["Chunks"], spec["OF16"] = true, false // partial results in float32
+	spec["F16"] = xs.native()
+	suffix = fmt.Sprintf("/kept=%d/red=%d/x=%s", len(kept), len(red), xs)
 	group, lanes := d.group(), reduceLanes(d.loopLimited)
 	spec["Group"], spec["SubgroupOp"], spec["L"] = group, subgroupOps[op], lanes
 	suffix += fmt.Sprintf("/%s/lanes=%d", group, lanes)
@@ -456,10 +490,13 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 		return
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
+	xs := d.storeOf(in.dt) // f32 or f16: Reduce widens packed float16
 	spec := func(stage int) map[string]any {
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false, "Kept": len(kept), "Red": len(red), "Group": ""}
+		f16 := xs.native() && stage < 2
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false,
+			"XF16": f16, "OF16": false, "F16": f16, "Kept": len(kept), "Red": len(red), "Group": ""}
 	}
-	name := fmt.Sprintf("%s/kept=%d/red=%d", op, len(kept), len(red))
+	name := fmt.Sprintf("%s/kept=%d/red=%d/x=%s", op, len(kept), len(red), xs)
 	if r <= maxLoop {
 		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p, in, o)
 		return
@@ -544,9 +581,10 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		return
 	}
 	vec := inner == 1 && n%4 == 0
+	st := d.storeOf(out.dt) // f32 or f16: Softmax widens packed float16
 	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
-		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group()}
-		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d/%s", log, grad, n, w, d.group()), "softmax", spec, flags(len(in), 1)...)
+		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group(), "F16": st.native()}
+		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d/%s/%s", log, grad, n, w, d.group(), st), "softmax", spec, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}
@@ -560,11 +598,11 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		d.dispatch(k, uint32(groupsOf(count, gy)), uint32(gy), []uint32{uint32(count)}, append(in, out)...)
 		return
 	}
-	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0}
+	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0, "F16": st.native()}
 	if vec && n%(4*softmaxBlock) == 0 {
 		spec["Block"] = softmaxBlock
 	}
-	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v,block=%v", log, grad, vec, spec["Block"])
+	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v,block=%v/%s", log, grad, vec, spec["Block"], st)
 	nStats := 1
 	if !log && !grad {
 		nStats = 2 // the max and 1/Σ
@@ -624,7 +662,7 @@ func flags(read, written int) []bool {
 
 // Softmax sets dst to the (log-)softmax of x along axis.
 func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
-	if d.widen(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
+	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
 		return
 	}
 	d.mu.Lock()
@@ -634,7 +672,7 @@ func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) 
 
 // SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
 func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
-	if d.widen(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
+	if !d.native(dx, y, dy) && d.widen(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
 		return
 	}
 	d.mu.Lock()
@@ -644,12 +682,13 @@ func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log
 
 // Gather takes elements (or table rows) as t describes.
 func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
-	if d.widen(1, func(b []device.Buffer) { d.Gather(b[0], b[1], b[2], t) }, dst, x, idx) {
+	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Gather(b[0], b[1], b[2], t) }, dst, x, idx) {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel(fmt.Sprintf("gather/table=%v", t.Table), "gather", map[string]any{"Grad": false, "Table": t.Table}, flags(2, 2)...)
+	st := d.storeOf(d.buf(x).dt)
+	k := d.kernel(fmt.Sprintf("gather/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": false, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
 	n := t.N
 	if t.Table {
 		n *= t.D
@@ -662,12 +701,13 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 // element of dx gathering what it receives: a table row loops over the
 // indices, in chunks of at most maxLoop a dispatch.
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
-	if d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
+	if !d.native(dx, g) && d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel(fmt.Sprintf("gather_grad/table=%v", t.Table), "gather", map[string]any{"Grad": true, "Table": t.Table}, flags(2, 2)...)
+	st := d.storeOf(d.buf(g).dt)
+	k := d.kernel(fmt.Sprintf("gather_grad/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
 	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0}
 	if !t.Table {
 		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
@@ -692,8 +732,10 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if n == 0 {
 		return
 	}
-	// vec4s of both (float32), or of dst only (float16: four halves, a
-	// vec2<u32>, no atomics).
+	// vec4s of both (4-byte elements, or f16), or of dst only (packed
+	// float16: four halves, a vec2<u32>, no atomics).
+	st := d.storeOf(d.buf(dst).dt)
+	half = st.packed()
 	vec := !half && vecStrided(s, true)
 	vecDst := !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
 	// The innermost dimension's length, if any; then for vec4s (of dst
@@ -721,8 +763,8 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if vecDst {
 		p[28] = uint32(row[0])
 	}
-	k := d.kernel(fmt.Sprintf("strided/half=%v/rank=%d/vec=%v/vecdst=%v", half, len(s.Shape), vec, vecDst), "strided",
-		map[string]any{"Half": half, "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
+	k := d.kernel(fmt.Sprintf("strided/%s/rank=%d/vec=%v/vecdst=%v", st, len(s.Shape), vec, vecDst), "strided",
+		map[string]any{"Half": half, "F16": st.native(), "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
@@ -763,12 +805,13 @@ func vecStrided(s device.Strided, src bool) bool {
 
 // SoftmaxCrossEntropy sets the per-row loss.
 func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Buffer, n, c int) {
-	if d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropy(site, b[0], b[1], b[2], n, c) }, loss, logits, labels) {
+	if !d.native(loss, logits) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropy(site, b[0], b[1], b[2], n, c) }, loss, logits, labels) {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel("softmax_xent", "softmax_xent", nil, false, false, true, true)
+	st := d.storeOf(d.buf(logits).dt)
+	k := d.kernel("softmax_xent/"+string(st), "softmax_xent", map[string]any{"F16": st.native()}, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}
@@ -777,12 +820,13 @@ func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Bu
 
 // SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
 func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g device.Buffer, n, c int) {
-	if d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropyGrad(site, b[0], b[1], b[2], b[3], n, c) }, dlogits, logits, labels, g) {
+	if !d.native(dlogits, logits, g) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropyGrad(site, b[0], b[1], b[2], b[3], n, c) }, dlogits, logits, labels, g) {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel("softmax_xent_grad", "softmax_xent_grad", nil, false, false, false, true, true)
+	st := d.storeOf(d.buf(logits).dt)
+	k := d.kernel("softmax_xent_grad/"+string(st), "softmax_xent_grad", map[string]any{"F16": st.native()}, false, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}
@@ -792,11 +836,13 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 // Window runs a kernel of the window family, one invocation per element
 // of its output.
 //
-// On float16 tensors the kernels read and write float16 (an invocation a
-// word of output) unless col2im starts writing mid-word, where they run
-// on float32 stand-ins.
+// On float16 tensors the kernels read and write WGSL's f16 where the
+// device has it; else packed words (an invocation a word of output),
+// unless col2im starts writing mid-word, where they run on float32
+// stand-ins.
 func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Window2D) {
-	half := d.buf(dst).dt == device.Float16
+	st := d.storeOf(d.buf(dst).dt)
+	half := st.packed()
 	if half && op == device.Col2Im && w.N0*w.C*w.H*w.W%2 != 0 &&
 		d.widen(1, func(b []device.Buffer) { d.Window(op, b[0], b[1], b[2], w) }, dst, x, g) {
 		return
@@ -838,9 +884,9 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
 	spec := map[string]any{"Pairs": pairs, "Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW, "CH": ch, "CW": cw,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "Disjoint": disjoint, "Cells": cells,
+		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "F16": st.native(), "Disjoint": disjoint, "Cells": cells,
 		"Ones": w.Ones && op == device.Im2Col, "Pitch": w.RowLen()}
-	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/half=%v/ones=%v/pitch=%d/pairs=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, half, spec["Ones"], w.RowLen(), pairs)
+	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/%s/ones=%v/pitch=%d/pairs=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, st, spec["Ones"], w.RowLen(), pairs)
 	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
 	if half && op == device.Im2Col {
 		loop = 0 // an element at a time, not a row: no loop
@@ -892,7 +938,7 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	}
 	key := fmt.Sprintf("step/%v", spec)
 	k := d.kernel(key, "update", spec, flags(1, len(bufs)-1)...)
-	d.runItems(k, 1, itemBytes(vec), params, bufs...)
+	d.runItems(k, 1, itemBytes(vec, "f32"), params, bufs...)
 }
 
 // b2i is 1 for true.
@@ -981,12 +1027,12 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	// copied); out takes vec4s when its rows allow.
 	_, vecB, vecO := vec4s(y, s)
 	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
-	half := o.dt == device.Float16
+	st := d.storeOf(o.dt)
 	// The product's kernel: the variant that adds to out, or the one that
 	// only writes it.
 	mul := func(add bool) *kernel {
-		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/half=%v,add=%v,vec=%v", texTM, texTN, half, add, vecO), "matmul_tex",
-			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "Half": half, "Add": add, "VecO": vecO},
+		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/%s,add=%v,vec=%v", texTM, texTN, st, add, vecO), "matmul_tex",
+			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "Half": st.packed(), "F16": st.native(), "Add": add, "VecO": vecO},
 			textureIn, textureIn, storageRW)
 	}
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
@@ -1045,6 +1091,7 @@ type texLayout struct {
 // by vec4s did, and op(a) laid out along k (copied, not packed across k
 // as before) another 15%.
 func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
+	st := d.storeOf(src.dt)
 	half := src.dt == device.Float16
 	row := groupsOf(l.wide, 4) // the texels of a depth that hold entries
 	if src.b == nil {
@@ -1063,8 +1110,8 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 		}
 		return
 	}
-	k := d.kernelOf(fmt.Sprintf("matmul_tex/pack/half=%v,vec=%v", half, l.vec), "matmul_tex",
-		map[string]any{"Stage": "pack", "Half": half, "Vec": l.vec}, storageRO, textureOut)
+	k := d.kernelOf(fmt.Sprintf("matmul_tex/pack/%s,vec=%v", st, l.vec), "matmul_tex",
+		map[string]any{"Stage": "pack", "Half": st.packed(), "F16": st.native(), "Vec": l.vec}, storageRO, textureOut)
 	items := l.texels * l.depth
 	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
 		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},
@@ -1196,6 +1243,24 @@ func (d *Device) convert(o, s *buffer) {
 	default:
 		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: the device converts between float32 and float16", s.dt, o.dt))
 	}
+}
+
+// native reports whether the kernels of a family written over E (see
+// shaders.Source) take bufs as they are: their floating-point buffers are
+// all float32, or all float16 on a device with WGSL's f16 (int32 ones,
+// indices, are read as they are).
+func (d *Device) native(bufs ...device.Buffer) bool {
+	dt := device.Int32
+	for _, b := range bufs {
+		switch t := d.buf(b).dt; {
+		case t == device.Int32:
+		case dt == device.Int32:
+			dt = t
+		case t != dt:
+			return false
+		}
+	}
+	return dt != device.Float16 || d.f16
 }
 
 // widen runs op on float32 stand-ins when any of bufs (the first nOut of

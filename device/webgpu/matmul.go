@@ -321,16 +321,28 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	return best
 }
 
+// productStore returns how a product's kernel stores its operands: all
+// three as WGSL's f16 (nat) where they are all float16 on a device with
+// it and the product is not split over k into float32 parts; else each
+// float16 one as packed words (ha, hb, ho).
+func (d *Device) productStore(o, x, y *buffer, parts int) (nat, ha, hb, ho bool) {
+	ha, hb, ho = x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
+	if d.f16 && ha && hb && ho && parts == 1 {
+		return true, false, false, false
+	}
+	return false, ha, hb, ho
+}
+
 // matMulTiled records the products with the tiled variant t: the batch in
 // the grid's z, the rows and k split into dispatches of bounded work on
 // CPU adapters.
 func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
-	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
+	nat, ha, hb, ho := d.productStore(o, x, y, 1)
 	va, vb := vecLoads(s, ha, hb)
 	va, vb = va && t.Vec, vb && t.Vec
 	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "Spread": t.Spread, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
-		"HalfA": ha, "HalfB": hb, "Half": ho, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz}
-	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,vec=%v%v", t, s.TransA, s.TransB, ha, hb, ho, va, vb)
+		"HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz}
+	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,f16=%v,vec=%v%v", t, s.TransA, s.TransB, ha, hb, ho, nat, va, vb)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
 	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false, 1)
 }
@@ -343,10 +355,10 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 // 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10), and of
 // 16×12 or 8×12 for DotK products at most 12 wide (registerBlocks).
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
-	ha, hb, ho := x.dt == device.Float16, y.dt == device.Float16, o.dt == device.Float16
 	va, vb, vo := vec4s(y, s)
 	tm, tn, dotK, flat := d.registerBlocks(s)
 	parts := d.kParts(s) // float32 only: MatMul widens the rest
+	nat, ha, hb, ho := d.productStore(o, x, y, parts)
 	out, ps := o, s
 	if parts > 1 {
 		// The parts' sums go to a scratch matrix, stage sum adds them up.
@@ -360,8 +372,8 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		vo = s.N%4 == 0
 	}
 	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
-		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "Flat": flat, "Split": parts > 1}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,flat=%v,split=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, flat, parts > 1)
+		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "Flat": flat, "Split": parts > 1}
+	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,f16=%v,flat=%v,split=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, nat, flat, parts > 1)
 	kern := d.kernel(key, "matmul", spec, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
