@@ -288,6 +288,13 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	return res
 }
 
+// CheckHalf runs only the float16 check of c (Result.Half), on the CPU and
+// gpu (which may be nil), and reports failures on t.
+func CheckHalf(t testing.TB, c Case, gpu device.Device) Status {
+	t.Helper()
+	return c.checkHalf(t, cpu.New(), gpu)
+}
+
 // HalfRTol and HalfATol are the tolerances of an op on float16 inputs
 // against float64 on the same (float16) values: float16's unit roundoff
 // (2⁻¹¹) with room for one rounding of the result, and its smallest

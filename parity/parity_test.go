@@ -33,16 +33,16 @@ func TestParity(t *testing.T) {
 	t.Logf("coverage:\n%s", table.Markdown())
 }
 
-// fallbackFamilies are the kernel families whose WebGPU kernels take
-// another path on adapters without WGSL's f16 (float16 as packed words,
-// or float32 stand-ins) or without subgroups (reductions through
-// workgroup memory alone).
-var fallbackFamilies = map[string]bool{"unary": true, "binary": true, "reduce": true, "softmax": true, "gather": true, "update": true}
+// subgroupFamilies are the kernel families whose WebGPU kernels combine
+// values with subgroup operations where the adapter has them.
+var subgroupFamilies = map[string]bool{"reduce": true, "softmax": true}
 
-// TestParityFallbacks checks the ops of fallbackFamilies as TestParity
-// does, on a WebGPU device of its own with those features turned off
-// (webgpu.EnvF16, webgpu.EnvSubgroups), so that both paths are tested on
-// one adapter. The coverage table is TestParity's.
+// TestParityFallbacks checks the WebGPU paths of adapters without WGSL's
+// f16 or subgroups on a device of its own with both turned off
+// (webgpu.EnvF16, webgpu.EnvSubgroups), so that both paths of each are
+// tested on one adapter: the ops of subgroupFamilies as TestParity checks
+// them, every other op on float16 (packed words, or float32 stand-ins).
+// The coverage table is TestParity's.
 func TestParityFallbacks(t *testing.T) {
 	if gputest.OrNil(t) == nil {
 		return
@@ -55,9 +55,13 @@ func TestParityFallbacks(t *testing.T) {
 	}
 	defer gpu.Close()
 	for _, c := range parity.Specs() {
-		if fallbackFamilies[c.Op.Family] {
-			t.Run(c.Name(), func(t *testing.T) { parity.Check(t, c, gpu) })
-		}
+		t.Run(c.Name(), func(t *testing.T) {
+			if subgroupFamilies[c.Op.Family] {
+				parity.Check(t, c, gpu)
+			} else {
+				parity.CheckHalf(t, c, gpu)
+			}
+		})
 	}
 }
 
