@@ -171,7 +171,7 @@ func (d *Device) Name() string { return "cpu" }
 // String describes the device.
 func (d *Device) String() string { return d.id + ": Go reference backend (gonum BLAS)" }
 
-// Supports reports true for float32, float64 and int32.
+// Supports reports true for float32, float64, float16 and int32.
 func (d *Device) Supports(dt device.DType) bool {
 	return dt == device.Float32 || dt == device.Float64 || dt == device.Int32 || dt == device.Float16
 }

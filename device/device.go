@@ -192,7 +192,8 @@ type Device interface {
 	// String describes the device and its adapter, e.g.
 	// "webgpu: llvmpipe (LLVM 15.0.6, 256 bits), Vulkan, CPU".
 	String() string
-	// Supports reports whether the device can hold elements of dtype dt.
+	// Supports reports whether the device can hold elements of dtype dt:
+	// float32, float16 and int32 on every device, float64 on the CPU.
 	Supports(dt DType) bool
 
 	// Alloc returns an uninitialised buffer of n elements of dtype dt.

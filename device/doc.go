@@ -14,10 +14,11 @@
 //
 // Devices record work asynchronously. Kernel methods do not return errors:
 // a runtime failure (a GPU validation error, out of device memory, device
-// loss) is kept by the device and returned, naming the kernel, by the next
-// Read or Sync. After a failure every later kernel is skipped and every Read
-// returns the same error, so a failure is never silent. Methods that can fail
-// up front (Alloc, Write, Read, Sync, Open) return errors directly.
+// loss) is kept by the device, the first one since the last report, and
+// returned once, naming the kernel, by the next Read or Sync (the WebGPU
+// backend's Flush too); work recorded after it still runs. Methods that
+// can fail up front (Alloc, Write, Read, Sync, Open) return errors
+// directly.
 //
 // Checking shapes, dtypes and devices is the caller's job (package ops and
 // package tensor do it); a Device may assume well-formed arguments.

@@ -465,7 +465,7 @@ func (d *Device) String() string { return d.info }
 // size.
 func (d *Device) Limits() wgpu.Limits { return d.limits }
 
-// Supports reports true for float32 and int32.
+// Supports reports true for float32, float16 and int32.
 func (d *Device) Supports(dt device.DType) bool {
 	return dt == device.Float32 || dt == device.Int32 || dt == device.Float16
 }
