@@ -86,10 +86,10 @@ func FuzzAPI(f *testing.F) {
 }
 
 // warmUp runs every small parity case of every op, forward and backward,
-// on dev, so that the kernels the fuzzer will run are compiled (and in
-// Mesa's disk cache for every worker) before it starts: go's fuzzing
-// counts an input that runs 10 s as a deadlock, and llvmpipe compiles a
-// large kernel in seconds.
+// on float32 and float16, on dev, so that the kernels the fuzzer will run
+// are compiled (and in Mesa's disk cache for every worker) before it
+// starts: go's fuzzing counts an input that runs 10 s as a deadlock, and
+// llvmpipe compiles a large kernel in seconds.
 func warmUp(f *testing.F, dev device.Device) {
 	start := time.Now()
 	for _, op := range ops.Table() {
@@ -99,6 +99,14 @@ func warmUp(f *testing.F, dev device.Device) {
 				continue
 			}
 			_ = tensor.Maybe(func() { run(op, dev, spec, c.Attrs, uint64(i)) })
+			// And on float16, whose kernels are specialisations of their own.
+			half := slices.Clone(spec)
+			for j := range half {
+				if half[j].DType == device.Float32 {
+					half[j].DType = device.Float16
+				}
+			}
+			_ = tensor.Maybe(func() { run(op, dev, half, c.Attrs, uint64(i)) })
 		}
 	}
 	if err := dev.Sync(); err != nil {
