@@ -127,10 +127,10 @@ type Device struct {
 	// the packed words of adapters without it). The bytes are the same
 	// either way: two halves a 32-bit word.
 	f16 bool
-	// block: a wait blocks in one poll (EnvWait), by default on GPUs:
-	// on the H100 a wait so took 71 µs after a tiny op (2026-11-26); the
-	// spinning wait was measured there only before it learned to count
-	// the work-done callbacks (see done), when its figures were wrong.
+	// block: a wait blocks in one poll (EnvWait=block). The default
+	// spins on every adapter: after a tiny op on the H100 a spinning
+	// wait took 51 and 54 µs, a blocking one 71 and 75 (2026-11-26,
+	// alternating in one run).
 	block bool
 	// last is the index of the last submission.
 	last wgpu.SubmissionIndex
@@ -174,7 +174,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	props := d.adapter.GetInfo()
 	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Device, backendName(props.BackendType), adapterTypeName(props.AdapterType))
 	d.loopLimited = props.AdapterType == wgpu.AdapterTypeCPU
-	d.block = wait == "block" || wait == "" && !d.loopLimited
+	d.block = wait == "block"
 	d.threads = runtime.NumCPU()
 	if n, err := strconv.Atoi(os.Getenv("LP_NUM_THREADS")); err == nil && n > 0 {
 		d.threads = n

@@ -55,11 +55,11 @@
 //   - spreads dispatches of more than 65535 workgroups over x and y, with
 //     bounds guards in every kernel, and splits large matrix products into
 //     several dispatches so that none runs for long;
-//   - waits on CPU adapters with non-blocking polls, without sleeping for
-//     the first 2 ms, until wgpu's work-done callbacks have counted every
-//     submission (lavapipe crashes in a blocking wait on a dispatch that
-//     runs for more than about 5 s), and on GPUs with one blocking poll
-//     (EnvWait chooses);
+//   - waits with non-blocking polls, without sleeping for the first 2 ms,
+//     until wgpu's work-done callbacks have counted every submission
+//     (lavapipe crashes in a blocking wait on a dispatch that runs for
+//     more than about 5 s, and on the H100 a blocking wait took longer);
+//     EnvWait=block chooses one blocking poll instead;
 //   - turns WebGPU validation errors into Go errors naming the kernel;
 //   - with the EXTENSOR_PROFILE environment variable set (EnvProfile),
 //     times every dispatch alone and tells where the device time went

@@ -22,10 +22,10 @@ const (
 	// adapters without the shader-f16 feature (so that both paths can be
 	// tested on one adapter).
 	EnvF16 = "EXTENSOR_F16"
-	// EnvWait chooses how a wait for the device polls: "spin" (polling
-	// without blocking, sleeping longer as the wait goes on; the default
-	// on CPU adapters, where a blocking poll crashed lavapipe on
-	// dispatches of seconds) or "block" (one blocking poll for the last
-	// submission; the default on GPUs).
+	// EnvWait chooses how a wait for the device polls: "spin" (the
+	// default: polling without blocking, sleeping longer as the wait goes
+	// on; a blocking poll crashed lavapipe on dispatches of seconds, and
+	// waited longer on the H100) or "block" (one blocking poll for the
+	// last submission).
 	EnvWait = "EXTENSOR_WAIT"
 )
