@@ -46,7 +46,8 @@ func Temp(t *tensor.Tensor) *Var {
 }
 
 // Value returns the variable's tensor. After Backward has consumed the
-// graph, an intermediate's value is released unless Retain was called.
+// graph, an intermediate's value (an op's result, with or without a
+// gradient, that a recorded op read) is released unless Retain was called.
 func (v *Var) Value() *tensor.Tensor { return v.t }
 
 // Grad returns the gradient accumulated by Backward, or nil.
@@ -112,9 +113,12 @@ func Apply(name string, a ops.Attrs, in ...*Var) *Var {
 		ts[i] = v.t
 		requires = requires || v.requires
 	}
-	requires = requires && recording()
-	if !requires {
-		return &Var{t: op.Forward(ts, a)}
+	rec := recording()
+	if !requires || !rec {
+		// While recording, a result that needs no gradient (a batch cast
+		// to float16, say) is the graph's, like a Temp: Backward releases
+		// it once the ops that read it are differentiated.
+		return &Var{t: op.Forward(ts, a), temp: rec}
 	}
 	// The op may keep what its backward would compute again (Save).
 	out := &Var{requires: true}

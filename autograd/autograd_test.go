@@ -193,6 +193,34 @@ func TestMLPMatchesHandWritten(t *testing.T) {
 	}
 }
 
+// TestNoGradIntermediateReleased checks that an op's result that needs
+// no gradient (a batch cast to float16, say) is the graph's once a
+// recorded op reads it: Backward releases it, unless retained, and leaves
+// the leaf it came from alone.
+func TestNoGradIntermediateReleased(t *testing.T) {
+	dev := cpu.New()
+	for _, retain := range []bool{false, true} {
+		x := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3})), false)
+		w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{4, 5, 6})), true)
+		data := autograd.Relu(x)
+		if retain {
+			data.Retain()
+		}
+		if err := autograd.Sum(autograd.Mul(data, w)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if got := data.Value().Released(); got == retain {
+			t.Errorf("retained %v: relu(batch) released %v; want %v", retain, got, !retain)
+		}
+		if x.Value().Released() {
+			t.Errorf("retained %v: Backward released the leaf", retain)
+		}
+		if g := read(t, w.Grad(), 0); g[0] != 1 || g[1] != 2 || g[2] != 3 {
+			t.Errorf("retained %v: w.Grad() = %v; want [1 2 3]", retain, g)
+		}
+	}
+}
+
 func TestAccumulateAndErrors(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2, 3})), true)

@@ -17,7 +17,8 @@
 // leaf's gradient to its Grad: gradients accumulate across calls until
 // ZeroGrad, as in PyTorch, and a variable used several times receives the
 // sum of its gradients. Backward releases the graph's intermediate values
-// as soon as the ops that need them have been differentiated, so a
+// (the results of ops, those that need no gradient too, that recorded ops
+// read) as soon as the ops that need them have been differentiated, so a
 // training loop keeps device memory flat without waiting for the garbage
 // collector; Retain keeps one to read afterwards, and BackwardWith's
 // retain keeps the whole graph for another pass. A second Backward
