@@ -150,9 +150,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		return nil, err
 	}
 	conv, sub, wait, f16 := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait)), strings.TrimSpace(os.Getenv(EnvF16))
-	for _, e := range []struct{ name, v, want string }{{EnvConv, conv, "im2col"}, {EnvSubgroups, sub, "off"}, {EnvWait, wait, "spin or block"}, {EnvF16, f16, "packed"}} {
-		if e.v != "" && !strings.Contains(e.want, e.v) {
-			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the automatic choice", e.name, e.v, e.want)
+	for _, e := range []struct {
+		name, v string
+		want    []string
+	}{{EnvConv, conv, []string{"im2col"}}, {EnvSubgroups, sub, []string{"off"}}, {EnvWait, wait, []string{"spin", "block"}}, {EnvF16, f16, []string{"packed"}}} {
+		if e.v != "" && !slices.Contains(e.want, e.v) {
+			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the default", e.name, e.v, strings.Join(e.want, " or "))
 		}
 	}
 	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),

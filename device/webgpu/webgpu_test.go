@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,6 +80,38 @@ func TestAdapterOverride(t *testing.T) {
 	_, err := webgpu.Open()
 	if !errors.Is(err, device.ErrUnavailable) || !strings.Contains(err.Error(), "no-such-adapter") {
 		t.Errorf("unknown adapter: err = %v", err)
+	}
+}
+
+// TestBadEnvironment checks that Open refuses a value its environment
+// switches do not know, naming the variable, the value and what it
+// accepts, instead of falling back silently.
+func TestBadEnvironment(t *testing.T) {
+	gputest.Open(t)
+	for _, c := range []struct{ name, value, want string }{
+		{webgpu.EnvConv, "direct", "im2col"},
+		{webgpu.EnvConv, "im2", "im2col"},
+		{webgpu.EnvSubgroups, "on", "off"},
+		{webgpu.EnvSubgroups, "of", "off"},
+		{webgpu.EnvWait, "poll", "spin or block"},
+		{webgpu.EnvWait, "or", "spin or block"},
+		{webgpu.EnvF16, "f16", "packed"},
+		{webgpu.EnvF16, "pack", "packed"},
+		{webgpu.EnvMatMul, "fastest", "texture"},
+	} {
+		t.Run(c.name+"="+c.value, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			d, err := webgpu.Open()
+			if err == nil {
+				d.Close()
+				t.Fatalf("Open succeeded; want an error")
+			}
+			for _, s := range []string{c.name, strconv.Quote(c.value), c.want} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %s", err, s)
+				}
+			}
+		})
 	}
 }
 
