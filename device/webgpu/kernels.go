@@ -722,8 +722,7 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 
 // CopyStrided copies src into dst as s describes.
 func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
-	half := d.buf(dst).dt == device.Float16
-	if half != (d.buf(src).dt == device.Float16) && d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
+	if (d.buf(dst).dt == device.Float16) != (d.buf(src).dt == device.Float16) && d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
 		return
 	}
 	d.mu.Lock()
@@ -735,8 +734,8 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	// vec4s of both (4-byte elements, or f16), or of dst only (packed
 	// float16: four halves, a vec2<u32>, no atomics).
 	st := d.storeOf(d.buf(dst).dt)
-	half = st.packed()
-	vec := !half && vecStrided(s, true)
+	packed := st.packed()
+	vec := !packed && vecStrided(s, true)
 	vecDst := !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
 	// The innermost dimension's length, if any; then for vec4s (of dst
 	// only, for vecDst), the same copy counted in them.
@@ -764,7 +763,7 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 		p[28] = uint32(row[0])
 	}
 	k := d.kernel(fmt.Sprintf("strided/%s/rank=%d/vec=%v/vecdst=%v", st, len(s.Shape), vec, vecDst), "strided",
-		map[string]any{"Half": half, "F16": st.native(), "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
+		map[string]any{"Half": packed, "F16": st.native(), "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 
