@@ -366,3 +366,23 @@ fn f32_to_half4(f: vec4<f32>) -> vec4<u32> {
     return sign | h;
 }
 {{- end}}
+
+{{- define "subgroup_reduce"}}
+// {{.Name}} returns the {{.Doc}} of the workgroup's v to every invocation:
+// a subgroup operation, a NaN kept by hand (a subgroup's max or min may
+// skip it), then the subgroups' results through part, which it leaves
+// free for another reduction. .Combine folds part[j] into r.
+fn {{.Name}}(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
+    let s = select({{.Op}}(v), nan(), subgroupAny(is_nan(v)));
+    if (sid == 0u) {
+        part[lid / ssize] = s;
+    }
+    workgroupBarrier();
+    var r = part[0];
+    for (var j = 1u; j < ({{.W}}u + ssize - 1u) / ssize; j++) {
+        r = {{.Combine}};
+    }
+    workgroupBarrier();
+    return r;
+}
+{{- end}}

@@ -55,21 +55,7 @@ fn argmin_better(v: f32, best: f32) -> bool {
 // The subgroups' results, by subgroup (subgroups of at least 4).
 var<workgroup> part: array<f32, {{.L}}>;
 
-// group_reduce returns the workgroup's combined v to every invocation: a
-// subgroup operation, NaN kept by hand (a subgroup's max or min may skip
-// it), then the subgroups' results through part.
-fn group_reduce(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
-    let r = select({{.SubgroupOp}}(v), nan(), subgroupAny(is_nan(v)));
-    if (sid == 0u) {
-        part[lid / ssize] = r;
-    }
-    workgroupBarrier();
-    var t = part[0];
-    for (var j = 1u; j < ({{.L}}u + ssize - 1u) / ssize; j++) {
-        t = {{.Op}}_combine(t, part[j]);
-    }
-    return t;
-}
+{{template "subgroup_reduce" dict "Name" "group_reduce" "Doc" "combined value" "Op" .SubgroupOp "Combine" (printf "%s_combine(r, part[j])" .Op) "W" .L}}
 {{- else if eq .Group "workgroup"}}
 
 var<workgroup> part: array<f32, {{.L}}>;

@@ -279,21 +279,7 @@ fn {{.}}_at(i: u32) -> {{$t}} {
 
 {{- define "row_reduce"}}
 {{- if .Sub}}
-// The {{.Doc}} of the workgroup's v: a subgroup operation (a NaN kept by
-// hand), then the subgroups' results through part.
-fn row_{{.Name}}(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
-    let s = select({{.Op}}(v), nan(), subgroupAny(is_nan(v)));
-    if (sid == 0u) {
-        part[lid / ssize] = s;
-    }
-    workgroupBarrier();
-    var r = part[0];
-    for (var j = 1u; j < ({{.W}}u + ssize - 1u) / ssize; j++) {
-        r = {{.Combine}};
-    }
-    workgroupBarrier(); // part is free for the next reduction
-    return r;
-}
+{{template "subgroup_reduce" dict "Name" (printf "row_%s" .Name) "Doc" .Doc "Op" .Op "Combine" .Combine "W" .W}}
 {{- else}}
 // The {{.Doc}} of the workgroup's v.
 fn row_{{.Name}}(v: f32, lid: u32) -> f32 {
