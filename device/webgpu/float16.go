@@ -1,0 +1,142 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+)
+
+// store is how kernels store floating-point elements of a dtype: "f32",
+// "f16" (WGSL's f16: shaders.Source's F16) or "packed" (float16 two to a
+// 32-bit word, unpacked and packed by the kernels: a kernel's Half), on
+// devices without the shader-f16 feature or with EnvF16 set.
+type store string
+
+// storeOf returns how the device's kernels store dt.
+func (d *Device) storeOf(dt device.DType) store {
+	switch {
+	case dt != device.Float16:
+		return "f32"
+	case d.f16:
+		return "f16"
+	}
+	return "packed"
+}
+
+func (s store) packed() bool { return s == "packed" }
+
+func (s store) native() bool { return s == "f16" }
+
+// Convert converts src into dst's dtype (float32 and float16).
+func (d *Device) Convert(dst, src device.Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.convert(d.buf(dst), d.buf(src))
+}
+
+func (d *Device) convert(o, s *buffer) {
+	switch {
+	case o.n == 0:
+	case o.dt == s.dt:
+		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: use Copy", s.dt, o.dt))
+	case o.dt == device.Float16 && s.dt == device.Float32, o.dt == device.Float32 && s.dt == device.Float16:
+		half := o.dt == device.Float16
+		name := "cast/from_half"
+		if half {
+			name = "cast/to_half"
+		}
+		if o.n%8 == 0 {
+			// By vec4s, eight values an invocation: on lavapipe, 16M values
+			// cast to float16 at 0.45–0.57 Gelem/s (the scalar kernel:
+			// 0.26–0.31) and to float32 at 0.60–0.62 (0.13–0.16).
+			k := d.kernel(name+"/vec", "cast", map[string]any{"ToHalf": half, "Vec": true}, false, true)
+			d.run(k, groupsOf(o.n/8, 256), []uint32{uint32(o.n / 8)}, s, o)
+			return
+		}
+		k := d.kernel(name, "cast", map[string]any{"ToHalf": half, "Vec": false}, false, true)
+		if half {
+			words := (o.n + 1) / 2
+			d.run(k, groupsOf(words, 256), []uint32{uint32(words), uint32(o.n)}, s, o)
+			return
+		}
+		d.run(k, groupsOf(o.n, 256), []uint32{uint32(o.n)}, s, o)
+	default:
+		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: the device converts between float32 and float16", s.dt, o.dt))
+	}
+}
+
+// native reports whether the kernels of a family written over E (see
+// shaders.Source) take bufs as they are: their floating-point buffers are
+// all float32, or all float16 on a device with WGSL's f16 (int32 ones,
+// indices, are read as they are).
+func (d *Device) native(bufs ...device.Buffer) bool {
+	dt := device.Int32
+	for _, b := range bufs {
+		switch t := d.buf(b).dt; {
+		case t == device.Int32:
+		case dt == device.Int32:
+			dt = t
+		case t != dt:
+			return false
+		}
+	}
+	return dt != device.Float16 || d.f16
+}
+
+// widen runs op on float32 stand-ins when any of bufs (the first nOut of
+// them op's outputs) is float16, a storage format the op's kernel family
+// does not read, and reports whether it did: each float16 buffer is
+// converted into a float32 scratch buffer, op runs on those in its place,
+// and the outputs are converted back. (Outputs are converted in too, for
+// kernels that add to what their output holds.) op takes the device's
+// lock itself.
+func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.Buffer) bool {
+	wide := slices.Clone(bufs)
+	half := false
+	for i, b := range bufs {
+		if b != nil && d.buf(b).dt == device.Float16 {
+			half = true
+			wide[i] = nil
+		}
+	}
+	if !half {
+		return false
+	}
+	d.mu.Lock()
+	for i, b := range bufs {
+		if wide[i] != nil || b == nil {
+			continue
+		}
+		h := d.buf(b)
+		w, err := d.alloc(device.Float32, h.n)
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: widening a float16 operand of %d elements to float32: %v", h.n, err))
+			for j := range i { // the stand-ins made so far
+				if wide[j] != nil && wide[j] != bufs[j] {
+					d.free(d.buf(wide[j]))
+				}
+			}
+			d.mu.Unlock()
+			return true
+		}
+		d.convert(w, h)
+		wide[i] = w
+	}
+	d.mu.Unlock()
+	op(wide)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, b := range bufs {
+		if b == nil || wide[i] == b {
+			continue
+		}
+		if i < nOut {
+			d.convert(d.buf(b), d.buf(wide[i]))
+		}
+		d.free(d.buf(wide[i]))
+	}
+	return true
+}

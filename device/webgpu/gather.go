@@ -1,0 +1,50 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+)
+
+// Gather takes elements (or table rows) as t describes.
+func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
+	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Gather(b[0], b[1], b[2], t) }, dst, x, idx) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.storeOf(d.buf(x).dt)
+	k := d.kernel(fmt.Sprintf("gather/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": false, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
+	n := t.N
+	if t.Table {
+		n *= t.D
+	}
+	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D)},
+		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
+}
+
+// GatherGrad scatters scale·g back to where Gather took from, each
+// element of dx gathering what it receives: a table row loops over the
+// indices, in chunks of at most maxLoop a dispatch.
+func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
+	if !d.native(dx, g) && d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.storeOf(d.buf(g).dt)
+	k := d.kernel(fmt.Sprintf("gather_grad/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
+	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0}
+	if !t.Table {
+		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+		return
+	}
+	for i0 := 0; i0 < max(t.N, 1); i0 += maxLoop {
+		q := slices.Clone(p)
+		q[5], q[6] = uint32(i0), uint32(min(t.N, i0+maxLoop))
+		d.run(k, groupsOf(t.C*t.D, 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+	}
+}

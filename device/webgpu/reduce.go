@@ -1,0 +1,258 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+)
+
+// axis is a dimension of a coalesced reduction: its size and its stride in
+// the input.
+type axis struct{ size, stride int }
+
+// coalesce drops unit dimensions of a contiguous input and merges
+// neighbours that are both kept or both reduced.
+func coalesce(shape, axes []int) (kept, red []axis) {
+	reduced := make([]bool, len(shape))
+	for _, a := range axes {
+		reduced[a] = true
+	}
+	type run struct {
+		size int
+		red  bool
+	}
+	var runs []run
+	for ax, n := range shape {
+		if n == 1 {
+			continue
+		}
+		if len(runs) > 0 && runs[len(runs)-1].red == reduced[ax] {
+			runs[len(runs)-1].size *= n
+			continue
+		}
+		runs = append(runs, run{n, reduced[ax]})
+	}
+	stride := 1
+	for i := len(runs) - 1; i >= 0; i-- {
+		a := axis{runs[i].size, stride}
+		stride *= runs[i].size
+		if runs[i].red {
+			red = append([]axis{a}, red...)
+		} else {
+			kept = append([]axis{a}, kept...)
+		}
+	}
+	return kept, red
+}
+
+const (
+	chunkLen     = 64 * 256 // reduced elements per chunk of an arg reduction
+	chunkPerLane = 64       // reduced elements per invocation in the chunks of a reduction
+	vecUnroll    = 16       // vec4s per invocation in the chunks of contiguous rows
+	// maxLoop bounds the iterations of any loop over data: lavapipe
+	// (llvmpipe) silently ends a loop after about 32768 iterations,
+	// counting those of the loops nested in it.
+	maxLoop = 16384
+)
+
+// Reduce reduces x over axes into dst.
+//
+// With WGSL's f16 every reduction reads and writes float16 as it is (and
+// accumulates in float32); with packed float16 the sums, means, maxima and
+// minima read x as it is, into a float32 stand-in for a float16 dst, and
+// argmax and argmin read a float32 stand-in of x.
+func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []int) {
+	switch {
+	case d.native(dst, x):
+	case op == device.ArgMax || op == device.ArgMin:
+		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
+			return
+		}
+	default:
+		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
+			return
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept, red := coalesce(shape, axes)
+	count := 1
+	for _, a := range axes {
+		count *= shape[a]
+	}
+	scale := 1.0
+	if op == device.Mean {
+		op, scale = device.Sum, 1/float64(count)
+	}
+	if count == 0 && op == device.Sum {
+		d.fill(d.buf(dst), 0*scale) // the mean of nothing is NaN
+		return
+	}
+	if op == device.ArgMax || op == device.ArgMin {
+		d.argReduce(op, d.buf(dst), d.buf(x), kept, red)
+		return
+	}
+	d.reduce(op, d.buf(dst), d.buf(x), kept, red, scale)
+}
+
+// reduceParams packs the parameters of the reduce kernels.
+func reduceParams(nOut, r int, kept, red []axis, scale float64) []uint32 {
+	p := make([]uint32, 56)
+	p[0], p[1], p[2], p[3], p[4] = uint32(nOut), uint32(r), uint32(len(kept)), uint32(len(red)), f32bits(scale)
+	for i, a := range kept {
+		p[5+i], p[13+i], p[40+i] = uint32(a.size), uint32(a.stride), magic(a.size)
+	}
+	for i, a := range red {
+		p[21+i], p[29+i], p[48+i] = uint32(a.size), uint32(a.stride), magic(a.size)
+	}
+	return p
+}
+
+func sizes(kept, red []axis) (nOut, r int) {
+	nOut, r = 1, 1
+	for _, a := range kept {
+		nOut *= a.size
+	}
+	for _, a := range red {
+		r *= a.size
+	}
+	return nOut, r
+}
+
+func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, scale float64) {
+	nOut, r := sizes(kept, red)
+	if nOut == 0 {
+		return
+	}
+	p := reduceParams(nOut, r, kept, red, scale)
+	xs, os := d.storeOf(in.dt), d.storeOf(o.dt)
+	half := xs.packed()
+	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half,
+		"XF16": xs.native(), "OF16": os.native(), "F16": xs.native() || os.native(), "Kept": len(kept), "Red": len(red), "Group": ""}
+	suffix := fmt.Sprintf("/kept=%d/red=%d/x=%s/out=%s", len(kept), len(red), xs, os)
+	// Short rows, and many outputs of rows not too long: one invocation
+	// per output. On a GPU a row of more than a few dozen elements goes to
+	// a workgroup instead: an invocation's loop over the 1024 partial
+	// results of a 16M sum took about 100 µs on the H100 (sum 16M 327 GB/s,
+	// against 537 with more passes).
+	short := 1024
+	if !d.loopLimited {
+		short = 32
+	}
+	if r <= short || (nOut >= 8192 && r <= maxLoop) {
+		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p, in, o)
+		return
+	}
+	// Long rows: each chunk of chunkLen elements reduced by a workgroup
+	// into one partial result (with subgroup operations where the device
+	// has them), which the next pass reduces in turn. Contiguous rows of
+	// vec4s go faster, vecUnroll vec4s per invocation.
+	spec["Chunks"], spec["OF16"] = true, false // partial results in float32
+	spec["F16"] = xs.native()
+	suffix = fmt.Sprintf("/kept=%d/red=%d/x=%s", len(kept), len(red), xs)
+	group, lanes := d.group(), reduceLanes(d.loopLimited)
+	spec["Group"], spec["SubgroupOp"], spec["L"] = group, subgroupOps[op], lanes
+	suffix += fmt.Sprintf("/%s/lanes=%d", group, lanes)
+	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkPerLane*lanes, r
+	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
+		spec["Vec"], spec["Unroll"], spec["Coalesce"] = true, make([]int, vecUnroll), !d.loopLimited
+		for i := range vecUnroll {
+			spec["Unroll"].([]int)[i] = i
+		}
+		name, length, r4 = fmt.Sprintf("reduce_vec4/%v%s/coalesce=%v", op, suffix, !d.loopLimited), vecUnroll*lanes, r/4
+	}
+	chunks := groupsOf(r4, length)
+	k := d.kernel(name, "reduce", spec, false, true)
+	partial := d.scratch(k, device.Float32, nOut*chunks)
+	if partial == nil {
+		return
+	}
+	defer d.free(partial)
+	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
+	d.run(k, nOut*chunks, p, in, partial)
+	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
+}
+
+// reduceLanes is the workgroup size of the chunked reductions: 256 on
+// GPUs; on CPU adapters 8, one SIMD batch of llvmpipe's, whose barrier
+// costs little (a workgroup of 256 meets at its barriers 32 batches that
+// llvmpipe runs one after another: on lavapipe, in alternating runs, sum
+// 16M took 45–51 ms with 8 lanes, 54–60 with 256).
+func reduceLanes(cpu bool) int {
+	if cpu {
+		return 8
+	}
+	return 256
+}
+
+// subgroupOps are the WGSL subgroup operations of the reductions.
+var subgroupOps = map[device.ReduceOp]string{device.Sum: "subgroupAdd", device.Max: "subgroupMax", device.Min: "subgroupMin"}
+
+// group names how the device combines a workgroup's values in a
+// reduction: "subgroup" (subgroup operations, then workgroup memory
+// across subgroups) where it has subgroups, else "workgroup".
+func (d *Device) group() string {
+	if d.subgroups {
+		return "subgroup"
+	}
+	return "workgroup"
+}
+
+// scratch allocates a temporary buffer for kernel k, recording a failure
+// naming k if it cannot.
+func (d *Device) scratch(k *kernel, dt device.DType, n int) *buffer {
+	if k == nil {
+		return nil
+	}
+	b, err := d.alloc(dt, n)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+		return nil
+	}
+	return b
+}
+
+// argReduce finds the index of the best element of each output's row: in
+// one pass for rows of at most maxLoop elements, else in two, through the
+// best value and index of each chunk of the row.
+func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) {
+	nOut, r := sizes(kept, red)
+	if nOut == 0 {
+		return
+	}
+	p := reduceParams(nOut, r, kept, red, 1)
+	xs := d.storeOf(in.dt) // f32 or f16: Reduce widens packed float16
+	spec := func(stage int) map[string]any {
+		f16 := xs.native() && stage < 2
+		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false,
+			"XF16": f16, "OF16": false, "F16": f16, "Kept": len(kept), "Red": len(red), "Group": ""}
+	}
+	name := fmt.Sprintf("%s/kept=%d/red=%d/x=%s", op, len(kept), len(red), xs)
+	if r <= maxLoop {
+		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p, in, o)
+		return
+	}
+	chunk := max(chunkLen, groupsOf(r, maxLoop))
+	chunks := groupsOf(r, chunk)
+	k1 := d.kernel("reduce/"+name+"/stage1", "reduce", spec(1), false, true, true)
+	if chunk > maxLoop {
+		d.fail(fmt.Errorf("webgpu: kernel %s: a row of %d elements needs loops of %d iterations; at most %d", k1.name, r, chunk, maxLoop))
+		return
+	}
+	idx := d.scratch(k1, device.Int32, nOut*chunks)
+	if idx == nil {
+		return
+	}
+	defer d.free(idx)
+	vals := d.scratch(k1, device.Float32, nOut*chunks)
+	if vals == nil {
+		return
+	}
+	defer d.free(vals)
+	p[0], p[37], p[38] = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
+	d.run(k1, groupsOf(nOut*chunks, 256), p, in, idx, vals)
+	k2 := d.kernel("reduce/"+name+"/stage2", "reduce", spec(2), false, false, true)
+	d.run(k2, groupsOf(nOut, 256), []uint32{uint32(nOut), uint32(chunks)}, vals, idx, o)
+}

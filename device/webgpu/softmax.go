@@ -1,0 +1,185 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+)
+
+// rows returns the rows of a softmax along axis of shape: their count, the
+// axis length and the stride between a row's elements.
+func rows(shape []int, axis int) (count, n, inner int) {
+	inner = device.Numel(shape[axis+1:])
+	n = shape[axis]
+	return device.Numel(shape[:axis]) * inner, n, inner
+}
+
+// rowLimit fails kernel k if its rows of n elements need longer loops
+// than the adapter runs correctly: on CPU adapters (lavapipe), maxLoop.
+func (d *Device) rowLimit(k *kernel, n int) bool {
+	if k == nil || !d.loopLimited || n <= maxLoop {
+		return k != nil
+	}
+	d.fail(fmt.Errorf("webgpu: kernel %s: rows of %d elements are longer than %d, the most this adapter (%s) loops over correctly", k.name, n, maxLoop, d.info))
+	return false
+}
+
+// softmaxUnroll is the vec4s per invocation of the softmax's apply pass
+// over rows of a multiple of 4·softmaxUnroll elements.
+const softmaxUnroll = 8
+
+// softmaxBlock is the vec4s a step of the softmax's stats pass folds in
+// at once, over rows of a multiple of 4·softmaxBlock elements.
+const softmaxBlock = 4
+
+// softmaxRow returns the shape of the one-pass softmax kernel (stage
+// "row" of softmax.wgsl) for rows of quads vec4s: w invocations a row,
+// each holding v vec4s; ok is false where the two-pass kernels serve
+// instead: short rows (one workgroup a row costs more than the second
+// read, and leaves lanes idle) and long ones (the row would not stay in
+// registers).
+func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
+	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
+	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
+	// barriers switch between batches) and 24–26 in two passes. On GPUs
+	// (not yet timed) 64 invocations a row spread its loads over more
+	// lanes; at most 16 vec4s of each operand an invocation keep the
+	// gradient's y and dy (128 floats) within a GPU thread's registers.
+	w, maxV := 64, 16
+	if d.loopLimited {
+		w, maxV = 8, 64
+	}
+	v = groupsOf(quads, w)
+	return w, v, quads >= 64 && v <= maxV
+}
+
+// softmax runs the softmax family over rows of n elements (count rows,
+// at stride inner): contiguous rows of vec4s that fit a workgroup in one
+// pass, others in two: per-row stats into scratch buffers, then every
+// element from them. in are the inputs (x, or y and dy).
+func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in ...*buffer) {
+	count, n, inner := rows(shape, axis)
+	if count == 0 || n == 0 {
+		return
+	}
+	vec := inner == 1 && n%4 == 0
+	st := d.storeOf(out.dt) // f32 or f16: Softmax widens packed float16
+	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
+		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group(), "F16": st.native()}
+		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d/%s/%s", log, grad, n, w, d.group(), st), "softmax", spec, flags(len(in), 1)...)
+		if k == nil {
+			return // the failure is recorded
+		}
+		// One workgroup a row, spread over y where there are more than
+		// maxGroups rows, with fewer than gy workgroups past the last.
+		gy := groupsOf(count, maxGroups)
+		if gy > maxGroups {
+			d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, count, maxGroups, maxGroups))
+			return
+		}
+		d.dispatch(k, uint32(groupsOf(count, gy)), uint32(gy), []uint32{uint32(count)}, append(in, out)...)
+		return
+	}
+	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0, "F16": st.native()}
+	if vec && n%(4*softmaxBlock) == 0 {
+		spec["Block"] = softmaxBlock
+	}
+	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v,block=%v/%s", log, grad, vec, spec["Block"], st)
+	nStats := 1
+	if !log && !grad {
+		nStats = 2 // the max and 1/Σ
+	}
+	ks := d.kernel(name+"/stats", "softmax", spec, flags(len(in), nStats)...)
+	if !d.rowLimit(ks, n) {
+		return
+	}
+	stats := make([]*buffer, 0, nStats)
+	defer func() {
+		for _, b := range stats {
+			d.free(b)
+		}
+	}()
+	for range nStats {
+		b := d.scratch(ks, device.Float32, count)
+		if b == nil {
+			return
+		}
+		stats = append(stats, b)
+	}
+	params := []uint32{uint32(count), uint32(n), uint32(inner)}
+	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
+	spec["Stage"] = "apply"
+	u := unroll(vec)
+	spec["Unroll"], spec["Whole"], spec["Coalesce"] = u, false, !d.loopLimited
+	apply := name + "/apply"
+	if vec {
+		// The row length is a constant of the vec4 kernel: one pipeline per
+		// length, as a network has few. Where rows hold whole invocations,
+		// each invocation loads its row's stats once.
+		if n%(4*softmaxUnroll) == 0 {
+			u = softmaxUnroll
+			spec["Unroll"], spec["Whole"] = u, true
+		}
+		spec["Quads"] = n / 4
+		apply += fmt.Sprintf("/n=%d", n)
+	}
+	ka := d.kernel(apply, "softmax", spec, flags(len(in)+nStats, 1)...)
+	elems := count * n
+	if vec {
+		elems /= 4
+	}
+	params[0] = uint32(elems)
+	d.run(ka, groupsOf(groupsOf(elems, u), 256), params, append(append(in, stats...), out)...)
+}
+
+// Softmax sets dst to the (log-)softmax of x along axis.
+func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
+	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.softmax(log, false, d.buf(dst), shape, axis, d.buf(x))
+}
+
+// SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
+func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
+	if !d.native(dx, y, dy) && d.widen(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.softmax(log, true, d.buf(dx), shape, axis, d.buf(y), d.buf(dy))
+}
+
+// SoftmaxCrossEntropy sets the per-row loss.
+func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Buffer, n, c int) {
+	if !d.native(loss, logits) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropy(site, b[0], b[1], b[2], n, c) }, loss, logits, labels) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.storeOf(d.buf(logits).dt)
+	k := d.kernel("softmax_xent/"+string(st), "softmax_xent", map[string]any{"F16": st.native()}, false, false, true, true)
+	if !d.rowLimit(k, c) {
+		return
+	}
+	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(loss), d.flags)
+}
+
+// SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
+func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g device.Buffer, n, c int) {
+	if !d.native(dlogits, logits, g) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropyGrad(site, b[0], b[1], b[2], b[3], n, c) }, dlogits, logits, labels, g) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.storeOf(d.buf(logits).dt)
+	k := d.kernel("softmax_xent_grad/"+string(st), "softmax_xent_grad", map[string]any{"F16": st.native()}, false, false, false, true, true)
+	if !d.rowLimit(k, c) {
+		return
+	}
+	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits), d.flags)
+}

@@ -1,0 +1,245 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
+
+// The texture-input matrix product (matmul_tex.wgsl), chosen for CPU
+// adapters (lavapipe): each invocation computes a block of texTM rows by
+// texBlock columns from texel loads, which llvmpipe makes cheaper than
+// storage-buffer loads (1.7–1.9× the storage kernel's GFLOP/s at 1024³ and
+// 2048³ there). GPUs keep the storage kernel. Blocks of 32×32 hold 1,024
+// accumulators an invocation, 32 KiB of spilled registers per SIMD batch
+// on llvmpipe; on this machine's cores (48 KiB of L1 data cache) they ran
+// 1024³ at 62–63 GFLOP/s against 55–57 for 32×16 and 55–59 for 32×24
+// (48×16, 64×16, 40×24, 24×32 and 32×20: 52–58), and 2048³ at 67 against
+// 59–60. Products with fewer workgroups of them than twice the threads
+// running workgroups take 32×16, which gives the threads twice the
+// workgroups.
+const (
+	texTM, texWG = 32, 8
+	// texMinMACs is the smallest product the textures speed up: the
+	// linear layers of examples/cnn (M, K, N of 64, 1600, 128 and their
+	// gradients', 13.1 M multiply-adds) took 7.6–8.0 ms on the register
+	// kernel against 8.9–10.1 ms with packs and textures.
+	texMinMACs = 1 << 24
+)
+
+// texBlock returns how many columns of s an invocation of the texture
+// kernel computes: 32, or 16 where 32 leaves fewer than two workgroups a
+// thread.
+func (d *Device) texBlock(s device.GEMM) int {
+	if groupsOf(s.M, texTM*texWG)*groupsOf(s.N, 32*texWG) >= 2*d.threads { // a dispatch a matrix
+		return 32
+	}
+	return 16
+}
+
+// matMulTextures runs s with the texture kernel and reports whether it
+// could: the matrices must be large enough to gain, and fit the adapter's
+// texture size.
+func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
+	if !d.texturesFit(s) {
+		return false
+	}
+	m, k, n := s.M, s.K, s.N
+	texTN := d.texBlock(s)
+	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
+	// Strides of op(a) (M×K) along k and its rows, of op(b) (K×N) along
+	// its columns and k.
+	ak, ar := 1, k
+	if s.TransA {
+		ak, ar = m, 1
+	}
+	bw, bk := 1, s.RowB()
+	if s.TransB {
+		bw, bk = s.RowB(), 1
+	}
+	// An operand whose texels are aligned vec4s of it packs by vec4s (or is
+	// copied); out takes vec4s when its rows allow.
+	_, vecB, vecO := vec4s(y, s)
+	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
+	st := d.storeOf(o.dt)
+	// The product's kernel: the variant that adds to out, or the one that
+	// only writes it.
+	mul := func(add bool) *kernel {
+		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/%s,add=%v,vec=%v", texTM, texTN, st, add, vecO), "matmul_tex",
+			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "Half": st.packed(), "F16": st.native(), "Add": add, "VecO": vecO},
+			textureIn, textureIn, storageRW)
+	}
+	d.roomForTextures(2) // both operands' textures: making b's never releases a's
+	ta, err := d.texture(groupsOf(k, 4), ha, 0)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
+		return true
+	}
+	tb, err := d.texture(wb, k, 1)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
+		return true
+	}
+	kPer := min(k, maxLoop)
+	rowsPer := maxDispatchFlops / max(2*kPer*n, 1) / (texTM * texWG) * (texTM * texWG)
+	rowsPer = min(max(rowsPer, texTM*texWG), maxGroups*texTM*texWG)
+	for i := range s.Batch {
+		ja := i
+		if s.CycleA > 0 {
+			ja = i % s.CycleA
+		}
+		if i == 0 || s.StrideA != 0 {
+			offA := s.OffA + ja*s.StrideA
+			d.texOperand(x, ta, texLayout{wide: k, depth: m, off: offA, sw: ak, sk: ar, texels: groupsOf(k, 4), vec: vecA && offA%4 == 0})
+		}
+		if i == 0 || s.StrideB != 0 {
+			d.texOperand(y, tb, texLayout{wide: n, depth: k, off: s.OffB + i*s.StrideB, sw: bw, sk: bk, texels: wb, vec: vecB})
+		}
+		for row := 0; row < m; row += rowsPer {
+			rows := min(rowsPer, m-row)
+			for k0 := 0; k0 < k; k0 += kPer {
+				d.dispatchEntries(mul(k0 > 0 || s.Accumulate), uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
+					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
+			}
+		}
+	}
+	return true
+}
+
+// texLayout is where an operand of the texture kernel lies in its buffer:
+// wide entries (op(a)'s terms of k, op(b)'s columns) sw elements apart,
+// depths (op(a)'s rows, op(b)'s terms of k) sk apart, from off; texels is
+// how many texels of a depth its texture holds, and vec tells whether its
+// texels are aligned vec4s of it.
+type texLayout struct {
+	wide, depth, off, sw, sk, texels int
+	vec                              bool
+}
+
+// texOperand records what fills t with the operand of src laid out as l:
+// a copy where its texels are float32 vec4s whose depths lie a multiple
+// of 256 bytes apart (the alignment WebGPU asks of the rows of a copy;
+// lavapipe copies with memcpy), else a pack by vec4s (vec) or by scalars.
+// At 1024³ on lavapipe the copy made the product 6% faster than the pack
+// by vec4s did, and op(a) laid out along k (copied, not packed across k
+// as before) another 15%.
+func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
+	st := d.storeOf(src.dt)
+	half := src.dt == device.Float16
+	row := groupsOf(l.wide, 4) // the texels of a depth that hold entries
+	if src.b == nil {
+		d.fail(errFreed("matmul_tex"))
+		return
+	}
+	if l.vec && !half && l.sk%64 == 0 && l.off+(l.depth-1)*l.sk+4*row <= src.n {
+		enc := d.encoderFor()
+		if enc == nil {
+			return
+		}
+		err := enc.TryCopyBufferToTexture(&wgpu.TexelCopyBufferInfo{Buffer: src.b, Layout: wgpu.TexelCopyBufferLayout{Offset: uint64(4 * l.off), BytesPerRow: uint32(4 * l.sk), RowsPerImage: uint32(l.depth)}},
+			&wgpu.TexelCopyTextureInfo{Texture: t.tex, Aspect: wgpu.TextureAspectAll}, &wgpu.Extent3D{Width: uint32(row), Height: uint32(l.depth), DepthOrArrayLayers: 1})
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: matmul_tex: copying a %d×%d operand into its texture: %v", l.depth, l.wide, err))
+		}
+		return
+	}
+	k := d.kernelOf(fmt.Sprintf("matmul_tex/pack/%s,vec=%v", st, l.vec), "matmul_tex",
+		map[string]any{"Stage": "pack", "Half": st.packed(), "F16": st.native(), "Vec": l.vec}, storageRO, textureOut)
+	items := l.texels * l.depth
+	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
+		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: t.view}})
+}
+
+// texturesFit reports whether the texture kernel takes products shaped as
+// s: each matrix of a batch costs up to three commands (its operands'
+// packs or copies, and the product), so only products of at least
+// texMinMACs multiply-adds gain (where EnvMatMul forces the texture
+// kernel, products of any size take it), and the operands must fit the
+// adapter's textures.
+func (d *Device) texturesFit(s device.GEMM) bool {
+	m, k, n := s.M, s.K, s.N
+	if d.mm.force != "texture" && (m < 32 || n < 32 || k < 8 || m*n*k < texMinMACs) {
+		return false
+	}
+	texTN := d.texBlock(s)
+	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
+	limit := int(d.limits.MaxTextureDimension2D)
+	return k > 0 && groupsOf(k, 4) <= limit && ha <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups
+}
+
+// opTexture is a cached operand texture of the texture matmul.
+type opTexture struct {
+	tex  *wgpu.Texture
+	view *wgpu.TextureView
+}
+
+// texKey names a cached operand texture: its size, and which operand.
+type texKey struct{ w, h, slot int }
+
+// maxTextures bounds the operand textures kept between products: a
+// training loop reuses a few shapes, so each is made once.
+const maxTextures = 16
+
+// texture returns an rgba32float texture of at least w×h texels, and its
+// view, for operand slot (0: a, 1: b) that packs or copies fill and
+// kernels read, made once per size and kept (up to maxTextures, which the
+// caller keeps to): work recorded in order on one encoder may reuse it.
+func (d *Device) texture(w, h, slot int) (opTexture, error) {
+	key := texKey{w, h, slot}
+	if t, ok := d.textures[key]; ok {
+		return t, nil
+	}
+	// No side a power of two: llvmpipe compiles a kernel again for each
+	// combination of its textures' sides being powers of two or not
+	// (TestMatMulKernels' texture products took 140 s on a cold shader
+	// cache, 41 s so). A side at the adapter's limit stays.
+	tw, th := w, h
+	limit := int(d.limits.MaxTextureDimension2D)
+	if tw&(tw-1) == 0 && tw < limit {
+		tw++
+	}
+	if th&(th-1) == 0 && th < limit {
+		th++
+	}
+	t, err := d.dev.TryCreateTexture(&wgpu.TextureDescriptor{Label: "matmul operand", Usage: wgpu.TextureUsageStorageBinding | wgpu.TextureUsageTextureBinding | wgpu.TextureUsageCopyDst,
+		Dimension: wgpu.TextureDimension2D, Size: wgpu.Extent3D{Width: uint32(tw), Height: uint32(th), DepthOrArrayLayers: 1},
+		Format: wgpu.TextureFormatRGBA32Float, MipLevelCount: 1, SampleCount: 1})
+	if err != nil {
+		return opTexture{}, fmt.Errorf("a %d×%d texture: %v", w, h, err)
+	}
+	v, err := t.TryCreateView(nil)
+	if err != nil {
+		t.Release()
+		return opTexture{}, fmt.Errorf("a texture view: %v", err)
+	}
+	if d.textures == nil {
+		d.textures = map[texKey]opTexture{}
+	}
+	d.textures[key] = opTexture{t, v}
+	return opTexture{t, v}, nil
+}
+
+// roomForTextures releases the cached textures unless n more fit, so that
+// making one of an op's textures never releases another; the open pass
+// names the old ones, so it ends first.
+func (d *Device) roomForTextures(n int) {
+	if len(d.textures) > maxTextures-n {
+		d.endPass()
+		d.releaseTextures()
+	}
+}
+
+// releaseTextures releases the cached operand textures (wgpu keeps them
+// alive for work already recorded).
+func (d *Device) releaseTextures() {
+	for k, t := range d.textures {
+		t.view.Release()
+		t.tex.Release()
+		delete(d.textures, k)
+	}
+}
