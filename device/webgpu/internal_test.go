@@ -5,7 +5,9 @@ package webgpu
 import (
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -94,4 +96,33 @@ func TestMagic(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKernelKeyCollision checks that under go test a kernel key asked for
+// with another specialisation than it was compiled from panics, naming
+// both, instead of running the cached kernel.
+func TestKernelKeyCollision(t *testing.T) {
+	d, err := Open()
+	if err != nil {
+		if os.Getenv("CI") == "true" { // as internal/gputest, which imports this package
+			t.Fatalf("WebGPU device required (CI=true): %v", err)
+		}
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	defer d.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	data := func(fn string) map[string]any {
+		return map[string]any{"Fn": fn, "Grad": false, "Vec": false, "Half": false, "F16": false, "Unroll": 1, "Coalesce": false}
+	}
+	if d.kernel("unary/collision", "unary", data("exp"), false, true) == nil {
+		t.Fatalf("compiling unary exp: %v", d.report())
+	}
+	defer func() {
+		r := recover()
+		if msg, _ := r.(string); !strings.Contains(msg, `"unary/collision" names two specialisations`) || !strings.Contains(msg, "Fn:exp") || !strings.Contains(msg, "Fn:log") {
+			t.Errorf("recovered %v; want a panic naming the key and both specialisations", r)
+		}
+	}()
+	d.kernel("unary/collision", "unary", data("log"), false, true)
 }

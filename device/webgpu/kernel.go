@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/extensor/extensor/device"
@@ -23,6 +24,7 @@ var zeroSlot [paramSlot]byte
 // kernel is a compiled compute pipeline with its bind group layout.
 type kernel struct {
 	name     string
+	spec     string // file, data and bindings it was compiled from (checkKeys)
 	module   *wgpu.ShaderModule
 	layout   *wgpu.BindGroupLayout
 	playout  *wgpu.PipelineLayout
@@ -57,6 +59,18 @@ func (d *Device) kernel(key, file string, data any, writable ...bool) *kernel {
 	return d.kernelOf(key, file, data, kinds...)
 }
 
+// checkKeys makes every cache hit under go test compare the kernel's
+// specialisation with the one asked for: the keys are written by hand
+// beside the template data, and a key that leaves out a field of the data
+// would otherwise run the wrong kernel silently.
+var checkKeys = testing.Testing()
+
+// specOf describes a specialisation for checkKeys (fmt prints maps sorted
+// by key).
+func specOf(file string, data any, kinds []bindKind) string {
+	return fmt.Sprintf("%s %v %v", file, data, kinds)
+}
+
 // bindKind is what a kernel binds at a binding after the parameters.
 type bindKind uint8
 
@@ -70,6 +84,11 @@ const (
 // kernelOf is kernel with the kinds of its bindings (1, 2, …).
 func (d *Device) kernelOf(key, file string, data any, kinds ...bindKind) *kernel {
 	if k, ok := d.kernels[key]; ok {
+		if checkKeys {
+			if spec := specOf(file, data, kinds); spec != k.spec {
+				panic(fmt.Sprintf("webgpu: kernel key %q names two specialisations: %s and %s", key, k.spec, spec))
+			}
+		}
 		return k
 	}
 	if !d.ok() {
@@ -95,7 +114,7 @@ func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel,
 	if d.enableSubgroups && strings.Contains(src, "subgroup") {
 		src = "enable subgroups;\n" + src // WebGPU's feature (browsers); wgpu's native one takes no line
 	}
-	k := &kernel{name: key}
+	k := &kernel{name: key, spec: specOf(file, data, kinds)}
 	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
 		Label:      key,
 		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
