@@ -12,6 +12,7 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
+	"github.com/x448/float16"
 )
 
 // Loader batches a set of N examples: Images holds N·Features float32
@@ -24,6 +25,7 @@ type Loader struct {
 	Batch    int   // examples per batch
 	Limit    int   // use only the first Limit examples (0: all)
 	DropLast bool  // drop the last, partial batch
+	Half     bool  // upload the images as float16 (mixed precision: half the bytes); labels stay int32
 	rng      *rand.Rand
 	order    []int // the example order, reshuffled each epoch
 }
@@ -156,7 +158,17 @@ func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batc
 		copy(x[i*f:(i+1)*f], l.Images[src*f:(src+1)*f])
 		y[i] = l.Labels[src]
 	}
-	xt, err := tensor.FromFloat32(dev, x, append([]int{bs}, shape...)...)
+	var xt *tensor.Tensor
+	var err error
+	if l.Half {
+		h := make([]uint16, len(x))
+		for i, v := range x {
+			h[i] = float16.Fromfloat32(v).Bits()
+		}
+		xt, err = tensor.FromFloat16Bits(dev, h, append([]int{bs}, shape...)...)
+	} else {
+		xt, err = tensor.FromFloat32(dev, x, append([]int{bs}, shape...)...)
+	}
 	if err != nil {
 		return Batch{Err: err}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
+	"github.com/x448/float16"
 )
 
 func TestEpoch(t *testing.T) {
@@ -126,5 +127,37 @@ func TestEpochRecoversItsGoroutine(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d batches; want one, carrying the error", n)
+	}
+}
+
+// TestEpochHalf checks that a loader with Half uploads its images as
+// float16, rounded to nearest even, and its labels as int32.
+func TestEpochHalf(t *testing.T) {
+	dev := cpu.New()
+	images := []float32{0.1, 1, 65519, 1e-8, -2.5, 3}
+	l := loader.New(images, []int32{0, 1}, 3, 2, 1)
+	l.Half = true
+	for _, b := range l.Epoch(dev) {
+		if b.Err != nil {
+			t.Fatal(b.Err)
+		}
+		if b.X.DType() != device.Float16 || b.Y.DType() != device.Int32 {
+			t.Fatalf("dtypes %v, %v; want float16, int32", b.X.DType(), b.Y.DType())
+		}
+		got, err := b.X.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels, _ := b.Y.Int32s()
+		for i, c := range labels {
+			for j := range 3 {
+				want := float16.Fromfloat32(images[int(c)*3+j]).Float32()
+				if got[i*3+j] != want {
+					t.Errorf("example %d, value %d: %v; want %v", c, j, got[i*3+j], want)
+				}
+			}
+		}
+		b.X.Release()
+		b.Y.Release()
 	}
 }

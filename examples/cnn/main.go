@@ -229,7 +229,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	}
 
 	data := loader.New(train.Images, train.Labels, train.Features(), cfg.Batch, cfg.Seed)
-	data.Limit, data.Shape = cfg.Limit, []int{1, train.Rows, train.Cols}
+	data.Limit, data.Shape, data.Half = cfg.Limit, []int{1, train.Rows, train.Cols}, cfg.AMP
 	rec, err := report.New(cfg.Plots, fashionmnist.Classes)
 	if err != nil {
 		return nil, err

@@ -41,8 +41,9 @@ func New(dev device.Device, seed uint64) (nn.Sequential, error) {
 
 // Step runs one training step of net on a batch and returns its loss (0-D).
 // With a scaler it runs in mixed precision: the batch cast to float16
-// (the layers then compute with float16 copies of their weights), the
-// logits cast back to float32 for the loss, the loss scaled.
+// unless it is float16 already (the layers then compute with float16
+// copies of their weights), the logits cast back to float32 for the
+// loss, the loss scaled.
 func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
 	in := autograd.Leaf(x, false)
 	if scaler == nil {
@@ -54,7 +55,10 @@ func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *t
 		opt.ZeroGrad()
 		return loss.Value(), nil
 	}
-	logits := autograd.Cast(net.Forward(autograd.Cast(in, device.Float16)), device.Float32)
+	if x.DType() != device.Float16 { // a batch the loader uploaded as float16 is cast already
+		in = autograd.Cast(in, device.Float16)
+	}
+	logits := autograd.Cast(net.Forward(in), device.Float32)
 	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
 	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
 		return nil, err
