@@ -21,9 +21,13 @@
 // (conv2d), is a forward that also keeps what backward would compute
 // again (Saved, handed to Backward in Attrs.Saved), as PyTorch's
 // save_for_backward; the tape and the parity suite's backward checks go
-// through it. Adding an elementwise op takes its device constant,
-// its WGSL function, its CPU twin, two one-line functions here and its
-// table entry.
+// through it. Adding an elementwise op takes its device constant
+// (device.UnaryOp or BinaryOp), its WGSL function (shaders/unary.wgsl or
+// binary.wgsl), its CPU twin (cpu/unary.go or binary.go), its forward and
+// backward functions here, its table entry with its cases (catalogue.go),
+// its second-order Rule (rule.go) where it has one, a typed function in
+// package autograd (autograd.Apply reaches it by name without one), and
+// the op count in the README, which a test checks against the table.
 //
 // # Conventions
 //

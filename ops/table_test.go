@@ -2,6 +2,9 @@ package ops_test
 
 import (
 	"math"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,5 +32,21 @@ func TestEveryOpHasSpecialValues(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no \"special values\" case with NaN and an infinity", op.Name)
 		}
+	}
+}
+
+// TestReadmeCountsTheTable checks that the README's count of ops ("**N
+// ops**") is the table's: the count is written by hand, the table grows.
+func TestReadmeCountsTheTable(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\*\*(\d+) ops\*\*`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatalf("README.md has no \"**N ops**\" count")
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n != len(ops.Table()) {
+		t.Errorf("README.md counts %d ops; the table has %d", n, len(ops.Table()))
 	}
 }
