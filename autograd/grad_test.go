@@ -192,3 +192,32 @@ func TestGradErrors(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestBCESecondDerivative checks binary cross-entropy's second derivative
+// in p, (1−y)/(1−p)² + y/p², at confident predictions, where a rule
+// through the ε-guarded quotient lost every digit.
+func TestBCESecondDerivative(t *testing.T) {
+	c := cpu.New()
+	ps, ys := []float64{0.9999, 0.999, 0.5, 1e-4}, []float64{1, 1, 0.3, 0}
+	p := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, ps, 4)), true)
+	y := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, ys, 4)), false)
+	loss := autograd.Apply("bce", ops.Attrs{Reduction: ops.SumReduction}, p, y)
+	g, err := autograd.Grad(loss, []*autograd.Var{p}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := autograd.Grad(autograd.Sum(g[0]), []*autograd.Var{p}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h[0].Value().Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pi := range ps {
+		want := (1-ys[i])/((1-pi)*(1-pi)) + ys[i]/(pi*pi)
+		if !scalar.EqualWithinRel(got[i], want, 1e-9) {
+			t.Errorf("p = %v, y = %v: d²/dp² = %v; want %v", pi, ys[i], got[i], want)
+		}
+	}
+}

@@ -48,7 +48,18 @@ var binaryFns = map[device.BinaryOp]binaryFn{
 			return g * math.Pow(a, b) * math.Log(a)
 		}},
 	device.FloorDiv: {
-		func(a, b float64) float64 { return math.Floor(a / b) },
+		// PyTorch and Python floor a/b from the remainder math.Mod(a, b):
+		// NaN for a = ±Inf (b ≠ 0), and a/b rounded down to −1 for a
+		// finite a ≠ 0 against an infinite b of the other sign.
+		func(a, b float64) float64 {
+			switch {
+			case math.IsInf(a, 0) && b != 0:
+				return math.NaN()
+			case math.IsInf(b, 0) && !math.IsInf(a, 0) && !math.IsNaN(a) && a != 0 && math.Signbit(a) != math.Signbit(b):
+				return -1
+			}
+			return math.Floor(a / b)
+		},
 		zero3, zero3},
 	device.Mod: {
 		func(a, b float64) float64 {

@@ -140,7 +140,8 @@ func PowBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 }
 
 // FloorDivide returns ⌊a / b⌋ elementwise, broadcasting (floor semantics,
-// as Python's // and PyTorch's floor_divide).
+// as Python's // and PyTorch's floor_divide, special values included:
+// ±Inf // 1 is NaN, −1 // Inf is −1).
 func FloorDivide(a, b *tensor.Tensor) *tensor.Tensor {
 	return binary("ops.FloorDivide", device.FloorDiv, a, b)
 }

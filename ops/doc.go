@@ -37,8 +37,11 @@
 //
 // Special values follow IEEE 754 and PyTorch, identically on every
 // device: NaN propagates through every elementwise op and through max and
-// min (relu(NaN) = NaN, 0·Inf = NaN), the gradient of a unary op at NaN is
-// NaN, and argmax and argmin take NaN as the extreme value. Divisions in
+// min (relu(NaN) = NaN, 0·Inf = NaN, sign(NaN) = NaN as in NumPy), except
+// that x⁰ = 1 (pow and pow_scalar, as IEEE 754's pow); the gradient of a
+// unary op at NaN is NaN (pow_scalar's at e = 0 is 0); floor_divide and
+// mod take Python's floor semantics (±Inf // 1 = NaN); and argmax and
+// argmin take NaN as the extreme value. Divisions in
 // gradients add ε = device.DivEpsilon = 1e-10 to their denominators (Div,
 // Log, Sqrt). Ties of max and min share the gradient equally; argmax and
 // argmin return the first index among ties. Kinks take the subgradient

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -68,4 +69,19 @@ func TestScalarResultsStayScalarAcrossDevices(t *testing.T) {
 	if !slices.Equal(moved.Shape(), []int{}) {
 		t.Errorf("Sum(x).To(dev) has shape %v; want []", moved.Shape())
 	}
+}
+
+// TestPyTorchSpecialValues checks the special values where PyTorch's
+// answer is not the naive formula's: x⁰ is 1 with a zero gradient, NaN
+// included; ±Inf // 1 is NaN and a finite x // ±Inf of the other sign
+// −1, as Python's //. (Parity holds the WebGPU kernels to the CPU's.)
+func TestPyTorchSpecialValues(t *testing.T) {
+	e := newEnv(t)
+	nan, inf := math.NaN(), math.Inf(1)
+	x := e.f32([]float64{nan, inf, -inf, 0, -2}, 5)
+	check(t, "pow_scalar(x, 0)", e.keep(ops.PowScalar(x, 0)), []int{5}, []float64{1, 1, 1, 1, 1}, 0)
+	check(t, "pow_scalar'(x, 0)", e.keep(ops.PowScalarBackward(x, e.f32([]float64{1, 1, 1, 1, 1}, 5), 0)), []int{5}, []float64{0, 0, 0, 0, 0}, 0)
+	a := e.f32([]float64{inf, -inf, -1, 1, -1, 1, inf, 2}, 8)
+	b := e.f32([]float64{1, 1, inf, inf, -inf, -inf, 0, inf}, 8)
+	check(t, "floor_divide", e.keep(ops.FloorDivide(a, b)), []int{8}, []float64{nan, nan, -1, 0, 0, -1, inf, 0}, 0)
 }

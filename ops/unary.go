@@ -91,7 +91,9 @@ func AbsBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.AbsBackward", device.Abs, x, g)
 }
 
-// Sign returns −1, 0 or 1 by the sign of x (0 for ±0).
+// Sign returns −1, 0 or 1 by the sign of x (0 for ±0), and NaN at NaN,
+// as NumPy's sign and every elementwise op here. PyTorch returns 0 there,
+// a divergence from NumPy its issue tracker keeps open (#41245).
 func Sign(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sign", device.Sign, x) }
 
 // SignBackward returns the gradient of Sign: zeros.
@@ -238,12 +240,40 @@ func ClipBackward(x, g *tensor.Tensor, lo, hi float64) *tensor.Tensor {
 
 // PowScalar returns xᵉ for a real exponent e, with the special cases of
 // IEEE 754's pow: a negative base with an integer exponent is defined
-// ((−2)³ = −8), with any other exponent NaN.
+// ((−2)³ = −8), with any other exponent NaN; x⁰ is 1 for every x, NaN
+// included, as in PyTorch.
 func PowScalar(x *tensor.Tensor, e float64) *tensor.Tensor {
+	if e == 0 {
+		return constant("ops.PowScalar", x, nil, 1)
+	}
 	return unary("ops.PowScalar", device.PowScalar, x, e)
 }
 
-// PowScalarBackward returns the gradient of PowScalar: g·e·xᵉ⁻¹.
+// PowScalarBackward returns the gradient of PowScalar: g·e·xᵉ⁻¹, and 0
+// for e = 0 (x⁰ is 1 everywhere), as in PyTorch.
 func PowScalarBackward(x, g *tensor.Tensor, e float64) *tensor.Tensor {
+	if e == 0 {
+		return constant("ops.PowScalarBackward", x, g, 0)
+	}
 	return unaryGrad("ops.PowScalarBackward", device.PowScalar, x, g, e)
+}
+
+// constant checks x (and the upstream gradient g, if given) as unary and
+// unaryGrad do, and returns v shaped like x.
+func constant(op string, x, g *tensor.Tensor, v float64) *tensor.Tensor {
+	in := []*tensor.Tensor{x}
+	if g != nil {
+		in = append(in, g)
+	}
+	dev := operands(op, in...)
+	dt := floats(op, in...)
+	if g != nil {
+		sameShape(op, "upstream gradient", g, x.Shape())
+	}
+	out, ok := output(dev, dt, x.Shape(), in...)
+	if ok && out.Len() > 0 {
+		dev.Fill(out.Buffer(), v)
+		keep(out)
+	}
+	return out
 }

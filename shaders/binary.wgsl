@@ -57,8 +57,18 @@ fn op_pow_grad1(x: f32, y: f32, g: f32) -> f32 {
     return select(g * pow_real(x, y) * log(x), 0.0, x <= 0.0);
 }
 
+// ⌊x/y⌋ as PyTorch and Python take it (from x's remainder by y): NaN
+// for an infinite x and a y ≠ 0, and −1 for a nonzero finite x whose
+// sign differs from an infinite y's.
 fn op_floor_divide(x: f32, y: f32) -> f32 {
-    return floor(x / y);
+    var q = floor(x / y);
+    if (is_inf(x) && y != 0.0) {
+        q = nan();
+    }
+    if (is_inf(y) && !is_inf(x) && !is_nan(x) && x != 0.0 && (x < 0.0) != (y < 0.0)) {
+        q = -1.0;
+    }
+    return q;
 }
 fn op_floor_divide_grad0(x: f32, y: f32, g: f32) -> f32 {
     return 0.0;
