@@ -48,8 +48,8 @@ var binaryFns = map[device.BinaryOp]binaryFn{
 			return g * math.Pow(a, b) * math.Log(a)
 		}},
 	device.FloorDiv: {
-		// PyTorch and Python floor a/b from the remainder math.Mod(a, b):
-		// NaN for a = ±Inf (b ≠ 0), and a/b rounded down to −1 for a
+		// ⌊a/b⌋ as PyTorch and Python take it, which derive it from the
+		// remainder fmod(a, b): NaN for a = ±Inf (b ≠ 0), and −1 for a
 		// finite a ≠ 0 against an infinite b of the other sign.
 		func(a, b float64) float64 {
 			switch {

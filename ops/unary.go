@@ -10,9 +10,7 @@ import (
 // Every unary op maps NaN to NaN, and its gradient at NaN is NaN.
 
 func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tensor.Tensor {
-	dev := operands(op, x)
-	dt := floats(op, x)
-	out, ok := output(dev, dt, x.Shape(), x)
+	dev, out, ok := unaryOutput(op, x, nil)
 	if ok {
 		dev.Unary(kind, out.Buffer(), x.Buffer(), p...)
 		keep(out, x)
@@ -21,15 +19,29 @@ func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tens
 }
 
 func unaryGrad(op string, kind device.UnaryOp, x, g *tensor.Tensor, p ...float64) *tensor.Tensor {
-	dev := operands(op, x, g)
-	dt := floats(op, x, g)
-	sameShape(op, "upstream gradient", g, x.Shape())
-	out, ok := output(dev, dt, x.Shape(), x, g)
+	dev, out, ok := unaryOutput(op, x, g)
 	if ok {
 		dev.UnaryGrad(kind, out.Buffer(), x.Buffer(), g.Buffer(), p...)
 		keep(out, x, g)
 	}
 	return out
+}
+
+// unaryOutput checks x and the upstream gradient g (nil for a forward)
+// and returns their device and a result shaped like x, ok unless an input
+// had failed.
+func unaryOutput(op string, x, g *tensor.Tensor) (dev device.Device, out *tensor.Tensor, ok bool) {
+	in := []*tensor.Tensor{x}
+	if g != nil {
+		in = append(in, g)
+	}
+	dev = operands(op, in...)
+	dt := floats(op, in...)
+	if g != nil {
+		sameShape(op, "upstream gradient", g, x.Shape())
+	}
+	out, ok = output(dev, dt, x.Shape(), in...)
+	return dev, out, ok
 }
 
 // Neg returns −x.
@@ -258,19 +270,10 @@ func PowScalarBackward(x, g *tensor.Tensor, e float64) *tensor.Tensor {
 	return unaryGrad("ops.PowScalarBackward", device.PowScalar, x, g, e)
 }
 
-// constant checks x (and the upstream gradient g, if given) as unary and
-// unaryGrad do, and returns v shaped like x.
+// constant returns v shaped like x, checking x and g (nil for a forward)
+// as unary and unaryGrad do.
 func constant(op string, x, g *tensor.Tensor, v float64) *tensor.Tensor {
-	in := []*tensor.Tensor{x}
-	if g != nil {
-		in = append(in, g)
-	}
-	dev := operands(op, in...)
-	dt := floats(op, in...)
-	if g != nil {
-		sameShape(op, "upstream gradient", g, x.Shape())
-	}
-	out, ok := output(dev, dt, x.Shape(), in...)
+	dev, out, ok := unaryOutput(op, x, g)
 	if ok && out.Len() > 0 {
 		dev.Fill(out.Buffer(), v)
 		keep(out)

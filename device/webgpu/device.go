@@ -397,7 +397,8 @@ func (d *Device) batchLabels(from int) string {
 }
 
 // wait submits the open batch and waits until the queue is idle, polling
-// without blocking (a blocking wait crashes lavapipe on long dispatches).
+// without blocking unless EnvWait says block (a blocking wait crashes
+// lavapipe on long dispatches).
 func (d *Device) wait() {
 	check := false
 	if d.flagsDirty && !d.closed {
