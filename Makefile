@@ -62,12 +62,18 @@ test: deps vet nocgo race
 race: deps
 	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
 
-# fuzz-smoke runs 5 s of each fuzzer beyond its corpus (which the plain
-# test run replays): the shape fuzzer on the CPU, and the API fuzzer
-# (hostile arguments and special values, both backends compared).
+# fuzz-smoke runs each fuzzer for a fixed number of inputs beyond its
+# seed corpus (which the plain test run replays): the shape fuzzer on the
+# CPU, and the API fuzzer (hostile arguments and special values, both
+# backends compared). Counts, not durations: go's fuzzing can fail a run
+# whose -fuzztime duration ends mid-input ("context deadline exceeded",
+# go.dev/issue/75804). A fresh cache directory each time: the inputs that
+# make fuzz keeps in GOCACHE grow without bound, and replaying them all
+# first is make fuzz's work, not the smoke's.
 fuzz-smoke: deps
-	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 5s ./ops/
-	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 5s ./parity/
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 20000x ./ops/ -args -test.fuzzcachedir="$$d/shapes" && \
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 2000x ./parity/ -args -test.fuzzcachedir="$$d/api"
 
 # fuzz runs each fuzzer for 10 minutes; add what they find to their
 # testdata/fuzz.
