@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -219,5 +220,46 @@ func TestBCESecondDerivative(t *testing.T) {
 		if !scalar.EqualWithinRel(got[i], want, 1e-9) {
 			t.Errorf("p = %v, y = %v: d²/dp² = %v; want %v", pi, ys[i], got[i], want)
 		}
+	}
+}
+
+// TestActivationSecondDerivatives checks the second derivatives of silu
+// and softplus through their typed functions and rules against closed
+// forms: silu″ = σ(1−σ)(2 + x(1−2σ)), softplus″ = β·σ(βx)(1−σ(βx)).
+func TestActivationSecondDerivatives(t *testing.T) {
+	c := cpu.New()
+	xs := []float64{-3, -0.5, 0, 0.25, 2, 6}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	const beta = 1.5
+	tests := []struct {
+		name string
+		f    func(*autograd.Var) *autograd.Var
+		want func(x float64) float64
+	}{
+		{"silu", autograd.Silu, func(x float64) float64 { s := sig(x); return s * (1 - s) * (2 + x*(1-2*s)) }},
+		{"softplus", func(v *autograd.Var) *autograd.Var { return autograd.Softplus(v, beta, 20) },
+			func(x float64) float64 { s := sig(beta * x); return beta * s * (1 - s) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, xs, len(xs))), true)
+			g, err := autograd.Grad(autograd.Sum(tt.f(x)), []*autograd.Var{x}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := autograd.Grad(autograd.Sum(g[0]), []*autograd.Var{x}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := h[0].Value().Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, xi := range xs {
+				if want := tt.want(xi); !scalar.EqualWithinAbsOrRel(got[i], want, 1e-12, 1e-9) {
+					t.Errorf("x = %v: second derivative %v; want %v", xi, got[i], want)
+				}
+			}
+		})
 	}
 }

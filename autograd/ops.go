@@ -3,6 +3,7 @@ package autograd
 import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
 )
 
 // The ops of the table as functions of variables, each a line over Apply:
@@ -43,6 +44,14 @@ func Tanh(x *Var) *Var { return Apply("tanh", ops.Attrs{}, x) }
 
 // Gelu returns x·Φ(x).
 func Gelu(x *Var) *Var { return Apply("gelu", ops.Attrs{}, x) }
+
+// Silu returns x·σ(x).
+func Silu(x *Var) *Var { return Apply("silu", ops.Attrs{}, x) }
+
+// Softplus returns ln(1 + e^(β·x))/β, x where β·x > threshold.
+func Softplus(x *Var, beta, threshold float64) *Var {
+	return Apply("softplus", ops.Attrs{Beta: beta, Threshold: threshold}, x)
+}
 
 // Softmax returns the softmax of x along axis.
 func Softmax(x *Var, axis int) *Var { return Apply("softmax", ops.Attrs{Axis: axis}, x) }
@@ -86,6 +95,41 @@ func Conv2d(x, w, b *Var, win ops.Window) *Var {
 		return Apply("conv2d", ops.Attrs{Window: win}, x, w)
 	}
 	return Apply("conv2d", ops.Attrs{Window: win}, x, w, b)
+}
+
+// LayerNorm returns x normalised over its last axes (shape) to zero mean
+// and unit variance, times w plus b (either may be nil; b only with w).
+func LayerNorm(x, w, b *Var, shape []int, eps float64) *Var {
+	return Apply("layer_norm", ops.Attrs{Shape: shape, Eps: eps}, affineInputs("autograd.LayerNorm", x, w, b)...)
+}
+
+// RMSNorm returns x/√(mean(x²) + eps) over its last axes (shape), times w
+// (may be nil).
+func RMSNorm(x, w *Var, shape []int, eps float64) *Var {
+	return Apply("rms_norm", ops.Attrs{Shape: shape, Eps: eps}, affineInputs("autograd.RMSNorm", x, w, nil)...)
+}
+
+// affineInputs returns x and the affine parameters that are not nil.
+func affineInputs(op string, x, w, b *Var) []*Var {
+	switch {
+	case w == nil && b != nil:
+		tensor.Panicf(op, tensor.ErrArgument, "a bias without a weight; pass a weight of ones")
+	case w == nil:
+		return []*Var{x}
+	case b == nil:
+		return []*Var{x, w}
+	}
+	return []*Var{x, w, b}
+}
+
+// Where returns a where cond ≠ 0, else b, broadcasting; cond gets no
+// gradient.
+func Where(cond, a, b *Var) *Var { return Apply("where", ops.Attrs{}, cond, a, b) }
+
+// MaskedFill returns x with value where mask ≠ 0 (an attention mask's
+// −Inf, say).
+func MaskedFill(x, mask *Var, value float64) *Var {
+	return Apply("masked_fill", ops.Attrs{Value: value}, x, mask)
 }
 
 // MaxPool2d returns the window maxima of x.

@@ -207,6 +207,23 @@ func BenchmarkSoftmax(b *testing.B) {
 	stream(b, n16M, 8, []int{n16M / 1024, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) })
 }
 
+// BenchmarkLayerNorm normalises rows of 1024 (no affine transform); its
+// traffic is x read and the result written, as for an elementwise op.
+func BenchmarkLayerNorm(b *testing.B) {
+	stream(b, n16M, 8, []int{n16M / 1024, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+		return ops.LayerNorm(x, []int{1024}, nil, nil, ops.DefaultLayerNormEps)
+	})
+}
+
+// BenchmarkLayerNormBackward is LayerNorm's gradient for x: x and the
+// upstream gradient read, the gradient written.
+func BenchmarkLayerNormBackward(b *testing.B) {
+	stream(b, n16M, 12, []int{n16M / 1024, 1024}, func(x, g *tensor.Tensor) *tensor.Tensor {
+		gx, _, _ := ops.LayerNormBackward(x, []int{1024}, nil, nil, g, ops.DefaultLayerNormEps)
+		return gx
+	})
+}
+
 func BenchmarkSum(b *testing.B) {
 	stream(b, n16M, 4, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) })
 }

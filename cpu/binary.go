@@ -16,6 +16,18 @@ type binaryFn struct {
 
 func zero3(_, _, _ float64) float64 { return 0 }
 
+// extremumGrad is the gradient of max(a, b) for a: g where a > b, g/2
+// at a tie, 0 where a < b, and g at NaN (PyTorch's).
+func extremumGrad(a, b, g float64) float64 {
+	switch {
+	case a < b:
+		return 0
+	case a == b:
+		return g / 2
+	}
+	return g
+}
+
 // bceClamp is the probability as BCE uses it, within [ε, 1 − ε].
 func bceClamp(p float64) float64 {
 	return math.Min(math.Max(p, device.BCEClamp), 1-device.BCEClamp)
@@ -90,6 +102,24 @@ var binaryFns = map[device.BinaryOp]binaryFn{
 			}
 			return x * g
 		}},
+	"maximum": {
+		func(a, b float64) float64 {
+			if math.IsNaN(a) || math.IsNaN(b) {
+				return math.NaN()
+			}
+			return math.Max(a, b)
+		},
+		func(a, b, g float64) float64 { return extremumGrad(a, b, g) },
+		func(a, b, g float64) float64 { return extremumGrad(b, a, g) }},
+	"minimum": {
+		func(a, b float64) float64 {
+			if math.IsNaN(a) || math.IsNaN(b) {
+				return math.NaN()
+			}
+			return math.Min(a, b)
+		},
+		func(a, b, g float64) float64 { return extremumGrad(-a, -b, g) },
+		func(a, b, g float64) float64 { return extremumGrad(-b, -a, g) }},
 	device.Equal: {
 		func(a, b float64) float64 {
 			if a == b {

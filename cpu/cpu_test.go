@@ -370,7 +370,7 @@ func TestUnaryRelu(t *testing.T) {
 		t.Run(dt.String(), func(t *testing.T) {
 			xb := load(t, d, dt, x)
 			o := alloc(t, d, dt, len(x))
-			d.Unary(device.Relu, o, xb)
+			d.Unary("relu", o, xb)
 			checkValues(t, "Relu", values(t, d, o), want, 0)
 			checkValues(t, "Relu input", values(t, d, xb), x, 0)
 		})
@@ -385,7 +385,7 @@ func TestUnaryGradRelu(t *testing.T) {
 	for _, dt := range floatTypes {
 		t.Run(dt.String(), func(t *testing.T) {
 			dx := load(t, d, dt, slices.Repeat([]float64{99}, len(x)))
-			d.UnaryGrad(device.Relu, dx, load(t, d, dt, x), load(t, d, dt, dy))
+			d.UnaryGrad("relu", dx, load(t, d, dt, x), load(t, d, dt, dy))
 			checkValues(t, "ReluGrad", values(t, d, dx), want, 0)
 		})
 	}

@@ -38,25 +38,25 @@ func phiCDF(x float64) float64 { return math.Erfc(-x/math.Sqrt2) / 2 }
 func geluTanhInner(x float64) float64 { return math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x) }
 
 var unaryFns = map[device.UnaryOp]unaryFn{
-	device.Neg: {
+	"neg": {
 		func(x, _, _ float64) float64 { return -x },
 		func(_, g, _, _ float64) float64 { return -g }},
-	device.Exp: {
+	"exp": {
 		func(x, _, _ float64) float64 { return math.Exp(x) },
 		func(x, g, _, _ float64) float64 { return g * math.Exp(x) }},
-	device.Log: {
+	"log": {
 		func(x, _, _ float64) float64 { return math.Log(x) },
 		logGrad(1)},
-	device.Log2: {
+	"log2": {
 		func(x, _, _ float64) float64 { return math.Log2(x) },
 		logGrad(math.Ln2)},
-	device.Log10: {
+	"log10": {
 		func(x, _, _ float64) float64 { return math.Log10(x) },
 		logGrad(math.Ln10)},
-	device.Sqrt: {
+	"sqrt": {
 		func(x, _, _ float64) float64 { return math.Sqrt(x) },
 		func(x, g, _, _ float64) float64 { return g / (2*math.Sqrt(x) + device.DivEpsilon) }},
-	device.Abs: {
+	"abs": {
 		func(x, _, _ float64) float64 { return math.Abs(x) },
 		func(x, g, _, _ float64) float64 {
 			switch {
@@ -67,7 +67,7 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return 0
 		}},
-	device.Sign: {
+	"sign": {
 		func(x, _, _ float64) float64 {
 			switch {
 			case x > 0:
@@ -78,17 +78,17 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			return 0
 		},
 		zeroGrad},
-	device.Sin: {
+	"sin": {
 		func(x, _, _ float64) float64 { return math.Sin(x) },
 		func(x, g, _, _ float64) float64 { return g * math.Cos(x) }},
-	device.Cos: {
+	"cos": {
 		func(x, _, _ float64) float64 { return math.Cos(x) },
 		func(x, g, _, _ float64) float64 { return -g * math.Sin(x) }},
-	device.Ceil:  {func(x, _, _ float64) float64 { return math.Ceil(x) }, zeroGrad},
-	device.Floor: {func(x, _, _ float64) float64 { return math.Floor(x) }, zeroGrad},
-	device.Round: {func(x, _, _ float64) float64 { return math.RoundToEven(x) }, zeroGrad},
-	device.Trunc: {func(x, _, _ float64) float64 { return math.Trunc(x) }, zeroGrad},
-	device.Relu: {
+	"ceil":  {func(x, _, _ float64) float64 { return math.Ceil(x) }, zeroGrad},
+	"floor": {func(x, _, _ float64) float64 { return math.Floor(x) }, zeroGrad},
+	"round": {func(x, _, _ float64) float64 { return math.RoundToEven(x) }, zeroGrad},
+	"trunc": {func(x, _, _ float64) float64 { return math.Trunc(x) }, zeroGrad},
+	"relu": {
 		func(x, _, _ float64) float64 { return math.Max(x, 0) },
 		func(x, g, _, _ float64) float64 {
 			if x > 0 {
@@ -96,7 +96,7 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return 0
 		}},
-	device.LeakyRelu: {
+	"leaky_relu": {
 		func(x, alpha, _ float64) float64 { return math.Max(x, 0) + alpha*math.Min(x, 0) },
 		func(x, g, alpha, _ float64) float64 {
 			if x > 0 {
@@ -104,16 +104,16 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return alpha * g
 		}},
-	device.Sigmoid: {
+	"sigmoid": {
 		func(x, _, _ float64) float64 { return sigmoid(x) },
 		func(x, g, _, _ float64) float64 { return g * sigmoid(x) * sigmoid(-x) }},
-	device.Tanh: {
+	"tanh": {
 		func(x, _, _ float64) float64 { return math.Tanh(x) },
 		func(x, g, _, _ float64) float64 {
 			c := math.Cosh(x)
 			return g / (c * c)
 		}},
-	device.Gelu: {
+	"gelu": {
 		func(x, _, _ float64) float64 {
 			if c := phiCDF(x); c != 0 {
 				return x * c
@@ -127,7 +127,7 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return g * d
 		}},
-	device.GeluTanh: {
+	"gelu_tanh": {
 		func(x, _, _ float64) float64 {
 			if s := 1 + math.Tanh(geluTanhInner(x)); s != 0 {
 				return x / 2 * s
@@ -142,7 +142,57 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return g * d
 		}},
-	device.Clip: {
+	"silu": {
+		func(x, _, _ float64) float64 { return x / (1 + math.Exp(-x)) },
+		func(x, g, _, _ float64) float64 {
+			s := 1 / (1 + math.Exp(-x))
+			return g * s * (1 + x*(1-s))
+		}},
+	"softplus": {
+		func(x, beta, threshold float64) float64 {
+			if beta*x > threshold {
+				return x
+			}
+			return softplus(beta*x) / beta
+		},
+		func(x, g, beta, threshold float64) float64 {
+			if beta*x > threshold {
+				return g
+			}
+			return g / (1 + math.Exp(-beta*x))
+		}},
+	"elu": {
+		func(x, alpha, _ float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return alpha * math.Expm1(x)
+		},
+		func(x, g, alpha, _ float64) float64 {
+			if x > 0 {
+				return g
+			}
+			return g * alpha * math.Exp(x)
+		}},
+	"hardswish": {
+		func(x, _, _ float64) float64 { return x * math.Min(math.Max(x+3, 0), 6) / 6 },
+		func(x, g, _, _ float64) float64 {
+			switch {
+			case x < -3:
+				return 0
+			case x <= 3:
+				return g * (x/3 + 0.5)
+			}
+			return g
+		}},
+	"mish": {
+		func(x, _, _ float64) float64 { return x * math.Tanh(softplus(x)) },
+		func(x, g, _, _ float64) float64 {
+			sp := softplus(x)
+			c := math.Cosh(sp)
+			return g * (math.Tanh(sp) + x*sigmoid(x)/(c*c))
+		}},
+	"clip": {
 		func(x, lo, hi float64) float64 { return math.Min(math.Max(x, lo), hi) },
 		func(x, g, lo, hi float64) float64 {
 			if lo <= x && x <= hi {
@@ -150,7 +200,7 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return 0
 		}},
-	device.PowScalar: {
+	"pow_scalar": {
 		func(x, e, _ float64) float64 { return math.Pow(x, e) },
 		func(x, g, e, _ float64) float64 { return g * e * math.Pow(x, e-1) }},
 }

@@ -17,36 +17,12 @@ type Buffer interface {
 }
 
 // UnaryOp names an elementwise function of one operand with up to two
-// scalar parameters. Its value is the name of its WGSL function in
-// shaders/unary.wgsl (and of its gradient, name_grad) and of its CPU twin.
+// scalar parameters: NAME is the WGSL function op_NAME in
+// shaders/unary.wgsl (its gradient op_NAME_grad) and its CPU twin's key in
+// package cpu. The op that runs it names it in its definition (package
+// ops); a test checks that every WGSL function has its twin and its op.
 // Every unary op maps NaN to NaN, and its gradient at NaN is NaN.
 type UnaryOp string
-
-// The unary operations; parameters in brackets.
-const (
-	Neg       UnaryOp = "neg"
-	Exp       UnaryOp = "exp"
-	Log       UnaryOp = "log"
-	Log2      UnaryOp = "log2"
-	Log10     UnaryOp = "log10"
-	Sqrt      UnaryOp = "sqrt"
-	Abs       UnaryOp = "abs"
-	Sign      UnaryOp = "sign"
-	Sin       UnaryOp = "sin"
-	Cos       UnaryOp = "cos"
-	Ceil      UnaryOp = "ceil"
-	Floor     UnaryOp = "floor"
-	Round     UnaryOp = "round" // half to even
-	Trunc     UnaryOp = "trunc"
-	Relu      UnaryOp = "relu"
-	LeakyRelu UnaryOp = "leaky_relu" // [slope for x ≤ 0]
-	Sigmoid   UnaryOp = "sigmoid"
-	Tanh      UnaryOp = "tanh"
-	Gelu      UnaryOp = "gelu"       // exact, with erf
-	GeluTanh  UnaryOp = "gelu_tanh"  // the tanh approximation
-	Clip      UnaryOp = "clip"       // [lo, hi]
-	PowScalar UnaryOp = "pow_scalar" // [exponent]
-)
 
 // String returns the operation's name.
 func (op UnaryOp) String() string { return string(op) }
@@ -187,6 +163,9 @@ func Bytes(dt DType, n int) (int, error) {
 // to a device's methods must have been allocated by that device. Kernels are
 // recorded in order and may run asynchronously; Read and Sync wait for them.
 type Device interface {
+	Normalizer
+	Selector
+	Scanner
 	// Name returns the registered name of the backend, e.g. "webgpu".
 	Name() string
 	// String describes the device and its adapter, e.g.
@@ -538,6 +517,37 @@ type PoolStats struct {
 	BytesPeak    uint64 // the most BytesLive has been since the device opened or ResetPeak
 	BytesPooled  uint64 // bytes held by free buffers kept for reuse
 	BytesPending uint64 // bytes freed but not yet reusable (0 where freed buffers are reusable at once, as on WebGPU)
+}
+
+// Normalizer is the normalisation kernel family: layer_norm and rms_norm
+// before their affine transform. x holds rows rows of n contiguous
+// elements; each row is normalised on its own, accumulating in float32
+// (float64 on the CPU for float64), so a row whose squares overflow
+// float32 gives what PyTorch's float32 gives: NaN or 0.
+type Normalizer interface {
+	// Norm sets each row of dst to (x − μ)·ρ, where μ is the row's mean
+	// (0 unless center) and ρ = 1/√(mean((x − μ)²) + eps).
+	Norm(dst, x Buffer, rows, n int, eps float64, center bool)
+	// NormGrad sets dx to the gradient through Norm of x, given the
+	// upstream gradient g of Norm's output x̂: ρ·(g − mean(g) − x̂·mean(g·x̂)),
+	// the mean of g left out unless center.
+	NormGrad(dx, x, g Buffer, rows, n int, eps float64, center bool)
+}
+
+// Selector is the selection kernel family: where and masked_fill.
+type Selector interface {
+	// Where sets dst[i] = a[i] where cond[i] ≠ 0 (NaN counts as true)
+	// and b[i] elsewhere, for buffers of one length and one dtype.
+	Where(dst, cond, a, b Buffer)
+}
+
+// Scanner is the scan kernel family: cumulative sums.
+type Scanner interface {
+	// Cumsum sets dst to the running sums of x (contiguous, of the given
+	// shape) along axis, from the first element, or from the last when
+	// reverse is set (cumsum's gradient), accumulating in float32
+	// (float64 on the CPU for float64).
+	Cumsum(dst, x Buffer, shape []int, axis int, reverse bool)
 }
 
 // Pooler is implemented by devices that keep a buffer pool.

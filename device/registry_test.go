@@ -315,8 +315,8 @@ func TestOpStrings(t *testing.T) {
 		op   fmt.Stringer
 		want string
 	}{
-		{device.Relu, "relu"},
-		{device.GeluTanh, "gelu_tanh"},
+		{device.UnaryOp("relu"), "relu"},
+		{device.UnaryOp("gelu_tanh"), "gelu_tanh"},
 		{device.Add, "add"},
 		{device.FloorDiv, "floor_divide"},
 		{device.SquaredDiff, "squared_difference"},

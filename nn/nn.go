@@ -1,6 +1,6 @@
 // Package nn holds layers for training with autograd: Linear, Conv2d,
-// MaxPool2d, AvgPool2d, Flatten, Dropout, the activations as layers, and
-// Sequential. Parameters are initialised as PyTorch's defaults do (Kaiming
+// MaxPool2d, AvgPool2d, Flatten, Dropout, LayerNorm, RMSNorm, the
+// activations as layers, and Sequential. Parameters are initialised as PyTorch's defaults do (Kaiming
 // uniform: weights and biases in ±1/√fan_in), from a seed, so a seed gives
 // the same network on every device. Layers run on their parameters'
 // device; Train switches Dropout between training and evaluation.
@@ -132,6 +132,66 @@ var Sigmoid = Func(autograd.Sigmoid)
 // Gelu is the GELU layer.
 var Gelu = Func(autograd.Gelu)
 
+// NormLayer is a LayerNorm or an RMSNorm over the last axes of its input
+// (Shape), with an elementwise affine transform: W (PyTorch's weight,
+// ones at first) and, for a LayerNorm, B (bias, zeros at first).
+type NormLayer struct {
+	W, B   *autograd.Var
+	Shape  []int
+	Eps    float64
+	Center bool // LayerNorm; false: RMSNorm
+}
+
+// LayerNorm returns PyTorch's LayerNorm over the last axes, of the given
+// shape, with eps 1e-5 and an affine transform.
+func LayerNorm(dev device.Device, dt device.DType, shape ...int) (*NormLayer, error) {
+	w, err := tensor.Ones(dev, dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	b, err := tensor.Zeros(dev, dt, shape...)
+	if err != nil {
+		w.Release()
+		return nil, err
+	}
+	return &NormLayer{W: autograd.Leaf(w, true), B: autograd.Leaf(b, true), Shape: shape, Eps: ops.DefaultLayerNormEps, Center: true}, nil
+}
+
+// RMSNorm returns PyTorch's RMSNorm over the last axes, of the given shape,
+// with a weight and PyTorch's default eps: the dtype's machine epsilon
+// (that of float32 for float16, which computes in float32).
+func RMSNorm(dev device.Device, dt device.DType, shape ...int) (*NormLayer, error) {
+	w, err := tensor.Ones(dev, dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	eps := 0x1p-23
+	if dt == device.Float64 {
+		eps = 0x1p-52
+	}
+	return &NormLayer{W: autograd.Leaf(w, true), Shape: shape, Eps: eps}, nil
+}
+
+// Forward normalises x. A float16 x (mixed precision) computes with
+// float16 copies of W and B.
+func (l *NormLayer) Forward(x *autograd.Var) *autograd.Var {
+	if l.Center {
+		return autograd.LayerNorm(x, like(l.W, x), like(l.B, x), l.Shape, l.Eps)
+	}
+	return autograd.RMSNorm(x, like(l.W, x), l.Shape, l.Eps)
+}
+
+// Params returns W and, for a LayerNorm, B.
+func (l *NormLayer) Params() []*autograd.Var {
+	if l.B == nil {
+		return []*autograd.Var{l.W}
+	}
+	return []*autograd.Var{l.W, l.B}
+}
+
+// SiLU is the SiLU (swish) layer, x·σ(x).
+var SiLU = Func(autograd.Silu)
+
 // Flatten flattens every axis after the first (the batch).
 var Flatten = Func(func(x *autograd.Var) *autograd.Var { return autograd.Flatten(x, 1, -1) })
 
@@ -249,9 +309,13 @@ func (s Sequential) Train(on bool) {
 func (s Sequential) ParamNames() []string {
 	var names []string
 	for i, l := range s {
-		switch l.(type) {
+		switch l := l.(type) {
 		case *LinearLayer, *Conv2dLayer:
 			names = append(names, fmt.Sprintf("%d.weight", i), fmt.Sprintf("%d.bias", i))
+		case *NormLayer:
+			for _, name := range []string{"weight", "bias"}[:len(l.Params())] {
+				names = append(names, fmt.Sprintf("%d.%s", i, name))
+			}
 		}
 	}
 	return names

@@ -150,3 +150,67 @@ func TestSequentialReluMaxPool(t *testing.T) {
 		t.Fatalf("%d of %d pooled values NaN; the test wants some", nans, len(wantY))
 	}
 }
+
+// TestNormLayers checks LayerNorm and RMSNorm in a Sequential: PyTorch's
+// state_dict names, a normalised output (zero mean and unit variance per
+// row for LayerNorm, unit mean square for RMSNorm, at their initial
+// affine transform), and gradients for their parameters.
+func TestNormLayers(t *testing.T) {
+	dev := cpu.New()
+	ln, err := nn.LayerNorm(dev, device.Float32, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rms, err := nn.RMSNorm(dev, device.Float32, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := nn.Sequential{ln, nn.SiLU, rms}
+	names := model.ParamNames()
+	if want := []string{"0.weight", "0.bias", "2.weight"}; len(names) != len(want) || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] {
+		t.Fatalf("ParamNames() = %v; want %v", names, want)
+	}
+	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -3, 3, 7, 4, 6)), false)
+	for _, tt := range []struct {
+		name   string
+		layer  nn.Layer
+		center bool
+	}{{"LayerNorm", ln, true}, {"RMSNorm", rms, false}} {
+		y, err := tt.layer.Forward(x).Value().Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range 4 {
+			row := y[r*6 : r*6+6]
+			var mean, sq float64
+			for _, v := range row {
+				mean += v / 6
+				sq += v * v / 6
+			}
+			wantMean := mean
+			if tt.center {
+				wantMean = 0
+			}
+			if math.Abs(mean-wantMean) > 1e-5 || math.Abs(sq-mean*mean*b2f(tt.center)-1) > 1e-3 {
+				t.Errorf("%s row %d: mean %v, mean square %v; want a normalised row", tt.name, r, mean, sq)
+			}
+		}
+	}
+	loss := autograd.Sum(autograd.Mul(model.Forward(x), model.Forward(x)))
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range model.Params() {
+		if p.Grad() == nil {
+			t.Errorf("parameter %s has no gradient", names[i])
+		}
+	}
+}
+
+// b2f is 1 for true.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,9 +1,305 @@
 package ops
 
 import (
+	"math"
+
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
+
+// The activations: each op's functions, table entry and second-order rule.
+
+// activations are the activation functions, in the coverage table's order.
+var activations = []*Op{
+	unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
+		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, negZero, 1, -1}, true))).with(reluRule),
+	{Name: "leaky_relu", Grad: slopeRule(leakyBwd, false), Family: "unary", Kernel: "leaky_relu", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
+		Forward:  func(in []*T, a Attrs) *T { return LeakyRelu(in[0], a.Alpha) },
+		Backward: leakyBwd,
+		Cases: unaryCases(offZero, specials, Attrs{Alpha: DefaultLeakySlope}, false,
+			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0.2}},
+			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0}})},
+	{Name: "prelu", Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
+		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()},
+	unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false))).with(sigmoidRule),
+	unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero())).with(tanhRule),
+	unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
+		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
+	unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
+	unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
+		unaryCases(moderate, specials, Attrs{}, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero())).with(siluRule),
+	{Name: "softplus", Grad: softplusRule, Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
+		Forward:  func(in []*T, a Attrs) *T { return Softplus(in[0], a.Beta, a.Threshold) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{SoftplusBackward(in[0], g, a.Beta, a.Threshold)} },
+		Cases:    softplusCases()},
+	{Name: "elu", Grad: eluRule, Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
+		Forward:  func(in []*T, a Attrs) *T { return Elu(in[0], a.Alpha) },
+		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} },
+		Cases: unaryCases(moderate, specials, Attrs{Alpha: DefaultEluAlpha}, false, eluNearZero(),
+			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: Attrs{Alpha: 0.5}},
+			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: Attrs{Alpha: 2}, NoFD: true})},
+	unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
+		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, Attrs{}, false, nearZero(),
+			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true))).with(hardswishRule),
+	unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", Mish, MishBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero())).with(mishRule),
+}
+
+// Second-order rules.
+var (
+	reluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", y)) })
+	// 1 − y² and y·(1 − y) in the outputs.
+	tanhRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.mul(g, r.sub(r.scalar(y, 1), r.mul(y, y)))
+	})
+	sigmoidRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.mul(g, r.mul(y, r.sub(r.scalar(y, 1), y)))
+	})
+	// σ(x)·(1 + x·(1 − σ(x))).
+	siluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		s := r.un("sigmoid", x)
+		return r.mul(g, r.mul(s, r.add(r.scalar(x, 1), r.mul(x, r.sub(r.scalar(x, 1), s)))))
+	})
+	// σ(βx) where βx ≤ threshold, 1 above it.
+	softplusRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		lin := above(r.b.Tensor(x), a.Beta, a.Threshold)
+		s := r.un("sigmoid", r.scale(x, a.Beta))
+		return r.mul(g, r.add(r.mul(s, r.b.Const(complement(lin))), r.b.Const(lin)))
+	})
+	// 1 above 0; alpha·eˣ = y + alpha at and below it.
+	eluRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		pos := above(r.b.Tensor(x), 1, 0)
+		neg := r.mul(r.b.Const(complement(pos)), r.add(y, r.scalar(y, a.Alpha)))
+		return r.mul(g, r.add(neg, r.b.Const(pos)))
+	})
+	// x/3 + ½ on [−3, 3], 1 above.
+	hardswishRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		t := r.b.Tensor(x)
+		hi, lo := above(t, 1, 3), above(t, -1, 3) // x > 3, x < −3
+		mid := tensor.Must(tensor.Ones(t.Device(), t.DType(), t.Shape()...))
+		mid = Sub(mid, hi)
+		mid = Sub(mid, lo)
+		slope := r.add(r.scale(x, 1.0/3), r.scalar(x, 0.5))
+		return r.mul(g, r.add(r.mul(slope, r.b.Const(mid)), r.b.Const(hi)))
+	})
+	// t + x·σ(x)·(1 − t²), t = tanh(softplus(x)).
+	mishRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		t := r.un("tanh", r.op("softplus", Attrs{Beta: 1, Threshold: math.Inf(1)}, x))
+		sech2 := r.sub(r.scalar(t, 1), r.mul(t, t))
+		return r.mul(g, r.add(t, r.mul(r.mul(x, r.un("sigmoid", x)), sech2)))
+	})
+)
+
+// Relu returns max(x, 0) elementwise; relu(NaN) is NaN.
+func Relu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Relu", "relu", x) }
+
+// ReluBackward returns the gradient of Relu: g where x > 0 and 0 elsewhere
+// (the subgradient at 0 is 0, as in PyTorch).
+func ReluBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.ReluBackward", "relu", x, g)
+}
+
+// DefaultLeakySlope is the slope PyTorch's leaky_relu uses by default.
+const DefaultLeakySlope = 0.01
+
+func checkSlope(op string, alpha float64) {
+	if !(alpha >= 0) || math.IsInf(alpha, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "slope %v; want a finite slope ≥ 0 (for a learned or negative slope use Prelu)", alpha)
+	}
+}
+
+// LeakyRelu returns x where x > 0 and alpha·x where x ≤ 0. alpha must be
+// finite and ≥ 0 (DefaultLeakySlope is PyTorch's default).
+func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkSlope("ops.LeakyRelu", alpha)
+	return unary("ops.LeakyRelu", "leaky_relu", x, alpha)
+}
+
+// LeakyReluBackward returns the gradient of LeakyRelu: g where x > 0, and
+// alpha·g where x ≤ 0.
+func LeakyReluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkSlope("ops.LeakyReluBackward", alpha)
+	return unaryGrad("ops.LeakyReluBackward", "leaky_relu", x, g, alpha)
+}
+
+// Sigmoid returns 1/(1 + e⁻ˣ), computed from e^−|x| so that it neither
+// overflows nor loses its small values at large |x|.
+func Sigmoid(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sigmoid", "sigmoid", x) }
+
+// SigmoidBackward returns the gradient of Sigmoid: g·σ(x)·σ(−x).
+func SigmoidBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.SigmoidBackward", "sigmoid", x, g)
+}
+
+// Tanh returns the hyperbolic tangent, ±1 (never NaN) at large |x|.
+func Tanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Tanh", "tanh", x) }
+
+// TanhBackward returns the gradient of Tanh: g·(1 − tanh² x).
+func TanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.TanhBackward", "tanh", x, g)
+}
+
+// Gelu returns the exact GELU, x·Φ(x) with Φ the standard normal
+// distribution function (through erf; WGSL's is a Chebyshev fit with a
+// relative error below 1.2e-7). It is 0, not NaN, at −Inf.
+func Gelu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Gelu", "gelu", x) }
+
+// GeluBackward returns the gradient of Gelu: g·(Φ(x) + x·φ(x)).
+func GeluBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.GeluBackward", "gelu", x, g)
+}
+
+// GeluTanh returns the tanh approximation of GELU,
+// x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))), PyTorch's approximate="tanh".
+func GeluTanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.GeluTanh", "gelu_tanh", x) }
+
+// GeluTanhBackward returns the gradient of GeluTanh.
+func GeluTanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.GeluTanhBackward", "gelu_tanh", x, g)
+}
+
+// above returns 1 where k·x > c and 0 elsewhere (NaN at NaN), a constant
+// mask for a rule's piecewise derivative.
+func above(x *tensor.Tensor, k, c float64) *tensor.Tensor {
+	kc := tensor.Must(tensor.Scalar(x.Device(), x.DType(), k))
+	defer kc.Release()
+	cc := tensor.Must(tensor.Scalar(x.Device(), x.DType(), c))
+	defer cc.Release()
+	kx := Mul(x, kc)
+	defer kx.Release()
+	d := Sub(kx, cc)
+	defer d.Release()
+	s := Sign(d)
+	defer s.Release()
+	return Relu(s)
+}
+
+// complement returns 1 − m.
+func complement(m *tensor.Tensor) *tensor.Tensor {
+	one := tensor.Must(tensor.Ones(m.Device(), m.DType()))
+	defer one.Release()
+	return Sub(one, m)
+}
+
+// withAttrs returns c with attributes a.
+func withAttrs(c Case, a Attrs) Case {
+	c.Attrs = a
+	return c
+}
+
+// Silu returns x·σ(x) (swish), as PyTorch's silu: NaN at −Inf.
+func Silu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Silu", "silu", x) }
+
+// SiluBackward returns the gradient of Silu: g·σ(x)·(1 + x·(1 − σ(x))).
+func SiluBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.SiluBackward", "silu", x, g)
+}
+
+// PyTorch's defaults for Softplus.
+const (
+	DefaultSoftplusBeta      = 1.0
+	DefaultSoftplusThreshold = 20.0
+)
+
+func checkSoftplus(op string, beta, threshold float64) {
+	if beta == 0 || math.IsNaN(beta) || math.IsInf(beta, 0) || math.IsNaN(threshold) {
+		tensor.Panicf(op, tensor.ErrArgument, "beta %v, threshold %v; want a finite, nonzero beta and a threshold that is not NaN", beta, threshold)
+	}
+}
+
+// Softplus returns ln(1 + e^(β·x))/β, and x itself where β·x > threshold,
+// as PyTorch's softplus (DefaultSoftplusBeta, DefaultSoftplusThreshold).
+// It is computed as max(z, 0) + ln(1 + e^−|z|) with z = β·x, so it
+// neither overflows nor loses its small values far below 0.
+func Softplus(x *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
+	checkSoftplus("ops.Softplus", beta, threshold)
+	return unary("ops.Softplus", "softplus", x, beta, threshold)
+}
+
+// SoftplusBackward returns the gradient of Softplus: g·σ(β·x), and g where
+// β·x > threshold.
+func SoftplusBackward(x, g *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
+	checkSoftplus("ops.SoftplusBackward", beta, threshold)
+	return unaryGrad("ops.SoftplusBackward", "softplus", x, g, beta, threshold)
+}
+
+func softplusCases() []Case {
+	def := Attrs{Beta: DefaultSoftplusBeta, Threshold: DefaultSoftplusThreshold}
+	far := values("far below 0, relative", []float64{-10, -20, -50, -80}, false)
+	far.ATol = 1e-300
+	return unaryCases(moderate, specials, def, true, withAttrs(far, def),
+		withAttrs(values("±20, ±100", []float64{20, -20, 19.5, 20.5, 100, -100}, true), def),
+		Case{Name: "(4,5) beta=2 threshold=1", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0.5}, Gap: 0.02}}}, Attrs: Attrs{Beta: 2, Threshold: 1}},
+		Case{Name: "(4,5) beta=-0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: moderate}}, Attrs: Attrs{Beta: -0.5, Threshold: DefaultSoftplusThreshold}},
+		Case{Name: "special values threshold=+Inf", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: Attrs{Beta: 1, Threshold: math.Inf(1)}, NoFD: true})
+}
+
+// eluNearZero is nearZero without finite differences: elu's second
+// derivative jumps at 0, so central differences across it are off by
+// O(h) there.
+func eluNearZero() Case {
+	c := withAttrs(nearZero(), Attrs{Alpha: DefaultEluAlpha})
+	c.NoFD = true
+	return c
+}
+
+// DefaultEluAlpha is PyTorch's default alpha for Elu.
+const DefaultEluAlpha = 1.0
+
+func checkAlpha(op string, alpha float64) {
+	if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "alpha %v; want a finite alpha", alpha)
+	}
+}
+
+// Elu returns x where x > 0 and alpha·(eˣ − 1) elsewhere, as PyTorch's elu
+// (DefaultEluAlpha); alpha must be finite.
+func Elu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkAlpha("ops.Elu", alpha)
+	return unary("ops.Elu", "elu", x, alpha)
+}
+
+// EluBackward returns the gradient of Elu: g where x > 0, g·alpha·eˣ
+// elsewhere.
+func EluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkAlpha("ops.EluBackward", alpha)
+	return unaryGrad("ops.EluBackward", "elu", x, g, alpha)
+}
+
+// Hardswish returns x·min(max(x + 3, 0), 6)/6, as PyTorch's hardswish
+// (NaN at −Inf, where the product is −Inf·0).
+func Hardswish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Hardswish", "hardswish", x) }
+
+// HardswishBackward returns the gradient of Hardswish: 0 for x < −3,
+// g·(x/3 + ½) for −3 ≤ x ≤ 3 and g above, PyTorch's choice at the kinks.
+func HardswishBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.HardswishBackward", "hardswish", x, g)
+}
+
+// Mish returns x·tanh(softplus(x)), as PyTorch's mish (NaN at −Inf).
+func Mish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Mish", "mish", x) }
+
+// MishBackward returns the gradient of Mish:
+// g·(t + x·σ(x)·(1 − t²)), t = tanh(softplus(x)).
+func MishBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.MishBackward", "mish", x, g)
+}
+
+func leakyBwd(in []*T, g *T, a Attrs) []*T { return []*T{LeakyReluBackward(in[0], g, a.Alpha)} }
+
+func preluCases() []Case {
+	c := func(x, alpha []int) Case {
+		return Case{Name: ShapeName(x) + " alpha " + ShapeName(alpha), Inputs: []Input{{Shape: x, Domain: offZero}, {Shape: alpha, Domain: Domain{Lo: 0, Hi: 0.5}}}}
+	}
+	return []Case{
+		c(sh(7), sh()), c(sh(7), sh(1)), c(sh(4, 3), sh(3)), c(sh(2, 3, 4, 5), sh(3)), c(sh(2, 3, 4, 5), sh(1)),
+		c(sh(), sh()), c(sh(0, 3), sh(3)),
+		{Name: "special values", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}, {Shape: sh(), Domain: Domain{Values: []float64{0.25}}}}, NoFD: true},
+	}
+}
 
 // preluAlpha returns alpha as a view that broadcasts against x: one slope
 // for every element, or one per channel along x's axis 1.

@@ -89,7 +89,7 @@ func nearZero() Case {
 }
 
 func unaryOp(name, doc string, f func(x *T) *T, df func(x, g *T) *T, cases []Case) *Op {
-	return &Op{Name: name, Family: "unary", Doc: doc, Forward: fwd1(f), Backward: bwd1(df), Cases: cases}
+	return &Op{Name: name, Family: "unary", Kernel: name, Doc: doc, Forward: fwd1(f), Backward: bwd1(df), Cases: cases}
 }
 
 // binaryPairs are the shape pairs every broadcasting binary op is checked on.

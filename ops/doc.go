@@ -21,13 +21,20 @@
 // (conv2d), is a forward that also keeps what backward would compute
 // again (Saved, handed to Backward in Attrs.Saved), as PyTorch's
 // save_for_backward; the tape and the parity suite's backward checks go
-// through it. Adding an elementwise op takes its device constant
-// (device.UnaryOp or BinaryOp), its WGSL function (shaders/unary.wgsl or
-// binary.wgsl), its CPU twin (cpu/unary.go or binary.go), its forward and
-// backward functions here, its table entry with its cases (catalogue.go),
-// its second-order Rule (rule.go) where it has one, a typed function in
-// package autograd (autograd.Apply reaches it by name without one), and
-// the op count in the README, which a test checks against the table.
+// through it.
+//
+// An op is defined in one place: the file of its group holds its
+// functions, its table entry (with its parity cases) and its second-order
+// Rule; the activations (activation.go) and the normalisations (norm.go)
+// are defined so, the other groups still have their entries in
+// catalogue.go and their rules in rule.go.
+// An elementwise op's entry names its Kernel, the WGSL functions
+// op_KERNEL and op_KERNEL_grad (shaders/unary.wgsl) and the CPU twin
+// (cpu/unary.go) that run it: adding one (silu, say) touches those three
+// files, and make parity regenerates the coverage table in docs. Tests
+// fail when an op lacks a part, or a WGSL function or CPU twin belongs to
+// no op. The tape reaches every op of the table through autograd.Apply;
+// package autograd has typed functions for the most used.
 //
 // # Conventions
 //

@@ -104,13 +104,8 @@ func embedding(op string, idx, w *tensor.Tensor, more ...*tensor.Tensor) (dev de
 	return dev, dt, idx.Len(), w.Dim(0), w.Dim(1)
 }
 
-// Embedding returns the rows of the table w ([rows, features]) that the
-// int32 indices idx (any shape) name: a tensor of idx's shape with
-// features last, as PyTorch's embedding. An index outside [0, rows) gives
-// NaN for its row and is reported, naming the op, the index and the row
-// count, by the next readback or Sync.
-func Embedding(idx, w *tensor.Tensor) *tensor.Tensor {
-	const op = "ops.Embedding"
+// embeddingAs is Embedding reported as op.
+func embeddingAs(op string, idx, w *T) *T {
 	dev, dt, n, v, d := embedding(op, idx, w)
 	out, ok := output(dev, dt, append(idx.Shape(), d), idx, w)
 	if ok && out.Len() > 0 {
@@ -118,6 +113,15 @@ func Embedding(idx, w *tensor.Tensor) *tensor.Tensor {
 		keep(out, w, idx)
 	}
 	return out
+}
+
+// Embedding returns the rows of the table w ([rows, features]) that the
+// int32 indices idx (any shape) name: a tensor of idx's shape with
+// features last, as PyTorch's embedding. An index outside [0, rows) gives
+// NaN for its row and is reported, naming the op, the index and the row
+// count, by the next readback or Sync.
+func Embedding(idx, w *tensor.Tensor) *tensor.Tensor {
+	return embeddingAs("ops.Embedding", idx, w)
 }
 
 // EmbeddingBackward returns the gradient of Embedding for the table w: row

@@ -153,7 +153,7 @@ func crossEntropy(op string, logits, target *tensor.Tensor, r Reduction) *tensor
 		defer prod.Release()
 		s := reduction(op, device.Sum, prod, []int{1}, false)
 		defer s.Release()
-		return reduceLoss(op, unary(op, device.Neg, s), r)
+		return reduceLoss(op, unary(op, "neg", s), r)
 	}
 	rows, ok := output(dev, dt, []int{n}, logits, target)
 	if ok {
@@ -198,7 +198,7 @@ func crossEntropyBackward(op string, logits, target, g *tensor.Tensor, r Reducti
 	defer diff.Release()
 	ls := softmax(op, logits, 1, true)
 	defer ls.Release()
-	nls := unary(op, device.Neg, ls)
+	nls := unary(op, "neg", ls)
 	defer nls.Release()
 	return binary(op, device.Mul, diff, gk), binary(op, device.Mul, nls, gk)
 }

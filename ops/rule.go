@@ -144,17 +144,9 @@ var (
 	sqrtRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		return r.div(g, r.add(r.scale(y, 2), r.scalar(y, device.DivEpsilon)))
 	})
-	absRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", x)) })
-	sinRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("cos", x)) })
-	cosRule  = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un("sin", x))) })
-	reluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", y)) })
-	// 1 − y² and y·(1 − y) in the outputs.
-	tanhRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.mul(g, r.sub(r.scalar(y, 1), r.mul(y, y)))
-	})
-	sigmoidRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.mul(g, r.mul(y, r.sub(r.scalar(y, 1), y)))
-	})
+	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", x)) })
+	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("cos", x)) })
+	cosRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un("sin", x))) })
 	powScalarRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		if a.Alpha == 0 { // x⁰ is 1 everywhere
 			return zerosLike(r.b, x)

@@ -16,6 +16,11 @@ type Op struct {
 	Name   string // the op's row in the coverage table, e.g. "exp"
 	Family string // the WGSL kernel family: a file of package shaders, e.g. "unary" (two, comma-separated, for conv2d)
 	Doc    string // the op's conventions, in a sentence or two
+	// Kernel names an elementwise op's kernel (a device.UnaryOp): the
+	// WGSL function op_KERNEL in shaders/unary.wgsl, its gradient
+	// op_KERNEL_grad and its CPU twin in package cpu. A test checks that
+	// each exists and that every WGSL function belongs to an op.
+	Kernel string
 
 	// Forward computes the op's output from its inputs and attributes.
 	Forward func(in []*tensor.Tensor, a Attrs) *tensor.Tensor
@@ -42,15 +47,24 @@ type Op struct {
 // Attrs are an op's arguments other than tensors. Each op reads the
 // fields its Doc names and ignores the rest.
 type Attrs struct {
-	Axes      []int     // reductions: the axes (nil: every axis)
-	Axis      int       // softmax, log_softmax, argmax, argmin: the axis
-	Keepdims  bool      // reductions: keep reduced axes with size 1
-	All       bool      // argmax, argmin: over the flattened tensor
-	Alpha     float64   // leaky_relu's slope, pow_scalar's exponent, sgd's learning rate
-	Lo, Hi    float64   // clip's bounds
-	Reduction Reduction // losses
-	Shape     []int     // broadcast_to, sum_to, reshape: the target shape
-	Perm      []int     // permute: axis k of the result is axis Perm[k]
+	Axes      []int   // reductions: the axes (nil: every axis)
+	Axis      int     // softmax, log_softmax, argmax, argmin: the axis
+	Keepdims  bool    // reductions: keep reduced axes with size 1
+	All       bool    // argmax, argmin: over the flattened tensor
+	Alpha     float64 // leaky_relu's slope, elu's alpha, pow_scalar's exponent, sgd's learning rate
+	Beta      float64 // softplus's β
+	Threshold float64 // softplus's threshold
+	Eps       float64 // layer_norm, rms_norm: added to the variance
+	// Correction is var's and std's: the divisor is N − Correction
+	// (PyTorch's default 1).
+	Correction float64
+	Reverse    bool      // cumsum: from the end of the axis (its gradient)
+	Diagonal   int       // tril, triu: the diagonal, 0 the main one
+	Classes    int       // one_hot: the number of classes
+	Lo, Hi     float64   // clip's bounds
+	Reduction  Reduction // losses
+	Shape      []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
+	Perm       []int     // permute: axis k of the result is axis Perm[k]
 	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
 	// the axes Start…Stop, inclusive.
 	Start, Stop, Step int

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +14,9 @@ import (
 // NaN and an infinity, in a case named "special values …".
 func TestEveryOpHasSpecialValues(t *testing.T) {
 	for _, op := range ops.Table() {
+		if onlyInts(op) {
+			continue // one_hot: no value can be special
+		}
 		found := false
 		for _, c := range op.Cases {
 			if !strings.HasPrefix(c.Name, "special values") {
@@ -35,18 +37,55 @@ func TestEveryOpHasSpecialValues(t *testing.T) {
 	}
 }
 
-// TestReadmeCountsTheTable checks that the README's count of ops ("**N
-// ops**") is the table's: the count is written by hand, the table grows.
-func TestReadmeCountsTheTable(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+// onlyInts reports whether every input of every case of op is int32.
+func onlyInts(op *ops.Op) bool {
+	for _, c := range op.Cases {
+		for _, in := range c.Inputs {
+			if !in.Int {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestUnaryKernelsBelongToOps checks the elementwise ops against
+// shaders/unary.wgsl: each op of the unary family names a kernel whose
+// WGSL function (and gradient, where the op has a backward) exists, and
+// every WGSL function belongs to an op. (package cpu's tests hold its
+// twins to the same functions.)
+func TestUnaryKernelsBelongToOps(t *testing.T) {
+	src, err := os.ReadFile("../shaders/unary.wgsl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`\*\*(\d+) ops\*\*`).FindSubmatch(raw)
-	if m == nil {
-		t.Fatalf("README.md has no \"**N ops**\" count")
+	fns := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^fn op_(\w+)\(`).FindAllSubmatch(src, -1) {
+		fns[string(m[1])] = true
 	}
-	if n, _ := strconv.Atoi(string(m[1])); n != len(ops.Table()) {
-		t.Errorf("README.md counts %d ops; the table has %d", n, len(ops.Table()))
+	used := map[string]bool{}
+	for _, op := range ops.Table() {
+		if (op.Family == "unary") != (op.Kernel != "") {
+			t.Errorf("%s: family %q with kernel %q; an op of the unary family names its kernel, no other does", op.Name, op.Family, op.Kernel)
+			continue
+		}
+		if op.Kernel == "" {
+			continue
+		}
+		used[op.Kernel] = true
+		if !fns[op.Kernel] {
+			t.Errorf("%s: no op_%s in shaders/unary.wgsl", op.Name, op.Kernel)
+		}
+		if op.Backward != nil && !fns[op.Kernel+"_grad"] {
+			t.Errorf("%s: no op_%s_grad in shaders/unary.wgsl", op.Name, op.Kernel)
+		}
+	}
+	for fn := range fns {
+		if base, ok := strings.CutSuffix(fn, "_grad"); ok && fns[base] {
+			continue
+		}
+		if !used[fn] {
+			t.Errorf("op_%s in shaders/unary.wgsl belongs to no op of the table", fn)
+		}
 	}
 }

@@ -169,7 +169,7 @@ func hostileInputs(in *fuzzin.Bytes, case_ []ops.Input) []inputSpec {
 		if device.Numel(s.Shape) > 4096 {
 			s.Shape = []int{7} // the large cases, made small
 		}
-		switch in.Next(0, 15) { // 0 (and no bytes left): the case's input
+		switch in.Next(0, 16) { // 0 (and no bytes left): the case's input
 		case 1:
 			if len(s.Shape) > 0 {
 				s.Shape[in.Next(0, len(s.Shape)-1)] = in.Next(0, 5)
@@ -204,7 +204,7 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 	for range in.Next(0, 2) {
 		h := fuzzin.Pick(in, hostileInts...)
 		v := fuzzin.Pick(in, hostileFloats...)
-		switch in.Next(0, 13) {
+		switch in.Next(0, 15) {
 		case 0:
 			a.Axis = h
 		case 1:
@@ -248,6 +248,12 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 			// Not float64, which only the CPU backend holds.
 			a.DType = fuzzin.Pick(in, 0, device.Float32, device.Int32, device.Float16, 5, 6)
 			a.Hyper.LR = v
+		case 14:
+			a.Beta, a.Threshold = v, fuzzin.Pick(in, hostileFloats...)
+		case 15:
+			a.Eps = v
+		case 16:
+			a.Correction, a.Diagonal, a.Reverse = v, h, !a.Reverse
 		}
 	}
 	return a

@@ -86,6 +86,11 @@ func (s Status) String() string {
 // Grad rule, checked against its backward on both backends).
 func (t *Table) Markdown() string {
 	var b strings.Builder
+	cases := 0
+	for _, op := range t.order {
+		cases += t.rows[op].cases
+	}
+	fmt.Fprintf(&b, "%d ops, %d cases.\n\n", len(t.order), cases)
 	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order | float16 |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, op := range t.order {

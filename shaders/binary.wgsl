@@ -107,6 +107,29 @@ fn op_prelu_grad1(x: f32, y: f32, g: f32) -> f32 {
     return select(x * g, 0.0, x > 0.0);
 }
 
+// The larger (maximum) or smaller (minimum) of x and y, NaN if either is;
+// the gradient g goes to the one chosen, halved between ties, and whole to
+// both at NaN, as PyTorch's.
+fn op_maximum(x: f32, y: f32) -> f32 {
+    return max_nan(x, y);
+}
+fn op_maximum_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return select(select(g, 0.5 * g, x == y), 0.0, x < y);
+}
+fn op_maximum_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return select(select(g, 0.5 * g, x == y), 0.0, x > y);
+}
+
+fn op_minimum(x: f32, y: f32) -> f32 {
+    return min_nan(x, y);
+}
+fn op_minimum_grad0(x: f32, y: f32, g: f32) -> f32 {
+    return select(select(g, 0.5 * g, x == y), 0.0, x > y);
+}
+fn op_minimum_grad1(x: f32, y: f32, g: f32) -> f32 {
+    return select(select(g, 0.5 * g, x == y), 0.0, x < y);
+}
+
 fn op_equal(x: f32, y: f32) -> f32 {
     return select(0.0, 1.0, x == y);
 }
@@ -146,11 +169,11 @@ fn op_bce_grad1(x: f32, y: f32, g: f32) -> f32 {
     return g * (log(1.0 - q) - log(q));
 }
 
-// Binary cross-entropy of sigmoid(x) against y: (1 − y)·x + softplus(−x),
-// with softplus(z) = max(z, 0) + ln(1 + e^−|z|): no overflow, and at x = +∞
-// the limit +∞ for y < 1 (NaN for y = 1, 0·∞), as PyTorch computes it.
+// Binary cross-entropy of sigmoid(x) against y: (1 − y)·x + softplus(−x)
+// (common.wgsl): no overflow, and at x = +∞ the limit +∞ for y < 1 (NaN
+// for y = 1, 0·∞), as PyTorch computes it.
 fn op_bce_logits(x: f32, y: f32) -> f32 {
-    return (1.0 - y) * x + max(-x, 0.0) + log(1.0 + exp(-abs(x)));
+    return (1.0 - y) * x + softplus(-x);
 }
 fn op_bce_logits_grad0(x: f32, y: f32, g: f32) -> f32 {
     return g * (sigmoid_pair(x).x - y);

@@ -139,6 +139,27 @@ fn sigmoid_pair(x: f32) -> vec2<f32> {
     return select(vec2<f32>(small, big), vec2<f32>(big, small), x >= 0.0);
 }
 
+// ln(1 + u) for 0 ≤ u ≤ 1, to float32's relative precision near 0 (WGSL
+// bounds log's error only absolutely near 1): below 1/16 the series to
+// u⁶, within u⁷/7 ≤ 9e-9 relative.
+fn log1p_unit(u: f32) -> f32 {
+    let series = u * (1.0 - u * (0.5 - u * (0.33333334 - u * (0.25 - u * (0.2 - u * 0.16666667)))));
+    return select(log(1.0 + u), series, u < 0.0625);
+}
+
+// softplus(z) = ln(1 + e^z) = max(z, 0) + ln(1 + e^−|z|): no overflow,
+// and e^z's small values kept far below 0.
+fn softplus(z: f32) -> f32 {
+    return max(z, 0.0) + log1p_unit(exp(-abs(z)));
+}
+
+// eˣ − 1 for x ≤ 0, to float32's relative precision near 0: above −1/4
+// the series to x⁶, within x⁷/5040 ≤ 6e-8 relative.
+fn expm1_neg(x: f32) -> f32 {
+    let series = x * (1.0 + x * (0.5 + x * (0.16666667 + x * (0.041666668 + x * (0.008333334 + x * 0.0013888889)))));
+    return select(exp(x) - 1.0, series, x > -0.25);
+}
+
 // x^y for real x and y with the special cases of IEEE 754's pow (as Go's
 // math.Pow): a negative base with an integer exponent is defined, with any
 // other exponent NaN.
@@ -223,6 +244,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let {{.}} = linear_index(wid, nwg, lid, 64u);
+{{- end}}
+
+{{- define "row_main"}}
+// Entry point of a kernel with one workgroup of {{.W}} a row of {{.Quads}}
+// vec4s (p[0] rows), over x and y: row is the workgroup's row, live
+// whether it is one (the grid may hold a few workgroups past the last
+// row: they compute it again and store nothing, as every invocation must
+// reach the barriers), base the invocation's first vec4.
+@compute @workgroup_size({{.W}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32{{if .Sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
+    let row = wid.y * nwg.x + wid.x;
+    let live = row < p[0];
+    let base = min(row, p[0] - 1u) * {{.Quads}}u + lid;
 {{- end}}
 
 {{- define "main_1d"}}

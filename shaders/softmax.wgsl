@@ -28,14 +28,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}
 {{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
 
-@compute @workgroup_size({{.W}})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32{{if $sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
-    // The grid may hold a few workgroups past the last row: they compute
-    // it again and store nothing (every invocation must reach the barriers).
-    let row = wid.y * nwg.x + wid.x;
-    let live = row < p[0];
-    let base = min(row, p[0] - 1u) * {{.Quads}}u + lid;
+{{template "row_main" dict "W" .W "Quads" .Quads "Sub" $sub}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}

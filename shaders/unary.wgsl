@@ -213,6 +213,51 @@ fn op_gelu_tanh_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return g * (0.5 * (1.0 + th) + select(0.5 * x * sech2 * du, 0.0, sech2 == 0.0));
 }
 
+// x·σ(x).
+fn op_silu(x: f32, a: f32, b: f32) -> f32 {
+    return x * sigmoid_pair(x).x;
+}
+// σ(x)·(1 + x·σ(−x)).
+fn op_silu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let s = sigmoid_pair(x);
+    return g * s.x * (1.0 + x * s.y);
+}
+
+// ln(1 + e^(a·x))/a, x where a·x > b.
+fn op_softplus(x: f32, a: f32, b: f32) -> f32 {
+    let z = a * x;
+    return select(softplus(z) / a, x, z > b);
+}
+fn op_softplus_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let z = a * x;
+    return select(g * sigmoid_pair(z).x, g, z > b);
+}
+
+// x for x > 0, a·(eˣ − 1) otherwise.
+fn op_elu(x: f32, a: f32, b: f32) -> f32 {
+    return select(a * expm1_neg(x), x, x > 0.0);
+}
+fn op_elu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(g * a * exp(x), g, x > 0.0);
+}
+
+// x·min(max(x + 3, 0), 6)/6 (NaN at −Inf, as PyTorch's).
+fn op_hardswish(x: f32, a: f32, b: f32) -> f32 {
+    return x * min(max(x + 3.0, 0.0), 6.0) / 6.0;
+}
+fn op_hardswish_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(select(g * (x / 3.0 + 0.5), g, x > 3.0), 0.0, x < -3.0);
+}
+
+// x·tanh(softplus(x)); its gradient t + x·σ(x)·(1 − t²), 1 − t² as tanh's.
+fn op_mish(x: f32, a: f32, b: f32) -> f32 {
+    return x * op_tanh(softplus(x), a, b);
+}
+fn op_mish_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    let sp = softplus(x);
+    return g * (op_tanh(sp, a, b) + x * sigmoid_pair(x).x * op_tanh_grad(sp, 1.0, a, b));
+}
+
 // Clamped to [a, b]; the gradient passes where a ≤ x ≤ b.
 fn op_clip(x: f32, a: f32, b: f32) -> f32 {
     return min(max(x, a), b);

@@ -307,6 +307,8 @@ func TestLabelsOutOfRange(t *testing.T) {
 				}},
 				{"ops.NLLLoss", func(y *tensor.Tensor) *tensor.Tensor { return ops.NLLLoss(logits, y, ops.SumReduction) }},
 				{"ops.NLLLossBackward", func(y *tensor.Tensor) *tensor.Tensor { return ops.NLLLossBackward(logits, y, g, ops.SumReduction) }},
+				{"ops.OneHot", func(y *tensor.Tensor) *tensor.Tensor { return ops.OneHot(y, 3, device.Float32) }},
+				{"ops.IndexSelect", func(y *tensor.Tensor) *tensor.Tensor { return ops.IndexSelect(logits, 1, y) }},
 			} {
 				_, err := tt.run(bad).Float32s()
 				var ie *device.IndexError

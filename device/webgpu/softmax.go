@@ -26,6 +26,18 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 	return false
 }
 
+// dispatchRows records kernel k with one workgroup a row: rows of them,
+// spread over y where there are more than maxGroups, with fewer than a
+// column of workgroups past the last.
+func (d *Device) dispatchRows(k *kernel, rows int, params []uint32, bufs ...*buffer) {
+	gy := groupsOf(rows, maxGroups)
+	if gy > maxGroups {
+		d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, rows, maxGroups, maxGroups))
+		return
+	}
+	d.dispatch(k, uint32(groupsOf(rows, gy)), uint32(gy), params, bufs...)
+}
+
 // softmaxUnroll is the vec4s per invocation of the softmax's apply pass
 // over rows of a multiple of 4·softmaxUnroll elements.
 const softmaxUnroll = 8
@@ -72,14 +84,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		if k == nil {
 			return // the failure is recorded
 		}
-		// One workgroup a row, spread over y where there are more than
-		// maxGroups rows, with fewer than gy workgroups past the last.
-		gy := groupsOf(count, maxGroups)
-		if gy > maxGroups {
-			d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, count, maxGroups, maxGroups))
-			return
-		}
-		d.dispatch(k, uint32(groupsOf(count, gy)), uint32(gy), []uint32{uint32(count)}, append(in, out)...)
+		d.dispatchRows(k, count, []uint32{uint32(count)}, append(in, out)...)
 		return
 	}
 	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0, "F16": st.native()}

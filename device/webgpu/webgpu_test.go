@@ -208,7 +208,7 @@ func TestValidationErrorReportedOnceThenRecovers(t *testing.T) {
 	d := fresh(t)
 	x := tensor.Must(tensor.FromFloat32(d, []float32{-1, 2, -3, 4}, 4))
 	// The same buffer as input and output of one dispatch is invalid.
-	d.Unary(device.Relu, x.Buffer(), x.Buffer())
+	d.Unary("relu", x.Buffer(), x.Buffer())
 	err := d.Sync()
 	if err == nil || !strings.Contains(err.Error(), "kernel unary/relu") {
 		t.Fatalf("Sync after an invalid dispatch: %v; want an error naming kernel unary/relu", err)

@@ -1,0 +1,28 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+)
+
+// Cumsum sets dst to the running sums of x along axis (device.Scanner).
+func (d *Device) Cumsum(dst, x device.Buffer, shape []int, axis int, reverse bool) {
+	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Cumsum(b[0], b[1], shape, axis, reverse) }, dst, x) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	count, n, inner := rows(shape, axis)
+	if count == 0 || n == 0 {
+		return
+	}
+	st := d.storeOf(d.buf(x).dt)
+	k := d.kernel(fmt.Sprintf("scan/reverse=%v/%s", reverse, st), "scan", map[string]any{"Reverse": reverse, "F16": st.native()}, flags(1, 1)...)
+	if !d.rowLimit(k, n) {
+		return
+	}
+	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(x), d.buf(dst))
+}

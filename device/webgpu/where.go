@@ -1,0 +1,25 @@
+//go:build cgo
+
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+)
+
+// Where sets dst[i] = a[i] where cond[i] ≠ 0, else b[i] (device.Selector).
+func (d *Device) Where(dst, cond, a, b device.Buffer) {
+	if !d.native(dst, cond, a, b) && d.widen(1, func(w []device.Buffer) { d.Where(w[0], w[1], w[2], w[3]) }, dst, cond, a, b) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.buf(dst)
+	if out.n == 0 {
+		return
+	}
+	st := d.storeOf(out.dt)
+	k := d.kernel(fmt.Sprintf("where/%s", st), "where", map[string]any{"F16": st.native()}, flags(3, 1)...)
+	d.runItems(k, 1, itemBytes(false, st), []uint32{uint32(out.n)}, d.buf(cond), d.buf(a), d.buf(b), out)
+}

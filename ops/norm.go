@@ -1,0 +1,270 @@
+package ops
+
+import (
+	"math"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// The normalisations: each op's functions, table entry and second-order
+// rule. They normalise x over its last axes, those of a normalized shape,
+// with the norm kernel family (device.Normalizer), then apply the
+// optional elementwise affine transform with the broadcasting kernels.
+
+// norms are the normalisation ops, in the coverage table's order.
+var norms = []*Op{
+	{Name: "layer_norm", Grad: normRule(true), Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
+		Forward: func(in []*T, a Attrs) *T { return LayerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := LayerNormBackward(in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps)
+			return []*T{gx, gw, gb}[:len(in)]
+		},
+		Cases: normCases(true)},
+	{Name: "rms_norm", Grad: normRule(false), Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
+		Forward: func(in []*T, a Attrs) *T { return RMSNorm(in[0], a.Shape, opt(in, 1), a.Eps) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw := RMSNormBackward(in[0], a.Shape, opt(in, 1), g, a.Eps)
+			return []*T{gx, gw}[:len(in)]
+		},
+		Cases: normCases(false)},
+}
+
+// opt returns in[i], or nil where there are not so many inputs.
+func opt(in []*T, i int) *T {
+	if i < len(in) {
+		return in[i]
+	}
+	return nil
+}
+
+// DefaultLayerNormEps is PyTorch's default eps for LayerNorm.
+const DefaultLayerNormEps = 1e-5
+
+// normArgs checks a normalisation's arguments and returns x's device and
+// dtype and its rows and row length.
+func normArgs(op string, x *T, shape []int, w, b *T, eps float64) (dev device.Device, dt device.DType, rows, n int) {
+	ts := []*T{x}
+	for _, p := range []*T{w, b} {
+		if p != nil {
+			ts = append(ts, p)
+		}
+	}
+	dev = operands(op, ts...)
+	dt = floats(op, ts...)
+	xs := x.Shape()
+	if len(shape) == 0 || len(shape) > len(xs) || !slices.Equal(xs[len(xs)-len(shape):], shape) {
+		tensor.Panicf(op, tensor.ErrShape, "normalized shape %v for x of shape %v; want one or more of x's last dimensions", shape, xs)
+	}
+	for _, p := range []struct {
+		name string
+		t    *T
+	}{{"weight", w}, {"bias", b}} {
+		if p.t != nil {
+			sameShape(op, p.name, p.t, shape)
+		}
+	}
+	if !(eps >= 0) || math.IsInf(eps, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "eps %v; want a finite eps ≥ 0", eps)
+	}
+	n = device.Numel(shape)
+	return dev, dt, device.Numel(xs[:len(xs)-len(shape)]), n
+}
+
+// normalize returns x normalised over the normalized shape, before the
+// affine transform.
+func normalize(op string, x *T, shape []int, w, b *T, eps float64, center bool) *T {
+	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
+	out, ok := output(dev, dt, x.Shape(), x)
+	if ok && rows*n > 0 {
+		dev.Norm(out.Buffer(), x.Buffer(), rows, n, eps, center)
+		keep(out, x)
+	}
+	return out
+}
+
+// affine returns xh·w + b (w, b may be nil), releasing xh.
+func affine(xh, w, b *T) *T {
+	y := xh
+	if w != nil {
+		y = Mul(xh, w)
+		xh.Release()
+	}
+	if b != nil {
+		z := Add(y, b)
+		y.Release()
+		y = z
+	}
+	return y
+}
+
+// normBackward returns the gradients of a normalisation: for x through
+// the norm kernel, for w the sum of g·x̂ and for b the sum of g over the
+// leading axes (nil for a nil w or b).
+func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool) (gx, gw, gb *T) {
+	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
+	operands(op, x, g)
+	floats(op, x, g)
+	sameShape(op, "upstream gradient", g, x.Shape())
+	if dt == device.Float16 && (w != nil || b != nil) {
+		// In float32, each gradient rounded once.
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = normBackward(op, in[0], shape, in[1], in[2], in[3], eps, center)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
+	gh := g
+	if w != nil {
+		gh = Mul(g, w)
+		defer gh.Release()
+	}
+	gx, ok := output(dev, dt, x.Shape(), x, gh)
+	if ok && rows*n > 0 {
+		dev.NormGrad(gx.Buffer(), x.Buffer(), gh.Buffer(), rows, n, eps, center)
+		keep(gx, x, gh)
+	}
+	if w != nil {
+		xh := normalize(op, x, shape, nil, nil, eps, center)
+		gxh := Mul(g, xh)
+		xh.Release()
+		gw = SumTo(gxh, shape)
+		gxh.Release()
+	}
+	if b != nil {
+		gb = SumTo(g, shape)
+	}
+	return gx, gw, gb
+}
+
+// LayerNorm returns PyTorch's layer_norm: x normalised over its last
+// axes, those of the normalized shape, to zero mean and unit (biased)
+// variance, (x − mean)/√(var + eps), then times w and plus b, each of the
+// normalized shape or nil. eps must be finite and ≥ 0
+// (DefaultLayerNormEps is PyTorch's default).
+func LayerNorm(x *T, shape []int, w, b *T, eps float64) *T {
+	const op = "ops.LayerNorm"
+	if _, dt, _, _ := normArgs(op, x, shape, w, b, eps); dt == device.Float16 && (w != nil || b != nil) {
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(LayerNorm(in[0], shape, in[1], in[2], eps))
+	}
+	return affine(normalize(op, x, shape, w, b, eps, true), w, b)
+}
+
+// LayerNormBackward returns the gradients of LayerNorm for x, w and b
+// (nil for a nil w or b).
+func LayerNormBackward(x *T, shape []int, w, b, g *T, eps float64) (gx, gw, gb *T) {
+	return normBackward("ops.LayerNormBackward", x, shape, w, b, g, eps, true)
+}
+
+// RMSNorm returns PyTorch's rms_norm: x/√(mean(x²) + eps) over its last
+// axes, those of the normalized shape, times w (of the normalized shape,
+// or nil). eps must be finite and ≥ 0; PyTorch's default is the dtype's
+// machine epsilon (2⁻²³ for float32).
+func RMSNorm(x *T, shape []int, w *T, eps float64) *T {
+	const op = "ops.RMSNorm"
+	if _, dt, _, _ := normArgs(op, x, shape, w, nil, eps); dt == device.Float16 && w != nil {
+		in, done := wide32(x, w)
+		defer done()
+		return narrow16(RMSNorm(in[0], shape, in[1], eps))
+	}
+	return affine(normalize(op, x, shape, w, nil, eps, false), w, nil)
+}
+
+// RMSNormBackward returns the gradients of RMSNorm for x and w (nil for a
+// nil w).
+func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
+	gx, gw, _ = normBackward("ops.RMSNormBackward", x, shape, w, nil, g, eps, false)
+	return gx, gw
+}
+
+// normRule is a normalisation's backward in table ops: with x̂ = (x − μ)·ρ,
+// ρ = (var + eps)^−½ and ĝ = g·w, the gradient of x is
+// ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) (without μ and mean(ĝ) for rms_norm), of
+// w the sum of g·x̂ and of b the sum of g.
+func normRule(center bool) Rule {
+	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+		r := rb{b}
+		x := in[0]
+		rank := len(x.Shape())
+		var axes []int
+		for ax := rank - len(a.Shape); ax < rank; ax++ {
+			axes = append(axes, ax)
+		}
+		mean := func(v Value) Value { return r.op("mean", Attrs{Axes: axes, Keepdims: true}, v) }
+		xc := x
+		if center {
+			xc = r.sub(x, mean(x))
+		}
+		v := mean(r.mul(xc, xc))
+		rho := r.op("pow_scalar", Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, a.Eps)))
+		xh := r.mul(xc, rho)
+		gh := g
+		if len(in) > 1 {
+			gh = r.mul(g, in[1])
+		}
+		d := r.sub(gh, r.mul(xh, mean(r.mul(gh, xh))))
+		if center {
+			d = r.sub(d, mean(gh))
+		}
+		grads := []Value{r.mul(rho, d)}
+		if len(in) > 1 {
+			grads = append(grads, r.sumTo(r.mul(g, xh), a.Shape))
+		}
+		if len(in) > 2 {
+			grads = append(grads, r.sumTo(g, a.Shape))
+		}
+		return grads
+	}
+}
+
+// normCases are the parity cases of layer_norm (center) or rms_norm.
+func normCases(center bool) []Case {
+	dom := anyReal
+	eps := DefaultLayerNormEps
+	if !center {
+		// x/|x| near 0: keep the single-element rows away from it.
+		dom = Domain{Lo: -2, Hi: 2, Kinks: []float64{0}, Gap: 0.3}
+		eps = 0x1p-23
+	}
+	c := func(x, norm []int, params int, e float64) Case {
+		in := []Input{{Shape: x, Domain: dom}}
+		name := ShapeName(x) + " over " + ShapeName(norm)
+		for i := range params {
+			in = append(in, Input{Shape: norm, Domain: Domain{Lo: 0.5, Hi: 1.5}})
+			if i == 0 {
+				name += " w"
+			} else {
+				name += " b"
+			}
+		}
+		return Case{Name: name, Inputs: in, Attrs: Attrs{Shape: norm, Eps: e}}
+	}
+	params := 2
+	if !center {
+		params = 1
+	}
+	cs := []Case{
+		c(sh(3, 5), sh(5), 0, eps),
+		c(sh(3, 5), sh(5), params, eps),
+		c(sh(2, 3, 4), sh(3, 4), params, eps),
+		c(sh(2, 3, 4), sh(2, 3, 4), 1, eps),
+		c(sh(4, 1), sh(1), params, eps),
+		c(sh(0, 5), sh(5), params, eps),
+		c(sh(7), sh(7), 0, eps),
+	}
+	wide := c(sh(3, 6), sh(6), params, 0.1)
+	wide.Name = "(3,6) over (6,) eps=0.1"
+	big := c(sh(129, 128), sh(128), params, eps)
+	big.NoFD = true
+	// Rows a workgroup holds in registers (WebGPU's one-pass kernel): a
+	// whole number of vec4s an invocation, and not.
+	long := c(sh(9, 1024), sh(1024), params, eps)
+	ragged := c(sh(5, 532), sh(532), 0, eps)
+	long.NoFD, ragged.NoFD = true, true
+	special := c(sh(3, 5), sh(5), params, eps)
+	special.Name, special.NoFD = "special values (3,5) over (5,)", true
+	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	return append(cs, wide, big, long, ragged, special)
+}

@@ -1,0 +1,153 @@
+{{- if eq .Stage "row"}}
+// The norm family in one pass: a workgroup of {{.W}} invocations a row of
+// {{.Quads}} vec4s, each invocation holding {{.V}} of them (row entries lid,
+// lid + {{.W}}, …) in registers while the workgroup reduces the row's sums
+// through {{.Group}} operations: every input is read once. The row is
+// normalised {{if .Center}}to zero mean and unit variance{{else}}to unit root mean square{{end}}, accumulating in
+// f32{{if .Grad}}; this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}. p[0] = rows, p[1] = eps (f32 bits).
+@group(0) @binding(1) var<storage, read> x: array<E4>;
+{{- if .Grad}}
+@group(0) @binding(2) var<storage, read> g: array<E4>;
+@group(0) @binding(3) var<storage, read_write> out: array<E4>;
+{{- else}}
+@group(0) @binding(2) var<storage, read_write> out: array<E4>;
+{{- end}}
+{{- $sub := eq .Group "subgroup"}}
+{{- $n := printf "%d.0" (mul .Quads 4)}}
+var<workgroup> part: array<f32, {{.W}}>;
+{{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
+
+{{template "row_main" dict "W" .W "Quads" .Quads "Sub" $sub}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- $at := printf "base + %du" (mul $v $.W)}}
+{{- if $g}}
+    let {{$g}} = lid + {{mul $v $.W}}u < {{$.Quads}}u;
+    var x{{$v}} = vec4<f32>(0.0);
+{{- if $.Grad}}
+    var g{{$v}} = vec4<f32>(0.0);
+{{- end}}
+    if ({{$g}}) {
+        x{{$v}} = vec4<f32>(x[{{$at}}]);
+{{- if $.Grad}}
+        g{{$v}} = vec4<f32>(g[{{$at}}]);
+{{- end}}
+    }
+{{- else}}
+    let x{{$v}} = vec4<f32>(x[{{$at}}]);
+{{- if $.Grad}}
+    let g{{$v}} = vec4<f32>(g[{{$at}}]);
+{{- end}}
+{{- end}}
+{{- end}}
+{{- if .Center}}
+    var acc = x0;
+{{- range $v := seq .V}}{{if $v}}
+    acc += x{{$v}};
+{{- end}}{{end}}
+    let mu = row_sum(acc.x + acc.y + acc.z + acc.w, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
+{{- else}}
+    let mu = 0.0;
+{{- end}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+    let d{{$v}} = {{if $g}}select(vec4<f32>(0.0), x{{$v}} - vec4<f32>(mu), {{$g}}){{else}}x{{$v}} - vec4<f32>(mu){{end}};
+{{- end}}
+    var q = dot(d0, d0);
+{{- range $v := seq .V}}{{if $v}}
+    q += dot(d{{$v}}, d{{$v}});
+{{- end}}{{end}}
+    let rho = 1.0 / sqrt(row_sum(q, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}} + pf(1u));
+{{- if .Grad}}
+{{- if .Center}}
+    var ga = g0;
+{{- range $v := seq .V}}{{if $v}}
+    ga += g{{$v}};
+{{- end}}{{end}}
+    let mg = row_sum(ga.x + ga.y + ga.z + ga.w, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
+{{- else}}
+    let mg = 0.0;
+{{- end}}
+    var gx = dot(g0, d0);
+{{- range $v := seq .V}}{{if $v}}
+    gx += dot(g{{$v}}, d{{$v}});
+{{- end}}{{end}}
+    // mean(g·x̂) = ρ·mean(g·d).
+    let mgx = rho * row_sum(gx, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
+{{- end}}
+    if (!live) {
+        return;
+    }
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- $at := printf "base + %du" (mul $v $.W)}}
+{{- $val := printf "d%d * rho" $v}}
+{{- if $.Grad}}{{$val = printf "rho * (g%d - vec4<f32>(mg) - d%d * rho * mgx)" $v $v}}{{end}}
+{{- if $g}}
+    if ({{$g}}) {
+        out[{{$at}}] = to_e4({{$val}});
+    }
+{{- else}}
+    out[{{$at}}] = to_e4({{$val}});
+{{- end}}
+{{- end}}
+}
+{{- else}}
+// The norm family (layer_norm, rms_norm): one invocation per row of n
+// contiguous elements; p[0] = rows, p[1] = n, p[2] = eps (f32 bits).
+// Each row is normalised {{if .Center}}to zero mean and {{end}}to unit {{if .Center}}variance{{else}}root mean square{{end}}, accumulating in f32{{if .Grad}};
+// this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}.
+@group(0) @binding(1) var<storage, read> x: array<E>;
+{{- if .Grad}}
+@group(0) @binding(2) var<storage, read> g: array<E>;
+@group(0) @binding(3) var<storage, read_write> out: array<E>;
+{{- else}}
+@group(0) @binding(2) var<storage, read_write> out: array<E>;
+{{- end}}
+
+// stats returns the mean{{if not .Center}} (0){{end}} and ρ = 1/√(variance + eps) of the row at base.
+fn stats(base: u32, n: u32) -> vec2<f32> {
+    var mu = 0.0;
+{{- if .Center}}
+    var s = 0.0;
+    for (var j = 0u; j < n; j++) {
+        s += f32(x[base + j]);
+    }
+    mu = s / f32(n);
+{{- end}}
+    var v = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let d = f32(x[base + j]) - mu;
+        v += d * d;
+    }
+    return vec2<f32>(mu, 1.0 / sqrt(v / f32(n) + pf(2u)));
+}
+
+{{template "entry_64" "r"}}
+    if (r >= p[0]) {
+        return;
+    }
+    let n = p[1];
+    let base = r * n;
+    let st = stats(base, n);
+{{- if .Grad}}
+    var sg = 0.0;
+    var sgx = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let gj = f32(g[base + j]);
+        sg += gj;
+        sgx += gj * (f32(x[base + j]) - st.x) * st.y;
+    }
+{{- if not .Center}}
+    sg = 0.0;
+{{- end}}
+    let inv = 1.0 / f32(n);
+    for (var j = 0u; j < n; j++) {
+        let xh = (f32(x[base + j]) - st.x) * st.y;
+        out[base + j] = to_e(st.y * (f32(g[base + j]) - sg * inv - xh * sgx * inv));
+    }
+{{- else}}
+    for (var j = 0u; j < n; j++) {
+        out[base + j] = to_e((f32(x[base + j]) - st.x) * st.y);
+    }
+{{- end}}
+}
+
+{{- end}}
