@@ -103,6 +103,12 @@ func LayerNorm(x, w, b *Var, shape []int, eps float64) *Var {
 	return Apply("layer_norm", ops.Attrs{Shape: shape, Eps: eps}, affineInputs("autograd.LayerNorm", x, w, b)...)
 }
 
+// BatchNorm returns x (N, C, …) normalised per channel with the batch's
+// statistics, times w plus b ([C], either may be nil; b only with w).
+func BatchNorm(x, w, b *Var, eps float64) *Var {
+	return Apply("batch_norm", ops.Attrs{Eps: eps}, affineInputs("autograd.BatchNorm", x, w, b)...)
+}
+
 // RMSNorm returns x/√(mean(x²) + eps) over its last axes (shape), times w
 // (may be nil).
 func RMSNorm(x, w *Var, shape []int, eps float64) *Var {

@@ -142,6 +142,9 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return g * d
 		}},
+	"ndtr": {
+		func(x, _, _ float64) float64 { return phiCDF(x) },
+		func(x, g, _, _ float64) float64 { return g * phi(x) }},
 	"silu": {
 		func(x, _, _ float64) float64 { return x / (1 + math.Exp(-x)) },
 		func(x, g, _, _ float64) float64 {

@@ -1,9 +1,11 @@
 // Package nn holds layers for training with autograd: Linear, Conv2d,
-// MaxPool2d, AvgPool2d, Flatten, Dropout, LayerNorm, RMSNorm, the
-// activations as layers, and Sequential. Parameters are initialised as PyTorch's defaults do (Kaiming
-// uniform: weights and biases in ±1/√fan_in), from a seed, so a seed gives
-// the same network on every device. Layers run on their parameters'
-// device; Train switches Dropout between training and evaluation.
+// MaxPool2d, AvgPool2d, Flatten, Dropout, BatchNorm, LayerNorm, RMSNorm,
+// the activations as layers, and Sequential. Parameters are initialised
+// as PyTorch's defaults do (Kaiming uniform: weights and biases in
+// ±1/√fan_in; a normalisation's weight 1 and bias 0), from a seed, so a
+// seed gives the same network on every device. Layers run on their
+// parameters' device; Train switches Dropout and BatchNorm between
+// training and evaluation.
 package nn
 
 import (
@@ -189,6 +191,104 @@ func (l *NormLayer) Params() []*autograd.Var {
 	return []*autograd.Var{l.W, l.B}
 }
 
+// BatchNormLayer is PyTorch's BatchNorm1d or BatchNorm2d over the channels
+// (axis 1) of its input: in training, the batch's statistics normalise
+// and the running ones follow them with Momentum (the running variance
+// unbiased, as PyTorch); in evaluation, the running ones normalise. W
+// (weight) starts at ones and B (bias) at zeros.
+type BatchNormLayer struct {
+	W, B                    *autograd.Var
+	RunningMean, RunningVar *tensor.Tensor
+	NumBatchesTracked       int
+	Momentum, Eps           float64
+	Training                bool
+}
+
+// BatchNorm returns a batch normalisation of c channels, for inputs (N,
+// C) or (N, C, L) as BatchNorm1d, or (N, C, H, W) as BatchNorm2d, with
+// PyTorch's defaults: momentum 0.1, eps 1e-5, training.
+func BatchNorm(dev device.Device, dt device.DType, c int) (*BatchNormLayer, error) {
+	var ts [4]*tensor.Tensor
+	for i, v := range []float64{1, 0, 0, 1} {
+		t, err := tensor.Full(dev, dt, v, c)
+		if err != nil {
+			for _, u := range ts[:i] {
+				u.Release()
+			}
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return &BatchNormLayer{W: autograd.Leaf(ts[0], true), B: autograd.Leaf(ts[1], true), RunningMean: ts[2], RunningVar: ts[3],
+		Momentum: 0.1, Eps: ops.DefaultLayerNormEps, Training: true}, nil
+}
+
+// Forward normalises x. A float16 x (mixed precision) computes with
+// float16 copies of W and B; the running statistics stay in their dtype.
+func (l *BatchNormLayer) Forward(x *autograd.Var) *autograd.Var {
+	if !l.Training {
+		return l.eval(x)
+	}
+	y := autograd.BatchNorm(x, like(l.W, x), like(l.B, x), l.Eps)
+	l.track(x.Value())
+	return y
+}
+
+// track moves the running statistics toward x's, without a gradient.
+func (l *BatchNormLayer) track(x *tensor.Tensor) {
+	axes := make([]int, 0, x.Rank()-1)
+	for ax := range x.Rank() {
+		if ax != 1 {
+			axes = append(axes, ax)
+		}
+	}
+	dt := l.RunningMean.DType()
+	mean, variance := ops.MeanAxes(x, axes, false), ops.Var(x, axes, 1, false)
+	for _, s := range []struct {
+		run  **tensor.Tensor
+		stat *tensor.Tensor
+	}{{&l.RunningMean, mean}, {&l.RunningVar, variance}} {
+		stat := s.stat
+		if stat.DType() != dt {
+			stat = ops.Cast(s.stat, dt)
+			s.stat.Release()
+		}
+		keep := tensor.Must(tensor.Scalar(stat.Device(), dt, 1-l.Momentum))
+		part := ops.Mul(*s.run, keep)
+		ops.Axpy(part, stat, l.Momentum)
+		keep.Release()
+		stat.Release()
+		(*s.run).Release()
+		*s.run = part
+	}
+	l.NumBatchesTracked++
+}
+
+// eval returns (x − running mean)/√(running var + eps)·W + B.
+func (l *BatchNormLayer) eval(x *autograd.Var) *autograd.Var {
+	c := l.RunningMean.Len()
+	shape := make([]int, x.Value().Rank())
+	for i := range shape {
+		shape[i] = 1
+	}
+	shape[1] = c
+	eps := tensor.Must(tensor.Scalar(l.RunningVar.Device(), l.RunningVar.DType(), l.Eps))
+	ve := ops.Add(l.RunningVar, eps)
+	eps.Release()
+	rho := ops.PowScalar(ve, -0.5)
+	ve.Release()
+	stat := func(t *tensor.Tensor) *autograd.Var {
+		return like(autograd.Temp(t.Reshape(shape...)), x)
+	}
+	w, b := autograd.Reshape(like(l.W, x), shape...), autograd.Reshape(like(l.B, x), shape...)
+	xn := autograd.Mul(autograd.Sub(x, stat(l.RunningMean)), stat(rho))
+	rho.Release()
+	return autograd.Add(autograd.Mul(xn, w), b)
+}
+
+// Params returns W and B.
+func (l *BatchNormLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
+
 // SiLU is the SiLU (swish) layer, x·σ(x).
 var SiLU = Func(autograd.Silu)
 
@@ -294,11 +394,14 @@ func (s Sequential) Params() []*autograd.Var {
 }
 
 // Train sets training (true) or evaluation mode on the layers that have
-// one (Dropout).
+// one (Dropout, BatchNorm).
 func (s Sequential) Train(on bool) {
 	for _, l := range s {
-		if d, ok := l.(*DropoutLayer); ok {
-			d.Training = on
+		switch l := l.(type) {
+		case *DropoutLayer:
+			l.Training = on
+		case *BatchNormLayer:
+			l.Training = on
 		}
 	}
 }
@@ -316,17 +419,28 @@ func (s Sequential) ParamNames() []string {
 			for _, name := range []string{"weight", "bias"}[:len(l.Params())] {
 				names = append(names, fmt.Sprintf("%d.%s", i, name))
 			}
+		case *BatchNormLayer:
+			names = append(names, fmt.Sprintf("%d.weight", i), fmt.Sprintf("%d.bias", i))
 		}
 	}
 	return names
 }
 
-// StateDict returns the parameters' tensors by their ParamNames.
+// StateDict returns the parameters' tensors by their ParamNames, and a
+// BatchNorm's running statistics as PyTorch names them:
+// "<index>.running_mean" and "<index>.running_var". (PyTorch's
+// num_batches_tracked, an int64, is the layer's NumBatchesTracked.)
 func (s Sequential) StateDict() map[string]*tensor.Tensor {
 	d := map[string]*tensor.Tensor{}
 	names := s.ParamNames()
 	for i, p := range s.Params() {
 		d[names[i]] = p.Value()
+	}
+	for i, l := range s {
+		if bn, ok := l.(*BatchNormLayer); ok {
+			d[fmt.Sprintf("%d.running_mean", i)] = bn.RunningMean
+			d[fmt.Sprintf("%d.running_var", i)] = bn.RunningVar
+		}
 	}
 	return d
 }

@@ -214,3 +214,82 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// TestBatchNorm checks BatchNorm against PyTorch's rules: in training the
+// output is normalised per channel with the batch's statistics and the
+// running ones move by the momentum (the variance unbiased); in
+// evaluation the running ones normalise; state_dict names.
+func TestBatchNorm(t *testing.T) {
+	dev := cpu.New()
+	bn, err := nn.BatchNorm(dev, device.Float64, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := nn.Sequential{bn}
+	const n, c, hw = 4, 3, 5
+	xt := tensor.Must(tensor.Uniform(dev, device.Float64, -2, 3, 9, n, c, hw))
+	xs, _ := xt.Float64s()
+	x := autograd.Leaf(xt, true)
+	y, err := model.Forward(x).Value().Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := bn.RunningMean.Float64s()
+	rv, _ := bn.RunningVar.Float64s()
+	for ch := range c {
+		var vals, outs []float64
+		for i := range n {
+			for j := range hw {
+				k := (i*c+ch)*hw + j
+				vals, outs = append(vals, xs[k]), append(outs, y[k])
+			}
+		}
+		mean, variance := meanVar(vals)
+		om, ov := meanVar(outs)
+		if math.Abs(om) > 1e-9 || math.Abs(ov-variance/(variance+1e-5)) > 1e-9 {
+			t.Errorf("channel %d: output mean %v, variance %v; want 0 and var/(var+eps)", ch, om, ov)
+		}
+		m := float64(len(vals))
+		if math.Abs(rm[ch]-0.1*mean) > 1e-12 || math.Abs(rv[ch]-(0.9+0.1*variance*m/(m-1))) > 1e-12 {
+			t.Errorf("channel %d: running mean %v, var %v; want %v, %v", ch, rm[ch], rv[ch], 0.1*mean, 0.9+0.1*variance*m/(m-1))
+		}
+	}
+	model.Train(false)
+	ye, err := model.Forward(x).Value().Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range xs {
+		ch := k / hw % c
+		if want := (v - rm[ch]) / math.Sqrt(rv[ch]+1e-5); math.Abs(ye[k]-want) > 1e-12 {
+			t.Fatalf("evaluation [%d] = %v; want %v", k, ye[k], want)
+		}
+	}
+	loss := autograd.Sum(autograd.Mul(model.Forward(x), model.Forward(x)))
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if bn.W.Grad() == nil || bn.B.Grad() == nil || x.Grad() == nil {
+		t.Error("evaluation: no gradient for W, B or x")
+	}
+	sd := model.StateDict()
+	for _, k := range []string{"0.weight", "0.bias", "0.running_mean", "0.running_var"} {
+		if sd[k] == nil {
+			t.Errorf("StateDict has no %q", k)
+		}
+	}
+	if bn.NumBatchesTracked != 1 {
+		t.Errorf("NumBatchesTracked = %d; want 1", bn.NumBatchesTracked)
+	}
+}
+
+// meanVar returns the mean and the biased variance of v.
+func meanVar(v []float64) (mean, variance float64) {
+	for _, x := range v {
+		mean += x / float64(len(v))
+	}
+	for _, x := range v {
+		variance += (x - mean) * (x - mean) / float64(len(v))
+	}
+	return mean, variance
+}

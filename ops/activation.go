@@ -19,16 +19,18 @@ var activations = []*Op{
 		Cases: unaryCases(offZero, specials, Attrs{Alpha: DefaultLeakySlope}, false,
 			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0.2}},
 			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0}})},
-	{Name: "prelu", Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
+	{Name: "prelu", Grad: preluRule, Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
 		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()},
 	unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
 		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false))).with(sigmoidRule),
 	unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
 		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero())).with(tanhRule),
 	unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
+		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())).with(geluRule),
 	unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())),
+		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())).with(geluTanhRule),
+	unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", Ndtr, NdtrBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false))).with(ndtrRule),
 	unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
 		unaryCases(moderate, specials, Attrs{}, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero())).with(siluRule),
 	{Name: "softplus", Grad: softplusRule, Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
@@ -58,6 +60,24 @@ var (
 	sigmoidRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		return r.mul(g, r.mul(y, r.sub(r.scalar(y, 1), y)))
 	})
+	// Φ(x) + x·φ(x).
+	geluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		return r.mul(g, r.add(r.un("ndtr", x), r.mul(x, normalDensity(r, x))))
+	})
+	// ½(1 + t) + ½x·(1 − t²)·u′, t = tanh u, u = k(x + 0.044715x³),
+	// u′ = k(1 + 3·0.044715x²), k = √(2/π).
+	geluTanhRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
+		const k = 0.7978845608028654
+		x2 := r.mul(x, x)
+		u := r.scale(r.add(x, r.scale(r.mul(x, x2), 0.044715)), k)
+		t := r.un("tanh", u)
+		one := r.scalar(x, 1)
+		du := r.scale(r.add(one, r.scale(x2, 3*0.044715)), k)
+		d := r.add(r.scale(r.add(one, t), 0.5), r.mul(r.scale(x, 0.5), r.mul(r.sub(one, r.mul(t, t)), du)))
+		return r.mul(g, d)
+	})
+	// φ(x).
+	ndtrRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, normalDensity(r, x)) })
 	// σ(x)·(1 + x·(1 − σ(x))).
 	siluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		s := r.un("sigmoid", x)
@@ -188,6 +208,41 @@ func complement(m *tensor.Tensor) *tensor.Tensor {
 func withAttrs(c Case, a Attrs) Case {
 	c.Attrs = a
 	return c
+}
+
+// normalDensity returns φ(x) = e^(−x²/2)/√(2π) in table ops.
+func normalDensity(r rb, x Value) Value {
+	return r.scale(r.un("exp", r.scale(r.mul(x, x), -0.5)), 0.3989422804014327)
+}
+
+// preluRule is prelu's backward in table ops: g where x > 0 and alpha·g
+// elsewhere for x; the sum of g·x where x ≤ 0 for alpha (a constant mask
+// of x's sign).
+func preluRule(b Builder, in []Value, _, g Value, _ Attrs) []Value {
+	r := rb{b}
+	x, alpha := in[0], in[1]
+	as := alpha.Shape()
+	view := []int{}
+	if device.Numel(as) != 1 || len(as) > 1 {
+		view = ones(len(x.Shape()) - 1)
+		view[0] = as[0]
+	}
+	av := r.reshape(alpha, view)
+	pos := above(b.Tensor(x), 1, 0)
+	neg := b.Const(complement(pos))
+	gx := r.mul(g, r.add(b.Const(pos), r.mul(neg, av)))
+	ga := r.reshape(r.sumTo(r.mul(g, r.mul(neg, x)), view), as)
+	return []Value{gx, ga}
+}
+
+// Ndtr returns Φ(x), the standard normal distribution function, as
+// torch.special.ndtr: erfc(−x/√2)/2 (WGSL's erfc a Chebyshev fit with a
+// relative error below 1.2e-7).
+func Ndtr(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Ndtr", "ndtr", x) }
+
+// NdtrBackward returns the gradient of Ndtr: g·φ(x), φ(x) = e^(−x²/2)/√(2π).
+func NdtrBackward(x, g *tensor.Tensor) *tensor.Tensor {
+	return unaryGrad("ops.NdtrBackward", "ndtr", x, g)
 }
 
 // Silu returns x·σ(x) (swish), as PyTorch's silu: NaN at −Inf.

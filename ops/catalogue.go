@@ -27,7 +27,7 @@ var (
 
 // catalogue is the table of every op, in the coverage table's order;
 // Table returns it. Each group of ops is defined with its functions.
-var catalogue = slices.Concat(elementwise, extrema, activations, others, conv1ds, statistics, scans, norms, selections, indexing)
+var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing)
 
 // elementwise are the arithmetic and elementwise math.
 var elementwise = []*Op{
@@ -97,11 +97,15 @@ var others = []*Op{
 		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf})).with(bceRule),
 	lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
 		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf})).with(bceLogitsRule),
-	classOp("cross_entropy", "from logits (N×C), int32 class indices or probabilities; via logsumexp.", CrossEntropyLoss,
-		func(x, t, g *T, r Reduction) []*T {
-			gx, gt := CrossEntropyLossBackward(x, t, g, r)
+	{Name: "cross_entropy", Grad: classRule(true), Family: "softmax", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution.",
+		Forward: func(in []*T, a Attrs) *T {
+			return CrossEntropyLossSmoothed(in[0], in[1], a.Reduction, a.LabelSmoothing)
+		},
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gt := CrossEntropyLossSmoothedBackward(in[0], in[1], g, a.Reduction, a.LabelSmoothing)
 			return []*T{gx, gt}
-		}, crossEntropyCases()).with(classRule(true)),
+		},
+		Cases: append(crossEntropyCases(), smoothingCases()...)},
 	classOp("nll", "−logp[i, y_i] with int32 class indices.", NLLLoss,
 		func(x, t, g *T, r Reduction) []*T { return []*T{NLLLossBackward(x, t, g, r), nil} },
 		classCases(Domain{Lo: -5, Hi: 0}, false)).with(classRule(false)),

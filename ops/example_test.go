@@ -3,6 +3,7 @@ package ops_test
 import (
 	"fmt"
 	"log"
+	"math"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
@@ -182,4 +183,54 @@ func ExampleConv2d() {
 	// Tensor([1 1 2 2], float32, cpu)
 	// [[[[5 6]
 	//    [8 9]]]]
+}
+
+func ExampleLayerNorm() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// Each row of 4 is normalised to zero mean and unit variance, then
+	// scaled by w and shifted by b; a constant row normalises to 0.
+	x := tensor.Must(tensor.FromFloat64(dev, []float64{1, 2, 3, 4, 10, 10, 10, 10}, 2, 4))
+	defer x.Release()
+	w := tensor.Must(tensor.Full(dev, device.Float64, 2, 4))
+	defer w.Release()
+	b := tensor.Must(tensor.Full(dev, device.Float64, 1, 4))
+	defer b.Release()
+	y := ops.LayerNorm(x, []int{4}, w, b, ops.DefaultLayerNormEps)
+	defer y.Release()
+	v, _ := y.Float64s()
+	fmt.Printf("%.4f\n", v)
+	// Output:
+	// [-1.6833 0.1056 1.8944 3.6833 1.0000 1.0000 1.0000 1.0000]
+}
+
+func ExampleMaskedFill() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+
+	// A causal attention mask: scores above the diagonal become −Inf, so
+	// that a softmax gives them no weight.
+	scores := tensor.Must(tensor.Zeros(dev, device.Float32, 3, 3))
+	defer scores.Release()
+	ones := tensor.Must(tensor.Ones(dev, device.Float32, 3, 3))
+	defer ones.Release()
+	future := ops.Triu(ones, 1)
+	defer future.Release()
+	masked := ops.MaskedFill(scores, future, math.Inf(-1))
+	defer masked.Release()
+	p := ops.Softmax(masked, -1)
+	defer p.Release()
+	fmt.Println(p)
+	// Output:
+	// Tensor([3 3], float32, cpu)
+	// [[1 0 0]
+	//  [0.5 0.5 0]
+	//  [0.333333 0.333333 0.333333]]
 }

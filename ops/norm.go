@@ -29,6 +29,177 @@ var norms = []*Op{
 			return []*T{gx, gw}[:len(in)]
 		},
 		Cases: normCases(false)},
+	{Name: "batch_norm", Grad: batchNormRule, Family: "reduce, binary", Doc: "training mode: (x − mean)/√(var + eps)·w + b per channel (axis 1) over every other axis, biased variance, w and b [C] optional; eps = 1e-5. nn.BatchNorm keeps the running statistics and evaluates with them.",
+		Forward: func(in []*T, a Attrs) *T { return BatchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := BatchNormBackward(in[0], opt(in, 1), opt(in, 2), g, a.Eps)
+			return []*T{gx, gw, gb}[:len(in)]
+		},
+		Cases: batchNormCases()},
+}
+
+// batchNormRule is batch_norm's backward in table ops (normGrads), over
+// every axis but the channels'.
+var batchNormRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+	axes, pshape := channelAxes(in[0].Shape())
+	return normGrads(rb{b}, in, g, axes, pshape, a.Eps, true)
+}
+
+// channelAxes returns the axes batch_norm reduces over for x of shape s
+// (N, C, …): all but 1; and the shape [1, C, 1, …] its parameters
+// broadcast as.
+func channelAxes(s []int) (axes, pshape []int) {
+	pshape = make([]int, len(s))
+	for ax := range s {
+		pshape[ax] = 1
+		if ax != 1 {
+			axes = append(axes, ax)
+		}
+	}
+	pshape[1] = s[1]
+	return axes, pshape
+}
+
+// batchNormArgs checks batch_norm's arguments.
+func batchNormArgs(op string, x, w, b *T, eps float64) (axes, pshape []int) {
+	ts := []*T{x}
+	for _, p := range []*T{w, b} {
+		if p != nil {
+			ts = append(ts, p)
+		}
+	}
+	operands(op, ts...)
+	floats(op, ts...)
+	if x.Rank() < 2 {
+		tensor.Panicf(op, tensor.ErrShape, "x of shape %v; want [N, C, …]", x.Shape())
+	}
+	for _, p := range []struct {
+		name string
+		t    *T
+	}{{"weight", w}, {"bias", b}} {
+		if p.t != nil {
+			sameShape(op, p.name, p.t, []int{x.Dim(1)})
+		}
+	}
+	if !(eps >= 0) || math.IsInf(eps, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "eps %v; want a finite eps ≥ 0", eps)
+	}
+	axes, pshape = channelAxes(x.Shape())
+	return axes, pshape
+}
+
+// view returns t reshaped to s (nil stays nil); the caller releases it.
+func view(t *T, s []int) *T {
+	if t == nil {
+		return nil
+	}
+	return t.Reshape(s...)
+}
+
+// batchStats returns x − mean and ρ = (var + eps)^−½ over axes, kept.
+func batchStats(x *T, axes []int, eps float64) (xc, rho *T) {
+	xc = centered(x, axes)
+	sq := Mul(xc, xc)
+	defer sq.Release()
+	v := MeanAxes(sq, axes, true)
+	defer v.Release()
+	e := scalarOf(v, eps)
+	defer e.Release()
+	ve := Add(v, e)
+	defer ve.Release()
+	return xc, PowScalar(ve, -0.5)
+}
+
+// BatchNorm returns PyTorch's batch_norm in training mode: x (N, C, …)
+// normalised per channel (axis 1) over every other axis with the batch's
+// mean and biased variance, (x − mean)/√(var + eps), times w plus b (each
+// [C] or nil). On float16 it computes in float32 and rounds once. The
+// running statistics and evaluation mode are nn.BatchNorm's.
+func BatchNorm(x, w, b *T, eps float64) *T {
+	const op = "ops.BatchNorm"
+	axes, pshape := batchNormArgs(op, x, w, b, eps)
+	if x.DType() == device.Float16 {
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(BatchNorm(in[0], in[1], in[2], eps))
+	}
+	xc, rho := batchStats(x, axes, eps)
+	defer xc.Release()
+	defer rho.Release()
+	wv, bv := view(w, pshape), view(b, pshape)
+	defer wv.Release()
+	defer bv.Release()
+	return affine(Mul(xc, rho), wv, bv)
+}
+
+// BatchNormBackward returns the gradients of BatchNorm for x, w and b (nil
+// for a nil w or b).
+func BatchNormBackward(x, w, b, g *T, eps float64) (gx, gw, gb *T) {
+	const op = "ops.BatchNormBackward"
+	axes, pshape := batchNormArgs(op, x, w, b, eps)
+	operands(op, x, g)
+	floats(op, x, g)
+	sameShape(op, "upstream gradient", g, x.Shape())
+	if x.DType() == device.Float16 {
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = BatchNormBackward(in[0], in[1], in[2], in[3], eps)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
+	xc, rho := batchStats(x, axes, eps)
+	defer xc.Release()
+	defer rho.Release()
+	xh := Mul(xc, rho)
+	defer xh.Release()
+	gh := g
+	if w != nil {
+		wv := view(w, pshape)
+		defer wv.Release()
+		gh = Mul(g, wv)
+		defer gh.Release()
+	}
+	mg := MeanAxes(gh, axes, true)
+	defer mg.Release()
+	ghx := Mul(gh, xh)
+	defer ghx.Release()
+	mgx := MeanAxes(ghx, axes, true)
+	defer mgx.Release()
+	t1 := Sub(gh, mg)
+	defer t1.Release()
+	t2 := Mul(xh, mgx)
+	defer t2.Release()
+	d := Sub(t1, t2)
+	defer d.Release()
+	gx = Mul(rho, d)
+	if w != nil {
+		gxh := Mul(g, xh)
+		defer gxh.Release()
+		gw = SumAxes(gxh, axes, false)
+	}
+	if b != nil {
+		gb = SumAxes(g, axes, false)
+	}
+	return gx, gw, gb
+}
+
+func batchNormCases() []Case {
+	c := func(x []int, params int) Case {
+		in := []Input{{Shape: x}}
+		name := ShapeName(x)
+		for i := range params {
+			in = append(in, Input{Shape: sh(x[1]), Domain: Domain{Lo: 0.5, Hi: 1.5}})
+			name += []string{" w", " b"}[i]
+		}
+		return Case{Name: name, Inputs: in, Attrs: Attrs{Eps: DefaultLayerNormEps}}
+	}
+	big := c(sh(16, 8, 16, 16), 2)
+	big.NoFD = true
+	special := c(sh(5, 3), 2)
+	special.Name, special.NoFD = "special values (5,3) w b", true
+	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	eps := c(sh(6, 2), 0)
+	eps.Name, eps.Attrs.Eps = eps.Name+" eps=0.5", 0.5
+	return []Case{c(sh(4, 3), 2), c(sh(2, 3, 4, 5), 2), c(sh(3, 2, 5), 0), c(sh(5, 4, 3, 3), 1), c(sh(0, 3), 2), eps, big, special}
 }
 
 // opt returns in[i], or nil where there are not so many inputs.
@@ -179,44 +350,50 @@ func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
 	return gx, gw
 }
 
-// normRule is a normalisation's backward in table ops: with x̂ = (x − μ)·ρ,
-// ρ = (var + eps)^−½ and ĝ = g·w, the gradient of x is
-// ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) (without μ and mean(ĝ) for rms_norm), of
-// w the sum of g·x̂ and of b the sum of g.
+// normRule is layer_norm's (center) or rms_norm's backward in table ops
+// (normGrads), over the trailing axes of the normalized shape.
 func normRule(center bool) Rule {
 	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
-		r := rb{b}
-		x := in[0]
-		rank := len(x.Shape())
+		rank := len(in[0].Shape())
 		var axes []int
 		for ax := rank - len(a.Shape); ax < rank; ax++ {
 			axes = append(axes, ax)
 		}
-		mean := func(v Value) Value { return r.op("mean", Attrs{Axes: axes, Keepdims: true}, v) }
-		xc := x
-		if center {
-			xc = r.sub(x, mean(x))
-		}
-		v := mean(r.mul(xc, xc))
-		rho := r.op("pow_scalar", Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, a.Eps)))
-		xh := r.mul(xc, rho)
-		gh := g
-		if len(in) > 1 {
-			gh = r.mul(g, in[1])
-		}
-		d := r.sub(gh, r.mul(xh, mean(r.mul(gh, xh))))
-		if center {
-			d = r.sub(d, mean(gh))
-		}
-		grads := []Value{r.mul(rho, d)}
-		if len(in) > 1 {
-			grads = append(grads, r.sumTo(r.mul(g, xh), a.Shape))
-		}
-		if len(in) > 2 {
-			grads = append(grads, r.sumTo(g, a.Shape))
-		}
-		return grads
+		return normGrads(rb{b}, in, g, axes, a.Shape, a.Eps, center)
 	}
+}
+
+// normGrads is a normalisation's backward in table ops over axes, with the
+// affine parameters in[1] and in[2] (if any) broadcast as pshape: with
+// x̂ = (x − μ)·ρ, ρ = (var + eps)^−½ and ĝ = g·w, the gradient of x is
+// ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) (without μ and mean(ĝ) unless center),
+// of w the sum of g·x̂ and of b the sum of g.
+func normGrads(r rb, in []Value, g Value, axes, pshape []int, eps float64, center bool) []Value {
+	x := in[0]
+	mean := func(v Value) Value { return r.op("mean", Attrs{Axes: axes, Keepdims: true}, v) }
+	xc := x
+	if center {
+		xc = r.sub(x, mean(x))
+	}
+	v := mean(r.mul(xc, xc))
+	rho := r.op("pow_scalar", Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, eps)))
+	xh := r.mul(xc, rho)
+	gh := g
+	if len(in) > 1 {
+		gh = r.mul(g, r.reshape(in[1], pshape))
+	}
+	d := r.sub(gh, r.mul(xh, mean(r.mul(gh, xh))))
+	if center {
+		d = r.sub(d, mean(gh))
+	}
+	grads := []Value{r.mul(rho, d)}
+	if len(in) > 1 {
+		grads = append(grads, r.reshape(r.sumTo(r.mul(g, xh), pshape), in[1].Shape()))
+	}
+	if len(in) > 2 {
+		grads = append(grads, r.reshape(r.sumTo(g, pshape), in[2].Shape()))
+	}
+	return grads
 }
 
 // normCases are the parity cases of layer_norm (center) or rms_norm.

@@ -377,6 +377,15 @@ func classRule(lsm bool) Rule {
 		if probs {
 			gt = r.mul(r.neg(r.op("log_softmax", Attrs{Axis: 1}, x)), gs)
 		}
+		if eps := a.LabelSmoothing; eps != 0 {
+			// The smoothed target (1 − ε)·t + ε/C: its log-probabilities'
+			// gradient gains −ε/C·g, and t's is (1 − ε) times.
+			c := float64(x.Shape()[1])
+			gl = r.sub(r.scale(gl, 1-eps), r.scale(gs, eps/c))
+			if probs {
+				gt = r.scale(gt, 1-eps)
+			}
+		}
 		sm := r.op("softmax", Attrs{Axis: 1}, x)
 		return []Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}
 	}

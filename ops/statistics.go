@@ -78,6 +78,20 @@ func scalarOf(like *T, v float64) *T {
 	return tensor.Must(tensor.Scalar(like.Device(), like.DType(), v))
 }
 
+// scaleBy returns x·k.
+func scaleBy(x *T, k float64) *T {
+	s := scalarOf(x, k)
+	defer s.Release()
+	return Mul(x, s)
+}
+
+// shiftBy returns x + k.
+func shiftBy(x *T, k float64) *T {
+	s := scalarOf(x, k)
+	defer s.Release()
+	return Add(x, s)
+}
+
 // centered returns x − mean(x) over axes (kept), on float32 or float64.
 func centered(x *T, axes []int) *T {
 	mu := MeanAxes(x, axes, true)

@@ -58,13 +58,17 @@ type Attrs struct {
 	// Correction is var's and std's: the divisor is N − Correction
 	// (PyTorch's default 1).
 	Correction float64
-	Reverse    bool      // cumsum: from the end of the axis (its gradient)
-	Diagonal   int       // tril, triu: the diagonal, 0 the main one
-	Classes    int       // one_hot: the number of classes
-	Lo, Hi     float64   // clip's bounds
-	Reduction  Reduction // losses
-	Shape      []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
-	Perm       []int     // permute: axis k of the result is axis Perm[k]
+	Reverse    bool    // cumsum: from the end of the axis (its gradient)
+	Diagonal   int     // tril, triu: the diagonal, 0 the main one
+	Classes    int     // one_hot: the number of classes
+	Delta      float64 // huber, smooth_l1 (PyTorch's beta): where the square turns linear
+	// LabelSmoothing is cross_entropy's ε: the target mixed with the
+	// uniform distribution, (1 − ε)·target + ε/C.
+	LabelSmoothing float64
+	Lo, Hi         float64   // clip's bounds
+	Reduction      Reduction // losses
+	Shape          []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
+	Perm           []int     // permute: axis k of the result is axis Perm[k]
 	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
 	// the axes Start…Stop, inclusive.
 	Start, Stop, Step int

@@ -169,7 +169,7 @@ func hostileInputs(in *fuzzin.Bytes, case_ []ops.Input) []inputSpec {
 		if device.Numel(s.Shape) > 4096 {
 			s.Shape = []int{7} // the large cases, made small
 		}
-		switch in.Next(0, 16) { // 0 (and no bytes left): the case's input
+		switch in.Next(0, 17) { // 0 (and no bytes left): the case's input
 		case 1:
 			if len(s.Shape) > 0 {
 				s.Shape[in.Next(0, len(s.Shape)-1)] = in.Next(0, 5)
@@ -254,6 +254,8 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 			a.Eps = v
 		case 16:
 			a.Correction, a.Diagonal, a.Reverse = v, h, !a.Reverse
+		case 17:
+			a.Delta, a.Classes, a.LabelSmoothing = v, h, fuzzin.Pick(in, hostileFloats...)
 		}
 	}
 	return a

@@ -198,6 +198,14 @@ fn op_gelu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return g * (cdf + select(x * pdf, 0.0, pdf == 0.0));
 }
 
+// Φ(x) = erfc(−x/√2)/2; its gradient φ(x) = e^(−x²/2)/√(2π).
+fn op_ndtr(x: f32, a: f32, b: f32) -> f32 {
+    return 0.5 * erfc_approx(-x * 0.7071067811865476);
+}
+fn op_ndtr_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return g * exp(-0.5 * x * x) * 0.3989422804014327;
+}
+
 // x/2·(1 + tanh(√(2/π)(x + 0.044715x³))).
 fn op_gelu_tanh(x: f32, a: f32, b: f32) -> f32 {
     let u = 0.7978845608028654 * (x + 0.044715 * x * x * x);

@@ -1,0 +1,274 @@
+package ops
+
+import (
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// The robust and divergence losses: each op's functions, table entry and
+// second-order rule, composed of the elementwise, selection and reduction
+// kernels; on float16 they compute in float32 and round once.
+
+// divergences are huber, smooth_l1 and kl_div, in the coverage table's
+// order.
+var divergences = []*Op{
+	{Name: "huber", Grad: huberRule(false), Family: "binary, where", Doc: "½d² where |d| < delta, delta·(|d| − ½delta) elsewhere, d = p − t, reduced; delta ≥ 0 (1: PyTorch's default).",
+		Forward: func(in []*T, a Attrs) *T { return HuberLoss(in[0], in[1], a.Delta, a.Reduction) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gp, gt := HuberLossBackward(in[0], in[1], g, a.Delta, a.Reduction)
+			return []*T{gp, gt}
+		},
+		Cases: robustCases()},
+	{Name: "smooth_l1", Grad: huberRule(true), Family: "binary, where", Doc: "huber divided by delta (PyTorch's beta), |d| for delta 0.",
+		Forward: func(in []*T, a Attrs) *T { return SmoothL1Loss(in[0], in[1], a.Delta, a.Reduction) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gp, gt := SmoothL1LossBackward(in[0], in[1], g, a.Delta, a.Reduction)
+			return []*T{gp, gt}
+		},
+		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0, Reduction: SumReduction}})},
+	{Name: "kl_div", Grad: klDivRule, Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
+		Forward: func(in []*T, a Attrs) *T { return KLDivLoss(in[0], in[1], a.Reduction) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gt := KLDivLossBackward(in[0], in[1], g, a.Reduction)
+			return []*T{gx, gt}
+		},
+		Cases: append(lossCases(Domain{Lo: -3, Hi: 0}, Domain{Lo: 0.05, Hi: 1}, []float64{nan, inf, -inf, 0, -1, -2}),
+			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: Attrs{Reduction: SumReduction}, NoFD: true})},
+}
+
+// huberRule is huber's (or smooth_l1's, divided by delta) backward in
+// table ops: d where |d| < delta and delta·sign(d) elsewhere (constant
+// masks of d), its negation for t.
+func huberRule(smooth bool) Rule {
+	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
+		d := r.sub(in[0], in[1])
+		small, sign := huberMasks(b.Tensor(d), a.Delta)
+		var gp Value
+		switch {
+		case smooth && a.Delta == 0:
+			gp = b.Const(sign)
+		default:
+			lin := b.Const(scaleBy(sign, a.Delta))
+			gp = r.add(r.mul(d, b.Const(small)), r.mul(lin, b.Const(complement(small))))
+			if smooth {
+				gp = r.scale(gp, 1/a.Delta)
+			}
+		}
+		gp = r.mul(gp, gs)
+		return []Value{gp, r.neg(gp)}
+	}
+}
+
+// klDivRule is kl_div's backward in table ops: −t for x; ln t + 1 − x for
+// t where t > 0, and 0 elsewhere (a constant mask; the rule serves
+// finite, positive targets).
+var klDivRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	r := rb{b}
+	gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
+	x, t := in[0], in[1]
+	pos := b.Const(above(b.Tensor(t), 1, 0))
+	gt := r.mul(r.add(r.sub(r.un("log", t), x), r.scalar(t, 1)), pos)
+	return []Value{r.mul(r.neg(t), gs), r.mul(gt, gs)}
+}
+
+// huberMasks returns, for d, 1 where |d| < delta (NaN at NaN) and 0
+// elsewhere, and sign(d).
+func huberMasks(d *T, delta float64) (small, sign *T) {
+	ad := Abs(d)
+	defer ad.Release()
+	return above(ad, -1, -delta), Sign(d)
+}
+
+func checkDelta(op string, delta float64) {
+	if !(delta >= 0) || delta > 1e30 {
+		tensor.Panicf(op, tensor.ErrArgument, "delta %v; want a finite delta ≥ 0", delta)
+	}
+}
+
+// huberPer returns the per-element huber losses, divided by delta for
+// smooth_l1 (|d| for delta 0).
+func huberPer(op string, p, t *T, delta float64, smooth bool) *T {
+	d := Sub(p, t)
+	defer d.Release()
+	ad := Abs(d)
+	if smooth && delta == 0 {
+		return ad
+	}
+	defer ad.Release()
+	small, sign := huberMasks(d, delta)
+	defer small.Release()
+	sign.Release()
+	sq := Mul(d, d)
+	defer sq.Release()
+	quad := scaleBy(sq, 0.5)
+	defer quad.Release()
+	shifted := shiftBy(ad, -delta/2)
+	defer shifted.Release()
+	lin := scaleBy(shifted, delta)
+	defer lin.Release()
+	per := Where(small, quad, lin)
+	if !smooth {
+		return per
+	}
+	defer per.Release()
+	return scaleBy(per, 1/delta)
+}
+
+// HuberLoss returns PyTorch's huber_loss of p against t (one shape):
+// ½d² where |d| < delta and delta·(|d| − ½delta) elsewhere, d = p − t,
+// reduced by r. delta must be finite and ≥ 0.
+func HuberLoss(p, t *T, delta float64, r Reduction) *T {
+	const op = "ops.HuberLoss"
+	elementLoss(op, p, t, r)
+	checkDelta(op, delta)
+	if p.DType() == device.Float16 {
+		in, done := wide32(p, t)
+		defer done()
+		return narrow16(HuberLoss(in[0], in[1], delta, r))
+	}
+	return reduceLoss(op, huberPer(op, p, t, delta, false), r)
+}
+
+// SmoothL1Loss returns PyTorch's smooth_l1_loss with beta = delta: the
+// huber loss divided by delta, |p − t| for delta 0.
+func SmoothL1Loss(p, t *T, delta float64, r Reduction) *T {
+	const op = "ops.SmoothL1Loss"
+	elementLoss(op, p, t, r)
+	checkDelta(op, delta)
+	if p.DType() == device.Float16 {
+		in, done := wide32(p, t)
+		defer done()
+		return narrow16(SmoothL1Loss(in[0], in[1], delta, r))
+	}
+	return reduceLoss(op, huberPer(op, p, t, delta, true), r)
+}
+
+// huberBackward returns the gradients of HuberLoss (SmoothL1Loss).
+func huberBackward(op string, p, t, g *T, delta float64, r Reduction, smooth bool) (gp, gt *T) {
+	elementLoss(op, p, t, r)
+	checkDelta(op, delta)
+	if p.DType() == device.Float16 {
+		in, done := wide32(p, t, g)
+		defer done()
+		gp, gt = huberBackward(op, in[0], in[1], in[2], delta, r, smooth)
+		return narrow16(gp), narrow16(gt)
+	}
+	ge := lossUpstream(op, g, p.Shape(), r)
+	defer ge.Release()
+	d := Sub(p, t)
+	defer d.Release()
+	small, sign := huberMasks(d, delta)
+	defer small.Release()
+	defer sign.Release()
+	var slope *T
+	if smooth && delta == 0 {
+		slope = scaleBy(sign, 1)
+	} else {
+		lin := scaleBy(sign, delta)
+		defer lin.Release()
+		slope = Where(small, d, lin)
+		if smooth {
+			s := scaleBy(slope, 1/delta)
+			slope.Release()
+			slope = s
+		}
+	}
+	defer slope.Release()
+	gp = Mul(slope, ge)
+	return gp, Neg(gp)
+}
+
+// HuberLossBackward returns the gradients of HuberLoss: d where |d| <
+// delta and delta·sign(d) elsewhere, times the upstream gradient, for p,
+// and its negation for t.
+func HuberLossBackward(p, t, g *T, delta float64, r Reduction) (gp, gt *T) {
+	return huberBackward("ops.HuberLossBackward", p, t, g, delta, r, false)
+}
+
+// SmoothL1LossBackward returns the gradients of SmoothL1Loss: those of
+// HuberLoss divided by delta, sign(d) for delta 0.
+func SmoothL1LossBackward(p, t, g *T, delta float64, r Reduction) (gp, gt *T) {
+	return huberBackward("ops.SmoothL1LossBackward", p, t, g, delta, r, true)
+}
+
+// KLDivLoss returns PyTorch's kl_div of log-probabilities x against
+// probabilities t (one shape, log_target false): t·ln t − t·x, with
+// t·ln t = 0 at t = 0 (xlogy), reduced by r (PyTorch's batchmean is
+// SumReduction divided by the batch size).
+func KLDivLoss(x, t *T, r Reduction) *T {
+	const op = "ops.KLDivLoss"
+	elementLoss(op, x, t, r)
+	if x.DType() == device.Float16 {
+		in, done := wide32(x, t)
+		defer done()
+		return narrow16(KLDivLoss(in[0], in[1], r))
+	}
+	lt := Log(t)
+	defer lt.Release()
+	tlt := Mul(t, lt)
+	defer tlt.Release()
+	zero := scalarOf(t, 0)
+	defer zero.Release()
+	pos := above(t, 1, 0)
+	defer pos.Release()
+	nz := complementNaN(pos, t)
+	defer nz.Release()
+	xlogy := Where(nz, tlt, zero)
+	defer xlogy.Release()
+	tx := Mul(t, x)
+	defer tx.Release()
+	return reduceLoss(op, Sub(xlogy, tx), r)
+}
+
+// complementNaN returns a mask true where t ≠ 0 (NaN included): pos (1
+// where t > 0) or t < 0 or NaN.
+func complementNaN(pos, t *T) *T {
+	neg := above(t, -1, 0)
+	defer neg.Release()
+	return Add(pos, neg)
+}
+
+// KLDivLossBackward returns the gradients of KLDivLoss: −t·g for x, and
+// (ln t + 1 − x)·g for t, 0 where t = 0.
+func KLDivLossBackward(x, t, g *T, r Reduction) (gx, gt *T) {
+	const op = "ops.KLDivLossBackward"
+	elementLoss(op, x, t, r)
+	if x.DType() == device.Float16 {
+		in, done := wide32(x, t, g)
+		defer done()
+		gx, gt = KLDivLossBackward(in[0], in[1], in[2], r)
+		return narrow16(gx), narrow16(gt)
+	}
+	ge := lossUpstream(op, g, x.Shape(), r)
+	defer ge.Release()
+	nt := Neg(t)
+	defer nt.Release()
+	gx = Mul(nt, ge)
+	lt := Log(t)
+	defer lt.Release()
+	d := Sub(lt, x)
+	defer d.Release()
+	d1 := shiftBy(d, 1)
+	defer d1.Release()
+	zero := scalarOf(t, 0)
+	defer zero.Release()
+	pos := above(t, 1, 0)
+	defer pos.Release()
+	nz := complementNaN(pos, t)
+	defer nz.Release()
+	sel := Where(nz, d1, zero)
+	defer sel.Release()
+	return gx, Mul(sel, ge)
+}
+
+func robustCases() []Case {
+	cs := lossCases(Domain{Lo: -3, Hi: 3}, anyReal, []float64{nan, inf, -inf, 1e30, -1e30, 0, 1, -1, 0.5})
+	for i := range cs {
+		cs[i].Attrs.Delta = 1
+	}
+	return append(cs,
+		Case{Name: "(4,5) delta=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3}}, {Shape: sh(4, 5), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0.5}},
+		Case{Name: "at |d| = delta", Inputs: []Input{{Shape: sh(4), Domain: Domain{Values: []float64{1, -1, 2, -2}}}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0, 1, -1}}}}, Attrs: Attrs{Delta: 1, Reduction: NoReduction}, NoFD: true})
+}
