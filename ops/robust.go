@@ -209,25 +209,23 @@ func KLDivLoss(x, t *T, r Reduction) *T {
 	defer lt.Release()
 	tlt := Mul(t, lt)
 	defer tlt.Release()
-	zero := scalarOf(t, 0)
-	defer zero.Release()
-	pos := above(t, 1, 0)
-	defer pos.Release()
-	nz := complementNaN(pos, t)
-	defer nz.Release()
-	xlogy := Where(nz, tlt, zero)
+	xlogy := zeroWhereZero(t, tlt)
 	defer xlogy.Release()
 	tx := Mul(t, x)
 	defer tx.Release()
 	return reduceLoss(op, Sub(xlogy, tx), r)
 }
 
-// complementNaN returns a mask true where t ≠ 0 (NaN included): pos (1
-// where t > 0) or t < 0 or NaN.
-func complementNaN(pos, t *T) *T {
-	neg := above(t, -1, 0)
+// zeroWhereZero returns v where t ≠ 0 (NaN included) and 0 where t = 0.
+func zeroWhereZero(t, v *T) *T {
+	pos, neg := above(t, 1, 0), above(t, -1, 0)
+	defer pos.Release()
 	defer neg.Release()
-	return Add(pos, neg)
+	nonzero := Add(pos, neg) // 1, or NaN at NaN: true
+	defer nonzero.Release()
+	zero := scalarOf(t, 0)
+	defer zero.Release()
+	return Where(nonzero, v, zero)
 }
 
 // KLDivLossBackward returns the gradients of KLDivLoss: −t·g for x, and
@@ -252,13 +250,7 @@ func KLDivLossBackward(x, t, g *T, r Reduction) (gx, gt *T) {
 	defer d.Release()
 	d1 := shiftBy(d, 1)
 	defer d1.Release()
-	zero := scalarOf(t, 0)
-	defer zero.Release()
-	pos := above(t, 1, 0)
-	defer pos.Release()
-	nz := complementNaN(pos, t)
-	defer nz.Release()
-	sel := Where(nz, d1, zero)
+	sel := zeroWhereZero(t, d1)
 	defer sel.Release()
 	return gx, Mul(sel, ge)
 }
