@@ -184,13 +184,9 @@ func GeluTanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // above returns 1 where k·x > c and 0 elsewhere (NaN at NaN), a constant
 // mask for a rule's piecewise derivative.
 func above(x *tensor.Tensor, k, c float64) *tensor.Tensor {
-	kc := tensor.Must(tensor.Scalar(x.Device(), x.DType(), k))
-	defer kc.Release()
-	cc := tensor.Must(tensor.Scalar(x.Device(), x.DType(), c))
-	defer cc.Release()
-	kx := Mul(x, kc)
+	kx := scaleBy(x, k)
 	defer kx.Release()
-	d := Sub(kx, cc)
+	d := shiftBy(kx, -c)
 	defer d.Release()
 	s := Sign(d)
 	defer s.Release()
@@ -199,7 +195,7 @@ func above(x *tensor.Tensor, k, c float64) *tensor.Tensor {
 
 // complement returns 1 − m.
 func complement(m *tensor.Tensor) *tensor.Tensor {
-	one := tensor.Must(tensor.Ones(m.Device(), m.DType()))
+	one := scalarOf(m, 1)
 	defer one.Release()
 	return Sub(one, m)
 }

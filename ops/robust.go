@@ -89,7 +89,7 @@ func checkDelta(op string, delta float64) {
 
 // huberPer returns the per-element huber losses, divided by delta for
 // smooth_l1 (|d| for delta 0).
-func huberPer(op string, p, t *T, delta float64, smooth bool) *T {
+func huberPer(p, t *T, delta float64, smooth bool) *T {
 	d := Sub(p, t)
 	defer d.Release()
 	ad := Abs(d)
@@ -120,29 +120,25 @@ func huberPer(op string, p, t *T, delta float64, smooth bool) *T {
 // ½d² where |d| < delta and delta·(|d| − ½delta) elsewhere, d = p − t,
 // reduced by r. delta must be finite and ≥ 0.
 func HuberLoss(p, t *T, delta float64, r Reduction) *T {
-	const op = "ops.HuberLoss"
-	elementLoss(op, p, t, r)
-	checkDelta(op, delta)
-	if p.DType() == device.Float16 {
-		in, done := wide32(p, t)
-		defer done()
-		return narrow16(HuberLoss(in[0], in[1], delta, r))
-	}
-	return reduceLoss(op, huberPer(op, p, t, delta, false), r)
+	return huberLoss("ops.HuberLoss", p, t, delta, r, false)
 }
 
 // SmoothL1Loss returns PyTorch's smooth_l1_loss with beta = delta: the
 // huber loss divided by delta, |p − t| for delta 0.
 func SmoothL1Loss(p, t *T, delta float64, r Reduction) *T {
-	const op = "ops.SmoothL1Loss"
+	return huberLoss("ops.SmoothL1Loss", p, t, delta, r, true)
+}
+
+// huberLoss is HuberLoss (SmoothL1Loss).
+func huberLoss(op string, p, t *T, delta float64, r Reduction, smooth bool) *T {
 	elementLoss(op, p, t, r)
 	checkDelta(op, delta)
 	if p.DType() == device.Float16 {
 		in, done := wide32(p, t)
 		defer done()
-		return narrow16(SmoothL1Loss(in[0], in[1], delta, r))
+		return narrow16(huberLoss(op, in[0], in[1], delta, r, smooth))
 	}
-	return reduceLoss(op, huberPer(op, p, t, delta, true), r)
+	return reduceLoss(op, huberPer(p, t, delta, smooth), r)
 }
 
 // huberBackward returns the gradients of HuberLoss (SmoothL1Loss).

@@ -166,7 +166,7 @@ func WhereBackward(cond, a, b, g *T) (gc, ga, gb *T) {
 	const op = "ops.WhereBackward"
 	operands(op, cond, a, b, g)
 	floats(op, cond, a, b, g)
-	zero := tensor.Must(tensor.Scalar(g.Device(), g.DType(), 0))
+	zero := scalarOf(g, 0)
 	defer zero.Release()
 	ta := Where(cond, g, zero)
 	defer ta.Release()
@@ -189,8 +189,8 @@ func maskArgs(op string, x, mask *T) device.Device {
 // PyTorch's masked_fill; mask broadcasts to x's shape.
 func MaskedFill(x, mask *T, value float64) *T {
 	const op = "ops.MaskedFill"
-	dev := maskArgs(op, x, mask)
-	v := tensor.Must(tensor.Scalar(dev, x.DType(), value))
+	maskArgs(op, x, mask)
+	v := scalarOf(x, value)
 	defer v.Release()
 	return Where(mask, v, x)
 }
@@ -203,7 +203,7 @@ func MaskedFillBackward(x, mask, g *T) (gx, gmask *T) {
 	operands(op, x, g)
 	floats(op, x, g)
 	sameShape(op, "upstream gradient", g, x.Shape())
-	zero := tensor.Must(tensor.Scalar(dev, g.DType(), 0))
+	zero := scalarOf(g, 0)
 	defer zero.Release()
 	return Where(mask, zero, g), tensor.Must(tensor.Zeros(dev, mask.DType(), mask.Shape()...))
 }

@@ -79,11 +79,7 @@ func scalarOf(like *T, v float64) *T {
 }
 
 // scaleBy returns x·k.
-func scaleBy(x *T, k float64) *T {
-	s := scalarOf(x, k)
-	defer s.Release()
-	return Mul(x, s)
-}
+func scaleBy(x *T, k float64) *T { return scaledBroadcast("ops.Mul", x, x.Shape(), k) }
 
 // shiftBy returns x + k.
 func shiftBy(x *T, k float64) *T {
