@@ -155,7 +155,7 @@ func OneHot(idx *T, classes int, dt device.DType) *T {
 	if !ok || out.Len() == 0 {
 		return out
 	}
-	ones := tensor.Must(tensor.Ones(dev, dt, idx.Len()))
+	ones := filled(dev, dt, []int{idx.Len()}, 1, idx)
 	defer ones.Release()
 	dev.GatherGrad(out.Buffer(), idx.Buffer(), ones.Buffer(), device.Take{Site: op, N: idx.Len(), C: classes, Scale: 1})
 	keep(out, idx, ones)

@@ -41,13 +41,17 @@ var selections = []*Op{
 // triangleRule is tril's (lower) or triu's backward: g in the triangle.
 func triangleRule(lower bool) Rule {
 	return unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+		if device.Numel(x.Shape()) == 0 {
+			return g
+		}
 		m := triangle("ops.Tril", r.b.Tensor(x), a.Diagonal, lower)
 		return r.op("where", Attrs{}, r.b.Const(m), g, r.scalar(g, 0))
 	})
 }
 
 // triangle returns the 0/1 mask, of x's last two axes, of tril (lower)
-// or triu with the given diagonal, uploaded to x's device.
+// or triu with the given diagonal, uploaded to x's device (a failed
+// tensor, its error reported at the readback, where that fails).
 func triangle(op string, x *T, diagonal int, lower bool) *T {
 	operands(op, x)
 	dt := floats(op, x)
@@ -64,11 +68,22 @@ func triangle(op string, x *T, diagonal int, lower bool) *T {
 			}
 		}
 	}
-	return tensor.Must(tensor.FromValues(x.Device(), dt, m, rows, cols))
+	t, err := tensor.FromValues(x.Device(), dt, m, rows, cols)
+	if err != nil {
+		return tensor.Failed(x.Device(), dt, err, rows, cols)
+	}
+	return t
 }
 
 // keepTriangle returns t where the triangle of x's shape is, 0 elsewhere.
 func keepTriangle(op string, x, t *T, diagonal int, lower bool) *T {
+	if x.Rank() >= 2 && x.Len() == 0 {
+		// Nothing to mask, and rows×cols may be huge beside an empty axis.
+		operands(op, x, t)
+		floats(op, x, t)
+		out, _ := output(t.Device(), t.DType(), t.Shape(), t)
+		return out
+	}
 	m := triangle(op, x, diagonal, lower)
 	defer m.Release()
 	zero := scalarOf(t, 0)
@@ -172,7 +187,7 @@ func WhereBackward(cond, a, b, g *T) (gc, ga, gb *T) {
 	defer ta.Release()
 	tb := Where(cond, zero, g)
 	defer tb.Release()
-	return tensor.Must(tensor.Zeros(cond.Device(), cond.DType(), cond.Shape()...)), SumTo(ta, a.Shape()), SumTo(tb, b.Shape())
+	return filled(cond.Device(), cond.DType(), cond.Shape(), 0, cond), SumTo(ta, a.Shape()), SumTo(tb, b.Shape())
 }
 
 // maskArgs checks a mask against x: broadcastable to x's shape.
@@ -205,7 +220,7 @@ func MaskedFillBackward(x, mask, g *T) (gx, gmask *T) {
 	sameShape(op, "upstream gradient", g, x.Shape())
 	zero := scalarOf(g, 0)
 	defer zero.Release()
-	return Where(mask, zero, g), tensor.Must(tensor.Zeros(dev, mask.DType(), mask.Shape()...))
+	return Where(mask, zero, g), filled(dev, mask.DType(), mask.Shape(), 0, mask)
 }
 
 // conds are a condition's values: zeros, ones, other numbers and NaN.

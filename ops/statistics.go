@@ -223,7 +223,7 @@ func LogSumExp(x *T, axes []int, keepdims bool) *T {
 func shift(x *T, ax []int) *T {
 	if reducedCount(x, ax) == 0 {
 		_, _, kshape := reduceAxes("ops.LogSumExp", x, ax, true)
-		return tensor.Must(tensor.Zeros(x.Device(), x.DType(), kshape...))
+		return filled(x.Device(), x.DType(), kshape, 0, x)
 	}
 	m := MaxAxes(x, ax, true)
 	defer m.Release()

@@ -202,6 +202,18 @@ func PowScalarBackward(x, g *tensor.Tensor, e float64) *tensor.Tensor {
 
 // constant returns v shaped like x, checking x and g (nil for a forward)
 // as unary and unaryGrad do.
+// filled returns a tensor of the given shape holding v: a failed one,
+// its error reported at the readback, where an input had failed or the
+// allocation fails (never a panic).
+func filled(dev device.Device, dt device.DType, shape []int, v float64, inputs ...*tensor.Tensor) *tensor.Tensor {
+	out, ok := output(dev, dt, shape, inputs...)
+	if ok && out.Len() > 0 {
+		dev.Fill(out.Buffer(), v)
+		keep(out)
+	}
+	return out
+}
+
 func constant(op string, x, g *tensor.Tensor, v float64) *tensor.Tensor {
 	dev, out, ok := unaryOutput(op, x, g)
 	if ok && out.Len() > 0 {
