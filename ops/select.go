@@ -77,10 +77,10 @@ func triangle(op string, x *T, diagonal int, lower bool) *T {
 
 // keepTriangle returns t where the triangle of x's shape is, 0 elsewhere.
 func keepTriangle(op string, x, t *T, diagonal int, lower bool) *T {
+	operands(op, x, t)
+	floats(op, x, t)
 	if x.Rank() >= 2 && x.Len() == 0 {
 		// Nothing to mask, and rows×cols may be huge beside an empty axis.
-		operands(op, x, t)
-		floats(op, x, t)
 		out, _ := output(t.Device(), t.DType(), t.Shape(), t)
 		return out
 	}
@@ -98,6 +98,7 @@ func Tril(x *T, diagonal int) *T { return keepTriangle("ops.Tril", x, x, diagona
 
 // TrilBackward returns the gradient of Tril: g in the triangle, 0 outside.
 func TrilBackward(x, g *T, diagonal int) *T {
+	operands("ops.TrilBackward", x, g)
 	sameShape("ops.TrilBackward", "upstream gradient", g, x.Shape())
 	return keepTriangle("ops.TrilBackward", x, g, diagonal, true)
 }
@@ -108,6 +109,7 @@ func Triu(x *T, diagonal int) *T { return keepTriangle("ops.Triu", x, x, diagona
 
 // TriuBackward returns the gradient of Triu: g in the triangle, 0 outside.
 func TriuBackward(x, g *T, diagonal int) *T {
+	operands("ops.TriuBackward", x, g)
 	sameShape("ops.TriuBackward", "upstream gradient", g, x.Shape())
 	return keepTriangle("ops.TriuBackward", x, g, diagonal, false)
 }

@@ -204,7 +204,7 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 	for range in.Next(0, 2) {
 		h := fuzzin.Pick(in, hostileInts...)
 		v := fuzzin.Pick(in, hostileFloats...)
-		switch in.Next(0, 15) {
+		switch in.Next(0, 17) {
 		case 0:
 			a.Axis = h
 		case 1:

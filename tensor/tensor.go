@@ -401,20 +401,31 @@ func hostSlice[E hostElem](op string, n int) ([]E, error) {
 }
 
 func (t *Tensor) live(op string) {
-	if t == nil {
-		Panicf(op, ErrArgument, "nil tensor")
-	}
+	t.notNil(op)
 	if t.released.Load() {
 		Panicf(op, ErrReleased, "tensor %v %v was released", t.shape, t.dtype)
 	}
 }
 
+// notNil panics with ErrArgument if t is nil: a nil *Tensor is a
+// programmer error, never a crash inside the accessors.
+func (t *Tensor) notNil(op string) {
+	if t == nil {
+		Panicf(op, ErrArgument, "nil tensor")
+	}
+}
+
 // Shape returns a copy of the tensor's shape; a 0-D scalar has an empty,
 // non-nil shape, which passed back to a From function makes a 0-D tensor.
-func (t *Tensor) Shape() []int { return append([]int{}, t.shape...) }
+// Like every accessor it panics with ErrArgument on a nil tensor.
+func (t *Tensor) Shape() []int {
+	t.notNil("Tensor.Shape")
+	return append([]int{}, t.shape...)
+}
 
 // Dim returns the size of axis ax; negative axes count from the end.
 func (t *Tensor) Dim(ax int) int {
+	t.notNil("Tensor.Dim")
 	if ax < 0 {
 		ax += len(t.shape)
 	}
@@ -425,16 +436,28 @@ func (t *Tensor) Dim(ax int) int {
 }
 
 // Rank returns the number of dimensions.
-func (t *Tensor) Rank() int { return len(t.shape) }
+func (t *Tensor) Rank() int {
+	t.notNil("Tensor.Rank")
+	return len(t.shape)
+}
 
 // Len returns the number of elements.
-func (t *Tensor) Len() int { return device.Numel(t.shape) }
+func (t *Tensor) Len() int {
+	t.notNil("Tensor.Len")
+	return device.Numel(t.shape)
+}
 
 // DType returns the element type.
-func (t *Tensor) DType() device.DType { return t.dtype }
+func (t *Tensor) DType() device.DType {
+	t.notNil("Tensor.DType")
+	return t.dtype
+}
 
 // Device returns the device holding the tensor.
-func (t *Tensor) Device() device.Device { return t.st.dev }
+func (t *Tensor) Device() device.Device {
+	t.notNil("Tensor.Device")
+	return t.st.dev
+}
 
 // Buffer returns the tensor's device buffer, for backends and ops. It
 // panics if the tensor was released.
@@ -450,10 +473,16 @@ func (t *Tensor) Buffer() device.Buffer {
 // Err returns the runtime failure that kept the tensor from being
 // allocated or computed, if any. It does not wait for the device; use a
 // readback or Device.Sync for failures of kernels still running.
-func (t *Tensor) Err() error { return t.st.err }
+func (t *Tensor) Err() error {
+	t.notNil("Tensor.Err")
+	return t.st.err
+}
 
 // Released reports whether Release was called.
-func (t *Tensor) Released() bool { return t.released.Load() }
+func (t *Tensor) Released() bool {
+	t.notNil("Tensor.Released")
+	return t.released.Load()
+}
 
 // Release frees the tensor's device memory once no view of it remains.
 // Releasing twice is safe; using a released tensor panics with ErrReleased.

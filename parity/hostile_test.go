@@ -1,0 +1,90 @@
+package parity_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+)
+
+// TestHostileSweep runs, for the first case of every op, each single
+// change FuzzAPI can make to one input (every kind, with the small
+// choices of each) and each single hostile attribute, through FuzzAPI's
+// own code: the fuzzer's one-change neighbourhood of the table, checked
+// every run rather than found by chance, on the CPU backend and, compared
+// with it, on WebGPU.
+func TestHostileSweep(t *testing.T) {
+	var gpu device.Device
+	if gputest.OrNil(t) != nil {
+		t.Setenv(webgpu.EnvConv, "im2col")
+		var err error
+		if gpu, err = device.Open("webgpu"); err != nil {
+			t.Fatal(err)
+		}
+		defer gpu.Close()
+	}
+	host := cpu.New()
+	host.SetMemoryLimit(fuzzMemory)
+	table := ops.Table()
+	if len(table) > 256 {
+		t.Fatalf("%d ops: a fuzz input picks an op with one byte", len(table))
+	}
+	for o, op := range table {
+		t.Run(op.Name, func(t *testing.T) {
+			for _, data := range inputChanges(o, op.Cases[0].Inputs) {
+				t.Run(fmt.Sprint(data), func(t *testing.T) { fuzzAPI(t, host, gpu, data) })
+			}
+			for _, data := range attrChanges(o) {
+				t.Run(fmt.Sprint(data), func(t *testing.T) { fuzzAPI(t, host, gpu, data) })
+			}
+		})
+	}
+}
+
+// inputChanges returns FuzzAPI's inputs that pick op o's first case,
+// keep its attributes and change one of its inputs.
+func inputChanges(o int, in []ops.Input) [][]byte {
+	n := len(in)
+	var out [][]byte
+	for i := range n {
+		head := append([]byte{byte(o), 0, 0}, make([]byte, i)...) // op, case 0, no attribute change; inputs before i kept
+		var kinds [][]byte
+		for ax := range len(in[i].Shape) {
+			for _, d := range []byte{0, 1, 5} {
+				kinds = append(kinds, []byte{1, byte(ax), d}) // one dimension changed
+			}
+		}
+		kinds = append(kinds, []byte{2, 0}, []byte{2, 2}, []byte{3}, // an axis added or dropped
+			[]byte{4, 0}, []byte{4, 1}, // float16, int32
+			[]byte{5}, []byte{6}, []byte{7}) // nil, another device's, huge and empty
+		for _, k := range kinds {
+			out = append(out, append(append(append([]byte{}, head...), k...), make([]byte, n-i-1)...))
+		}
+	}
+	return out
+}
+
+// attrChanges returns FuzzAPI's inputs that pick op o's first case, keep
+// its inputs and change one attribute to each hostile value.
+func attrChanges(o int) [][]byte {
+	// How many further choices (another int or float, a dtype, a
+	// reduction, an axis and a field) each of hostileAttrs' kinds makes.
+	further := [18]int{5: 1, 9: 1, 10: 1, 11: 2, 13: 1, 14: 1, 17: 1}
+	var out [][]byte
+	for kind := range 18 {
+		for h := range len(hostileInts) {
+			// op, case 0, one change: an int, a float, the kind, its
+			// further choices; the inputs kept (no bytes left).
+			data := []byte{byte(o), 0, 1, byte(h), byte(h % len(hostileFloats)), byte(kind)}
+			for range further[kind] {
+				data = append(data, byte(h))
+			}
+			out = append(out, data)
+		}
+	}
+	return out
+}
