@@ -152,3 +152,18 @@ func CrossEntropy(logits, target *Var, r ops.Reduction) *Var {
 
 // MSE returns the mean squared error (reduced by r).
 func MSE(p, t *Var, r ops.Reduction) *Var { return Apply("mse", ops.Attrs{Reduction: r}, p, t) }
+
+// ScaledDotProductAttention returns softmax(q·kᵀ·scale + mask)·v through
+// the fused attention kernels (ops.ScaledDotProductAttention); mask may
+// be nil. a's other fields apply; its Mask must be nil (the mask is the
+// variable).
+func ScaledDotProductAttention(q, k, v, mask *Var, a ops.Attention) *Var {
+	if a.Mask != nil {
+		tensor.Panicf("autograd.ScaledDotProductAttention", tensor.ErrArgument, "a.Mask is set; pass the mask as a variable")
+	}
+	at := ops.Attrs{Causal: a.Causal, Scale: a.Scale, Dropout: a.Dropout, Seed: a.Seed, BoolMask: a.BoolMask}
+	if mask == nil {
+		return Apply("scaled_dot_product_attention", at, q, k, v)
+	}
+	return Apply("scaled_dot_product_attention", at, q, k, v, mask)
+}

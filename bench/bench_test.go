@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os/exec"
 	"strings"
 	"sync"
@@ -555,4 +556,110 @@ func elemRate(b *testing.B, name string, dt device.DType, op func(*tensor.Tensor
 			b.ReportMetric(float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
 		})
 	}
+}
+
+// attnSizes are the attention benchmark's geometries: flag -attn,
+// batch,heads,L,d;… (the B 8, H 8, L 1024, d 64, and L 512,
+// where the composed attention's scores fit one binding on lavapipe).
+var attnSizes = flag.String("attn", "8,8,512,64;8,8,1024,64", "BenchmarkAttention's batch,heads,L,d geometries, ;-separated")
+
+// BenchmarkAttention times causal self-attention, forward and backward
+// (q, k and v's gradients), fused (ops.ScaledDotProductAttention) and
+// composed of matmul, masked_fill and softmax as a model would write it,
+// reporting ms/step and the step's peak device memory. The CPU backend
+// runs the composed attention only (its fused one is the reference twin,
+// not a kernel); a composition whose scores exceed the device's limits
+// is reported as skipped.
+func BenchmarkAttention(b *testing.B) {
+	for _, size := range strings.Split(*attnSizes, ";") {
+		var bt, h, l, d int
+		if _, err := fmt.Sscanf(size, "%d,%d,%d,%d", &bt, &h, &l, &d); err != nil {
+			b.Fatalf("-attn %q: %v", size, err)
+		}
+		attention(b, bt, h, l, d)
+	}
+}
+
+func attention(b *testing.B, bt, h, l, d int) {
+	shape := []int{bt, h, l, d}
+	above := make([]float64, l*l)
+	for i := range l {
+		for j := i + 1; j < l; j++ {
+			above[i*l+j] = 1
+		}
+	}
+	for _, dev := range devices(b) {
+		for _, way := range []string{"fused", "composed"} {
+			if way == "fused" && dev.Name() == "cpu" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%s/%d,%d,%d,%d", dev.Name(), way, bt, h, l, d), func(b *testing.B) {
+				q := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, shape...))
+				k := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, shape...))
+				v := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, shape...))
+				g := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, shape...))
+				mask := tensor.Must(tensor.FromValues(dev, device.Float32, above, l, l))
+				for _, t := range []*tensor.Tensor{q, k, v, g, mask} {
+					defer t.Release()
+				}
+				step := func() {
+					var gs []*tensor.Tensor
+					if way == "fused" {
+						a := ops.Attention{Causal: true}
+						ops.ScaledDotProductAttention(q, k, v, a).Release()
+						gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(q, k, v, a, g)
+						gs = []*tensor.Tensor{gq, gk, gv}
+					} else {
+						gs = composedAttention(q, k, v, mask, g, 1/math.Sqrt(float64(d)))
+					}
+					for _, t := range gs {
+						t.Release()
+					}
+				}
+				step()
+				if err := dev.Sync(); errors.Is(err, device.ErrOutOfMemory) {
+					b.Skipf("does not fit: %v", err)
+				}
+				wait(b, dev)
+				if p, ok := dev.(device.Pooler); ok {
+					p.ResetPeak()
+				}
+				steps(b, dev, step)
+				if peak, ok := device.PeakMemory(dev); ok {
+					b.ReportMetric(float64(peak)/(1<<20), "MiB-peak")
+				}
+			})
+		}
+	}
+}
+
+// composedAttention is causal attention and its gradients written in
+// table ops: s = q·kᵀ·scale, masked above the diagonal, softmax, ·v; the
+// backward through the same ops' gradients.
+func composedAttention(q, k, v, mask, g *tensor.Tensor, scale float64) []*tensor.Tensor {
+	perm := []int{0, 1, 3, 2}
+	kt := ops.Permute(k, perm)
+	defer kt.Release()
+	qk := ops.MatMul(q, kt)
+	defer qk.Release()
+	sc := tensor.Must(tensor.Scalar(q.Device(), q.DType(), scale))
+	defer sc.Release()
+	s := ops.Mul(qk, sc)
+	defer s.Release()
+	sm := ops.MaskedFill(s, mask, math.Inf(-1))
+	defer sm.Release()
+	p := ops.Softmax(sm, -1)
+	defer p.Release()
+	ops.MatMul(p, v).Release()
+	gp, gv := ops.MatMulBackward(p, v, g)
+	defer gp.Release()
+	gsm := ops.SoftmaxBackward(sm, gp, -1)
+	defer gsm.Release()
+	gs, _ := ops.MaskedFillBackward(s, mask, gsm)
+	defer gs.Release()
+	gqk := ops.Mul(gs, sc)
+	defer gqk.Release()
+	gq, gkt := ops.MatMulBackward(q, kt, gqk)
+	defer gkt.Release()
+	return []*tensor.Tensor{gq, ops.Permute(gkt, perm), gv}
 }

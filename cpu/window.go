@@ -102,8 +102,14 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 				best[k] = p
 			}
 		})
+		// A window wholly in the padding (dilated) holds −Inf, PyTorch's
+		// start, and passes no gradient.
 		if op == device.MaxPool {
 			for k, p := range best {
+				if p < 0 {
+					o.set(k, math.Inf(-1))
+					continue
+				}
 				o.set(k, in.at(p))
 			}
 			return
@@ -111,7 +117,9 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		gr := buf(g)
 		acc := make([]float64, w.N*w.C*w.H*w.W)
 		for k, p := range best {
-			acc[p] += gr.at(k)
+			if p >= 0 {
+				acc[p] += gr.at(k)
+			}
 		}
 		for k, v := range acc {
 			o.set(k, v)

@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -166,6 +167,7 @@ type Device interface {
 	Normalizer
 	Selector
 	Scanner
+	Attender
 	// Name returns the registered name of the backend, e.g. "webgpu".
 	Name() string
 	// String describes the device and its adapter, e.g.
@@ -539,6 +541,82 @@ type Selector interface {
 	// Where sets dst[i] = a[i] where cond[i] ≠ 0 (NaN counts as true)
 	// and b[i] elsewhere, for buffers of one length and one dtype.
 	Where(dst, cond, a, b Buffer)
+}
+
+// Attender is the fused attention kernel family: softmax(scale·QKᵀ +
+// mask)·V, never holding the Lq×Lk scores in memory. Its buffers are
+// contiguous: q [Batch, Lq, D], k [Batch, Lk, D], v [Batch, Lk, DV], out
+// and dO [Batch, Lq, DV], and stats [Batch·Lq, 2], float32 (float64 for
+// float64 inputs): each query row's log-sum-exp of its scores, then the
+// scratch of the gradient. Accumulation is in float32 (float64 on the CPU
+// for float64). D and DV are multiples of 4. A key a query may not see
+// (masked, or after it when causal) adds nothing to the output or to any
+// gradient.
+type Attender interface {
+	// Attention sets out to the attention of q, k and v under a, and
+	// stats' first column to the rows' log-sum-exps (−Inf for a row with
+	// no key allowed, whose output is NaN). mask is nil unless a.Mask.
+	Attention(out, stats, q, k, v, mask Buffer, a AttentionSpec)
+	// AttentionGrad sets dq, dk and dv to the gradients of Attention's
+	// output o given its upstream gradient dO, recomputing the scores
+	// from Attention's stats; it overwrites stats' second column.
+	AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO Buffer, a AttentionSpec)
+	// AttentionScoresGrad sets ds [Batch, Lq, Lk] to the gradient of the
+	// masked scores (an additive mask's gradient before broadcasting): 0
+	// where a query may not see a key. It reads the scratch that
+	// AttentionGrad left in stats.
+	AttentionScoresGrad(ds, stats, q, k, v, mask, dO Buffer, a AttentionSpec)
+}
+
+// MaskKind says how Attention reads its mask.
+type MaskKind uint8
+
+// The masks of Attention.
+const (
+	NoMask       MaskKind = iota
+	AdditiveMask          // added to the scaled scores (−Inf: the key takes no part)
+	BoolMask              // a key takes part where the mask ≠ 0 (NaN counts as true)
+)
+
+// AttentionSpec describes Device.Attention. The batch of Batch matrices
+// is Outer × Heads (Heads divides Batch): the mask's element for batch
+// b = o·Heads + h, query i and key j is at
+// o·MaskStride[0] + h·MaskStride[1] + i·MaskStride[2] + j·MaskStride[3],
+// a stride of 0 broadcasting that axis. Causal allows key j for query i
+// only when j ≤ i (PyTorch's is_causal, aligned top-left); with a mask
+// both apply. Dropout zeroes each probability where AttentionDrop says
+// and scales the others by 1/(1 − Dropout).
+type AttentionSpec struct {
+	Batch, Heads, Lq, Lk, D, DV int
+	Scale                       float64
+	Causal                      bool
+	Mask                        MaskKind
+	MaskStride                  [4]int
+	Dropout                     float64
+	Seed                        uint64
+}
+
+// AttentionDrop reports whether attention dropout with seed and threshold
+// (DropThreshold's) drops the probability of key j for query row r
+// (counted over the batch: b·Lq + i). It is the contract both backends
+// follow: a PCG hash (pcg32) chained over the seed's halves, the row and
+// the key, below the threshold.
+func AttentionDrop(seed uint64, threshold uint32, r, j int) bool {
+	h := pcg32(pcg32(uint32(seed)^pcg32(uint32(seed>>32))) + uint32(r))
+	return pcg32(h^uint32(j)) < threshold
+}
+
+// DropThreshold returns the hash threshold of a dropout probability p in
+// [0, 1): ⌊p·2³²⌋, at most 2³² − 1.
+func DropThreshold(p float64) uint32 {
+	return uint32(min(math.Floor(p*(1<<32)), 1<<32-1))
+}
+
+// pcg32 is the PCG RXS-M-XS hash of one 32-bit word.
+func pcg32(v uint32) uint32 {
+	s := v*747796405 + 2891336453
+	w := ((s >> ((s >> 28) + 4)) ^ s) * 277803737
+	return (w >> 22) ^ w
 }
 
 // Scanner is the scan kernel family: cumulative sums.

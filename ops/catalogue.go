@@ -27,7 +27,7 @@ var (
 
 // catalogue is the table of every op, in the coverage table's order;
 // Table returns it. Each group of ops is defined with its functions.
-var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing)
+var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing, attentions)
 
 // elementwise are the arithmetic and elementwise math.
 var elementwise = []*Op{
@@ -209,7 +209,7 @@ var others = []*Op{
 		Forward:  func(in []*T, _ Attrs) *T { return Embedding(in[0], in[1]) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
 		Cases:    embeddingCases()},
-	{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen; gradient to each window's first maximum.",
+	{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
 		Forward:  func(in []*T, a Attrs) *T { return MaxPool2d(in[0], a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{MaxPool2dBackward(in[0], g, a.Window)} },
 		Cases:    poolCases(true)},
@@ -572,6 +572,10 @@ func poolCases(isMax bool) []Case {
 	if isMax {
 		cs = append(cs, c(sh(1, 1, 7, 7), Window{Kernel: pair(2, 3), Stride: pair(1, 1), Dilation: pair(2, 2)}),
 			c(sh(1, 1, 8, 7), Window{Kernel: pair(2, 2), Stride: pair(3, 3), Padding: pair(1, 0), Dilation: pair(2, 2)}))
+		// A window wholly in the padding (its rows −1 and 1 of one): −Inf.
+		empty := c(sh(1, 1, 1, 7), Window{Kernel: pair(2, 2), Stride: pair(3, 3), Padding: pair(1, 0), Dilation: pair(2, 2)})
+		empty.Name, empty.NoFD = "a window in the padding "+empty.Name, true
+		cs = append(cs, empty)
 		ties := c(sh(1, 1, 4, 4), Window{Kernel: pair(2, 2), Stride: pair(1, 1)})
 		ties.Name, ties.NoFD = "ties "+ties.Name, true
 		ties.Inputs[0].Domain = Domain{Values: []float64{1, 3, 3, 0, 3, 1, 2, 3, 0, 0, 2, 2, 5, 5, 5, 5}}

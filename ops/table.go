@@ -62,6 +62,14 @@ type Attrs struct {
 	Diagonal   int     // tril, triu: the diagonal, 0 the main one
 	Classes    int     // one_hot: the number of classes
 	Delta      float64 // huber, smooth_l1 (PyTorch's beta): where the square turns linear
+	// scaled_dot_product_attention: the causal flag, the scale (0: 1/√D),
+	// dropout's probability and seed, and whether the mask (the fourth
+	// input) is boolean rather than additive.
+	Causal   bool
+	Scale    float64
+	Dropout  float64
+	Seed     uint64
+	BoolMask bool
 	// LabelSmoothing is cross_entropy's ε: the target mixed with the
 	// uniform distribution, (1 − ε)·target + ε/C.
 	LabelSmoothing float64

@@ -158,7 +158,12 @@ fn value(i: u32) -> f32 {
     let oi = (i / OW) % OH;
     let base = (i / (OW * OH)) * H * W;
 {{- if eq .Op "max_pool"}}
-    return x_at(arg_max(base, oi, oj));
+    // A window wholly in the padding (dilated) holds −Inf, PyTorch's start.
+    let a = arg_max(base, oi, oj);
+    if (a == 0xffffffffu) {
+        return -inf();
+    }
+    return x_at(a);
 {{- else}}
     var s = 0.0;
     for (var t = 0u; t < KK; t++) {

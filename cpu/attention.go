@@ -1,0 +1,177 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/device"
+)
+
+// attention holds one Attention call's buffers and spec, for its twin.
+type attention struct {
+	q, k, v, mask *buffer
+	a             device.AttentionSpec
+	ds            *buffer // AttentionScoresGrad's output, or nil
+	keep          float64 // 1/(1 − dropout)
+	thr           uint32
+}
+
+func newAttention(q, k, v, mask device.Buffer, a device.AttentionSpec) *attention {
+	t := &attention{q: buf(q), k: buf(k), v: buf(v), a: a, keep: 1 / (1 - a.Dropout), thr: device.DropThreshold(a.Dropout)}
+	if a.Mask != device.NoMask {
+		t.mask = buf(mask)
+	}
+	return t
+}
+
+// scores returns query i of batch b's scaled, masked scores s and which
+// keys it may see.
+func (t *attention) scores(b, i int, s []float64, live []bool) {
+	a := t.a
+	o, h := b/a.Heads, b%a.Heads
+	for j := range a.Lk {
+		dot := 0.0
+		for c := range a.D {
+			dot += t.q.at((b*a.Lq+i)*a.D+c) * t.k.at((b*a.Lk+j)*a.D+c)
+		}
+		s[j], live[j] = a.Scale*dot, !a.Causal || j <= i
+		if t.mask != nil {
+			m := t.mask.at(o*a.MaskStride[0] + h*a.MaskStride[1] + i*a.MaskStride[2] + j*a.MaskStride[3])
+			switch a.Mask {
+			case device.AdditiveMask:
+				s[j] += m
+				live[j] = live[j] && !math.IsInf(s[j], -1)
+			case device.BoolMask:
+				live[j] = live[j] && m != 0 // NaN ≠ 0
+			}
+		}
+	}
+}
+
+// kept returns the factor dropout applies to probability (r, j).
+func (t *attention) kept(r, j int) float64 {
+	if t.a.Dropout == 0 {
+		return 1
+	}
+	if device.AttentionDrop(t.a.Seed, t.thr, r, j) {
+		return 0
+	}
+	return t.keep
+}
+
+// Attention sets out to softmax(scale·qkᵀ + mask)·v, and stats' first
+// column to the log-sum-exps (device.Attender).
+func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.AttentionSpec) {
+	t := newAttention(q, k, v, mask, a)
+	o, st := buf(out), buf(stats)
+	s, live := make([]float64, a.Lk), make([]bool, a.Lk)
+	for b := range a.Batch {
+		for i := range a.Lq {
+			r := b*a.Lq + i
+			t.scores(b, i, s, live)
+			mx := math.Inf(-1)
+			for j, l := range live {
+				if l {
+					mx = math.Max(mx, s[j]) // NaN wins
+				}
+			}
+			sum := 0.0
+			for j, l := range live {
+				if l {
+					sum += math.Exp(s[j] - mx)
+				}
+			}
+			lse := mx + math.Log(sum)
+			if math.IsInf(mx, -1) { // no key: NaN out
+				lse, sum = mx, math.NaN()
+			}
+			st.set(2*r, lse)
+			for c := range a.DV {
+				acc := 0.0
+				for j, l := range live {
+					if l {
+						acc += math.Exp(s[j]-mx) / sum * t.kept(r, j) * t.v.at((b*a.Lk+j)*a.DV+c)
+					}
+				}
+				if math.IsNaN(sum) {
+					acc = math.NaN()
+				}
+				o.set(r*a.DV+c, acc)
+			}
+		}
+	}
+}
+
+// AttentionGrad sets dq, dk and dv to Attention's gradients
+// (device.Attender).
+func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) {
+	t := newAttention(q, k, v, mask, a)
+	gq, gk, gv := make([]float64, buf(dq).Len()), make([]float64, buf(dk).Len()), make([]float64, buf(dv).Len())
+	t.grad(buf(stats), buf(o), buf(dO), gq, gk, gv)
+	for _, x := range []struct {
+		dst *buffer
+		v   []float64
+	}{{buf(dq), gq}, {buf(dk), gk}, {buf(dv), gv}} {
+		for i, v := range x.v {
+			x.dst.set(i, v)
+		}
+	}
+}
+
+// grad accumulates the gradients into gq, gk and gv (and sets t.ds),
+// first setting Δ = Σ dO·O in stats where o is not nil, else reading it.
+func (t *attention) grad(st, ob, gb *buffer, gq, gk, gv []float64) {
+	a := t.a
+	s, live := make([]float64, a.Lk), make([]bool, a.Lk)
+	for b := range a.Batch {
+		for i := range a.Lq {
+			r := b*a.Lq + i
+			t.scores(b, i, s, live)
+			lse := st.at(2 * r)
+			delta := 0.0 // Σ dO·O = Σ_j p_j·dp_j
+			if ob != nil {
+				for c := range a.DV {
+					delta += gb.at(r*a.DV+c) * ob.at(r*a.DV+c)
+				}
+				st.set(2*r+1, delta)
+			} else {
+				delta = st.at(2*r + 1)
+			}
+			for j, l := range live {
+				if !l {
+					continue
+				}
+				p, kept := math.Exp(s[j]-lse), t.kept(r, j)
+				dp := 0.0
+				for c := range a.DV {
+					g := gb.at(r*a.DV + c)
+					dp += g * t.v.at((b*a.Lk+j)*a.DV+c)
+					if gv != nil {
+						gv[(b*a.Lk+j)*a.DV+c] += p * kept * g
+					}
+				}
+				ds := p * (dp*kept - delta)
+				if t.ds != nil {
+					t.ds.set(r*a.Lk+j, ds)
+				}
+				if gq == nil {
+					continue
+				}
+				for c := range a.D {
+					gq[r*a.D+c] += a.Scale * ds * t.k.at((b*a.Lk+j)*a.D+c)
+					gk[(b*a.Lk+j)*a.D+c] += a.Scale * ds * t.q.at(r*a.D+c)
+				}
+			}
+		}
+	}
+}
+
+// AttentionScoresGrad sets ds to the gradient of the masked scores
+// (device.Attender).
+func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer, a device.AttentionSpec) {
+	t := newAttention(q, k, v, mask, a)
+	t.ds = buf(ds)
+	for i := range t.ds.Len() {
+		t.ds.set(i, 0)
+	}
+	t.grad(buf(stats), nil, buf(dO), nil, nil, nil)
+}

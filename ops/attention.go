@@ -1,0 +1,378 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Attention: scaled_dot_product_attention's functions, table entry and
+// cases. It runs on the attention kernel family (device.Attender): one
+// pass over the keys with an online softmax forward, and a backward that
+// recomputes the probabilities from the rows' saved log-sum-exps, so
+// that no Lq×Lk matrix is ever held.
+
+// attentions is scaled_dot_product_attention, in the coverage table's order.
+var attentions = []*Op{
+	{Name: "scaled_dot_product_attention", Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
+		Forward: func(in []*T, a Attrs) *T { return ScaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
+		Save: func(in []*T, a Attrs) (*T, *Saved) {
+			out, stats := attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a))
+			if stats == nil {
+				return out, nil
+			}
+			return out, &Saved{tensors: []*T{stats, out.Reshape(out.Shape()...)}}
+		},
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			var out, stats *T
+			if a.Saved.Len() == 2 {
+				stats, out = a.Saved.tensors[0], a.Saved.tensors[1]
+			}
+			gq, gk, gv, gm := attentionBackward("ops.ScaledDotProductAttentionBackward", in[0], in[1], in[2], attentionOf(in, a), g, out, stats, a.needs(3))
+			return []*T{gq, gk, gv, gm}[:len(in)]
+		},
+		Cases: attentionCases()},
+}
+
+// Attention holds scaled_dot_product_attention's arguments besides q, k
+// and v, with PyTorch's defaults as zero values.
+type Attention struct {
+	// Mask is nil, or of q's dtype and broadcastable to [..., Lq, Lk]:
+	// added to the scaled scores (−Inf: the key takes no part), or with
+	// BoolMask true where a query attends to a key (≠ 0; NaN counts as
+	// true), as PyTorch's boolean attn_mask.
+	Mask     *T
+	BoolMask bool
+	// Causal lets query i attend only to keys j ≤ i (PyTorch's is_causal,
+	// aligned top-left when Lq ≠ Lk); with a mask both apply.
+	Causal bool
+	// Scale multiplies q·kᵀ; 0 means 1/√D.
+	Scale float64
+	// Dropout is the probability, in [0, 1), of zeroing each attention
+	// probability (the others scaled by 1/(1 − Dropout)), drawn by a hash
+	// of Seed, the query row and the key (device.AttentionDrop): the same
+	// on every backend, and again in the backward.
+	Dropout float64
+	Seed    uint64
+}
+
+// attentionOf returns the table's attributes and optional fourth input
+// as an Attention.
+func attentionOf(in []*T, a Attrs) Attention {
+	return Attention{Mask: opt(in, 3), BoolMask: a.BoolMask, Causal: a.Causal, Scale: a.Scale, Dropout: a.Dropout, Seed: a.Seed}
+}
+
+// attnPlan is a checked attention call: the device spec and the shapes.
+type attnPlan struct {
+	dev      device.Device
+	dt       device.DType
+	spec     device.AttentionSpec
+	batch    []int // q's batch axes
+	d, dv    int   // D and DV before padding to multiples of 4
+	mask     *T    // the mask the kernels read (a broadcast copy when owned)
+	ownsMask bool
+}
+
+func (p *attnPlan) release() {
+	if p.ownsMask {
+		p.mask.Release()
+	}
+}
+
+// attentionArgs checks attention's arguments and plans the kernels' call.
+func attentionArgs(op string, q, k, v *T, a Attention) *attnPlan {
+	ts := []*T{q, k, v}
+	if a.Mask != nil {
+		ts = append(ts, a.Mask)
+	}
+	p := &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}
+	if q.Rank() < 2 || k.Rank() != q.Rank() || v.Rank() != q.Rank() {
+		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v, v %v; want [..., Lq, D], [..., Lk, D], [..., Lk, DV] of one rank ≥ 2", q.Shape(), k.Shape(), v.Shape())
+	}
+	r := q.Rank()
+	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
+	if !slices.Equal(qs[:r-2], ks[:r-2]) || !slices.Equal(qs[:r-2], vs[:r-2]) || ks[r-1] != qs[r-1] || vs[r-2] != ks[r-2] {
+		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v, v %v; want [..., Lq, D], [..., Lk, D], [..., Lk, DV] with the same batch axes", qs, ks, vs)
+	}
+	if qs[r-1] == 0 {
+		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v: D = 0; want D ≥ 1", qs, ks)
+	}
+	if math.IsNaN(a.Scale) || math.IsInf(a.Scale, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "scale %v; want a finite scale (0: 1/√D)", a.Scale)
+	}
+	if !(a.Dropout >= 0 && a.Dropout < 1) {
+		tensor.Panicf(op, tensor.ErrArgument, "dropout %v; want 0 ≤ p < 1", a.Dropout)
+	}
+	if a.BoolMask && a.Mask == nil {
+		tensor.Panicf(op, tensor.ErrArgument, "BoolMask without a mask")
+	}
+	p.batch, p.d, p.dv = qs[:r-2], qs[r-1], vs[r-1]
+	scale := a.Scale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(p.d))
+	}
+	heads := 1
+	if len(p.batch) > 0 {
+		heads = p.batch[len(p.batch)-1]
+	}
+	p.spec = device.AttentionSpec{Batch: device.Numel(p.batch), Heads: max(heads, 1), Lq: qs[r-2], Lk: ks[r-2],
+		D: (p.d + 3) / 4 * 4, DV: (p.dv + 3) / 4 * 4, Scale: scale, Causal: a.Causal, Dropout: a.Dropout, Seed: a.Seed}
+	if a.Mask != nil {
+		p.spec.Mask = device.AdditiveMask
+		if a.BoolMask {
+			p.spec.Mask = device.BoolMask
+		}
+		p.maskStrides(op, a.Mask)
+	}
+	return p
+}
+
+// maskStrides sets the spec's mask strides for mask broadcast to
+// [batch..., Lq, Lk], collapsing the batch axes before the last into one
+// (a broadcast copy of the mask where its strides do not collapse).
+func (p *attnPlan) maskStrides(op string, m *T) {
+	full := append(slices.Clone(p.batch), p.spec.Lq, p.spec.Lk)
+	ms := m.Shape()
+	if len(ms) > len(full) {
+		tensor.Panicf(op, tensor.ErrShape, "mask %v for scores [..., Lq, Lk] of shape %v; want a shape that broadcasts to it", ms, full)
+	}
+	lead := len(full) - len(ms)
+	strides := make([]int, len(full))
+	st := device.RowMajor(ms)
+	for ax := range full {
+		if ax < lead {
+			continue
+		}
+		switch md := ms[ax-lead]; {
+		case md == full[ax] && md > 1:
+			strides[ax] = st[ax-lead]
+		case md != 1 && md != full[ax]:
+			tensor.Panicf(op, tensor.ErrShape, "mask %v for scores [..., Lq, Lk] of shape %v; want a shape that broadcasts to it", ms, full)
+		}
+	}
+	nb := len(p.batch)
+	outer := 0
+	if nb >= 2 {
+		outer = strides[nb-2]
+		span := 1
+		for ax := nb - 2; ax >= 0; ax-- {
+			if full[ax] > 1 && strides[ax] != outer*span {
+				// Not one stride: broadcast the outer axes out.
+				shape := slices.Clone(full)
+				for k := nb - 1; k < len(full); k++ {
+					if k < lead {
+						shape[k] = 1
+					} else {
+						shape[k] = ms[k-lead]
+					}
+				}
+				p.mask, p.ownsMask = BroadcastTo(m, shape), true
+				p.maskStrides(op, p.mask)
+				return
+			}
+			span *= full[ax]
+		}
+	}
+	p.mask = m
+	p.spec.MaskStride = [4]int{outer, 0, strides[len(full)-2], strides[len(full)-1]}
+	if nb >= 1 {
+		p.spec.MaskStride[1] = strides[nb-1]
+	}
+}
+
+// padLast returns xs padded with zeros on their last axis to n (those
+// that have n already as they are), and a function releasing the copies.
+func padLast(n int, xs ...*T) ([]*T, func()) {
+	out := make([]*T, len(xs))
+	var copies []*T
+	for i, x := range xs {
+		out[i] = x
+		if d := x.Dim(-1); d != n {
+			pads := make([][2]int, x.Rank())
+			pads[len(pads)-1][1] = n - d
+			out[i] = Pad(x, pads, 0)
+			copies = append(copies, out[i])
+		}
+	}
+	return out, func() {
+		for _, c := range copies {
+			c.Release()
+		}
+	}
+}
+
+// attention returns attention's output and its stats (nil where the
+// kernels do not run: no query, no key or no output column).
+func attention(op string, q, k, v *T, a Attention) (out, stats *T) {
+	p := attentionArgs(op, q, k, v, a)
+	defer p.release()
+	s := p.spec
+	shape := append(slices.Clone(p.batch), s.Lq, p.dv)
+	if s.Batch*s.Lq*p.dv == 0 || s.Lk == 0 {
+		return filled(p.dev, p.dt, shape, 0, q, k, v), nil
+	}
+	padded, done := padLast(s.D, q, k)
+	defer done()
+	vp, done := padLast(s.DV, v)
+	defer done()
+	qp, kp := padded[0], padded[1]
+	vp0 := vp[0]
+	wide := append(slices.Clone(p.batch), s.Lq, s.DV)
+	o, ok := output(p.dev, p.dt, wide, qp, kp, vp0)
+	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, 2}, qp, kp, vp0)
+	if ok && ok2 {
+		p.dev.Attention(o.Buffer(), st.Buffer(), qp.Buffer(), kp.Buffer(), vp0.Buffer(), maskBuffer(p.mask), s)
+		keep(o, st, qp, kp, vp0, p.mask)
+	}
+	if s.DV == p.dv {
+		return o, st
+	}
+	defer o.Release()
+	return Slice(o, -1, 0, p.dv, 1), st
+}
+
+// statsDType is the dtype of attention's row statistics.
+func statsDType(dt device.DType) device.DType {
+	if dt == device.Float64 {
+		return device.Float64
+	}
+	return device.Float32
+}
+
+func maskBuffer(m *T) device.Buffer {
+	if m == nil {
+		return nil
+	}
+	return m.Buffer()
+}
+
+// ScaledDotProductAttention returns PyTorch's scaled_dot_product_attention
+// of q [..., Lq, D], k [..., Lk, D] and v [..., Lk, DV] (the same batch
+// axes): softmax(q·kᵀ·scale + mask)·v, [..., Lq, DV], computed by the
+// fused attention kernels without the Lq×Lk scores in memory. A query row
+// that may attend to no key gives NaN (PyTorch's math backend); with
+// Lk = 0 the output is zeros. On float16 it accumulates in float32.
+func ScaledDotProductAttention(q, k, v *T, a Attention) *T {
+	out, stats := attention("ops.ScaledDotProductAttention", q, k, v, a)
+	stats.Release()
+	return out
+}
+
+// ScaledDotProductAttentionBackward returns the gradients of
+// ScaledDotProductAttention for q, k, v and the mask (nil without one;
+// zeros for a boolean mask; for an additive mask the scores' gradient
+// summed to its shape, which holds an Lq×Lk matrix).
+func ScaledDotProductAttentionBackward(q, k, v *T, a Attention, g *T) (gq, gk, gv, gmask *T) {
+	return attentionBackward("ops.ScaledDotProductAttentionBackward", q, k, v, a, g, nil, nil, true)
+}
+
+// attentionBackward is ScaledDotProductAttentionBackward from the forward's
+// out and stats where they were kept (nil: computed again); the mask's
+// gradient only if maskGrad.
+func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, maskGrad bool) (gq, gk, gv, gm *T) {
+	p := attentionArgs(op, q, k, v, a)
+	defer p.release()
+	s := p.spec
+	operands(op, q, g)
+	floats(op, q, g)
+	sameShape(op, "upstream gradient", g, append(slices.Clone(p.batch), s.Lq, p.dv))
+	if a.Mask != nil && (a.BoolMask || !maskGrad) {
+		gm = filled(p.dev, p.dt, a.Mask.Shape(), 0, a.Mask)
+		if !maskGrad {
+			gm.Release()
+			gm = nil
+		}
+	}
+	if s.Batch*s.Lq*p.dv == 0 || s.Lk == 0 {
+		gq, gk, gv = filled(p.dev, p.dt, q.Shape(), 0, q, g), filled(p.dev, p.dt, k.Shape(), 0, k, g), filled(p.dev, p.dt, v.Shape(), 0, v, g)
+		if a.Mask != nil && gm == nil && maskGrad {
+			gm = filled(p.dev, p.dt, a.Mask.Shape(), 0, a.Mask)
+		}
+		return gq, gk, gv, gm
+	}
+	if stats == nil {
+		out, stats = attention(op, q, k, v, a)
+		defer out.Release()
+		defer stats.Release()
+	}
+	d, done := padLast(s.D, q, k)
+	defer done()
+	dv_, done := padLast(s.DV, v, out, g)
+	defer done()
+	qp, kp, vp, op_, gp := d[0], d[1], dv_[0], dv_[1], dv_[2]
+	dq, ok1 := output(p.dev, p.dt, qp.Shape(), qp, kp, vp, op_, gp, stats)
+	dk, ok2 := output(p.dev, p.dt, kp.Shape(), qp, kp, vp, op_, gp, stats)
+	dv, ok3 := output(p.dev, p.dt, vp.Shape(), qp, kp, vp, op_, gp, stats)
+	if ok1 && ok2 && ok3 {
+		p.dev.AttentionGrad(dq.Buffer(), dk.Buffer(), dv.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), op_.Buffer(), gp.Buffer(), s)
+		keep(dq, dk, dv, stats, qp, kp, vp, p.mask, op_, gp)
+	}
+	if a.Mask != nil && gm == nil {
+		full := append(slices.Clone(p.batch), s.Lq, s.Lk)
+		ds, ok := output(p.dev, p.dt, full, qp, kp, vp, gp, stats)
+		if ok {
+			p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), gp.Buffer(), s)
+			keep(ds, stats, qp, kp, vp, p.mask, gp)
+		}
+		gm = SumTo(ds, a.Mask.Shape())
+		ds.Release()
+	}
+	return unpad(dq, p.d), unpad(dk, p.d), unpad(dv, p.dv), gm
+}
+
+// unpad returns x's first n columns of its last axis, releasing x.
+func unpad(x *T, n int) *T {
+	if x.Dim(-1) == n {
+		return x
+	}
+	defer x.Release()
+	return Slice(x, -1, 0, n, 1)
+}
+
+func attentionCases() []Case {
+	c := func(name string, q, k, v []int, a Attrs) Case {
+		return Case{Name: name, Inputs: []Input{{Shape: q}, {Shape: k}, {Shape: v}}, Attrs: a}
+	}
+	self := func(s []int, a Attrs) Case { return c(ShapeName(s), s, s, s, a) }
+	withMask := func(cs Case, m []int, dom Domain, boolean bool) Case {
+		cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
+		cs.Attrs.BoolMask = boolean
+		kind := "additive"
+		if boolean {
+			kind = "boolean"
+		}
+		cs.Name += fmt.Sprintf(" %s mask %s", kind, ShapeName(m))
+		return cs
+	}
+	keys := Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}
+	causal := self(sh(1, 2, 6, 4), Attrs{Causal: true})
+	causal.Name += " causal"
+	wide := c("q (2,2,5,8) k (2,2,7,8) v (2,2,7,4)", sh(2, 2, 5, 8), sh(2, 2, 7, 8), sh(2, 2, 7, 4), Attrs{})
+	odd := c("q (2,4,3) k (2,6,3) v (2,6,5)", sh(2, 4, 3), sh(2, 6, 3), sh(2, 6, 5), Attrs{})
+	rect := c("q (5,4) k (3,4) v (3,8) causal", sh(5, 4), sh(3, 4), sh(3, 8), Attrs{Causal: true})
+	drop := self(sh(2, 6, 8), Attrs{Dropout: 0.3, Seed: 7})
+	drop.Name += " dropout=0.3"
+	scaled := self(sh(3, 5, 4), Attrs{Scale: 0.5})
+	scaled.Name += " scale=0.5"
+	big := c("q (2,3,37,16) k (2,3,45,16) v (2,3,45,8) causal", sh(2, 3, 37, 16), sh(2, 3, 45, 16), sh(2, 3, 45, 8), Attrs{Causal: true})
+	big.NoFD = true
+	bigMask := withMask(c("q (2,2,21,8) k, v (2,2,30,8) dropout=0.1", sh(2, 2, 21, 8), sh(2, 2, 30, 8), sh(2, 2, 30, 8), Attrs{Dropout: 0.1, Seed: 3}), sh(2, 1, 21, 30), Domain{}, false)
+	bigMask.NoFD = true
+	dead := withMask(self(sh(1, 3, 4), Attrs{}), sh(3, 3), Domain{Values: []float64{0, 0, 0, -inf, -inf, -inf, 0, -inf, 1}}, false)
+	dead.Name, dead.NoFD = "a row with no key: NaN"+dead.Name[len("(1,3,4)"):], true
+	special := self(sh(2, 3, 4), Attrs{})
+	special.Name, special.NoFD = "special values (2,3,4)", true
+	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	return []Case{
+		self(sh(2, 3, 4), Attrs{}), wide, causal, odd, rect, drop, scaled,
+		withMask(self(sh(2, 5, 4), Attrs{}), sh(5, 5), Domain{}, false),
+		withMask(c("q (2,2,3,4) k, v (2,2,7,4)", sh(2, 2, 3, 4), sh(2, 2, 7, 4), sh(2, 2, 7, 4), Attrs{}), sh(2, 1, 1, 7), keys, true),
+		withMask(c("q (3,2,2,4) k, v (3,2,5,4) causal", sh(3, 2, 2, 4), sh(3, 2, 5, 4), sh(3, 2, 5, 4), Attrs{Causal: true}), sh(3, 1, 2, 5), Domain{}, false),
+		c("no query (2,0,4)", sh(2, 0, 4), sh(2, 3, 4), sh(2, 3, 4), Attrs{}),
+		c("no key (2,3,4) k (2,0,4)", sh(2, 3, 4), sh(2, 0, 4), sh(2, 0, 4), Attrs{}),
+		big, bigMask, dead, special,
+	}
+}

@@ -1,0 +1,320 @@
+// The attention family: softmax(scale·q·kᵀ + mask)·v without the scores in
+// memory, and its gradient from the saved log-sum-exps. q [B, Lq, D],
+// k [B, Lk, D], v [B, Lk, DV], contiguous, D = {{mul .D4 4}}, DV = {{mul .DV4 4}}.
+// p[0] = invocations, p[1] = blocks of rows a batch, p[2] = Lq, p[3] = Lk,
+// p[4] = scale (f32 bits), p[5..8] = the mask's strides (outer batch,
+// heads, query, key), p[9] = heads, p[10], p[11] = the seed's halves,
+// p[12] = the dropout threshold, p[13] = 1/(1 − dropout) (f32 bits),
+// p[14] = the rows (keys, for dk and dv) an invocation takes.
+// stats [B·Lq, 2]: each row's log-sum-exp, then Σ dO·O (the gradient's).
+{{- define "attn_live"}}
+{{- /* live{{.N}}: may query .I see key .J? s{{.N}}: its score, masked. */}}
+        var live{{.N}} = {{.J}} < kend;
+{{- if .Causal}}
+        live{{.N}} = live{{.N}} && {{.J}} <= {{.I}};
+{{- end}}
+{{- if eq .Mask 1}}
+        s{{.N}} += f32(mask[mbase + min({{.I}}, lq - 1u) * p[7] + min({{.J}}, lk - 1u) * p[8]]);
+        live{{.N}} = live{{.N}} && !(is_inf(s{{.N}}) && sign_bit(s{{.N}}));
+{{- else if eq .Mask 2}}
+        let mv{{.N}} = f32(mask[mbase + min({{.I}}, lq - 1u) * p[7] + min({{.J}}, lk - 1u) * p[8]]);
+        live{{.N}} = live{{.N}} && (mv{{.N}} != 0.0 || is_nan(mv{{.N}}));
+{{- end}}
+{{- end}}
+{{- define "attn_begin"}}
+{{- /* The entry point: invocation t takes p[14] query rows (or keys) from .From of batch b; kend bounds the keys its rows see. */}}
+{{template "entry_64" "t"}}
+    if (t >= p[0]) {
+        return;
+    }
+    let b = t / p[1];
+    let {{.From}} = (t % p[1]) * p[14];
+    let lq = p[2];
+    let lk = p[3];
+{{- if .Causal}}
+    let kend = min(lk, {{.From}} + p[14]);
+{{- else}}
+    let kend = lk;
+{{- end}}
+    let scale = pf(4u);
+    let mbase = (b / p[9]) * p[5] + (b % p[9]) * p[6];
+{{- end}}
+{{- define "attn_kept"}}
+{{- /* kept{{.N}}: dropout's factor of row .Row's probability of key .J. */}}
+{{- if .Drop}}
+        let kept{{.N}} = select(pf(13u), 0.0, dropped({{.Row}}, {{.J}}));
+{{- else}}
+        let kept{{.N}} = 1.0;
+{{- end}}
+{{- end}}
+@group(0) @binding(1) var<storage, read> q: array<E4>;
+@group(0) @binding(2) var<storage, read> k: array<E4>;
+@group(0) @binding(3) var<storage, read> v: array<E4>;
+@group(0) @binding(4) var<storage, read> mask: array<E>;
+{{- if eq .Stage "fwd"}}
+@group(0) @binding(5) var<storage, read_write> out: array<E4>;
+@group(0) @binding(6) var<storage, read_write> stats: array<f32>;
+{{- else if eq .Stage "dq"}}
+@group(0) @binding(5) var<storage, read> go: array<E4>;
+@group(0) @binding(6) var<storage, read> stats: array<f32>;
+{{- if .DS}}
+@group(0) @binding(7) var<storage, read_write> ds: array<E>; // [B, Lq, Lk]
+{{- else}}
+@group(0) @binding(7) var<storage, read_write> dq: array<E4>;
+{{- end}}
+{{- else if eq .Stage "dkv"}}
+@group(0) @binding(5) var<storage, read> go: array<E4>;
+@group(0) @binding(6) var<storage, read> stats: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dkv: array<E4>; // [B·Lk, D + DV]: dk, dv
+{{- end}}
+
+fn neg_inf() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}
+
+fn is_neg_inf(x: f32) -> bool {
+    return bitcast<u32>(x) == 0xff800000u;
+}
+
+// pcg is the PCG RXS-M-XS hash of a word.
+fn pcg(x: u32) -> u32 {
+    let s = x * 747796405u + 2891336453u;
+    let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return (w >> 22u) ^ w;
+}
+
+// dropped reports whether dropout drops the probability of key j for
+// query row r (of the whole batch).
+fn dropped(r: u32, j: u32) -> bool {
+    let h = pcg(p[10] ^ pcg(p[11]));
+    return pcg(pcg(h + r) ^ j) < p[12];
+}
+{{- $R := seq .R}}{{$D := seq .D4}}{{$DV := seq .DV4}}
+{{- if eq .Stage "fwd"}}
+
+// An invocation takes {{.R}} query rows of one batch, streaming the keys
+// {{.C}} at a time with the online softmax: running max m, sum l and
+// output acc, rescaled when the max grows.
+{{template "attn_begin" dict "From" "i0" "Causal" .Causal}}
+{{- range $r := $R}}
+    let qb{{$r}} = (b * lq + min(i0 + {{$r}}u, lq - 1u)) * {{$.D4}}u;
+{{- range $c := $D}}
+    let q{{$r}}_{{$c}} = vec4<f32>(q[qb{{$r}} + {{$c}}u]);
+{{- end}}
+    var m{{$r}} = neg_inf();
+    var l{{$r}} = 0.0;
+{{- range $c := $DV}}
+    var a{{$r}}_{{$c}} = vec4<f32>(0.0);
+{{- end}}
+{{- end}}
+    for (var j0 = 0u; j0 < kend; j0 += {{.C}}u) {
+{{- range $c := seq .C}}
+        let kb{{$c}} = (b * lk + min(j0 + {{$c}}u, lk - 1u)) * {{$.D4}}u;
+{{- range $r := $R}}
+        var s{{$r}}_{{$c}} = 0.0;
+{{- end}}
+{{- range $d := $D}}
+        {
+            let kk = vec4<f32>(k[kb{{$c}} + {{$d}}u]);
+{{- range $r := $R}}
+            s{{$r}}_{{$c}} += dot(q{{$r}}_{{$d}}, kk);
+{{- end}}
+        }
+{{- end}}
+{{- end}}
+{{- range $r := $R}}
+        var mx{{$r}} = m{{$r}};
+{{- range $c := seq $.C}}
+        s{{$r}}_{{$c}} *= scale;
+{{- template "attn_live" dict "N" (printf "%d_%d" $r $c) "I" (printf "(i0 + %du)" $r) "J" (printf "(j0 + %du)" $c) "Causal" $.Causal "Mask" $.Mask}}
+        if (live{{$r}}_{{$c}}) {
+            mx{{$r}} = max_nan(mx{{$r}}, s{{$r}}_{{$c}});
+        }
+{{- end}}
+        // Before any key, m = mx = −Inf: shift by 0 instead (l, acc are 0).
+        let sh{{$r}} = select(mx{{$r}}, 0.0, is_neg_inf(mx{{$r}}));
+        let corr{{$r}} = exp(m{{$r}} - sh{{$r}});
+        m{{$r}} = mx{{$r}};
+        l{{$r}} *= corr{{$r}};
+{{- range $c := $DV}}
+        a{{$r}}_{{$c}} *= corr{{$r}};
+{{- end}}
+{{- range $c := seq $.C}}
+        let p{{$r}}_{{$c}} = select(0.0, exp(s{{$r}}_{{$c}} - sh{{$r}}), live{{$r}}_{{$c}});
+        l{{$r}} += p{{$r}}_{{$c}};
+{{- template "attn_kept" dict "N" (printf "%d_%d" $r $c) "Row" (printf "b * lq + i0 + %du" $r) "J" (printf "j0 + %du" $c) "Drop" $.Drop}}
+        let pd{{$r}}_{{$c}} = p{{$r}}_{{$c}} * kept{{$r}}_{{$c}};
+{{- end}}
+{{- end}}
+{{- range $c := seq .C}}
+        let vb{{$c}} = (b * lk + min(j0 + {{$c}}u, lk - 1u)) * {{$.DV4}}u;
+{{- range $d := $DV}}
+        {
+            let vv = vec4<f32>(v[vb{{$c}} + {{$d}}u]);
+{{- range $r := $R}}
+            a{{$r}}_{{$d}} += pd{{$r}}_{{$c}} * vv;
+{{- end}}
+        }
+{{- end}}
+{{- end}}
+    }
+{{- range $r := $R}}
+    if (i0 + {{$r}}u < lq) {
+        let row = b * lq + i0 + {{$r}}u;
+        let dead = is_neg_inf(m{{$r}});
+        let inv = select(1.0 / l{{$r}}, nan(), dead);
+{{- range $c := $DV}}
+        out[row * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$r}}_{{$c}} * inv);
+{{- end}}
+        stats[2u * row] = select(m{{$r}} + log(l{{$r}}), neg_inf(), dead);
+    }
+{{- end}}
+}
+{{- else if eq .Stage "dq"}}
+
+{{- if .DS}}
+// An invocation takes {{.R}} query rows of one batch and writes the
+// gradient of their masked scores: ds = p·(dp − Δ), 0 where masked.
+{{- else}}
+// An invocation takes {{.R}} query rows of one batch and sums their
+// gradient over the keys: dq = scale·Σ p·(dp − Δ)·k.
+{{- end}}
+{{template "attn_begin" dict "From" "i0" "Causal" .Causal}}
+{{- range $r := $R}}
+    let row{{$r}} = b * lq + min(i0 + {{$r}}u, lq - 1u);
+{{- range $c := $D}}
+    let q{{$r}}_{{$c}} = vec4<f32>(q[row{{$r}} * {{$.D4}}u + {{$c}}u]);
+{{- if not $.DS}}
+    var g{{$r}}_{{$c}} = vec4<f32>(0.0);
+{{- end}}
+{{- end}}
+{{- range $c := $DV}}
+    let o{{$r}}_{{$c}} = vec4<f32>(go[row{{$r}} * {{$.DV4}}u + {{$c}}u]);
+{{- end}}
+    let lse{{$r}} = stats[2u * row{{$r}}];
+    let del{{$r}} = stats[2u * row{{$r}} + 1u];
+{{- end}}
+    for (var j = 0u; j < kend; j++) {
+        let kb = (b * lk + j) * {{.D4}}u;
+        let vb = (b * lk + j) * {{.DV4}}u;
+{{- range $c := $D}}
+        let k{{$c}} = vec4<f32>(k[kb + {{$c}}u]);
+{{- end}}
+{{- range $c := $DV}}
+        let v{{$c}} = vec4<f32>(v[vb + {{$c}}u]);
+{{- end}}
+{{- range $r := $R}}
+        var s{{$r}} = 0.0;
+        var dp{{$r}} = 0.0;
+{{- range $c := $D}}
+        s{{$r}} += dot(q{{$r}}_{{$c}}, k{{$c}});
+{{- end}}
+{{- range $c := $DV}}
+        dp{{$r}} += dot(o{{$r}}_{{$c}}, v{{$c}});
+{{- end}}
+        s{{$r}} *= scale;
+{{- template "attn_live" dict "N" $r "I" (printf "(i0 + %du)" $r) "J" "j" "Causal" $.Causal "Mask" $.Mask}}
+{{- template "attn_kept" dict "N" $r "Row" (printf "row%d" $r) "J" "j" "Drop" $.Drop}}
+        let ds{{$r}} = select(0.0, exp(s{{$r}} - lse{{$r}}) * (dp{{$r}} * kept{{$r}} - del{{$r}}), live{{$r}});
+{{- if $.DS}}
+        if (i0 + {{$r}}u < lq) {
+            ds[row{{$r}} * lk + j] = E(ds{{$r}});
+        }
+{{- else}}
+{{- range $c := $D}}
+        g{{$r}}_{{$c}} += (scale * ds{{$r}}) * k{{$c}};
+{{- end}}
+{{- end}}
+{{- end}}
+    }
+{{- range $r := $R}}{{if not $.DS}}
+    if (i0 + {{$r}}u < lq) {
+{{- range $c := $D}}
+        dq[row{{$r}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
+{{- end}}
+    }
+{{- end}}{{end}}
+}
+{{- else if eq .Stage "dkv"}}
+
+// An invocation takes {{.R}} keys of one batch and sums their gradients
+// over the queries: dv = Σ p·kept·dO, dk = scale·Σ p·(dp − Δ)·q.
+{{template "attn_begin" dict "From" "j0" "Causal" false}}
+{{- range $r := $R}}
+    let key{{$r}} = b * lk + min(j0 + {{$r}}u, lk - 1u);
+{{- range $c := $D}}
+    let k{{$r}}_{{$c}} = vec4<f32>(k[key{{$r}} * {{$.D4}}u + {{$c}}u]);
+    var gk{{$r}}_{{$c}} = vec4<f32>(0.0);
+{{- end}}
+{{- range $c := $DV}}
+    let v{{$r}}_{{$c}} = vec4<f32>(v[key{{$r}} * {{$.DV4}}u + {{$c}}u]);
+    var gv{{$r}}_{{$c}} = vec4<f32>(0.0);
+{{- end}}
+{{- end}}
+{{- if .Causal}}
+    let ibegin = j0;
+{{- else}}
+    let ibegin = 0u;
+{{- end}}
+    for (var i = ibegin; i < lq; i++) {
+        let row = b * lq + i;
+{{- range $c := $D}}
+        let q{{$c}} = vec4<f32>(q[row * {{$.D4}}u + {{$c}}u]);
+{{- end}}
+{{- range $c := $DV}}
+        let o{{$c}} = vec4<f32>(go[row * {{$.DV4}}u + {{$c}}u]);
+{{- end}}
+        let lse = stats[2u * row];
+        let del = stats[2u * row + 1u];
+{{- range $r := $R}}
+        var s{{$r}} = 0.0;
+        var dp{{$r}} = 0.0;
+{{- range $c := $D}}
+        s{{$r}} += dot(q{{$c}}, k{{$r}}_{{$c}});
+{{- end}}
+{{- range $c := $DV}}
+        dp{{$r}} += dot(o{{$c}}, v{{$r}}_{{$c}});
+{{- end}}
+        s{{$r}} *= scale;
+{{- template "attn_live" dict "N" $r "I" "i" "J" (printf "(j0 + %du)" $r) "Causal" $.Causal "Mask" $.Mask}}
+{{- template "attn_kept" dict "N" $r "Row" "row" "J" (printf "j0 + %du" $r) "Drop" $.Drop}}
+        let pr{{$r}} = select(0.0, exp(s{{$r}} - lse), live{{$r}});
+        let ds{{$r}} = select(0.0, scale * pr{{$r}} * (dp{{$r}} * kept{{$r}} - del), live{{$r}});
+        let pk{{$r}} = pr{{$r}} * kept{{$r}};
+{{- range $c := $D}}
+        gk{{$r}}_{{$c}} += ds{{$r}} * q{{$c}};
+{{- end}}
+{{- range $c := $DV}}
+        gv{{$r}}_{{$c}} += pk{{$r}} * o{{$c}};
+{{- end}}
+{{- end}}
+    }
+{{- range $r := $R}}
+    if (j0 + {{$r}}u < lk) {
+{{- range $c := $D}}
+        dkv[key{{$r}} * {{add $.D4 $.DV4}}u + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
+{{- end}}
+{{- range $c := $DV}}
+        dkv[key{{$r}} * {{add $.D4 $.DV4}}u + {{add $.D4 $c}}u] = to_e4(gv{{$r}}_{{$c}});
+{{- end}}
+    }
+{{- end}}
+}
+{{- else if eq .Stage "delta"}}
+
+// An invocation a row: Δ = Σ dO·O into stats' second column.
+@group(0) @binding(5) var<storage, read> go: array<E4>;
+@group(0) @binding(6) var<storage, read> o: array<E4>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;
+
+{{template "entry_64" "r"}}
+    if (r >= p[0]) {
+        return;
+    }
+    var acc = 0.0;
+{{- range $c := $DV}}
+    acc += dot(vec4<f32>(go[r * {{$.DV4}}u + {{$c}}u]), vec4<f32>(o[r * {{$.DV4}}u + {{$c}}u]));
+{{- end}}
+    stats[2u * r + 1u] = acc;
+}
+{{- end}}
