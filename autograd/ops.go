@@ -167,3 +167,14 @@ func ScaledDotProductAttention(q, k, v, mask *Var, a ops.Attention) *Var {
 	}
 	return Apply("scaled_dot_product_attention", at, q, k, v, mask)
 }
+
+// Embedding returns the rows of table named by the int32 indices idx.
+func Embedding(idx, table *Var) *Var { return Apply("embedding", ops.Attrs{}, idx, table) }
+
+// Slice returns x[start:stop:step] along axis (Python's bounds).
+func Slice(x *Var, axis, start, stop, step int) *Var {
+	return Apply("slice", ops.Attrs{Axis: axis, Start: start, Stop: stop, Step: step}, x)
+}
+
+// Permute returns x with axis k of the result axis perm[k] of x.
+func Permute(x *Var, perm ...int) *Var { return Apply("permute", ops.Attrs{Perm: perm}, x) }

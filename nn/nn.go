@@ -1,11 +1,12 @@
 // Package nn holds layers for training with autograd: Linear, Conv2d,
 // MaxPool2d, AvgPool2d, Flatten, Dropout, BatchNorm, LayerNorm, RMSNorm,
+// Embedding, MultiheadAttention, Transformer (a pre-norm encoder layer),
 // the activations as layers, and Sequential. Parameters are initialised
 // as PyTorch's defaults do (Kaiming uniform: weights and biases in
 // ±1/√fan_in; a normalisation's weight 1 and bias 0), from a seed, so a
 // seed gives the same network on every device. Layers run on their
-// parameters' device; Train switches Dropout and BatchNorm between
-// training and evaluation.
+// parameters' device; Train switches Dropout, BatchNorm and the layers
+// holding dropout between training and evaluation.
 package nn
 
 import (
@@ -402,17 +403,24 @@ func (s Sequential) Train(on bool) {
 			l.Training = on
 		case *BatchNormLayer:
 			l.Training = on
+		case Trainer:
+			l.Train(on)
 		}
 	}
 }
 
 // ParamNames returns the names of Params, in order, as PyTorch's
 // state_dict names them for a Sequential: "<index>.weight" and
-// "<index>.bias" for a Linear or Conv2d at that index.
+// "<index>.bias" for a Linear or Conv2d at that index, "<index>.<name>"
+// for a Namer's.
 func (s Sequential) ParamNames() []string {
 	var names []string
 	for i, l := range s {
 		switch l := l.(type) {
+		case Namer:
+			for _, n := range l.ParamNames() {
+				names = append(names, fmt.Sprintf("%d.%s", i, n))
+			}
 		case *LinearLayer, *Conv2dLayer:
 			names = append(names, fmt.Sprintf("%d.weight", i), fmt.Sprintf("%d.bias", i))
 		case *NormLayer:

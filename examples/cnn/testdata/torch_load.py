@@ -12,45 +12,18 @@ prints, as JSON, the largest difference from IO's "logits" (extensor's
 output for the same images), the metadata and the names of the tensors.
 
 The safetensors package is not installable on our machines (no PyPI, no
-Debian package): this reader stands in for its load_file.
+Debian package): internal/torchpy/safetensors_reader.py stands in for its
+load_file.
 """
 import json
-import struct
+import os
 import sys
 
 import torch
 import torch.nn as nn
 
-DTYPES = {"F32": (torch.float32, 4), "F64": (torch.float64, 8), "F16": (torch.float16, 2), "I32": (torch.int32, 4)}
-
-
-def load_file(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise ValueError(f"{path}: shorter than the header length")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > 100_000_000 or 8 + n > len(raw):
-        raise ValueError(f"{path}: header length {n} does not fit the file")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    data = raw[8 + n:]
-    metadata = header.pop("__metadata__", {})
-    tensors, end = {}, 0
-    for name, e in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
-        dtype, size = DTYPES[e["dtype"]]
-        start, stop = e["data_offsets"]
-        count = 1
-        for d in e["shape"]:
-            count *= d
-        if start != end or stop - start != count * size:
-            raise ValueError(f"{path}: {name}: offsets {start}, {stop} for {count} elements after byte {end}")
-        end = stop
-        buf = bytearray(data[start:stop])
-        t = torch.frombuffer(buf, dtype=dtype) if buf else torch.empty(0, dtype=dtype)
-        tensors[name] = t.reshape(e["shape"])
-    if end != len(data):
-        raise ValueError(f"{path}: the tensors cover {end} of {len(data)} data bytes")
-    return tensors, metadata
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "internal", "torchpy"))
+from safetensors_reader import load_file  # noqa: E402
 
 
 def cnn():

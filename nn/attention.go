@@ -1,0 +1,224 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Namer is a layer whose parameters have names of their own, as PyTorch's
+// state_dict gives them within the layer ("weight", "out_proj.bias"), in
+// the order of Params. Sequential prefixes them with the layer's index.
+type Namer interface {
+	ParamNames() []string
+}
+
+// Trainer is a layer with a training and an evaluation mode.
+type Trainer interface {
+	Train(on bool)
+}
+
+// EmbeddingLayer is PyTorch's Embedding: row i of W for index i.
+type EmbeddingLayer struct{ W *autograd.Var }
+
+// Embedding returns a table of num rows of dim features, N(0, 1) as
+// PyTorch initialises it, from seed.
+func Embedding(dev device.Device, dt device.DType, num, dim int, seed uint64) (*EmbeddingLayer, error) {
+	w, err := tensor.Normal(dev, dt, 0, 1, seed, num, dim)
+	if err != nil {
+		return nil, err
+	}
+	return &EmbeddingLayer{W: autograd.Leaf(w, true)}, nil
+}
+
+// Forward returns the rows of W named by idx, int32 of any shape:
+// [idx's shape..., dim].
+func (e *EmbeddingLayer) Forward(idx *autograd.Var) *autograd.Var {
+	return autograd.Embedding(idx, e.W)
+}
+
+// Params returns W.
+func (e *EmbeddingLayer) Params() []*autograd.Var { return []*autograd.Var{e.W} }
+
+// ParamNames returns "weight".
+func (e *EmbeddingLayer) ParamNames() []string { return []string{"weight"} }
+
+// MultiheadAttentionLayer is PyTorch's MultiheadAttention with
+// batch_first: inputs [N, L, E], Heads heads of E/Heads features, the
+// projections of q, k and v stacked in InProjW [3E, E] and InProjB [3E],
+// then OutProj. The attention runs through the fused kernels
+// (ops.ScaledDotProductAttention), with Causal masking and, while
+// Training, dropout of the attention probabilities with probability
+// Dropout (a new seed each call, from Seed).
+type MultiheadAttentionLayer struct {
+	InProjW, InProjB *autograd.Var
+	OutProj          *LinearLayer
+	Heads            int
+	Causal           bool
+	Dropout          float64
+	Seed             uint64
+	Training         bool
+	calls            uint64
+}
+
+// MultiheadAttention returns a layer of embed features and heads heads,
+// initialised as PyTorch does (in_proj_weight Xavier-uniform, the biases
+// zero, out_proj.weight as Linear's), from seed, in training mode.
+func MultiheadAttention(dev device.Device, dt device.DType, embed, heads int, seed uint64) (*MultiheadAttentionLayer, error) {
+	if heads < 1 || embed%heads != 0 {
+		tensor.Panicf("nn.MultiheadAttention", tensor.ErrArgument, "%d features in %d heads; want heads ≥ 1 dividing the features", embed, heads)
+	}
+	w, err := uniform(dev, dt, math.Sqrt(6/float64(4*embed)), seed, 3*embed, embed)
+	if err != nil {
+		return nil, err
+	}
+	b, err := tensor.Zeros(dev, dt, 3*embed)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Linear(dev, dt, embed, embed, seed+1)
+	if err != nil {
+		return nil, err
+	}
+	ob, err := tensor.Zeros(dev, dt, embed)
+	if err != nil {
+		return nil, err
+	}
+	out.B.Release()
+	out.B = autograd.Leaf(ob, true)
+	return &MultiheadAttentionLayer{InProjW: w, InProjB: autograd.Leaf(b, true), OutProj: out, Heads: heads, Seed: seed, Training: true}, nil
+}
+
+// Forward returns the self-attention of x [N, L, E].
+func (m *MultiheadAttentionLayer) Forward(x *autograd.Var) *autograd.Var {
+	return m.Attend(x, x, x, nil)
+}
+
+// Attend returns the attention of the queries q [N, Lq, E] to the keys k
+// and values v [N, Lk, E]: [N, Lq, E]. mask, if not nil, is added to the
+// scores (PyTorch's float attn_mask): [Lq, Lk], or any shape that
+// broadcasts to [N, Heads, Lq, Lk].
+func (m *MultiheadAttentionLayer) Attend(q, k, v, mask *autograd.Var) *autograd.Var {
+	e := m.InProjW.Value().Dim(1)
+	w, b := like(m.InProjW, q), like(m.InProjB, q)
+	var qp, kp, vp *autograd.Var
+	if q == k && k == v { // one product for the three
+		y := autograd.Linear(q, w, b)
+		qp, kp, vp = autograd.Slice(y, -1, 0, e, 1), autograd.Slice(y, -1, e, 2*e, 1), autograd.Slice(y, -1, 2*e, 3*e, 1)
+	} else {
+		proj := func(x *autograd.Var, i int) *autograd.Var {
+			return autograd.Linear(x, autograd.Slice(w, 0, i*e, (i+1)*e, 1), autograd.Slice(b, 0, i*e, (i+1)*e, 1))
+		}
+		qp, kp, vp = proj(q, 0), proj(k, 1), proj(v, 2)
+	}
+	a := ops.Attention{Causal: m.Causal}
+	if m.Training && m.Dropout > 0 {
+		a.Dropout, a.Seed = m.Dropout, m.Seed+m.calls
+		m.calls++
+	}
+	o := autograd.ScaledDotProductAttention(m.heads(qp), m.heads(kp), m.heads(vp), mask, a)
+	s := o.Value().Shape()
+	o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
+	return m.OutProj.Forward(o)
+}
+
+// heads returns x [N, L, E] as [N, Heads, L, E/Heads].
+func (m *MultiheadAttentionLayer) heads(x *autograd.Var) *autograd.Var {
+	s := x.Value().Shape()
+	if len(s) != 3 {
+		tensor.Panicf("nn.MultiheadAttention", tensor.ErrShape, "input of shape %v; want [N, L, E] (batch first)", s)
+	}
+	return autograd.Permute(autograd.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
+}
+
+// Params returns InProjW, InProjB and OutProj's W and B.
+func (m *MultiheadAttentionLayer) Params() []*autograd.Var {
+	return []*autograd.Var{m.InProjW, m.InProjB, m.OutProj.W, m.OutProj.B}
+}
+
+// ParamNames returns PyTorch's names of Params.
+func (m *MultiheadAttentionLayer) ParamNames() []string {
+	return []string{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"}
+}
+
+// Train sets training (dropout on) or evaluation mode.
+func (m *MultiheadAttentionLayer) Train(on bool) { m.Training = on }
+
+// TransformerLayer is PyTorch's TransformerEncoderLayer with
+// norm_first=True, batch_first=True and GELU: x + SelfAttn(Norm1(x)),
+// then that plus Linear2(GELU(Linear1(Norm2(·)))), each branch's output
+// (and the hidden activations) through dropout while training. With
+// SelfAttn.Causal it is a decoder-only model's block.
+type TransformerLayer struct {
+	SelfAttn                    *MultiheadAttentionLayer
+	Linear1, Linear2            *LinearLayer
+	Norm1, Norm2                *NormLayer
+	Dropout, Dropout1, Dropout2 *DropoutLayer
+}
+
+// Transformer returns a pre-norm transformer layer of embed features,
+// heads heads and hidden feed-forward features, with dropout p, from
+// seed, in training mode.
+func Transformer(dev device.Device, dt device.DType, embed, heads, hidden int, p float64, seed uint64) (*TransformerLayer, error) {
+	attn, err := MultiheadAttention(dev, dt, embed, heads, seed)
+	if err != nil {
+		return nil, err
+	}
+	l1, err := Linear(dev, dt, embed, hidden, seed+2)
+	if err != nil {
+		return nil, err
+	}
+	l2, err := Linear(dev, dt, hidden, embed, seed+4)
+	if err != nil {
+		return nil, err
+	}
+	n1, err := LayerNorm(dev, dt, embed)
+	if err != nil {
+		return nil, err
+	}
+	n2, err := LayerNorm(dev, dt, embed)
+	if err != nil {
+		return nil, err
+	}
+	return &TransformerLayer{SelfAttn: attn, Linear1: l1, Linear2: l2, Norm1: n1, Norm2: n2,
+		Dropout: Dropout(p, seed+5), Dropout1: Dropout(p, seed+6), Dropout2: Dropout(p, seed+7)}, nil
+}
+
+// Forward applies the layer to x [N, L, E].
+func (t *TransformerLayer) Forward(x *autograd.Var) *autograd.Var {
+	h := autograd.Add(x, t.Dropout1.Forward(t.SelfAttn.Forward(t.Norm1.Forward(x))))
+	ff := t.Linear2.Forward(t.Dropout.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h)))))
+	return autograd.Add(h, t.Dropout2.Forward(ff))
+}
+
+// Params returns the parameters in ParamNames' order.
+func (t *TransformerLayer) Params() []*autograd.Var {
+	ps := t.SelfAttn.Params()
+	for _, l := range []Layer{t.Linear1, t.Linear2, t.Norm1, t.Norm2} {
+		ps = append(ps, l.Params()...)
+	}
+	return ps
+}
+
+// ParamNames returns PyTorch's names of Params.
+func (t *TransformerLayer) ParamNames() []string {
+	var names []string
+	for _, n := range t.SelfAttn.ParamNames() {
+		names = append(names, "self_attn."+n)
+	}
+	for _, n := range []string{"linear1", "linear2", "norm1", "norm2"} {
+		names = append(names, n+".weight", n+".bias")
+	}
+	return names
+}
+
+// Train sets training (dropout on) or evaluation mode.
+func (t *TransformerLayer) Train(on bool) {
+	t.SelfAttn.Train(on)
+	for _, d := range []*DropoutLayer{t.Dropout, t.Dropout1, t.Dropout2} {
+		d.Training = on
+	}
+}

@@ -1,0 +1,139 @@
+package nn_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/checkpoint"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/torchpy"
+	"github.com/extensor/extensor/nn"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// TestMultiheadAttentionMatchesComposed checks the layer, whose attention
+// runs through the fused kernels, against the same computation written
+// out in ops on its parameters: projections, heads, causal softmax(q·kᵀ/√d)·v,
+// the output projection.
+func TestMultiheadAttentionMatchesComposed(t *testing.T) {
+	dev := cpu.New()
+	const n, l, e, h = 2, 5, 8, 2
+	m, err := nn.MultiheadAttention(dev, device.Float64, e, h, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Causal = true
+	x := tensor.Must(tensor.Uniform(dev, device.Float64, -1, 1, 4, n, l, e))
+	got, err := m.Forward(autograd.Leaf(x, false)).Value().Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, b := m.InProjW.Value(), m.InProjB.Value()
+	y := ops.Linear(x, w, b) // [n, l, 3e]
+	heads := func(i int) *tensor.Tensor {
+		p := ops.Slice(y, -1, i*e, (i+1)*e, 1)
+		return ops.Permute(p.Reshape(n, l, h, e/h), []int{0, 2, 1, 3})
+	}
+	q, k, v := heads(0), heads(1), heads(2)
+	s := ops.MatMul(q, ops.Permute(k, []int{0, 1, 3, 2}))
+	above := make([]float64, l*l)
+	for i := range l {
+		for j := i + 1; j < l; j++ {
+			above[i*l+j] = 1
+		}
+	}
+	s = ops.MaskedFill(ops.Mul(s, tensor.Must(tensor.Scalar(dev, device.Float64, 1/math.Sqrt(e/h)))),
+		tensor.Must(tensor.FromValues(dev, device.Float64, above, l, l)), math.Inf(-1))
+	o := ops.Permute(ops.MatMul(ops.Softmax(s, -1), v), []int{0, 2, 1, 3}).Reshape(n, l, e)
+	want, err := ops.Linear(o, m.OutProj.W.Value(), m.OutProj.B.Value()).Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("element %d: layer %v, composed %v", i, got[i], want[i])
+		}
+	}
+	if names := (nn.Sequential{m}).ParamNames(); !slices.Equal(names, []string{"0.in_proj_weight", "0.in_proj_bias", "0.out_proj.weight", "0.out_proj.bias"}) {
+		t.Errorf("names %v", names)
+	}
+}
+
+// TestLayersOpenInPyTorch saves an Embedding, a causal MultiheadAttention
+// and a causal Transformer layer with their outputs, and checks that
+// PyTorch's layers of the same names load the state_dicts with
+// load_state_dict(strict=True) and give the same outputs in evaluation
+// mode (nn/testdata/torch_layers.py). It needs a Python that imports
+// torch (Debian's python3-torch), and is skipped without one.
+func TestLayersOpenInPyTorch(t *testing.T) {
+	python, err := torchpy.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	dev := cpu.New()
+	const vocab, n, l, e, h, hidden = 11, 2, 6, 16, 4, 32
+	emb, err := nn.Embedding(dev, device.Float32, vocab, e, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mha, err := nn.MultiheadAttention(dev, device.Float32, e, h, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := nn.Transformer(dev, device.Float32, e, h, hidden, 0.1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mha.Causal, block.SelfAttn.Causal = true, true
+	net := nn.Sequential{emb, mha, block}
+	net.Train(false)
+	idx := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, 10, 3, 7, 1, 2, 2, 9, 4, 5, 6}, n, l))
+	x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, n, l, e))
+	leaf := func(t *tensor.Tensor) *autograd.Var { return autograd.Leaf(t, false) }
+	sizes := tensor.Must(tensor.FromInt32(dev, []int32{vocab, e, h, hidden}, 4))
+	io := map[string]*tensor.Tensor{"sizes": sizes, "idx": idx, "x": x,
+		"emb": emb.Forward(leaf(idx)).Value(), "mha": mha.Forward(leaf(x)).Value(), "block": block.Forward(leaf(x)).Value()}
+	params := map[string]*tensor.Tensor{}
+	for i, prefix := range []string{"emb.", "mha.", "block."} {
+		layer := net[i].(interface {
+			nn.Layer
+			nn.Namer
+		})
+		for j, name := range layer.ParamNames() {
+			params[prefix+name] = layer.Params()[j].Value()
+		}
+	}
+	dir := t.TempDir()
+	pf, iof := filepath.Join(dir, "params.safetensors"), filepath.Join(dir, "io.safetensors")
+	if err := checkpoint.Save(pf, params, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Save(iof, io, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, filepath.Join("testdata", "torch_layers.py"), pf, iof)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s testdata/torch_layers.py: %v", python, err)
+	}
+	var diffs map[string]float64
+	if err := json.Unmarshal(out, &diffs); err != nil {
+		t.Fatalf("testdata/torch_layers.py printed %q: %v", out, err)
+	}
+	for _, k := range []string{"emb", "mha", "block"} {
+		if d, ok := diffs[k]; !ok || !(d <= 1e-5) {
+			t.Errorf("%s: largest difference from PyTorch %v; want ≤ 1e-5", k, d)
+		}
+	}
+	t.Logf("largest differences from PyTorch: %v", diffs)
+}

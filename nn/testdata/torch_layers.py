@@ -1,0 +1,56 @@
+"""Loads extensor's Embedding, MultiheadAttention and Transformer layers
+into PyTorch's.
+
+Usage: torch_layers.py PARAMS IO
+
+PARAMS (safetensors) holds each layer's state_dict under a prefix: "emb.",
+"mha." and "block.". IO holds the sizes ("sizes": vocabulary, features,
+heads, hidden), the inputs ("idx", int32; "x") and extensor's outputs
+("emb", "mha", "block"). The script builds nn.Embedding,
+nn.MultiheadAttention (batch_first) and nn.TransformerEncoderLayer
+(norm_first, batch_first, GELU), loads each with
+load_state_dict(strict=True), runs them in evaluation mode (the attention
+causal, as a float mask of −Inf above the diagonal) and prints, as JSON,
+each output's largest difference from extensor's.
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "internal", "torchpy"))
+from safetensors_reader import load_file  # noqa: E402
+
+
+def part(params, prefix):
+    return {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+
+
+def main():
+    params, _ = load_file(sys.argv[1])
+    io, _ = load_file(sys.argv[2])
+    vocab, embed, heads, hidden = (int(v) for v in io["sizes"].tolist())
+    x = io["x"]
+    causal = torch.triu(torch.full((x.shape[1], x.shape[1]), float("-inf")), 1)
+
+    emb = nn.Embedding(vocab, embed)
+    emb.load_state_dict(part(params, "emb."), strict=True)
+    mha = nn.MultiheadAttention(embed, heads, batch_first=True)
+    mha.load_state_dict(part(params, "mha."), strict=True)
+    block = nn.TransformerEncoderLayer(embed, heads, hidden, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
+    block.load_state_dict(part(params, "block."), strict=True)
+    for m in (emb, mha, block):
+        m.eval()
+    with torch.no_grad():
+        out = {
+            "emb": emb(io["idx"].long()),
+            "mha": mha(x, x, x, attn_mask=causal, need_weights=False)[0],
+            "block": block(x, src_mask=causal),
+        }
+    print(json.dumps({k: (v - io[k]).abs().max().item() for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()
