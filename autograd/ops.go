@@ -178,3 +178,15 @@ func Slice(x *Var, axis, start, stop, step int) *Var {
 
 // Permute returns x with axis k of the result axis perm[k] of x.
 func Permute(x *Var, perm ...int) *Var { return Apply("permute", ops.Attrs{Perm: perm}, x) }
+
+// Interpolate returns x [..., H, W] resized to size [OH, OW] by mode
+// ("nearest" or "bilinear"; ops.Interpolate).
+func Interpolate(x *Var, size []int, mode string, alignCorners bool) *Var {
+	return Apply("interpolate", ops.Attrs{Shape: size, Mode: mode, AlignCorners: alignCorners}, x)
+}
+
+// AdaptiveAvgPool2d returns the means of x [..., H, W] over size [OH, OW]
+// windows (ops.AdaptiveAvgPool2d).
+func AdaptiveAvgPool2d(x *Var, size []int) *Var {
+	return Apply("adaptive_avg_pool2d", ops.Attrs{Shape: size}, x)
+}

@@ -452,3 +452,29 @@ func (s Sequential) StateDict() map[string]*tensor.Tensor {
 	}
 	return d
 }
+
+// UpsampleLayer is PyTorch's Upsample with a size: x [..., H, W] resized
+// to Size by Mode ("nearest" or "bilinear"), AlignCorners for bilinear.
+type UpsampleLayer struct {
+	Size         [2]int
+	Mode         string
+	AlignCorners bool
+}
+
+// Upsample returns an upsampling layer to size [oh, ow].
+func Upsample(oh, ow int, mode string, alignCorners bool) UpsampleLayer {
+	return UpsampleLayer{Size: [2]int{oh, ow}, Mode: mode, AlignCorners: alignCorners}
+}
+
+// Forward resizes x.
+func (u UpsampleLayer) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.Interpolate(x, u.Size[:], u.Mode, u.AlignCorners)
+}
+
+// Params returns none.
+func (UpsampleLayer) Params() []*autograd.Var { return nil }
+
+// AdaptiveAvgPool2d returns PyTorch's AdaptiveAvgPool2d to [oh, ow].
+func AdaptiveAvgPool2d(oh, ow int) Func {
+	return func(x *autograd.Var) *autograd.Var { return autograd.AdaptiveAvgPool2d(x, []int{oh, ow}) }
+}

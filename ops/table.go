@@ -70,6 +70,10 @@ type Attrs struct {
 	Dropout  float64
 	Seed     uint64
 	BoolMask bool
+	// interpolate: the mode ("nearest", the default, or "bilinear") and
+	// align_corners; its output size, and adaptive_avg_pool2d's, is Shape.
+	Mode         string
+	AlignCorners bool
 	// LabelSmoothing is cross_entropy's ε: the target mixed with the
 	// uniform distribution, (1 − ε)·target + ε/C.
 	LabelSmoothing float64

@@ -184,6 +184,26 @@ func badInput(t *testing.T, dev device.Device) {
 		{"MaxPool2d stride past 32 bits", func() {
 			ops.MaxPool2d(f(1, 1, 5, 5), ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{1 << 40, 1}})
 		}, "ops.MaxPool2d", tensor.ErrArgument, "past 2³¹−1"},
+		{"Attention of D 4 and D 3", func() { ops.ScaledDotProductAttention(f(2, 3, 4), f(2, 5, 3), f(2, 5, 4), ops.Attention{}) },
+			"ops.ScaledDotProductAttention", tensor.ErrShape, "want [..., Lq, D], [..., Lk, D], [..., Lk, DV] with the same batch axes"},
+		{"Attention of a vector", func() { ops.ScaledDotProductAttention(v3, v3, v3, ops.Attention{}) },
+			"ops.ScaledDotProductAttention", tensor.ErrShape, "of one rank ≥ 2"},
+		{"Attention dropout 1", func() { ops.ScaledDotProductAttention(m23, m23, m23, ops.Attention{Dropout: 1}) },
+			"ops.ScaledDotProductAttention", tensor.ErrArgument, "dropout 1; want 0 ≤ p < 1"},
+		{"Attention mask not broadcasting", func() { ops.ScaledDotProductAttention(m23, m23, m23, ops.Attention{Mask: f(3, 2)}) },
+			"ops.ScaledDotProductAttention", tensor.ErrShape, "mask [3 2] for scores [..., Lq, Lk] of shape [2 2]"},
+		{"Attention NaN scale", func() { ops.ScaledDotProductAttention(m23, m23, m23, ops.Attention{Scale: math.NaN()}) },
+			"ops.ScaledDotProductAttention", tensor.ErrArgument, "want a finite scale"},
+		{"AttentionBackward upstream of the wrong shape", func() { ops.ScaledDotProductAttentionBackward(m23, m23, m23, ops.Attention{}, m32) },
+			"ops.ScaledDotProductAttentionBackward", tensor.ErrShape, "upstream gradient has shape [3 2]; want [2 3]"},
+		{"Interpolate bicubic", func() { ops.Interpolate(f(1, 1, 2, 2), []int{4, 4}, "bicubic", false) },
+			"ops.Interpolate", tensor.ErrArgument, `mode "bicubic"`},
+		{"Interpolate to three sizes", func() { ops.Interpolate(f(1, 1, 2, 2), []int{4, 4, 4}, "nearest", false) },
+			"ops.Interpolate", tensor.ErrArgument, "want [OH, OW]"},
+		{"AdaptiveAvgPool2d of a vector", func() { ops.AdaptiveAvgPool2d(v3, []int{1, 1}) },
+			"ops.AdaptiveAvgPool2d", tensor.ErrShape, "want [..., H, W]"},
+		{"AdaptiveAvgPool2d of no pixels", func() { ops.AdaptiveAvgPool2d(f(1, 2, 0, 3), []int{1, 1}) },
+			"ops.AdaptiveAvgPool2d", tensor.ErrShape, "no pixels to resample"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { errtest.Panics(t, tt.fn, tt.op, tt.kind, tt.says) })

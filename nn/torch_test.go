@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -75,10 +76,7 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 // mode (nn/testdata/torch_layers.py). It needs a Python that imports
 // torch (Debian's python3-torch), and is skipped without one.
 func TestLayersOpenInPyTorch(t *testing.T) {
-	python, err := torchpy.Find()
-	if err != nil {
-		t.Skip(err)
-	}
+	python := torchPython(t)
 	dev := cpu.New()
 	const vocab, n, l, e, h, hidden = 11, 2, 6, 16, 4, 32
 	emb, err := nn.Embedding(dev, device.Float32, vocab, e, 1)
@@ -120,20 +118,79 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	if err := checkpoint.Save(iof, io, nil); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, filepath.Join("testdata", "torch_layers.py"), pf, iof)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s testdata/torch_layers.py: %v", python, err)
-	}
 	var diffs map[string]float64
-	if err := json.Unmarshal(out, &diffs); err != nil {
-		t.Fatalf("testdata/torch_layers.py printed %q: %v", out, err)
-	}
+	runTorch(t, python, "torch_layers.py", &diffs, pf, iof)
 	for _, k := range []string{"emb", "mha", "block"} {
 		if d, ok := diffs[k]; !ok || !(d <= 1e-5) {
 			t.Errorf("%s: largest difference from PyTorch %v; want ≤ 1e-5", k, d)
 		}
 	}
 	t.Logf("largest differences from PyTorch: %v", diffs)
+}
+
+// TestResamplingMatchesPyTorch checks Upsample (nearest; bilinear with and
+// without align_corners) and AdaptiveAvgPool2d, up and down by integer
+// and fractional factors, against PyTorch's F.interpolate and
+// F.adaptive_avg_pool2d (nn/testdata/torch_resample.py). It needs a
+// Python that imports torch, and is skipped without one.
+func TestResamplingMatchesPyTorch(t *testing.T) {
+	python := torchPython(t)
+	dev := cpu.New()
+	x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 2, 3, 7, 5))
+	type spec struct {
+		Size  [2]int `json:"size"`
+		Mode  string `json:"mode"`
+		Align bool   `json:"align"`
+	}
+	var cases []spec
+	for _, size := range [][2]int{{14, 10}, {21, 15}, {3, 2}, {9, 4}, {1, 1}, {7, 5}, {13, 11}} {
+		cases = append(cases, spec{size, "nearest", false}, spec{size, "bilinear", false}, spec{size, "bilinear", true}, spec{size, "adaptive", false})
+	}
+	io := map[string]*tensor.Tensor{"x": x}
+	for i, c := range cases {
+		var l nn.Layer = nn.Upsample(c.Size[0], c.Size[1], c.Mode, c.Align)
+		if c.Mode == "adaptive" {
+			l = nn.AdaptiveAvgPool2d(c.Size[0], c.Size[1])
+		}
+		io[fmt.Sprintf("out%d", i)] = l.Forward(autograd.Leaf(x, false)).Value()
+	}
+	f := filepath.Join(t.TempDir(), "io.safetensors")
+	if err := checkpoint.Save(f, io, nil); err != nil {
+		t.Fatal(err)
+	}
+	arg, _ := json.Marshal(cases)
+	var diffs []float64
+	if runTorch(t, python, "torch_resample.py", &diffs, f, string(arg)); len(diffs) != len(cases) {
+		t.Fatalf("testdata/torch_resample.py gave %d differences for %d cases", len(diffs), len(cases))
+	}
+	for i, d := range diffs {
+		if !(d <= 1e-6) {
+			t.Errorf("%+v: largest difference from PyTorch %v; want ≤ 1e-6", cases[i], d)
+		}
+	}
+}
+
+// torchPython returns a Python that imports torch, skipping t without one.
+func torchPython(t *testing.T) string {
+	t.Helper()
+	python, err := torchpy.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	return python
+}
+
+// runTorch runs testdata/script with args under python and decodes the
+// JSON it prints into out.
+func runTorch(t *testing.T, python, script string, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{filepath.Join("testdata", script)}, args...)...)
+	cmd.Stderr = os.Stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s testdata/%s: %v", python, script, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("testdata/%s printed %q: %v", script, b, err)
+	}
 }
