@@ -190,3 +190,9 @@ func Interpolate(x *Var, size []int, mode string, alignCorners bool) *Var {
 func AdaptiveAvgPool2d(x *Var, size []int) *Var {
 	return Apply("adaptive_avg_pool2d", ops.Attrs{Shape: size}, x)
 }
+
+// GroupNorm returns x (N, C, …) normalised over groups of channels, times
+// w plus b ([C], either may be nil; b only with w).
+func GroupNorm(x, w, b *Var, groups int, eps float64) *Var {
+	return Apply("group_norm", ops.Attrs{Groups: groups, Eps: eps}, affineInputs("autograd.GroupNorm", x, w, b)...)
+}

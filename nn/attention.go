@@ -222,3 +222,38 @@ func (t *TransformerLayer) Train(on bool) {
 		d.Training = on
 	}
 }
+
+// GroupNormLayer is PyTorch's GroupNorm: the channels (axis 1) in Groups
+// groups, each normalised over its channels and every later axis, then
+// an affine transform per channel: W (weight) ones and B (bias) zeros at
+// first.
+type GroupNormLayer struct {
+	W, B   *autograd.Var
+	Groups int
+	Eps    float64
+}
+
+// GroupNorm returns a group normalisation of c channels in groups groups,
+// eps 1e-5, with an affine transform.
+func GroupNorm(dev device.Device, dt device.DType, groups, c int) (*GroupNormLayer, error) {
+	w, err := tensor.Ones(dev, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	b, err := tensor.Zeros(dev, dt, c)
+	if err != nil {
+		return nil, err
+	}
+	return &GroupNormLayer{W: autograd.Leaf(w, true), B: autograd.Leaf(b, true), Groups: groups, Eps: ops.DefaultLayerNormEps}, nil
+}
+
+// Forward normalises x (N, C, …).
+func (l *GroupNormLayer) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.GroupNorm(x, like(l.W, x), like(l.B, x), l.Groups, l.Eps)
+}
+
+// Params returns W and B.
+func (l *GroupNormLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
+
+// ParamNames returns "weight" and "bias".
+func (l *GroupNormLayer) ParamNames() []string { return []string{"weight", "bias"} }

@@ -69,8 +69,8 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 	}
 }
 
-// TestLayersOpenInPyTorch saves an Embedding, a causal MultiheadAttention
-// and a causal Transformer layer with their outputs, and checks that
+// TestLayersOpenInPyTorch saves an Embedding, a causal MultiheadAttention,
+// a causal Transformer layer and a GroupNorm with their outputs, and checks that
 // PyTorch's layers of the same names load the state_dicts with
 // load_state_dict(strict=True) and give the same outputs in evaluation
 // mode (nn/testdata/torch_layers.py). It needs a Python that imports
@@ -91,17 +91,26 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gn, err := nn.GroupNorm(dev, device.Float32, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not the initial weight and bias, which any normalisation matches.
+	gn.W = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, 0.5, 1.5, 5, 8)), true)
+	gn.B = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 6, 8)), true)
 	mha.Causal, block.SelfAttn.Causal = true, true
-	net := nn.Sequential{emb, mha, block}
+	net := nn.Sequential{emb, mha, block, gn}
 	net.Train(false)
 	idx := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, 10, 3, 7, 1, 2, 2, 9, 4, 5, 6}, n, l))
 	x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, n, l, e))
 	leaf := func(t *tensor.Tensor) *autograd.Var { return autograd.Leaf(t, false) }
-	sizes := tensor.Must(tensor.FromInt32(dev, []int32{vocab, e, h, hidden}, 4))
+	sizes := tensor.Must(tensor.FromInt32(dev, []int32{vocab, e, h, hidden, 2, 8}, 6))
+	gx := tensor.Must(tensor.Uniform(dev, device.Float32, -2, 3, 7, n, 8, 3, 3))
 	io := map[string]*tensor.Tensor{"sizes": sizes, "idx": idx, "x": x,
-		"emb": emb.Forward(leaf(idx)).Value(), "mha": mha.Forward(leaf(x)).Value(), "block": block.Forward(leaf(x)).Value()}
+		"emb": emb.Forward(leaf(idx)).Value(), "mha": mha.Forward(leaf(x)).Value(), "block": block.Forward(leaf(x)).Value(),
+		"gx": gx, "gn": gn.Forward(leaf(gx)).Value()}
 	params := map[string]*tensor.Tensor{}
-	for i, prefix := range []string{"emb.", "mha.", "block."} {
+	for i, prefix := range []string{"emb.", "mha.", "block.", "gn."} {
 		layer := net[i].(interface {
 			nn.Layer
 			nn.Namer
@@ -120,7 +129,7 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	}
 	var diffs map[string]float64
 	runTorch(t, python, "torch_layers.py", &diffs, pf, iof)
-	for _, k := range []string{"emb", "mha", "block"} {
+	for _, k := range []string{"emb", "mha", "block", "gn"} {
 		if d, ok := diffs[k]; !ok || !(d <= 1e-5) {
 			t.Errorf("%s: largest difference from PyTorch %v; want ≤ 1e-5", k, d)
 		}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -36,6 +37,122 @@ var norms = []*Op{
 			return []*T{gx, gw, gb}[:len(in)]
 		},
 		Cases: batchNormCases()},
+	{Name: "group_norm", Grad: groupNormRule, Family: "norm, binary", Doc: "x (N, C, …) normalised over each of Groups groups of C/Groups channels and every other axis, biased variance, times w plus b [C] (optional); eps = 1e-5.",
+		Forward: func(in []*T, a Attrs) *T { return GroupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := GroupNormBackward(in[0], a.Groups, opt(in, 1), opt(in, 2), g, a.Eps)
+			return []*T{gx, gw, gb}[:len(in)]
+		},
+		Cases: groupNormCases()},
+}
+
+// groupNormRule is group_norm's backward in table ops (normGrads) over
+// the view [N, G, C/G, rest].
+var groupNormRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+	r := rb{b}
+	s := in[0].Shape()
+	view, pshape := groupView(s, a.Groups)
+	vin := append([]Value{r.reshape(in[0], view)}, in[1:]...)
+	grads := normGrads(r, vin, r.reshape(g, view), []int{2, 3}, pshape, a.Eps, true)
+	grads[0] = r.reshape(grads[0], s)
+	return grads
+}
+
+// groupView returns group_norm's view of x's shape s, [N, G, C/G, rest],
+// and the shape its parameters broadcast as there, [1, G, C/G, 1].
+func groupView(s []int, groups int) (view, pshape []int) {
+	return []int{s[0], groups, s[1] / groups, device.Numel(s[2:])}, []int{1, groups, s[1] / groups, 1}
+}
+
+// groupNormArgs checks group_norm's arguments.
+func groupNormArgs(op string, x *T, groups int, w, b *T, eps float64) {
+	channelArgs(op, x, w, b, eps)
+	if groups < 1 || x.Dim(1)%groups != 0 {
+		tensor.Panicf(op, tensor.ErrArgument, "%d groups for x of shape %v; want groups ≥ 1 dividing the channels", groups, x.Shape())
+	}
+}
+
+// GroupNorm returns PyTorch's group_norm: x (N, C, …) normalised over
+// each group of C/groups consecutive channels and every axis after the
+// channels, (x − mean)/√(var + eps) with the biased variance, times w
+// plus b (each [C] or nil). On float16 with w or b it computes in
+// float32 and rounds once.
+func GroupNorm(x *T, groups int, w, b *T, eps float64) *T {
+	const op = "ops.GroupNorm"
+	groupNormArgs(op, x, groups, w, b, eps)
+	if x.DType() == device.Float16 && (w != nil || b != nil) {
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(GroupNorm(in[0], groups, in[1], in[2], eps))
+	}
+	s := x.Shape()
+	n := device.Numel(s[1:]) / groups
+	rows := x.Reshape(s[0]*groups, n)
+	defer rows.Release()
+	xh := normalize(op, rows, []int{n}, nil, nil, eps, true)
+	defer xh.Release()
+	_, pshape := channelAxes(s)
+	wv, bv := view(w, pshape), view(b, pshape)
+	defer wv.Release()
+	defer bv.Release()
+	return affine(xh.Reshape(s...), wv, bv)
+}
+
+// GroupNormBackward returns the gradients of GroupNorm for x, w and b
+// (nil for a nil w or b).
+func GroupNormBackward(x *T, groups int, w, b, g *T, eps float64) (gx, gw, gb *T) {
+	const op = "ops.GroupNormBackward"
+	groupNormArgs(op, x, groups, w, b, eps)
+	operands(op, x, g)
+	floats(op, x, g)
+	sameShape(op, "upstream gradient", g, x.Shape())
+	if x.DType() == device.Float16 && (w != nil || b != nil) {
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = GroupNormBackward(in[0], groups, in[1], in[2], in[3], eps)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
+	s := x.Shape()
+	n := device.Numel(s[1:]) / groups
+	axes, pshape := channelAxes(s)
+	gh, done := weighted(g, w, pshape)
+	defer done()
+	rows, grows := x.Reshape(s[0]*groups, n), gh.Reshape(s[0]*groups, n)
+	defer rows.Release()
+	defer grows.Release()
+	gr, _, _ := normBackward(op, rows, []int{n}, nil, nil, grows, eps, true)
+	defer gr.Release()
+	gx = gr.Reshape(s...)
+	if w != nil {
+		xh := normalize(op, rows, []int{n}, nil, nil, eps, true)
+		gxh := Mul(g, xh.Reshape(s...))
+		xh.Release()
+		gw = SumAxes(gxh, axes, false)
+		gxh.Release()
+	}
+	if b != nil {
+		gb = SumAxes(g, axes, false)
+	}
+	return gx, gw, gb
+}
+
+func groupNormCases() []Case {
+	c := func(x []int, groups, params int) Case {
+		in := []Input{{Shape: x}}
+		name := fmt.Sprintf("%s groups=%d", ShapeName(x), groups)
+		for i := range params {
+			in = append(in, Input{Shape: sh(x[1]), Domain: Domain{Lo: 0.5, Hi: 1.5}})
+			name += []string{" w", " b"}[i]
+		}
+		return Case{Name: name, Inputs: in, Attrs: Attrs{Groups: groups, Eps: DefaultLayerNormEps}}
+	}
+	big := c(sh(8, 32, 16, 16), 8, 2)
+	big.NoFD = true
+	special := c(sh(2, 4, 3), 2, 2)
+	special.Name, special.NoFD = "special values "+special.Name, true
+	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	return []Case{c(sh(2, 6, 4, 4), 3, 2), c(sh(3, 4, 5), 2, 2), c(sh(1, 6, 3, 3), 1, 1), c(sh(2, 4, 2, 2), 2, 0),
+		c(sh(2, 4, 3), 4, 2), c(sh(0, 4, 3), 2, 2), big, special}
 }
 
 // batchNormRule is batch_norm's backward in table ops (normGrads), over
@@ -62,6 +179,13 @@ func channelAxes(s []int) (axes, pshape []int) {
 
 // batchNormArgs checks batch_norm's arguments.
 func batchNormArgs(op string, x, w, b *T, eps float64) (axes, pshape []int) {
+	channelArgs(op, x, w, b, eps)
+	return channelAxes(x.Shape())
+}
+
+// channelArgs checks the arguments of a normalisation of x (N, C, …) with
+// per-channel parameters w and b (each [C] or nil) and eps.
+func channelArgs(op string, x, w, b *T, eps float64) {
 	ts := []*T{x}
 	for _, p := range []*T{w, b} {
 		if p != nil {
@@ -84,8 +208,18 @@ func batchNormArgs(op string, x, w, b *T, eps float64) (axes, pshape []int) {
 	if !(eps >= 0) || math.IsInf(eps, 0) {
 		tensor.Panicf(op, tensor.ErrArgument, "eps %v; want a finite eps ≥ 0", eps)
 	}
-	axes, pshape = channelAxes(x.Shape())
-	return axes, pshape
+}
+
+// weighted returns g·w with w viewed as pshape (g itself for a nil w),
+// and a function releasing what it made.
+func weighted(g, w *T, pshape []int) (*T, func()) {
+	if w == nil {
+		return g, func() {}
+	}
+	wv := view(w, pshape)
+	defer wv.Release()
+	gh := Mul(g, wv)
+	return gh, gh.Release
 }
 
 // view returns t reshaped to s (nil stays nil); the caller releases it.
@@ -151,13 +285,8 @@ func BatchNormBackward(x, w, b, g *T, eps float64) (gx, gw, gb *T) {
 	defer rho.Release()
 	xh := Mul(xc, rho)
 	defer xh.Release()
-	gh := g
-	if w != nil {
-		wv := view(w, pshape)
-		defer wv.Release()
-		gh = Mul(g, wv)
-		defer gh.Release()
-	}
+	gh, done := weighted(g, w, pshape)
+	defer done()
 	mg := MeanAxes(gh, axes, true)
 	defer mg.Release()
 	ghx := Mul(gh, xh)

@@ -55,6 +55,7 @@ type Attrs struct {
 	Beta      float64 // softplus's β
 	Threshold float64 // softplus's threshold
 	Eps       float64 // layer_norm, rms_norm: added to the variance
+	Groups    int     // group_norm: the groups of channels
 	// Correction is var's and std's: the divisor is N − Correction
 	// (PyTorch's default 1).
 	Correction float64

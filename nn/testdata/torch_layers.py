@@ -1,14 +1,15 @@
-"""Loads extensor's Embedding, MultiheadAttention and Transformer layers
-into PyTorch's.
+"""Loads extensor's Embedding, MultiheadAttention, Transformer and
+GroupNorm layers into PyTorch's.
 
 Usage: torch_layers.py PARAMS IO
 
 PARAMS (safetensors) holds each layer's state_dict under a prefix: "emb.",
-"mha." and "block.". IO holds the sizes ("sizes": vocabulary, features,
-heads, hidden), the inputs ("idx", int32; "x") and extensor's outputs
-("emb", "mha", "block"). The script builds nn.Embedding,
-nn.MultiheadAttention (batch_first) and nn.TransformerEncoderLayer
-(norm_first, batch_first, GELU), loads each with
+"mha.", "block." and "gn.". IO holds the sizes ("sizes": vocabulary,
+features, heads, hidden, groups, channels), the inputs ("idx", int32;
+"x"; "gx") and extensor's outputs ("emb", "mha", "block", "gn"). The
+script builds nn.Embedding, nn.MultiheadAttention (batch_first),
+nn.TransformerEncoderLayer (norm_first, batch_first, GELU) and
+nn.GroupNorm, loads each with
 load_state_dict(strict=True), runs them in evaluation mode (the attention
 causal, as a float mask of −Inf above the diagonal) and prints, as JSON,
 each output's largest difference from extensor's.
@@ -31,7 +32,7 @@ def part(params, prefix):
 def main():
     params, _ = load_file(sys.argv[1])
     io, _ = load_file(sys.argv[2])
-    vocab, embed, heads, hidden = (int(v) for v in io["sizes"].tolist())
+    vocab, embed, heads, hidden, groups, channels = (int(v) for v in io["sizes"].tolist())
     x = io["x"]
     causal = torch.triu(torch.full((x.shape[1], x.shape[1]), float("-inf")), 1)
 
@@ -41,13 +42,16 @@ def main():
     mha.load_state_dict(part(params, "mha."), strict=True)
     block = nn.TransformerEncoderLayer(embed, heads, hidden, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
     block.load_state_dict(part(params, "block."), strict=True)
-    for m in (emb, mha, block):
+    gn = nn.GroupNorm(groups, channels)
+    gn.load_state_dict(part(params, "gn."), strict=True)
+    for m in (emb, mha, block, gn):
         m.eval()
     with torch.no_grad():
         out = {
             "emb": emb(io["idx"].long()),
             "mha": mha(x, x, x, attn_mask=causal, need_weights=False)[0],
             "block": block(x, src_mask=causal),
+            "gn": gn(io["gx"]),
         }
     print(json.dumps({k: (v - io[k]).abs().max().item() for k, v in out.items()}))
 
