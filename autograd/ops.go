@@ -196,3 +196,13 @@ func AdaptiveAvgPool2d(x *Var, size []int) *Var {
 func GroupNorm(x, w, b *Var, groups int, eps float64) *Var {
 	return Apply("group_norm", ops.Attrs{Groups: groups, Eps: eps}, affineInputs("autograd.GroupNorm", x, w, b)...)
 }
+
+// Gather returns x's elements along axis named by the int32 indices idx
+// (ops.Gather).
+func Gather(x *Var, axis int, idx *Var) *Var { return Apply("gather", ops.Attrs{Axis: axis}, x, idx) }
+
+// ScatterAdd returns x with src added at the int32 indices idx along axis
+// (ops.ScatterAdd).
+func ScatterAdd(x *Var, axis int, idx, src *Var) *Var {
+	return Apply("scatter_add", ops.Attrs{Axis: axis}, x, idx, src)
+}

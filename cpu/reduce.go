@@ -154,6 +154,16 @@ func logSumExp(n int, v func(j int) float64) float64 {
 // out of range.
 func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	o, in, ix := buf(dst), buf(x), buf(idx)
+	if t.K > 0 {
+		for e := range t.N * t.K {
+			k, v := int(ix.i32[e]), math.NaN()
+			if d.checkIndex(t.Site, k, t.C) {
+				v = t.Scale * in.at(e/t.K*t.C+k)
+			}
+			o.set(e, v)
+		}
+		return
+	}
 	for i := range t.N {
 		k := int(ix.i32[i])
 		ok := d.checkIndex(t.Site, k, t.C)
@@ -179,6 +189,18 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 // idx[i]) of dx, zeros elsewhere; or, for a table, added into row idx[i].
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	o, ix, gb := buf(dx), buf(idx), buf(g)
+	if t.K > 0 {
+		acc := make([]float64, t.N*t.C)
+		for e := range t.N * t.K {
+			if k := int(ix.i32[e]); d.checkIndex(t.Site, k, t.C) {
+				acc[e/t.K*t.C+k] += gb.at(e)
+			}
+		}
+		for e, v := range acc {
+			o.set(e, t.Scale*v)
+		}
+		return
+	}
 	if t.Table {
 		acc := make([]float64, t.C*t.D)
 		for i := range t.N {

@@ -347,12 +347,15 @@ type StepParams struct {
 // Take describes a gather with int32 indices, one for each of N rows
 // (Device.Gather): from row i of an N×C matrix its element idx[i] (a
 // loss's class), or with Table, from a C×D table its row idx[i] (an
-// embedding).
+// embedding), or with K > 0, from row i of an N×C matrix its K elements
+// idx[i, 0…K) (PyTorch's gather along the last axis; the gradient, its
+// scatter_add: each index outside [0, C) takes NaN and adds nowhere).
 type Take struct {
 	Site  string // the op, named by index errors
 	N, C  int
 	D     int  // Table: the length of a table row
 	Table bool // gather rows of one C×D table
+	K     int  // not Table: the indices of each row, idx [N, K], when > 0
 	Scale float64
 }
 

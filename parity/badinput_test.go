@@ -202,6 +202,13 @@ func badInput(t *testing.T, dev device.Device) {
 			"ops.Interpolate", tensor.ErrArgument, "want [OH, OW]"},
 		{"AdaptiveAvgPool2d of a vector", func() { ops.AdaptiveAvgPool2d(v3, []int{1, 1}) },
 			"ops.AdaptiveAvgPool2d", tensor.ErrShape, "want [..., H, W]"},
+		{"Gather of float indices", func() { ops.Gather(m23, 1, m23) }, "ops.Gather", tensor.ErrDType, "indices are float32; want int32"},
+		{"Gather indices of another rank", func() { ops.Gather(m23, 1, tensor.Must(tensor.FromInt32(dev, []int32{0, 1}))) },
+			"ops.Gather", tensor.ErrShape, "want indices of x's rank ≥ 1"},
+		{"Gather indices past x off the axis", func() { ops.Gather(m23, 1, tensor.Must(tensor.FromInt32(dev, make([]int32, 3), 3, 1))) },
+			"ops.Gather", tensor.ErrShape, "want indices no larger than x off the axis"},
+		{"ScatterAdd src smaller than the indices", func() { ops.ScatterAdd(m23, 1, i23, f(2, 2)) },
+			"ops.ScatterAdd", tensor.ErrShape, "want src no smaller than the indices"},
 		{"AdaptiveAvgPool2d of no pixels", func() { ops.AdaptiveAvgPool2d(f(1, 2, 0, 3), []int{1, 1}) },
 			"ops.AdaptiveAvgPool2d", tensor.ErrShape, "no pixels to resample"},
 	}

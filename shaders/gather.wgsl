@@ -1,6 +1,7 @@
 // The gather family, with int32 indices idx, one for each of n rows;
-// p[0] = n, p[1] = c, p[2] = scale (f32 bits), p[3] = site id, p[4] = d.
-{{- if .Table}} Table form: row i takes row idx[i] of a c×d table.{{else}} Row i takes element idx[i] of its own row of an n×c matrix.{{end}}
+// p[0] = n, p[1] = c, p[2] = scale (f32 bits), p[3] = site id, p[4] = d
+// (Table) or k (Rows).
+{{- if .Table}} Table form: row i takes row idx[i] of a c×d table.{{else if .Rows}} Rows form: row i takes elements idx[i, 0…k) of its own row of an n×c matrix.{{else}} Row i takes element idx[i] of its own row of an n×c matrix.{{end}}
 // An index outside [0, c) gives NaN{{if and .Grad (not .Table)}} for its whole row{{end}}{{if and .Grad .Table}} in the forward and adds nowhere here{{end}}, and is
 // reported in the flags.
 {{- if .Grad}}
@@ -8,7 +9,29 @@
 @group(0) @binding(2) var<storage, read> g: array<E>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
-{{- if .Table}}
+{{- if .Rows}}
+
+// gather_grad, rows: out[i, j] = scale·Σ g[i, m] over the m < k with
+// idx[i, m] = j (an index outside [0, c) adds nowhere; the first element
+// of each row reports it); one invocation per element of out.
+{{template "main_1d_count" "p[0] * p[1]"}}
+    let c = p[1];
+    let k = p[4];
+    let i = e / c;
+    let j = i32(e % c);
+    var s = 0.0;
+    for (var m = 0u; m < k; m++) {
+        let q = idx[i * k + m];
+        if (e % c == 0u) {
+            check_index(q, c, p[3]);
+        }
+        if (q == j) {
+            s += f32(g[i * k + m]);
+        }
+    }
+    out[e] = to_e(pf(2u) * s);
+}
+{{- else if .Table}}
 
 // gather_grad, table: out[r, j] = scale·Σ g[i, j] over the i in
 // [p[5], p[6]) with idx[i] = r, added to what earlier chunks wrote unless
@@ -56,7 +79,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
-{{- if .Table}}
+{{- if .Rows}}
+
+// gather, rows: out[i, m] = scale·x[i, idx[i, m]]; one invocation per
+// element of out.
+{{template "main_1d_count" "p[0] * p[4]"}}
+    let q = idx[e];
+    let c = p[1];
+    if (!check_index(q, c, p[3])) {
+        out[e] = to_e(nan());
+        return;
+    }
+    out[e] = to_e(pf(2u) * f32(x[e / p[4] * c + u32(q)]));
+}
+{{- else if .Table}}
 
 // gather, table: out[i, j] = scale·x[idx[i], j]; one invocation per
 // element of out, the first of each row reporting a bad index.

@@ -17,18 +17,23 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(x).dt)
-	k := d.kernel(fmt.Sprintf("gather/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": false, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
-	n := t.N
-	if t.Table {
+	rowsForm := t.K > 0 && !t.Table
+	k := d.kernel(fmt.Sprintf("gather/table=%v,rows=%v/%s", t.Table, rowsForm, st), "gather", map[string]any{"Grad": false, "Table": t.Table, "Rows": rowsForm, "F16": st.native()}, flags(2, 2)...)
+	n, w := t.N, t.D
+	switch {
+	case t.Table:
 		n *= t.D
+	case rowsForm:
+		n, w = t.N*t.K, t.K
 	}
-	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D)},
+	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(w)},
 		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
 // GatherGrad scatters scale·g back to where Gather took from, each
 // element of dx gathering what it receives: a table row loops over the
-// indices, in chunks of at most maxLoop a dispatch.
+// indices, in chunks of at most maxLoop a dispatch; an element of the
+// rows form over its row's k indices.
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	if !d.native(dx, g) && d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
 		return
@@ -36,8 +41,17 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(g).dt)
-	k := d.kernel(fmt.Sprintf("gather_grad/table=%v/%s", t.Table, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "F16": st.native()}, flags(2, 2)...)
+	rowsForm := t.K > 0 && !t.Table
+	k := d.kernel(fmt.Sprintf("gather_grad/table=%v,rows=%v/%s", t.Table, rowsForm, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "Rows": rowsForm, "F16": st.native()}, flags(2, 2)...)
 	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0}
+	if rowsForm {
+		if !d.rowLimit(k, t.K) {
+			return
+		}
+		p[4] = uint32(t.K)
+		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+		return
+	}
 	if !t.Table {
 		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 		return
