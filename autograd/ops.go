@@ -206,3 +206,21 @@ func Gather(x *Var, axis int, idx *Var) *Var { return Apply("gather", ops.Attrs{
 func ScatterAdd(x *Var, axis int, idx, src *Var) *Var {
 	return Apply("scatter_add", ops.Attrs{Axis: axis}, x, idx, src)
 }
+
+// Conv1d returns the NCL convolution of x with w and b (b may be nil).
+func Conv1d(x, w, b *Var, win ops.Window) *Var {
+	if b == nil {
+		return Apply("conv1d", ops.Attrs{Window: win}, x, w)
+	}
+	return Apply("conv1d", ops.Attrs{Window: win}, x, w, b)
+}
+
+// ConvTranspose2d returns the transposed convolution of x with w and b
+// (b may be nil; ops.ConvTranspose2d).
+func ConvTranspose2d(x, w, b *Var, win ops.Window, outPad [2]int) *Var {
+	a := ops.Attrs{Window: win, OutputPadding: outPad}
+	if b == nil {
+		return Apply("conv_transpose2d", a, x, w)
+	}
+	return Apply("conv_transpose2d", a, x, w, b)
+}

@@ -70,7 +70,8 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 }
 
 // TestLayersOpenInPyTorch saves an Embedding, a causal MultiheadAttention,
-// a causal Transformer layer and a GroupNorm with their outputs, and checks that
+// a causal Transformer layer, a GroupNorm, a Conv1d and a ConvTranspose2d
+// (strided, padded, dilated, with output padding) with their outputs, and checks that
 // PyTorch's layers of the same names load the state_dicts with
 // load_state_dict(strict=True) and give the same outputs in evaluation
 // mode (nn/testdata/torch_layers.py). It needs a Python that imports
@@ -98,19 +99,34 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	// Not the initial weight and bias, which any normalisation matches.
 	gn.W = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, 0.5, 1.5, 5, 8)), true)
 	gn.B = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 6, 8)), true)
+	// As testdata/torch_layers.py builds them.
+	c1, err := nn.Conv1d(dev, device.Float32, 3, 5, 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Window = ops.Window{Stride: [2]int{2, 1}, Padding: [2]int{1}, Dilation: [2]int{2, 1}}
+	ct, err := nn.ConvTranspose2d(dev, device.Float32, 4, 3, 3, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.W = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -0.5, 0.5, 9, 4, 3, 3, 3)), true)
+	ct.Window.Padding, ct.Window.Dilation, ct.Window.Groups, ct.OutputPadding = [2]int{1, 2}, [2]int{2, 1}, 1, [2]int{1, 0}
 	mha.Causal, block.SelfAttn.Causal = true, true
-	net := nn.Sequential{emb, mha, block, gn}
+	net := nn.Sequential{emb, mha, block, gn, c1, ct}
 	net.Train(false)
 	idx := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, 10, 3, 7, 1, 2, 2, 9, 4, 5, 6}, n, l))
 	x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, n, l, e))
 	leaf := func(t *tensor.Tensor) *autograd.Var { return autograd.Leaf(t, false) }
 	sizes := tensor.Must(tensor.FromInt32(dev, []int32{vocab, e, h, hidden, 2, 8}, 6))
 	gx := tensor.Must(tensor.Uniform(dev, device.Float32, -2, 3, 7, n, 8, 3, 3))
+	c1x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 10, n, 3, 11))
+	ctx := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 11, n, 4, 5, 6))
 	io := map[string]*tensor.Tensor{"sizes": sizes, "idx": idx, "x": x,
 		"emb": emb.Forward(leaf(idx)).Value(), "mha": mha.Forward(leaf(x)).Value(), "block": block.Forward(leaf(x)).Value(),
-		"gx": gx, "gn": gn.Forward(leaf(gx)).Value()}
+		"gx": gx, "gn": gn.Forward(leaf(gx)).Value(),
+		"c1x": c1x, "c1": c1.Forward(leaf(c1x)).Value(), "ctx": ctx, "ct": ct.Forward(leaf(ctx)).Value()}
 	params := map[string]*tensor.Tensor{}
-	for i, prefix := range []string{"emb.", "mha.", "block.", "gn."} {
+	for i, prefix := range []string{"emb.", "mha.", "block.", "gn.", "c1.", "ct."} {
 		layer := net[i].(interface {
 			nn.Layer
 			nn.Namer
@@ -129,7 +145,7 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	}
 	var diffs map[string]float64
 	runTorch(t, python, "torch_layers.py", &diffs, pf, iof)
-	for _, k := range []string{"emb", "mha", "block", "gn"} {
+	for _, k := range []string{"emb", "mha", "block", "gn", "c1", "ct"} {
 		if d, ok := diffs[k]; !ok || !(d <= 1e-5) {
 			t.Errorf("%s: largest difference from PyTorch %v; want ≤ 1e-5", k, d)
 		}

@@ -27,7 +27,7 @@ var (
 
 // catalogue is the table of every op, in the coverage table's order;
 // Table returns it. Each group of ops is defined with its functions.
-var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing, attentions, resamplings, axisGathers)
+var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing, attentions, resamplings, axisGathers, transposedConvs)
 
 // elementwise are the arithmetic and elementwise math.
 var elementwise = []*Op{

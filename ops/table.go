@@ -88,6 +88,7 @@ type Attrs struct {
 	Pads              [][2]int // pad: {before, after} per axis
 	Value             float64  // pad: the constant
 	Window            Window   // conv2d and the poolings: the geometry
+	OutputPadding     [2]int   // conv_transpose2d: added at the bottom and right
 	// Need, for Backward, says which inputs need a gradient (nil: all).
 	// Ops whose gradients cost a kernel of their own (matmul, linear,
 	// conv2d) skip the others and return nil for them; the tape sets it.

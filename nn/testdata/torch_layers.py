@@ -1,15 +1,16 @@
-"""Loads extensor's Embedding, MultiheadAttention, Transformer and
-GroupNorm layers into PyTorch's.
+"""Loads extensor's Embedding, MultiheadAttention, Transformer, GroupNorm,
+Conv1d and ConvTranspose2d layers into PyTorch's.
 
 Usage: torch_layers.py PARAMS IO
 
 PARAMS (safetensors) holds each layer's state_dict under a prefix: "emb.",
-"mha.", "block." and "gn.". IO holds the sizes ("sizes": vocabulary,
+"mha.", "block.", "gn.", "c1." and "ct.". IO holds the sizes ("sizes": vocabulary,
 features, heads, hidden, groups, channels), the inputs ("idx", int32;
-"x"; "gx") and extensor's outputs ("emb", "mha", "block", "gn"). The
-script builds nn.Embedding, nn.MultiheadAttention (batch_first),
-nn.TransformerEncoderLayer (norm_first, batch_first, GELU) and
-nn.GroupNorm, loads each with
+"x"; "gx"; "c1x"; "ctx") and extensor's outputs ("emb", "mha", "block",
+"gn", "c1", "ct"). The script builds nn.Embedding, nn.MultiheadAttention
+(batch_first), nn.TransformerEncoderLayer (norm_first, batch_first,
+GELU), nn.GroupNorm, and the convolutions as the Go test configures
+them, loads each with
 load_state_dict(strict=True), runs them in evaluation mode (the attention
 causal, as a float mask of −Inf above the diagonal) and prints, as JSON,
 each output's largest difference from extensor's.
@@ -44,7 +45,11 @@ def main():
     block.load_state_dict(part(params, "block."), strict=True)
     gn = nn.GroupNorm(groups, channels)
     gn.load_state_dict(part(params, "gn."), strict=True)
-    for m in (emb, mha, block, gn):
+    c1 = nn.Conv1d(3, 5, 3, stride=2, padding=1, dilation=2)
+    c1.load_state_dict(part(params, "c1."), strict=True)
+    ct = nn.ConvTranspose2d(4, 3, 3, stride=2, padding=(1, 2), output_padding=(1, 0), dilation=(2, 1))
+    ct.load_state_dict(part(params, "ct."), strict=True)
+    for m in (emb, mha, block, gn, c1, ct):
         m.eval()
     with torch.no_grad():
         out = {
@@ -52,6 +57,8 @@ def main():
             "mha": mha(x, x, x, attn_mask=causal, need_weights=False)[0],
             "block": block(x, src_mask=causal),
             "gn": gn(io["gx"]),
+            "c1": c1(io["c1x"]),
+            "ct": ct(io["ctx"]),
         }
     print(json.dumps({k: (v - io[k]).abs().max().item() for k, v in out.items()}))
 

@@ -1,0 +1,164 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/extensor/extensor/device"
+
+	"github.com/extensor/extensor/tensor"
+)
+
+// conv_transpose2d: its functions, table entry and cases. It is the
+// adjoint of conv2d in its input: y = convT(x, w) is the input gradient
+// of z = conv2d(u, w) for the upstream gradient x, with u of y's shape.
+// So its forward runs conv2d's backward (on an input of zeros), its input
+// gradient is conv2d(g, w) and its weight's gradient is conv2d's weight
+// gradient for the input g and the upstream gradient x.
+
+// transposedConvs is conv_transpose2d, in the coverage table's order.
+var transposedConvs = []*Op{
+	{Name: "conv_transpose2d", Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
+		Forward: func(in []*T, a Attrs) *T { return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			gx, gw, gb := ConvTranspose2dBackward(in[0], in[1], bias(in), g, a.Window, a.OutputPadding)
+			if len(in) < 3 {
+				return []*T{gx, gw}
+			}
+			return []*T{gx, gw, gb}
+		},
+		Cases: convTransposeCases()},
+}
+
+// convTransposeShape checks conv_transpose2d's arguments and returns its
+// output's shape.
+func convTransposeShape(op string, x, w, b *T, win Window, outPad [2]int) []int {
+	ts := []*T{x, w}
+	if b != nil {
+		ts = append(ts, b)
+	}
+	operands(op, ts...)
+	floats(op, ts...)
+	xs := images(op, x)
+	if w.Rank() != 4 {
+		tensor.Panicf(op, tensor.ErrShape, "weight has shape %v; want [in channels, out channels / groups, KH, KW]", w.Shape())
+	}
+	ws := w.Shape()
+	groups := max(win.Groups, 1)
+	if win.Groups < 0 || ws[0] != xs[1] || xs[1]%groups != 0 {
+		tensor.Panicf(op, tensor.ErrShape, "x has shape %v, weight %v, %d groups; want weight's first dimension x's channels, a multiple of the groups", xs, ws, win.Groups)
+	}
+	if b != nil && !equal(b.Shape(), []int{ws[1] * groups}) {
+		tensor.Panicf(op, tensor.ErrShape, "bias has shape %v; want [%d]", b.Shape(), ws[1]*groups)
+	}
+	out := []int{xs[0], ws[1] * groups, 0, 0}
+	d := win.dilation()
+	for i := range 2 {
+		if win.Stride[i] < 1 || win.Stride[i] > 1<<24 || win.Padding[i] < 0 || win.Padding[i] > 1<<24 || d[i] > 1<<24 {
+			tensor.Panicf(op, tensor.ErrArgument, "stride %v, padding %v, dilation %v; want strides and dilations in [1, 2²⁴], paddings in [0, 2²⁴]", win.Stride, win.Padding, win.Dilation)
+		}
+		if outPad[i] < 0 || outPad[i] >= win.Stride[i] {
+			tensor.Panicf(op, tensor.ErrArgument, "output padding %v for stride %v; want 0 ≤ output padding < stride", outPad, win.Stride)
+		}
+		n := (xs[2+i]-1)*win.Stride[i] - 2*win.Padding[i] + d[i]*(ws[2+i]-1) + outPad[i] + 1
+		if xs[2+i] < 1 || n < 1 || xs[2+i] > 1<<24 || ws[2+i] > 1<<24 {
+			tensor.Panicf(op, tensor.ErrShape, "x %v, weight %v, stride %v, padding %v, dilation %v: an output %d pixels high or wide; want at least 1", xs, ws, win.Stride, win.Padding, win.Dilation, n)
+		}
+		out[2+i] = n
+	}
+	return out
+}
+
+// ConvTranspose2d returns PyTorch's conv_transpose2d of NCHW x with the
+// weight w [in channels, out channels / groups, KH, KW] and bias b
+// ([out channels] or nil): each input pixel scatters its channels times
+// the kernel into the output, stride apart, the output cropped by padding
+// on each side and extended by outPad (< stride) at the bottom and right.
+// float16 computes in float32 and rounds once.
+func ConvTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
+	const op = "ops.ConvTranspose2d"
+	shape := convTransposeShape(op, x, w, b, win, outPad)
+	if x.DType() == device.Float16 { // summed in float32, rounded once
+		in, done := wide32(x, w, b)
+		defer done()
+		return narrow16(ConvTranspose2d(in[0], in[1], in[2], win, outPad))
+	}
+	u, err := tensor.Zeros(x.Device(), x.DType(), shape...)
+	if err != nil {
+		return tensor.Failed(x.Device(), x.DType(), err, shape...)
+	}
+	defer u.Release()
+	r := as(op, func() (r [3]*T) {
+		r[0], r[1], r[2] = conv2dBackward(u, w, nil, x, win, true, nil)
+		return r
+	})
+	y := r[0]
+	r[1].Release()
+	if b == nil {
+		return y
+	}
+	defer y.Release()
+	bv := b.Reshape(1, shape[1], 1, 1)
+	defer bv.Release()
+	return Add(y, bv)
+}
+
+// ConvTranspose2dBackward returns the gradients of ConvTranspose2d for x
+// (conv2d of g), w and b (g summed over N, H and W; nil for a nil b).
+func ConvTranspose2dBackward(x, w, b, g *T, win Window, outPad [2]int) (gx, gw, gb *T) {
+	const op = "ops.ConvTranspose2dBackward"
+	shape := convTransposeShape(op, x, w, b, win, outPad)
+	operands(op, x, g)
+	floats(op, x, g)
+	sameShape(op, "upstream gradient", g, shape)
+	if x.DType() == device.Float16 {
+		in, done := wide32(x, w, b, g)
+		defer done()
+		gx, gw, gb = ConvTranspose2dBackward(in[0], in[1], in[2], in[3], win, outPad)
+		return narrow16(gx), narrow16(gw), narrow16(gb)
+	}
+	gx = as(op, func() *T { return Conv2d(g, w, nil, win) })
+	gw = as(op, func() (r [3]*T) {
+		r[0], r[1], r[2] = conv2dBackward(g, w, nil, x, win, false, nil)
+		return r
+	})[1]
+	if b != nil {
+		gb = SumAxes(g, []int{0, 2, 3}, false)
+	}
+	return gx, gw, gb
+}
+
+func convTransposeCases() []Case {
+	c := func(x, w []int, bias bool, win Window, outPad [2]int) Case {
+		in := []Input{{Shape: x}, {Shape: w}}
+		name := fmt.Sprintf("%s*%s s%v p%v", ShapeName(x), ShapeName(w), win.Stride, win.Padding)
+		if outPad != [2]int{} {
+			name += fmt.Sprintf(" op%v", outPad)
+		}
+		if win.Dilation != [2]int{} {
+			name += fmt.Sprintf(" d%v", win.Dilation)
+		}
+		if win.Groups > 1 {
+			name += fmt.Sprintf(" g%d", win.Groups)
+		}
+		if bias {
+			in = append(in, Input{Shape: sh(w[1] * max(win.Groups, 1))})
+		} else {
+			name += " no bias"
+		}
+		return Case{Name: name, Inputs: in, Attrs: Attrs{Window: win, OutputPadding: outPad}}
+	}
+	s1 := Window{Stride: pair(1, 1)}
+	special := c(sh(1, 1, 3, 4), sh(1, 1, 2, 2), true, s1, [2]int{})
+	special.Name, special.NoFD = "special values "+special.Name, true
+	special.Inputs[0].Domain = Domain{Values: []float64{nan, 1, 2, 3, 4, inf, 0, 1, 1e30, 2, 3, -1}}
+	big := c(sh(8, 16, 14, 14), sh(16, 8, 4, 4), true, Window{Stride: pair(2, 2), Padding: pair(1, 1)}, [2]int{})
+	big.NoFD, big.ATol = true, 1e-3
+	return []Case{
+		c(sh(1, 2, 3, 3), sh(2, 3, 3, 3), true, s1, [2]int{}),
+		c(sh(2, 2, 3, 4), sh(2, 3, 3, 3), true, Window{Stride: pair(2, 2), Padding: pair(1, 1)}, [2]int{1, 1}),
+		c(sh(1, 4, 3, 3), sh(4, 2, 2, 3), false, Window{Stride: pair(2, 1), Groups: 2}, [2]int{1, 0}),
+		c(sh(1, 2, 4, 3), sh(2, 2, 3, 2), true, Window{Stride: pair(1, 2), Padding: pair(2, 1), Dilation: pair(2, 1)}, [2]int{0, 1}),
+		c(sh(0, 2, 3, 3), sh(2, 3, 2, 2), true, s1, [2]int{}),
+		special, big,
+	}
+}
