@@ -150,6 +150,20 @@ func CrossEntropy(logits, target *Var, r ops.Reduction) *Var {
 	return Apply("cross_entropy", ops.Attrs{Reduction: r}, logits, target)
 }
 
+// CrossEntropyWith returns CrossEntropy with class weights (weight may be
+// nil), an ignored label and label smoothing; o.Weight must be nil (the
+// weight is the variable, which gets no gradient).
+func CrossEntropyWith(logits, target, weight *Var, r ops.Reduction, o ops.ClassOptions) *Var {
+	if o.Weight != nil {
+		tensor.Panicf("autograd.CrossEntropyWith", tensor.ErrArgument, "o.Weight is set; pass the weights as a variable")
+	}
+	a := ops.Attrs{Reduction: r, Ignore: o.Ignore, IgnoreIndex: o.IgnoreIndex, LabelSmoothing: o.LabelSmoothing}
+	if weight == nil {
+		return Apply("cross_entropy", a, logits, target)
+	}
+	return Apply("cross_entropy", a, logits, target, weight)
+}
+
 // MSE returns the mean squared error (reduced by r).
 func MSE(p, t *Var, r ops.Reduction) *Var { return Apply("mse", ops.Attrs{Reduction: r}, p, t) }
 

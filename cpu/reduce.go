@@ -166,10 +166,14 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	}
 	for i := range t.N {
 		k := int(ix.i32[i])
-		ok := d.checkIndex(t.Site, k, t.C)
+		skip := t.Ignoring && int32(k) == t.IgnoreIndex
+		ok := skip || d.checkIndex(t.Site, k, t.C)
 		if !t.Table {
 			v := math.NaN()
-			if ok {
+			switch {
+			case skip:
+				v = 0
+			case ok:
 				v = t.Scale * in.at(i*t.C+k)
 			}
 			o.set(i, v)
@@ -177,7 +181,10 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 		}
 		for j := range t.D {
 			v := math.NaN()
-			if ok {
+			switch {
+			case skip:
+				v = 0
+			case ok:
 				v = t.Scale * in.at(k*t.D+j)
 			}
 			o.set(i*t.D+j, v)
@@ -205,7 +212,7 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 		acc := make([]float64, t.C*t.D)
 		for i := range t.N {
 			k := int(ix.i32[i])
-			if !d.checkIndex(t.Site, k, t.C) {
+			if t.Ignoring && int32(k) == t.IgnoreIndex || !d.checkIndex(t.Site, k, t.C) {
 				continue
 			}
 			for j := range t.D {
@@ -219,10 +226,12 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	}
 	for i := range t.N {
 		k := int(ix.i32[i])
-		ok := d.checkIndex(t.Site, k, t.C)
+		skip := t.Ignoring && int32(k) == t.IgnoreIndex
+		ok := skip || d.checkIndex(t.Site, k, t.C)
 		for j := range t.C {
 			v := 0.0
 			switch {
+			case skip:
 			case !ok:
 				v = math.NaN()
 			case j == k:

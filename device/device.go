@@ -357,6 +357,10 @@ type Take struct {
 	Table bool // gather rows of one C×D table
 	K     int  // not Table: the indices of each row, idx [N, K], when > 0
 	Scale float64
+	// Ignoring (not with K): an index equal to IgnoreIndex (a padding
+	// label) takes 0 and adds nowhere, and is not reported.
+	Ignoring    bool
+	IgnoreIndex int32
 }
 
 // GEMM describes a batch of matrix products for Device.MatMul: for each

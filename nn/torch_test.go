@@ -219,3 +219,54 @@ func runTorch(t *testing.T, python, script string, out any, args ...string) {
 		t.Fatalf("testdata/%s printed %q: %v", script, b, err)
 	}
 }
+
+// TestClassLossesMatchPyTorch checks cross_entropy and nll with class
+// weights, ignore_index and label smoothing, each reduction, against
+// PyTorch's F.cross_entropy and F.nll_loss (nn/testdata/torch_losses.py),
+// in float64. It needs a Python that imports torch, and is skipped
+// without one.
+func TestClassLossesMatchPyTorch(t *testing.T) {
+	python := torchPython(t)
+	dev := cpu.New()
+	x := tensor.Must(tensor.Uniform(dev, device.Float64, -3, 3, 1, 6, 4))
+	y := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, -100, 1, 1, -100}, 6))
+	w := tensor.Must(tensor.Uniform(dev, device.Float64, 0.2, 2, 2, 4))
+	type spec struct {
+		Loss      string  `json:"loss"`
+		Reduction string  `json:"reduction"`
+		Weight    bool    `json:"weight"`
+		Smoothing float64 `json:"smoothing"`
+	}
+	var cases []spec
+	io := map[string]*tensor.Tensor{"x": x, "y": y, "w": w}
+	for _, r := range []ops.Reduction{ops.MeanReduction, ops.SumReduction, ops.NoReduction} {
+		for _, weight := range []bool{false, true} {
+			for _, eps := range []float64{0, 0.2} {
+				o := ops.ClassOptions{Ignore: true, IgnoreIndex: -100, LabelSmoothing: eps}
+				if weight {
+					o.Weight = w
+				}
+				io[fmt.Sprintf("out%d", len(cases))] = ops.CrossEntropyLossWith(x, y, r, o)
+				cases = append(cases, spec{"ce", r.String(), weight, eps})
+				if eps == 0 {
+					io[fmt.Sprintf("out%d", len(cases))] = ops.NLLLossWith(ops.LogSoftmax(x, 1), y, r, o)
+					cases = append(cases, spec{"nll", r.String(), weight, 0})
+				}
+			}
+		}
+	}
+	f := filepath.Join(t.TempDir(), "io.safetensors")
+	if err := checkpoint.Save(f, io, nil); err != nil {
+		t.Fatal(err)
+	}
+	arg, _ := json.Marshal(cases)
+	var diffs []float64
+	if runTorch(t, python, "torch_losses.py", &diffs, f, string(arg)); len(diffs) != len(cases) {
+		t.Fatalf("testdata/torch_losses.py gave %d differences for %d cases", len(diffs), len(cases))
+	}
+	for i, d := range diffs {
+		if !(d <= 1e-12) {
+			t.Errorf("%+v: largest difference from PyTorch %v; want ≤ 1e-12", cases[i], d)
+		}
+	}
+}

@@ -353,11 +353,3 @@ func classCases(dx Domain, probs bool) []Case {
 	}
 	return cs
 }
-
-func classOp(name, doc string, f func(x, t *T, r Reduction) *T, df func(x, t, g *T, r Reduction) []*T, cases []Case) *Op {
-	return &Op{Name: name, Family: "softmax", Doc: doc,
-		Forward:  func(in []*T, a Attrs) *T { return f(in[0], in[1], a.Reduction) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return df(in[0], in[1], g, a.Reduction) },
-		Cases:    cases,
-	}
-}

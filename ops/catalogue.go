@@ -97,18 +97,21 @@ var others = []*Op{
 		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf})).with(bceRule),
 	lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
 		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf})).with(bceLogitsRule),
-	{Name: "cross_entropy", Grad: classRule(true), Family: "softmax", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution.",
+	{Name: "cross_entropy", Grad: classRule(true), Family: "softmax, gather", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
 		Forward: func(in []*T, a Attrs) *T {
-			return CrossEntropyLossSmoothed(in[0], in[1], a.Reduction, a.LabelSmoothing)
+			return CrossEntropyLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
 		},
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gt := CrossEntropyLossSmoothedBackward(in[0], in[1], g, a.Reduction, a.LabelSmoothing)
-			return []*T{gx, gt}
+			gx, gt := CrossEntropyLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a))
+			return []*T{gx, gt, nil}[:len(in)]
 		},
-		Cases: append(crossEntropyCases(), smoothingCases()...)},
-	classOp("nll", "−logp[i, y_i] with int32 class indices.", NLLLoss,
-		func(x, t, g *T, r Reduction) []*T { return []*T{NLLLossBackward(x, t, g, r), nil} },
-		classCases(Domain{Lo: -5, Hi: 0}, false)).with(classRule(false)),
+		Cases: slices.Concat(crossEntropyCases(), smoothingCases(), weightedCases(true))},
+	{Name: "nll", Grad: classRule(false), Family: "gather", Doc: "−logp[i, y_i] with int32 class indices; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
+		Forward: func(in []*T, a Attrs) *T { return NLLLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a)) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			return []*T{NLLLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a)), nil, nil}[:len(in)]
+		},
+		Cases: append(classCases(Domain{Lo: -5, Hi: 0}, false), weightedCases(false)...)},
 
 	// Matrices and shapes.
 	{Name: "matmul", Grad: matmulRule, Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",

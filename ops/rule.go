@@ -360,16 +360,24 @@ func classRule(lsm bool) Rule {
 	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		r := rb{b}
 		x, t := in[0], in[1]
-		n := x.Shape()[0]
+		n, c := x.Shape()[0], x.Shape()[1]
+		xt, tt := b.Tensor(x), b.Tensor(t)
+		ts := []*T{xt, tt}
+		if len(in) > 2 {
+			ts = append(ts, b.Tensor(in[2]))
+		}
+		o := classOptionsOf(ts, a)
+		probs := tt.DType().IsFloat()
+		if !o.plain() && !probs {
+			return weightedClassRule(r, x, g, o, lsm, n, c, a.Reduction, len(in))
+		}
 		gs := r.lossScale(g, n, a.Reduction, true)
 		var gl, gt Value // the gradients of the log-probabilities and of t
-		probs := b.Tensor(t).DType().IsFloat()
 		if probs {
 			gl = r.mul(r.neg(t), gs)
 		} else {
-			xt := b.Tensor(x)
 			one := tensor.Must(tensor.Scalar(xt.Device(), xt.DType(), 1))
-			gl = r.mul(b.Const(NLLLossBackward(xt, b.Tensor(t), one, SumReduction)), gs)
+			gl = r.mul(b.Const(NLLLossBackward(xt, tt, one, SumReduction)), gs)
 		}
 		if !lsm {
 			return []Value{gl, nil}
@@ -380,15 +388,51 @@ func classRule(lsm bool) Rule {
 		if eps := a.LabelSmoothing; eps != 0 {
 			// The smoothed target (1 − ε)·t + ε/C: its log-probabilities'
 			// gradient gains −ε/C·g, and t's is (1 − ε) times.
-			c := float64(x.Shape()[1])
-			gl = r.sub(r.scale(gl, 1-eps), r.scale(gs, eps/c))
+			gl = r.sub(r.scale(gl, 1-eps), r.scale(gs, eps/float64(c)))
 			if probs {
 				gt = r.scale(gt, 1-eps)
 			}
 		}
+		if o.Weight != nil { // probabilities times the weights (a constant)
+			row := b.Const(o.Weight.Reshape(1, c))
+			gl, gt = r.mul(gl, row), r.mul(gt, row)
+		}
 		sm := r.op("softmax", Attrs{Axis: 1}, x)
-		return []Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}
+		return append([]Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}, make([]Value, len(in)-2)...)
 	}
+}
+
+// weightedClassRule is classRule with class indices and class weights or
+// an ignored label: the log-probabilities' gradient for a unit upstream
+// of each row enters as a constant, times each row's upstream gradient
+// (the mean's divided by Σ ω, read as a constant).
+func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red Reduction, inputs int) []Value {
+	const op = "ops.CrossEntropyLossWithBackward"
+	xt := r.b.Tensor(x)
+	y := o.labels
+	omega, m := rowWeights(op, y, o, xt, n, c)
+	m.Release()
+	ones := filled(xt.Device(), xt.DType(), []int{n}, 1, xt)
+	unit := classGrad(op, xt, y, ones, omega, o, n, c) // [N, C]
+	var gs Value
+	switch red {
+	case NoReduction:
+		gs = r.reshape(g, []int{n, 1})
+	case SumReduction:
+		gs = g
+	default:
+		sw, err := Sum(omega).Float64s()
+		if err != nil {
+			panic(err)
+		}
+		gs = r.scale(g, 1/sw[0])
+	}
+	gl := r.mul(r.b.Const(unit), gs)
+	if lsm {
+		sm := r.op("softmax", Attrs{Axis: 1}, x)
+		gl = r.sub(gl, r.mul(sm, r.sum(gl, []int{1})))
+	}
+	return append([]Value{gl}, make([]Value, inputs-1)...)
 }
 
 // Rules of the shape copies: pad's gradient is slices of g, concat's and

@@ -86,11 +86,7 @@ func CrossEntropyLossSmoothedBackward(logits, target, g *T, r Reduction, eps flo
 		return narrow16(glogits), narrow16(gtarget)
 	}
 	if probs {
-		t := smoothTarget(target, eps, c)
-		defer t.Release()
-		gl, gt := crossEntropyBackward(op, logits, t, g, r)
-		defer gt.Release()
-		return gl, scaleBy(gt, 1-eps)
+		return probsBackward(op, logits, target, g, r, ClassOptions{LabelSmoothing: eps}, c)
 	}
 	ge := lossUpstream(op, g, []int{n}, r)
 	defer ge.Release()

@@ -78,10 +78,14 @@ type Attrs struct {
 	// LabelSmoothing is cross_entropy's ε: the target mixed with the
 	// uniform distribution, (1 − ε)·target + ε/C.
 	LabelSmoothing float64
-	Lo, Hi         float64   // clip's bounds
-	Reduction      Reduction // losses
-	Shape          []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
-	Perm           []int     // permute: axis k of the result is axis Perm[k]
+	// cross_entropy, nll: rows whose class index is IgnoreIndex contribute
+	// nothing (PyTorch's ignore_index), when Ignore.
+	Ignore      bool
+	IgnoreIndex int
+	Lo, Hi      float64   // clip's bounds
+	Reduction   Reduction // losses
+	Shape       []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
+	Perm        []int     // permute: axis k of the result is axis Perm[k]
 	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
 	// the axes Start…Stop, inclusive.
 	Start, Stop, Step int
@@ -150,6 +154,9 @@ type Input struct {
 	// NoFD: this input's gradient is not checked by finite differences
 	// (an integer exponent of a negative base, say).
 	NoFD bool
+	// NoGrad: a float input the op does not differentiate (a loss's class
+	// weights): Backward returns nil for it.
+	NoGrad bool
 }
 
 // Domain tells the parity suite how to draw an input's values.

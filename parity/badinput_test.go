@@ -209,6 +209,15 @@ func badInput(t *testing.T, dev device.Device) {
 			"ops.Gather", tensor.ErrShape, "want indices no larger than x off the axis"},
 		{"ScatterAdd src smaller than the indices", func() { ops.ScatterAdd(m23, 1, i23, f(2, 2)) },
 			"ops.ScatterAdd", tensor.ErrShape, "want src no smaller than the indices"},
+		{"CrossEntropy weights of the wrong length", func() {
+			ops.CrossEntropyLossWith(m23, tensor.Must(tensor.FromInt32(dev, []int32{0, 1})), ops.MeanReduction, ops.ClassOptions{Weight: f(2)})
+		}, "ops.CrossEntropyLossWith", tensor.ErrShape, "class weights has shape [2]; want [3]"},
+		{"CrossEntropy ignoring with probabilities", func() {
+			ops.CrossEntropyLossWith(m23, m23, ops.MeanReduction, ops.ClassOptions{Ignore: true, IgnoreIndex: -100})
+		}, "ops.CrossEntropyLossWith", tensor.ErrArgument, "want an int32 label with class indices"},
+		{"NLL with label smoothing", func() {
+			ops.NLLLossWith(m23, tensor.Must(tensor.FromInt32(dev, []int32{0, 1})), ops.MeanReduction, ops.ClassOptions{LabelSmoothing: 0.1})
+		}, "ops.NLLLossWith", tensor.ErrArgument, "nll takes none"},
 		{"AdaptiveAvgPool2d of no pixels", func() { ops.AdaptiveAvgPool2d(f(1, 2, 0, 3), []int{1, 1}) },
 			"ops.AdaptiveAvgPool2d", tensor.ErrShape, "no pixels to resample"},
 	}

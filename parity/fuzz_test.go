@@ -169,7 +169,7 @@ func hostileInputs(in *fuzzin.Bytes, case_ []ops.Input) []inputSpec {
 		if device.Numel(s.Shape) > 4096 {
 			s.Shape = []int{7} // the large cases, made small
 		}
-		switch in.Next(0, 17) { // 0 (and no bytes left): the case's input
+		switch in.Next(0, 20) { // 0 (and no bytes left): the case's input
 		case 1:
 			if len(s.Shape) > 0 {
 				s.Shape[in.Next(0, len(s.Shape)-1)] = in.Next(0, 5)
@@ -204,7 +204,7 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 	for range in.Next(0, 2) {
 		h := fuzzin.Pick(in, hostileInts...)
 		v := fuzzin.Pick(in, hostileFloats...)
-		switch in.Next(0, 17) {
+		switch in.Next(0, 20) {
 		case 0:
 			a.Axis = h
 		case 1:
@@ -256,6 +256,13 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 			a.Correction, a.Diagonal, a.Reverse = v, h, !a.Reverse
 		case 17:
 			a.Delta, a.Classes, a.LabelSmoothing = v, h, fuzzin.Pick(in, hostileFloats...)
+		case 18:
+			a.Ignore, a.IgnoreIndex = !a.Ignore, h
+		case 19:
+			a.Causal, a.Scale, a.Dropout, a.BoolMask = !a.Causal, v, fuzzin.Pick(in, hostileFloats...), !a.BoolMask
+		case 20:
+			a.Mode, a.AlignCorners, a.Groups = fuzzin.Pick(in, "", "nearest", "bilinear", "bicubic", "adaptive"), !a.AlignCorners, h
+			a.OutputPadding = [2]int{h, fuzzin.Pick(in, hostileInts...)}
 		}
 	}
 	return a

@@ -73,9 +73,9 @@ func inputChanges(o int, in []ops.Input) [][]byte {
 func attrChanges(o int) [][]byte {
 	// How many further choices (another int or float, a dtype, a
 	// reduction, an axis and a field) each of hostileAttrs' kinds makes.
-	further := [18]int{5: 1, 9: 1, 10: 1, 11: 2, 13: 1, 14: 1, 17: 1}
+	further := [21]int{5: 1, 9: 1, 10: 1, 11: 2, 13: 1, 14: 1, 17: 1, 19: 1, 20: 2}
 	var out [][]byte
-	for kind := range 18 {
+	for kind := range len(further) {
 		for h := range len(hostileInts) {
 			// op, case 0, one change: an int, a float, the kind, its
 			// further choices; the inputs kept (no bytes left).

@@ -379,7 +379,7 @@ func (c *Case) checkRule(t testing.TB, dev device.Device, dt device.DType, vals 
 		}
 		gs := c.Op.Grad(ops.Eager{}, vs, out, gt, c.Attrs)
 		for i := range c.Inputs {
-			if c.Inputs[i].Int {
+			if c.Inputs[i].Int || c.Inputs[i].NoGrad {
 				continue
 			}
 			gr := gs[i].(*tensor.Tensor)
@@ -417,10 +417,10 @@ func (c *Case) gradShapesOK(t testing.TB, where string, r *run) bool {
 	}
 	for i, in := range c.Inputs {
 		switch {
-		case in.Int && r.grads[i] != nil:
-			t.Errorf("%s %s: %s: int input %d got a gradient", c.Op.Name, c.Case.Name, where, i)
+		case (in.Int || in.NoGrad) && r.grads[i] != nil:
+			t.Errorf("%s %s: %s: input %d, which takes no gradient, got one", c.Op.Name, c.Case.Name, where, i)
 			ok = false
-		case !in.Int && !slices.Equal(r.gshapes[i], in.Shape):
+		case !in.Int && !in.NoGrad && !slices.Equal(r.gshapes[i], in.Shape):
 			t.Errorf("%s %s: %s: gradient %d has shape %v; input has shape %v", c.Op.Name, c.Case.Name, where, i, r.gshapes[i], in.Shape)
 			ok = false
 		}
@@ -461,7 +461,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 		bwd = Fail
 	}
 	for i := range c.Inputs {
-		if c.Inputs[i].Int || bwd == Fail {
+		if c.Inputs[i].Int || c.Inputs[i].NoGrad || bwd == Fail {
 			continue
 		}
 		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], toFloat32(want.grads[i]), rtol, atol) {
@@ -490,7 +490,7 @@ func (c *Case) finiteDifferences(t testing.TB, vals [][]float64, g []float64, wa
 	atol = max(atol, 1e-10*mag)
 	status := Pass
 	for i, in := range c.Inputs {
-		if in.Int || in.NoFD {
+		if in.Int || in.NoFD || in.NoGrad {
 			continue
 		}
 		var ferr error

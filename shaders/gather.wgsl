@@ -1,6 +1,7 @@
 // The gather family, with int32 indices idx, one for each of n rows;
 // p[0] = n, p[1] = c, p[2] = scale (f32 bits), p[3] = site id, p[4] = d
-// (Table) or k (Rows).
+// (Table) or k (Rows); unless Rows, an index equal to p[8] (i32 bits)
+// when p[7] ≠ 0 is ignored: it takes 0, adds nowhere, is not reported.
 {{- if .Table}} Table form: row i takes row idx[i] of a c×d table.{{else if .Rows}} Rows form: row i takes elements idx[i, 0…k) of its own row of an n×c matrix.{{else}} Row i takes element idx[i] of its own row of an n×c matrix.{{end}}
 // An index outside [0, c) gives NaN{{if and .Grad (not .Table)}} for its whole row{{end}}{{if and .Grad .Table}} in the forward and adds nowhere here{{end}}, and is
 // reported in the flags.
@@ -9,6 +10,11 @@
 @group(0) @binding(2) var<storage, read> g: array<E>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
+
+// ignored reports whether k is the ignored index.
+fn ignored(k: i32) -> bool {
+    return p[7] != 0u && k == bitcast<i32>(p[8]);
+}
 {{- if .Rows}}
 
 // gather_grad, rows: out[i, j] = scale·Σ g[i, m] over the m < k with
@@ -43,6 +49,9 @@
     var s = 0.0;
     for (var i = p[5]; i < p[6]; i++) {
         let k = idx[i];
+        if (ignored(k)) {
+            continue;
+        }
         if (e == 0u) {
             check_index(k, p[1], p[3]);
         }
@@ -66,6 +75,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let i = e / c;
     let k = idx[i];
+    if (ignored(k)) {
+        out[e] = to_e(0.0);
+        return;
+    }
     var v = select(0.0, pf(2u) * f32(g[i]), i32(e % c) == k);
     // Report once per row, from its first element.
     if ((e % c == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
@@ -79,6 +92,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
 {{template "index_check" 4}}
+
+// ignored reports whether k is the ignored index.
+fn ignored(k: i32) -> bool {
+    return p[7] != 0u && k == bitcast<i32>(p[8]);
+}
 {{- if .Rows}}
 
 // gather, rows: out[i, m] = scale·x[i, idx[i, m]]; one invocation per
@@ -102,6 +120,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let j = e % d;
     let k = idx[i];
     let c = p[1];
+    if (ignored(k)) {
+        out[e] = to_e(0.0);
+        return;
+    }
     if ((j == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
         out[e] = to_e(nan());
         return;
@@ -114,6 +136,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{template "main_1d"}}
     let c = p[1];
     let k = idx[i];
+    if (ignored(k)) {
+        out[i] = to_e(0.0);
+        return;
+    }
     if (!check_index(k, c, p[3])) {
         out[i] = to_e(nan());
         return;

@@ -26,7 +26,7 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	case rowsForm:
 		n, w = t.N*t.K, t.K
 	}
-	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(w)},
+	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(w), 0, 0, b2u(t.Ignoring), uint32(t.IgnoreIndex)},
 		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
@@ -43,7 +43,7 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	st := d.storeOf(d.buf(g).dt)
 	rowsForm := t.K > 0 && !t.Table
 	k := d.kernel(fmt.Sprintf("gather_grad/table=%v,rows=%v/%s", t.Table, rowsForm, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "Rows": rowsForm, "F16": st.native()}, flags(2, 2)...)
-	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0}
+	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0, b2u(t.Ignoring), uint32(t.IgnoreIndex)}
 	if rowsForm {
 		if !d.rowLimit(k, t.K) {
 			return
