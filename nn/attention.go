@@ -257,3 +257,40 @@ func (l *GroupNormLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, 
 
 // ParamNames returns "weight" and "bias".
 func (l *GroupNormLayer) ParamNames() []string { return []string{"weight", "bias"} }
+
+// ResidualLayer is x + Layer(x): a residual connection around a layer
+// (a Sequential, say) whose output has x's shape.
+type ResidualLayer struct{ Layer Layer }
+
+// Residual returns x + l(x).
+func Residual(l Layer) ResidualLayer { return ResidualLayer{Layer: l} }
+
+// Forward returns x + Layer(x).
+func (r ResidualLayer) Forward(x *autograd.Var) *autograd.Var {
+	return autograd.Add(x, r.Layer.Forward(x))
+}
+
+// Params returns the layer's parameters.
+func (r ResidualLayer) Params() []*autograd.Var { return r.Layer.Params() }
+
+// ParamNames returns the layer's names of Params (a Namer's; a Linear's
+// or Conv2d's "weight" and "bias") as PyTorch names a module holding it
+// as "layer": "layer.<name>".
+func (r ResidualLayer) ParamNames() []string {
+	names := []string{"weight", "bias"}
+	if l, ok := r.Layer.(Namer); ok {
+		names = l.ParamNames()
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "layer." + n
+	}
+	return out[:len(r.Params())]
+}
+
+// Train sets the layer's mode, if it has one.
+func (r ResidualLayer) Train(on bool) {
+	if l, ok := r.Layer.(Trainer); ok {
+		l.Train(on)
+	}
+}

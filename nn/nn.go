@@ -1,7 +1,8 @@
-// Package nn holds layers for training with autograd: Linear, Conv2d,
-// MaxPool2d, AvgPool2d, Flatten, Dropout, BatchNorm, LayerNorm, RMSNorm,
+// Package nn holds layers for training with autograd: Linear, Conv1d,
+// Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+// Upsample, Flatten, Dropout, BatchNorm, LayerNorm, GroupNorm, RMSNorm,
 // Embedding, MultiheadAttention, Transformer (a pre-norm encoder layer),
-// the activations as layers, and Sequential. Parameters are initialised
+// the activations as layers, Residual and Sequential. Parameters are initialised
 // as PyTorch's defaults do (Kaiming uniform: weights and biases in
 // ±1/√fan_in; a normalisation's weight 1 and bias 0), from a seed, so a
 // seed gives the same network on every device. Layers run on their
@@ -436,8 +437,10 @@ func (s Sequential) ParamNames() []string {
 
 // StateDict returns the parameters' tensors by their ParamNames, and a
 // BatchNorm's running statistics as PyTorch names them:
-// "<index>.running_mean" and "<index>.running_var". (PyTorch's
-// num_batches_tracked, an int64, is the layer's NumBatchesTracked.)
+// "<index>.running_mean", "<index>.running_var" and
+// "<index>.num_batches_tracked" (PyTorch's is int64; this is a new int32
+// 0-D tensor of NumBatchesTracked, which loading into it leaves as it
+// is: with a momentum the count changes nothing).
 func (s Sequential) StateDict() map[string]*tensor.Tensor {
 	d := map[string]*tensor.Tensor{}
 	names := s.ParamNames()
@@ -448,6 +451,11 @@ func (s Sequential) StateDict() map[string]*tensor.Tensor {
 		if bn, ok := l.(*BatchNormLayer); ok {
 			d[fmt.Sprintf("%d.running_mean", i)] = bn.RunningMean
 			d[fmt.Sprintf("%d.running_var", i)] = bn.RunningVar
+			n, err := tensor.Scalar(bn.RunningMean.Device(), device.Int32, float64(bn.NumBatchesTracked))
+			if err != nil {
+				n = tensor.Failed(bn.RunningMean.Device(), device.Int32, err)
+			}
+			d[fmt.Sprintf("%d.num_batches_tracked", i)] = n
 		}
 	}
 	return d

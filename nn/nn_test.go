@@ -293,3 +293,24 @@ func meanVar(v []float64) (mean, variance float64) {
 	}
 	return mean, variance
 }
+
+func TestResidual(t *testing.T) {
+	dev := cpu.New()
+	l, err := nn.Linear(dev, device.Float64, 3, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nn.Residual(nn.Sequential{l, nn.Relu})
+	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float64, -1, 1, 2, 4, 3)), false)
+	got, _ := r.Forward(x).Value().Float64s()
+	lin, _ := nn.Sequential{l, nn.Relu}.Forward(x).Value().Float64s()
+	xs, _ := x.Value().Float64s()
+	for i := range got {
+		if got[i] != xs[i]+lin[i] {
+			t.Fatalf("element %d: %v; want x + layer(x) = %v", i, got[i], xs[i]+lin[i])
+		}
+	}
+	if names := (nn.Sequential{r}).ParamNames(); len(names) != 2 || names[0] != "0.layer.0.weight" || names[1] != "0.layer.0.bias" {
+		t.Errorf("names %v; want [0.layer.0.weight 0.layer.0.bias]", names)
+	}
+}

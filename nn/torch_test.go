@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -70,8 +71,9 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 }
 
 // TestLayersOpenInPyTorch saves an Embedding, a causal MultiheadAttention,
-// a causal Transformer layer, a GroupNorm, a Conv1d and a ConvTranspose2d
-// (strided, padded, dilated, with output padding) with their outputs, and checks that
+// a causal Transformer layer, a GroupNorm, a Conv1d, a ConvTranspose2d
+// (strided, padded, dilated, with output padding) and a BatchNorm2d
+// (with the running statistics of three batches) with their outputs, and checks that
 // PyTorch's layers of the same names load the state_dicts with
 // load_state_dict(strict=True) and give the same outputs in evaluation
 // mode (nn/testdata/torch_layers.py). It needs a Python that imports
@@ -111,8 +113,15 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	}
 	ct.W = autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -0.5, 0.5, 9, 4, 3, 3, 3)), true)
 	ct.Window.Padding, ct.Window.Dilation, ct.Window.Groups, ct.OutputPadding = [2]int{1, 2}, [2]int{2, 1}, 1, [2]int{1, 0}
+	bn, err := nn.BatchNorm(dev, device.Float32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // running statistics of three batches
+		bn.Forward(autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 2, uint64(20+i), 4, 3, 2, 2)), false))
+	}
 	mha.Causal, block.SelfAttn.Causal = true, true
-	net := nn.Sequential{emb, mha, block, gn, c1, ct}
+	net := nn.Sequential{emb, mha, block, gn, c1, ct, bn}
 	net.Train(false)
 	idx := tensor.Must(tensor.FromInt32(dev, []int32{0, 3, 10, 3, 7, 1, 2, 2, 9, 4, 5, 6}, n, l))
 	x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 4, n, l, e))
@@ -121,10 +130,12 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	gx := tensor.Must(tensor.Uniform(dev, device.Float32, -2, 3, 7, n, 8, 3, 3))
 	c1x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 10, n, 3, 11))
 	ctx := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 11, n, 4, 5, 6))
+	bnx := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 2, 12, n, 3, 2, 2))
 	io := map[string]*tensor.Tensor{"sizes": sizes, "idx": idx, "x": x,
 		"emb": emb.Forward(leaf(idx)).Value(), "mha": mha.Forward(leaf(x)).Value(), "block": block.Forward(leaf(x)).Value(),
 		"gx": gx, "gn": gn.Forward(leaf(gx)).Value(),
-		"c1x": c1x, "c1": c1.Forward(leaf(c1x)).Value(), "ctx": ctx, "ct": ct.Forward(leaf(ctx)).Value()}
+		"c1x": c1x, "c1": c1.Forward(leaf(c1x)).Value(), "ctx": ctx, "ct": ct.Forward(leaf(ctx)).Value(),
+		"bnx": bnx, "bn": bn.Forward(leaf(bnx)).Value()}
 	params := map[string]*tensor.Tensor{}
 	for i, prefix := range []string{"emb.", "mha.", "block.", "gn.", "c1.", "ct."} {
 		layer := net[i].(interface {
@@ -134,6 +145,9 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 		for j, name := range layer.ParamNames() {
 			params[prefix+name] = layer.Params()[j].Value()
 		}
+	}
+	for k, v := range (nn.Sequential{bn}).StateDict() { // with the running statistics
+		params["bn."+strings.TrimPrefix(k, "0.")] = v
 	}
 	dir := t.TempDir()
 	pf, iof := filepath.Join(dir, "params.safetensors"), filepath.Join(dir, "io.safetensors")
@@ -145,7 +159,7 @@ func TestLayersOpenInPyTorch(t *testing.T) {
 	}
 	var diffs map[string]float64
 	runTorch(t, python, "torch_layers.py", &diffs, pf, iof)
-	for _, k := range []string{"emb", "mha", "block", "gn", "c1", "ct"} {
+	for _, k := range []string{"emb", "mha", "block", "gn", "c1", "ct", "bn"} {
 		if d, ok := diffs[k]; !ok || !(d <= 1e-5) {
 			t.Errorf("%s: largest difference from PyTorch %v; want ≤ 1e-5", k, d)
 		}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"github.com/x448/float16"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
@@ -325,6 +326,36 @@ func Ones(dev device.Device, dt device.DType, shape ...int) (*Tensor, error) {
 // Scalar returns a 0-D tensor holding v.
 func Scalar(dev device.Device, dt device.DType, v float64) (*Tensor, error) {
 	return Full(dev, dt, v)
+}
+
+// Arange returns the 1-D tensor start, start + step, … before stop, as
+// PyTorch's arange: ⌈(stop − start)/step⌉ elements, element i start +
+// i·step computed in float64 and rounded to dt (on the host, then
+// uploaded). The bounds and step must be finite, step non-zero and of
+// the sign of stop − start (or the range empty).
+func Arange(dev device.Device, dt device.DType, start, stop, step float64) (*Tensor, error) {
+	const op = "tensor.Arange"
+	for _, v := range []float64{start, stop, step} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			Panicf(op, ErrArgument, "start %v, stop %v, step %v; want finite numbers", start, stop, step)
+		}
+	}
+	if step == 0 {
+		Panicf(op, ErrArgument, "step 0; want a non-zero step")
+	}
+	n := math.Ceil((stop - start) / step)
+	switch {
+	case n < 0:
+		Panicf(op, ErrArgument, "start %v, stop %v, step %v: the bounds and the step's sign disagree", start, stop, step)
+	case n > math.MaxInt32:
+		Panicf(op, ErrArgument, "start %v, stop %v, step %v: %v elements; want at most 2³¹−1", start, stop, step, n)
+	}
+	i := 0
+	return random(op, dev, dt, 0, []int{int(n)}, func(*rand.Rand) float64 {
+		v := start + float64(i)*step
+		i++
+		return v
+	})
 }
 
 // Uniform returns a tensor of values drawn uniformly from [lo, hi) by a PCG

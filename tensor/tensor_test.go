@@ -926,3 +926,39 @@ func TestReshapeOverflow(t *testing.T) {
 		errtest.Panics(t, func() { x.Reshape(shape...) }, "Tensor.Reshape", tensor.ErrShape, "more elements than an int counts")
 	}
 }
+
+func TestArange(t *testing.T) {
+	dev := cpu.New()
+	for _, c := range []struct {
+		start, stop, step float64
+		dt                device.DType
+		want              []float64
+	}{
+		{0, 5, 1, device.Int32, []float64{0, 1, 2, 3, 4}},
+		{1, 2, 0.25, device.Float64, []float64{1, 1.25, 1.5, 1.75}},
+		{3, 0, -1.5, device.Float32, []float64{3, 1.5}},
+		{2, 2, 1, device.Float32, nil},
+		{0, 1, 0.3, device.Float64, []float64{0, 0.3, 0.6, 0.8999999999999999}},
+	} {
+		x, err := tensor.Arange(dev, c.dt, c.start, c.stop, c.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Float64s()
+		if err != nil || len(got) != len(c.want) || x.Rank() != 1 {
+			t.Fatalf("Arange(%v, %v, %v): %v (%v); want %v", c.start, c.stop, c.step, got, err, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("Arange(%v, %v, %v): %v; want %v", c.start, c.stop, c.step, got, c.want)
+				break
+			}
+		}
+	}
+	for _, bad := range []struct {
+		args [3]float64
+		says string
+	}{{[3]float64{0, 5, 0}, "want a non-zero step"}, {[3]float64{0, 5, -1}, "sign disagree"}, {[3]float64{0, math.Inf(1), 1}, "want finite"}, {[3]float64{math.NaN(), 1, 1}, "want finite"}} {
+		errtest.Panics(t, func() { _, _ = tensor.Arange(dev, device.Float32, bad.args[0], bad.args[1], bad.args[2]) }, "tensor.Arange", tensor.ErrArgument, bad.says)
+	}
+}

@@ -1,13 +1,14 @@
 """Loads extensor's Embedding, MultiheadAttention, Transformer, GroupNorm,
-Conv1d and ConvTranspose2d layers into PyTorch's.
+Conv1d, ConvTranspose2d and BatchNorm layers into PyTorch's.
 
 Usage: torch_layers.py PARAMS IO
 
 PARAMS (safetensors) holds each layer's state_dict under a prefix: "emb.",
-"mha.", "block.", "gn.", "c1." and "ct.". IO holds the sizes ("sizes": vocabulary,
+"mha.", "block.", "gn.", "c1.", "ct." and "bn." (with its running
+statistics and num_batches_tracked). IO holds the sizes ("sizes": vocabulary,
 features, heads, hidden, groups, channels), the inputs ("idx", int32;
-"x"; "gx"; "c1x"; "ctx") and extensor's outputs ("emb", "mha", "block",
-"gn", "c1", "ct"). The script builds nn.Embedding, nn.MultiheadAttention
+"x"; "gx"; "c1x"; "ctx"; "bnx") and extensor's outputs ("emb", "mha",
+"block", "gn", "c1", "ct", "bn", the last in evaluation mode). The script builds nn.Embedding, nn.MultiheadAttention
 (batch_first), nn.TransformerEncoderLayer (norm_first, batch_first,
 GELU), nn.GroupNorm, and the convolutions as the Go test configures
 them, loads each with
@@ -49,7 +50,9 @@ def main():
     c1.load_state_dict(part(params, "c1."), strict=True)
     ct = nn.ConvTranspose2d(4, 3, 3, stride=2, padding=(1, 2), output_padding=(1, 0), dilation=(2, 1))
     ct.load_state_dict(part(params, "ct."), strict=True)
-    for m in (emb, mha, block, gn, c1, ct):
+    bn = nn.BatchNorm2d(3)
+    bn.load_state_dict(part(params, "bn."), strict=True)
+    for m in (emb, mha, block, gn, c1, ct, bn):
         m.eval()
     with torch.no_grad():
         out = {
@@ -59,6 +62,7 @@ def main():
             "gn": gn(io["gx"]),
             "c1": c1(io["c1x"]),
             "ct": ct(io["ctx"]),
+            "bn": bn(io["bnx"]),
         }
     print(json.dumps({k: (v - io[k]).abs().max().item() for k, v in out.items()}))
 
