@@ -170,15 +170,17 @@ func TestHessianVectorProducts(t *testing.T) {
 	}
 }
 
-// TestGradErrors checks that create fails clearly through an op without a
-// rule, and that Grad names a variable the output does not depend on.
+// TestGradErrors checks that Grad names a variable the output does not
+// depend on and refuses a non-scalar output. (Every op of the table with a
+// backward has a rule, which ops' TestEveryGradientHasARule keeps so;
+// create through one without would fail naming it.)
 func TestGradErrors(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1, 2, 3, 4}, 1, 1, 2, 2)), true)
 	unused := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1}, 1)), true)
 	y := autograd.Sum(autograd.MaxPool2d(x, ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}}))
-	if _, err := autograd.Grad(y, []*autograd.Var{x}, true); err == nil || !contains(err.Error(), `"max_pool2d" has no gradient rule`) {
-		t.Errorf("create through max_pool2d: %v; want an error naming the op", err)
+	if _, err := autograd.Grad(y, []*autograd.Var{x}, true); err != nil {
+		t.Errorf("create through max_pool2d: %v", err)
 	}
 	if _, err := autograd.Grad(y, []*autograd.Var{x, unused}, false); err == nil || !contains(err.Error(), "variable 1") {
 		t.Errorf("unused variable: %v; want an error naming it", err)

@@ -17,7 +17,7 @@ import (
 
 // attentions is scaled_dot_product_attention, in the coverage table's order.
 var attentions = []*Op{
-	{Name: "scaled_dot_product_attention", Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
+	{Name: "scaled_dot_product_attention", Grad: attentionRule, Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
 		Forward: func(in []*T, a Attrs) *T { return ScaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
 		Save: func(in []*T, a Attrs) (*T, *Saved) {
 			out, stats := attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a))
@@ -35,6 +35,69 @@ var attentions = []*Op{
 			return []*T{gq, gk, gv, gm}[:len(in)]
 		},
 		Cases: attentionCases()},
+}
+
+// attentionRule is attention's backward in table ops, the scores held:
+// S = q·kᵀ·scale, masked (−Inf where a key may not be seen), P =
+// softmax(S), D the dropout's constant factors; dv = (P⊙D)ᵀ·g, dP =
+// (g·vᵀ)⊙D, dS = P⊙(dP − Σ dP⊙P), dq = dS·k·scale, dk = dSᵀ·q·scale, an
+// additive mask's gradient dS summed to its shape.
+var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	r := rb{b}
+	q, k, v := in[0], in[1], in[2]
+	qs := q.Shape()
+	rank := len(qs)
+	lq, lk, d := qs[rank-2], k.Shape()[rank-2], qs[rank-1]
+	scale := a.Scale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(d))
+	}
+	qt := b.Tensor(q)
+	dev, dt := qt.Device(), qt.DType()
+	s := r.scale(r.matmul(q, r.swap(k)), scale)
+	if len(in) > 3 {
+		if a.BoolMask {
+			s = r.op("where", Attrs{}, in[3], s, r.scalar(s, math.Inf(-1)))
+		} else {
+			s = r.add(s, in[3])
+		}
+	}
+	if a.Causal {
+		above := make([]float64, lq*lk)
+		for i := range lq {
+			for j := i + 1; j < lk; j++ {
+				above[i*lk+j] = 1
+			}
+		}
+		s = r.op("masked_fill", Attrs{Value: math.Inf(-1)}, s, b.Const(tensor.Must(tensor.FromValues(dev, dt, above, lq, lk))))
+	}
+	p := r.op("softmax", Attrs{Axis: rank - 1}, s)
+	pd, gp := p, r.matmul(g, r.swap(v))
+	if a.Dropout > 0 {
+		full := s.Shape()
+		kept := make([]float64, device.Numel(full))
+		thr, keep := device.DropThreshold(a.Dropout), 1/(1-a.Dropout)
+		for e := range kept {
+			if !device.AttentionDrop(a.Seed, thr, e/lk, e%lk) {
+				kept[e] = keep
+			}
+		}
+		dk := b.Const(tensor.Must(tensor.FromValues(dev, dt, kept, full...)))
+		pd, gp = r.mul(p, dk), r.mul(gp, dk)
+	}
+	gv := r.matmul(r.swap(pd), g)
+	ds := r.mul(p, r.sub(gp, r.op("sum", Attrs{Axes: []int{rank - 1}, Keepdims: true}, r.mul(gp, p))))
+	gq := r.scale(r.matmul(ds, k), scale)
+	gk := r.scale(r.matmul(r.swap(ds), q), scale)
+	grads := []Value{gq, gk, gv}
+	if len(in) > 3 {
+		if a.BoolMask {
+			grads = append(grads, zerosLike(b, in[3]))
+		} else {
+			grads = append(grads, r.sumTo(ds, in[3].Shape()))
+		}
+	}
+	return grads
 }
 
 // Attention holds scaled_dot_product_attention's arguments besides q, k

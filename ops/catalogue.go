@@ -197,7 +197,7 @@ var others = []*Op{
 			return []*T{gx, gw, gb}
 		},
 		Cases: linearCases()},
-	{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
+	{Name: "conv2d", Grad: conv2dRule, Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
 		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
 		Save:    func(in []*T, a Attrs) (*T, *Saved) { return conv2dSave(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
@@ -212,11 +212,11 @@ var others = []*Op{
 		Forward:  func(in []*T, _ Attrs) *T { return Embedding(in[0], in[1]) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
 		Cases:    embeddingCases()},
-	{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
+	{Name: "max_pool2d", Grad: maxPoolRule, Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
 		Forward:  func(in []*T, a Attrs) *T { return MaxPool2d(in[0], a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{MaxPool2dBackward(in[0], g, a.Window)} },
 		Cases:    poolCases(true)},
-	{Name: "avg_pool2d", Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
+	{Name: "avg_pool2d", Grad: avgPoolRule, Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
 		Forward:  func(in []*T, a Attrs) *T { return AvgPool2d(in[0], a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AvgPool2dBackward(in[0], g, a.Window)} },
 		Cases:    poolCases(false)},

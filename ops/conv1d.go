@@ -11,7 +11,7 @@ import (
 
 // conv1ds are the 1-D convolutions, in the coverage table's order.
 var conv1ds = []*Op{
-	{Name: "conv1d", Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
+	{Name: "conv1d", Grad: conv1dRule, Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
 		Forward: func(in []*T, a Attrs) *T { return Conv1d(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := Conv1dBackward(in[0], in[1], bias(in), g, a.Window)
@@ -90,4 +90,21 @@ func conv1dCases() []Case {
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
 	return []Case{c(sh(2, 3, 10), sh(4, 3, 3), true, 1, 0, 1, 1), c(sh(2, 3, 10), sh(4, 3, 3), false, 2, 1, 1, 1),
 		c(sh(1, 4, 12), sh(4, 2, 3), true, 1, 2, 2, 2), c(sh(2, 4, 9), sh(4, 1, 5), true, 1, 2, 1, 4), special}
+}
+
+// conv1dRule is conv2d's rule over images of height 1.
+var conv1dRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+	r := rb{b}
+	four := func(v Value) Value {
+		s := v.Shape()
+		return r.reshape(v, []int{s[0], s[1], 1, s[2]})
+	}
+	w := a.Window
+	win2 := Window{Stride: [2]int{1, w.Stride[0]}, Padding: [2]int{0, w.Padding[0]}, Dilation: [2]int{1, max(w.Dilation[0], 1)}, Groups: w.Groups}
+	in4 := append([]Value{four(in[0]), four(in[1])}, in[2:]...)
+	grads := conv2dRule(b, in4, nil, four(g), Attrs{Window: win2})
+	for i := range 2 {
+		grads[i] = r.reshape(grads[i], in[i].Shape())
+	}
+	return grads
 }

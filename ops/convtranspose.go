@@ -17,7 +17,7 @@ import (
 
 // transposedConvs is conv_transpose2d, in the coverage table's order.
 var transposedConvs = []*Op{
-	{Name: "conv_transpose2d", Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
+	{Name: "conv_transpose2d", Grad: convTransposeRule, Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
 		Forward: func(in []*T, a Attrs) *T { return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := ConvTranspose2dBackward(in[0], in[1], bias(in), g, a.Window, a.OutputPadding)
@@ -161,4 +161,69 @@ func convTransposeCases() []Case {
 		c(sh(0, 2, 3, 3), sh(2, 3, 2, 2), true, s1, [2]int{}),
 		special, big,
 	}
+}
+
+// The second-order rules of the convolutions: each gradient in table ops
+// (conv2d, conv_transpose2d, permute, slice, concat, sum), per group where
+// there are groups.
+var (
+	// conv2d: gx = conv_transpose2d(g, w) (its output padding restores x's
+	// size), gw = convWeightGrad(x, g), gb = Σ g.
+	conv2dRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		x, w := in[0], in[1]
+		xs, ws := x.Shape(), w.Shape()
+		win := a.Window
+		d := win.dilation()
+		var op [2]int
+		for i := range 2 {
+			op[i] = (xs[2+i] + 2*win.Padding[i] - d[i]*(ws[2+i]-1) - 1) % win.Stride[i]
+		}
+		grads := []Value{r.op("conv_transpose2d", Attrs{Window: win, OutputPadding: op}, g, w), convWeightGrad(r, x, g, win, ws[2], ws[3])}
+		if len(in) > 2 {
+			grads = append(grads, r.op("sum", Attrs{Axes: []int{0, 2, 3}}, g))
+		}
+		return grads
+	}
+	// conv_transpose2d: gx = conv2d(g, w), gw = convWeightGrad(g, x), gb = Σ g.
+	convTransposeRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+		r := rb{b}
+		ws := in[1].Shape()
+		grads := []Value{r.op("conv2d", Attrs{Window: a.Window}, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
+		if len(in) > 2 {
+			grads = append(grads, r.op("sum", Attrs{Axes: []int{0, 2, 3}}, g))
+		}
+		return grads
+	}
+)
+
+// convWeightGrad returns the gradient of conv2d's weight ([O, C/groups,
+// kh, kw]) for the input x [N, C, H, W] and the upstream gradient g [N, O,
+// OH, OW]: per group, the convolution of x with the batch as channels by
+// g as the filters (stride the dilation, dilation the stride), cropped to
+// the kernel and permuted.
+func convWeightGrad(r rb, x, g Value, win Window, kh, kw int) Value {
+	groups := max(win.Groups, 1)
+	c, o := x.Shape()[1]/groups, g.Shape()[1]/groups
+	d := win.dilation()
+	swap := []int{1, 0, 2, 3}
+	parts := make([]Value, groups)
+	for gi := range groups {
+		xg, gg := x, g
+		if groups > 1 {
+			xg = r.op("slice", Attrs{Axis: 1, Start: gi * c, Stop: (gi + 1) * c, Step: 1}, x)
+			gg = r.op("slice", Attrs{Axis: 1, Start: gi * o, Stop: (gi + 1) * o, Step: 1}, g)
+		}
+		cw := Window{Stride: d, Padding: win.Padding, Dilation: win.Stride}
+		full := r.op("conv2d", Attrs{Window: cw}, r.op("permute", Attrs{Perm: swap}, xg), r.op("permute", Attrs{Perm: swap}, gg)) // [C, O, ≥kh, ≥kw]
+		if s := full.Shape(); s[2] != kh || s[3] != kw {
+			full = r.op("slice", Attrs{Axis: 2, Start: 0, Stop: kh, Step: 1}, full)
+			full = r.op("slice", Attrs{Axis: 3, Start: 0, Stop: kw, Step: 1}, full)
+		}
+		parts[gi] = r.op("permute", Attrs{Perm: swap}, full)
+	}
+	if groups == 1 {
+		return parts[0]
+	}
+	return r.op("concat", Attrs{Axis: 0}, parts...)
 }

@@ -89,3 +89,13 @@ func TestUnaryKernelsBelongToOps(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryGradientHasARule checks that every op with a backward has a
+// second-order rule, so that a create-graph pass goes through any op.
+func TestEveryGradientHasARule(t *testing.T) {
+	for _, op := range ops.Table() {
+		if op.Backward != nil && op.Grad == nil {
+			t.Errorf("%s has a backward but no second-order rule (Grad)", op.Name)
+		}
+	}
+}
