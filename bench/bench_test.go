@@ -225,6 +225,25 @@ func BenchmarkLayerNormBackward(b *testing.B) {
 	})
 }
 
+// BenchmarkBatchNorm is batch_norm in training mode without an affine
+// transform over [64, 64, 64, 64] (16M elements), reporting GB/s as the
+// least traffic counts it: x read and the output written (8 bytes an
+// element), though the composed op reads x several times.
+func BenchmarkBatchNorm(b *testing.B) {
+	stream(b, n16M, 8, []int{64, 64, 64, 64}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+		return ops.BatchNorm(x, nil, nil, ops.DefaultLayerNormEps)
+	})
+}
+
+// BenchmarkBatchNormBackward is batch_norm's gradient for x: x and the
+// upstream gradient read, the gradient written.
+func BenchmarkBatchNormBackward(b *testing.B) {
+	stream(b, n16M, 12, []int{64, 64, 64, 64}, func(x, g *tensor.Tensor) *tensor.Tensor {
+		gx, _, _ := ops.BatchNormBackward(x, nil, nil, g, ops.DefaultLayerNormEps)
+		return gx
+	})
+}
+
 func BenchmarkSum(b *testing.B) {
 	stream(b, n16M, 4, []int{n16M}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) })
 }

@@ -57,7 +57,7 @@ var elementwise = []*Op{
 	unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x+ε).", Sqrt, SqrtBackward, unaryCases(positive, specials, Attrs{}, false)).with(sqrtRule),
 	unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
 		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true))).with(absRule),
-	unaryOp("sign", "−1, 0 or 1, NaN at NaN (as NumPy; PyTorch: 0); zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false)).with(slopeRule(bwd1(SignBackward), false)),
+	unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false)).with(slopeRule(bwd1(SignBackward), false)),
 	unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero())).with(sinRule),
 	unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)).with(cosRule),
 	{Name: "clip", Grad: slopeRule(clipBwd, false), Family: "unary", Kernel: "clip", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",

@@ -79,6 +79,28 @@ def main():
     ):
         out(name + "/16M", bytes_ * n / per_call(fn, True) / 1e9, "GB/s")
 
+    xn = x.view(-1, 1024)
+    out("LayerNorm/16M", 8 * n / per_call(lambda: F.layer_norm(xn, (1024,)), True) / 1e9, "GB/s")
+    xb = x.view(64, 64, 64, 64)
+    out("BatchNorm/16M", 8 * n / per_call(lambda: F.batch_norm(xb, None, None, training=True), True) / 1e9, "GB/s")
+
+    # Causal self-attention, forward and backward (q, k, v's gradients):
+    # composed as a model writes it, and fused where PyTorch has it (2.0+).
+    for bt, h, l, d in ((8, 8, 512, 64), (8, 8, 1024, 64)):
+        q, k, v = (torch.rand(bt, h, l, d, device=dev, requires_grad=True) for _ in range(3))
+        g = torch.rand(bt, h, l, d, device=dev)
+        above = torch.triu(torch.ones(l, l, dtype=torch.bool, device=dev), 1)
+        tag = "%d,%d,%d,%d" % (bt, h, l, d)
+
+        def composed():
+            s = (q @ k.transpose(-1, -2)) / d**0.5
+            torch.autograd.grad(torch.softmax(s.masked_fill(above, float("-inf")), -1) @ v, (q, k, v), g)
+        out("Attention/composed/" + tag, per_call(composed, True) * 1e3, "ms/step")
+        if hasattr(F, "scaled_dot_product_attention"):
+            def fused():
+                torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
+            out("Attention/fused/" + tag, per_call(fused, True) * 1e3, "ms/step")
+
     x, y = torch.ones(64, device=dev), torch.zeros(64, device=dev)
     out("TinyOp/64", per_call(lambda: y.add_(x), False) * 1e6, "µs/op")
     out("Sync/64", per_call(lambda: y.add_(x), True) * 1e6, "µs/op")
