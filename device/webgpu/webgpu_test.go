@@ -756,6 +756,15 @@ func TestGPUOrder(t *testing.T) {
 		// last partial, each invocation's vec4s 256 apart.
 		{"sum/vec4", []int{3, 4 * 5000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.SumAxis(x, 1, false) }},
 		{"max/vec4", []int{4 * 20001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MaxAxis(x, 0, false) }},
+		// The attention kernels' blocking on GPUs: partial blocks of rows
+		// and keys, causal, dropout; the gradients' sum checked.
+		{"attention", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			return ops.ScaledDotProductAttention(x, y, y, ops.Attention{Causal: true, Dropout: 0.2, Seed: 5})
+		}},
+		{"attention-grad", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.2, Seed: 5}, y)
+			return ops.Add(ops.Add(gq, gk), gv)
+		}},
 	}
 	for _, tc := range cases {
 		n := 1
