@@ -190,8 +190,9 @@ fn apply(x: f32, y: f32, g: f32) -> f32 {
 }
 {{- $T := "f32"}}{{$S := "E"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
 {{- if .Half}}{{$S = "u32"}}{{if .Vec}}{{$S = "vec4<u32>"}}{{end}}{{end}}
-@group(0) @binding(1) var<storage, read> x_in: array<{{$S}}>;
-@group(0) @binding(2) var<storage, read> y_in: array<{{$S}}>;
+{{- if .RowVec}}{{$S = "E4"}}{{$T = "vec4<f32>"}}{{end}}
+@group(0) @binding(1) var<storage, read> x_in: array<{{if .RowVec}}{{if .VecA}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
+@group(0) @binding(2) var<storage, read> y_in: array<{{if .RowVec}}{{if .VecB}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
 {{- if ge .Grad 0}}
 @group(0) @binding(3) var<storage, read> g_in: array<{{$S}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<{{$S}}>;
@@ -245,7 +246,7 @@ fn elem(i: u32) {
 {{- end}}
 }
 {{- else}}
-{{- if .Vec}}
+{{- if or .Vec .RowVec}}
 
 fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
@@ -254,6 +255,19 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 {{- if not .Same}}
 {{template "broadcast_offsets" .Rank}}
 {{- end}}
+{{- if .RowVec}}
+
+// Broadcasting by vec4s along the output's last axis (a multiple of 4
+// long): item i is outputs 4i…4i+3 of one row, whose offsets are
+// computed once; an operand whole along that axis is read by a vec4,
+// one broadcast along it by one element splat (p[0] counts vec4s).
+fn elem(i: u32) {
+    let off = broadcast_offsets(4u * i);
+    let x = {{if .VecA}}vec4<f32>(x_in[off.x / 4u]){{else}}vec4<f32>(f32(x_in[off.x])){{end}};
+    let y = {{if .VecB}}vec4<f32>(y_in[off.y / 4u]){{else}}vec4<f32>(f32(y_in[off.y])){{end}};
+    out[i] = to_e4(apply4(x, y, {{if ge .Grad 0}}vec4<f32>(g_in[i]){{else}}vec4<f32>(0.0){{end}}));
+}
+{{- else}}
 
 fn elem(i: u32) {
 {{- if .Same}}
@@ -266,5 +280,6 @@ fn elem(i: u32) {
 {{- end}}
     out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}));
 }
+{{- end}}
 {{- end}}
 {{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}

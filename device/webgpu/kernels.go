@@ -228,13 +228,48 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	if same {
 		rank = 0
 	}
-	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/%s/rank=%d", op, grad, same, vec, st, rank)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec), "Coalesce": !d.loopLimited, "Rank": rank}, flags(len(in), 1)...)
+	rowVec, vecA, vecB := rowVectors(l)
+	rowVec = rowVec && !same && !st.packed()
+	if rowVec {
+		n = out.n / 4
+		params[0] = uint32(n)
+	}
+	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/%s/rank=%d/rowvec=%v,%v,%v", op, grad, same, vec, st, rank, rowVec, vecA, vecB)
+	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec),
+		"Coalesce": !d.loopLimited, "Rank": rank, "RowVec": rowVec, "VecA": vecA, "VecB": vecB}, flags(len(in), 1)...)
 	if same {
 		d.runItems(k, unroll(vec), itemBytes(vec, st), params, append(in, out)...)
 		return
 	}
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)
+}
+
+// rowVectors reports whether a broadcast runs by vec4s along the output's
+// last axis: its length a multiple of 4, each operand either whole along
+// it (stride 1, its other strides multiples of 4: read by vec4s, vecA and
+// vecB) or broadcast along it (stride 0: one element splat).
+func rowVectors(l device.Broadcast) (ok, vecA, vecB bool) {
+	r := len(l.Shape)
+	if r == 0 || l.Shape[r-1]%4 != 0 {
+		return false, false, false
+	}
+	vec := func(st []int) (bool, bool) {
+		switch st[r-1] {
+		case 0:
+			return true, false
+		case 1:
+			for _, s := range st[:r-1] {
+				if s%4 != 0 {
+					return false, false
+				}
+			}
+			return true, true
+		}
+		return false, false
+	}
+	okA, vecA := vec(l.AStrides)
+	okB, vecB := vec(l.BStrides)
+	return okA && okB, vecA, vecB
 }
 
 // Binary sets dst = op(a, b) with broadcasting.

@@ -831,3 +831,65 @@ func TestParameterSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastRows runs broadcasting binary ops and their gradients
+// whose output's last axis is a multiple of 4 (read by vec4s along it:
+// operands whole along it, or broadcast along it and splat) against the
+// CPU backend, on float32 and float16.
+func TestBroadcastRows(t *testing.T) {
+	d := fresh(t)
+	c := cpu.New()
+	rng := rand.New(rand.NewPCG(5, 6))
+	pairs := [][2][]int{
+		{{3, 4, 8}, {8}}, {{3, 4, 8}, {3, 4, 1}}, {{3, 1, 8}, {1, 5, 8}}, {{2, 3, 4}, {2, 1, 1}},
+		{{64, 4}, {64, 1}}, {{1, 4}, {7, 4}}, {{5, 1}, {1, 12}}, {{6, 16}, {}},
+	}
+	type binOp struct {
+		name string
+		f    func(a, b *tensor.Tensor) *tensor.Tensor
+	}
+	bins := []binOp{{"add", ops.Add}, {"sub", ops.Sub}, {"mul", ops.Mul}, {"div", ops.Div}, {"maximum", ops.Maximum},
+		{"mul-grad", func(a, b *tensor.Tensor) *tensor.Tensor {
+			g := ops.Mul(a, b) // any tensor of the output's shape
+			ga, gb := ops.MulBackward(a, b, g)
+			return ops.Add(ops.SumTo(ga, []int{}), ops.SumTo(gb, []int{}))
+		}},
+		{"div-grad", func(a, b *tensor.Tensor) *tensor.Tensor {
+			g := ops.Add(a, b)
+			ga, gb := ops.DivBackward(a, b, g)
+			return ops.Add(ops.Sum(ga), ops.Sum(gb))
+		}},
+	}
+	for _, dt := range []device.DType{device.Float32, device.Float16} {
+		for _, p := range pairs {
+			av, bv := make([]float64, device.Numel(p[0])), make([]float64, device.Numel(p[1]))
+			for i := range av {
+				av[i] = rng.Float64()*4 - 2
+			}
+			for i := range bv {
+				bv[i] = rng.Float64()*3 + 0.5
+			}
+			for _, op := range bins {
+				run := func(dev device.Device) []float64 {
+					a := ops.Cast(tensor.Must(tensor.FromValues(dev, device.Float32, av, p[0]...)), dt)
+					b := ops.Cast(tensor.Must(tensor.FromValues(dev, device.Float32, bv, p[1]...)), dt)
+					got, err := ops.Cast(op.f(a, b), device.Float32).Float64s()
+					if err != nil {
+						t.Fatalf("%s %v %v on %v: %v", op.name, p[0], p[1], dev, err)
+					}
+					return got
+				}
+				got, want := run(d), run(c)
+				tol := 1e-5
+				if dt == device.Float16 {
+					tol = 4e-3
+				}
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > tol*max(1, math.Abs(want[i])) {
+						t.Fatalf("%s %v %v (%v): [%d] = %v; want %v", op.name, p[0], p[1], dt, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
