@@ -429,6 +429,26 @@ func attentionCases() []Case {
 	special := self(sh(2, 3, 4), Attrs{})
 	special.Name, special.NoFD = "special values (2,3,4)", true
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	// Causal, ±Inf and NaN where a query may not look: the first query's
+	// row (which only key 0 meets), the last key and value (which only the
+	// last query sees). They add nothing elsewhere, not even 0·∞.
+	unseen := self(sh(1, 5, 4), Attrs{Causal: true})
+	unseen.Name, unseen.NoFD = "special values where unseen (1,5,4) causal", true
+	row := func(last bool, sp ...float64) Domain {
+		v := make([]float64, 20)
+		for i := range v {
+			v[i] = float64(i%7)/4 - 0.75
+		}
+		at := 0
+		if last {
+			at = 16
+		}
+		copy(v[at:], sp)
+		return Domain{Values: v}
+	}
+	unseen.Inputs[0].Domain = row(false, inf, 1, -1, 0.5)
+	unseen.Inputs[1].Domain = row(true, inf, -inf, nan, 1)
+	unseen.Inputs[2].Domain = row(true, inf, nan, 1, 2)
 	return []Case{
 		self(sh(2, 3, 4), Attrs{}), wide, causal, odd, rect, drop, scaled,
 		withMask(self(sh(2, 5, 4), Attrs{}), sh(5, 5), Domain{}, false),
@@ -436,6 +456,6 @@ func attentionCases() []Case {
 		withMask(c("q (3,2,2,4) k, v (3,2,5,4) causal", sh(3, 2, 2, 4), sh(3, 2, 5, 4), sh(3, 2, 5, 4), Attrs{Causal: true}), sh(3, 1, 2, 5), Domain{}, false),
 		c("no query (2,0,4)", sh(2, 0, 4), sh(2, 3, 4), sh(2, 3, 4), Attrs{}),
 		c("no key (2,3,4) k (2,0,4)", sh(2, 3, 4), sh(2, 0, 4), sh(2, 0, 4), Attrs{}),
-		big, bigMask, dead, special,
+		big, bigMask, dead, special, unseen,
 	}
 }

@@ -7,6 +7,8 @@
 // p[12] = the dropout threshold, p[13] = 1/(1 − dropout) (f32 bits),
 // p[14] = the rows (keys, for dk and dv) an invocation takes.
 // stats [B·Lq, 2]: each row's log-sum-exp, then Σ dO·O (the gradient's).
+// A key a query may not see adds nothing, not even 0·∞: its terms are
+// selected out.
 {{- define "attn_live"}}
 {{- /* live{{.N}}: may query .I see key .J? s{{.N}}: its score, masked. */}}
         var live{{.N}} = {{.J}} < kend;
@@ -152,7 +154,7 @@ fn dropped(r: u32, j: u32) -> bool {
         {
             let vv = vec4<f32>(v[vb{{$c}} + {{$d}}u]);
 {{- range $r := $R}}
-            a{{$r}}_{{$d}} += pd{{$r}}_{{$c}} * vv;
+            a{{$r}}_{{$d}} += select(vec4<f32>(0.0), pd{{$r}}_{{$c}} * vv, live{{$r}}_{{$c}});
 {{- end}}
         }
 {{- end}}
@@ -222,7 +224,7 @@ fn dropped(r: u32, j: u32) -> bool {
         }
 {{- else}}
 {{- range $c := $D}}
-        g{{$r}}_{{$c}} += (scale * ds{{$r}}) * k{{$c}};
+        g{{$r}}_{{$c}} += select(vec4<f32>(0.0), (scale * ds{{$r}}) * k{{$c}}, live{{$r}});
 {{- end}}
 {{- end}}
 {{- end}}
@@ -282,10 +284,10 @@ fn dropped(r: u32, j: u32) -> bool {
         let ds{{$r}} = select(0.0, scale * pr{{$r}} * (dp{{$r}} * kept{{$r}} - del), live{{$r}});
         let pk{{$r}} = pr{{$r}} * kept{{$r}};
 {{- range $c := $D}}
-        gk{{$r}}_{{$c}} += ds{{$r}} * q{{$c}};
+        gk{{$r}}_{{$c}} += select(vec4<f32>(0.0), ds{{$r}} * q{{$c}}, live{{$r}});
 {{- end}}
 {{- range $c := $DV}}
-        gv{{$r}}_{{$c}} += pk{{$r}} * o{{$c}};
+        gv{{$r}}_{{$c}} += select(vec4<f32>(0.0), pk{{$r}} * o{{$c}}, live{{$r}});
 {{- end}}
 {{- end}}
     }
