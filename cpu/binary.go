@@ -48,8 +48,8 @@ var binaryFns = map[device.BinaryOp]binaryFn{
 		func(a, _, g float64) float64 { return g * a }},
 	device.Div: {
 		func(a, b float64) float64 { return a / b },
-		func(_, b, g float64) float64 { return g / (b + device.DivEpsilon) },
-		func(a, b, g float64) float64 { return -g * a / (b*b + device.DivEpsilon) }},
+		func(_, b, g float64) float64 { return g / b },
+		func(a, b, g float64) float64 { return -g * (a / b) / b }},
 	device.Pow: {
 		math.Pow,
 		func(a, b, g float64) float64 { return g * b * math.Pow(a, b-1) },

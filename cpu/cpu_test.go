@@ -493,7 +493,6 @@ func TestBinary(t *testing.T) {
 }
 
 func TestBinaryGrad(t *testing.T) {
-	const eps = device.DivEpsilon
 	// a is 2×3, b is a row of 3 broadcast over a's rows; the gradients are
 	// output-shaped (2×3), before any summing back to b's shape.
 	a := []float64{1, 2, 3, 4, 5, 6}
@@ -513,8 +512,8 @@ func TestBinaryGrad(t *testing.T) {
 		{device.Mul, 0, []float64{1, 2, 4, 2, 4, 8}},
 		{device.Mul, 1, []float64{1, 2, 3, 8, 10, 12}},
 		// ∂(a/b)/∂a = 1/b, ∂(a/b)/∂b = −a/b², with ε in the denominators.
-		{device.Div, 0, []float64{1 / (1 + eps), 1 / (2 + eps), 1 / (4 + eps), 2 / (1 + eps), 2 / (2 + eps), 2 / (4 + eps)}},
-		{device.Div, 1, []float64{-1 / (1 + eps), -2 / (4 + eps), -3 / (16 + eps), -8 / (1 + eps), -10 / (4 + eps), -12 / (16 + eps)}},
+		{device.Div, 0, []float64{1, 1.0 / 2, 1.0 / 4, 2, 2.0 / 2, 2.0 / 4}},
+		{device.Div, 1, []float64{-1, -2.0 / 4, -3.0 / 16, -8, -10.0 / 4, -12.0 / 16}},
 	}
 	d := cpu.New()
 	for _, tt := range tests {

@@ -17,9 +17,9 @@ type unaryFn struct {
 
 func zeroGrad(_, _, _, _ float64) float64 { return 0 }
 
-// logGrad is g/(x·ln(base) + ε), ε = device.DivEpsilon.
+// logGrad is g/(x·ln(base)).
 func logGrad(lnBase float64) func(x, g, a, b float64) float64 {
-	return func(x, g, _, _ float64) float64 { return g / (x*lnBase + device.DivEpsilon) }
+	return func(x, g, _, _ float64) float64 { return g / (x * lnBase) }
 }
 
 func sigmoid(x float64) float64 {
@@ -55,7 +55,7 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 		logGrad(math.Ln10)},
 	"sqrt": {
 		func(x, _, _ float64) float64 { return math.Sqrt(x) },
-		func(x, g, _, _ float64) float64 { return g / (2*math.Sqrt(x) + device.DivEpsilon) }},
+		func(x, g, _, _ float64) float64 { return g / (2 * math.Sqrt(x)) }},
 	"abs": {
 		func(x, _, _ float64) float64 { return math.Abs(x) },
 		func(x, g, _, _ float64) float64 {

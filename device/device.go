@@ -59,11 +59,6 @@ func (op BinaryOp) String() string { return string(op) }
 // the same on every device.
 const BCEClamp = 0x1p-24
 
-// DivEpsilon is added to the denominators of the gradients of Div
-// (g/(b+ε) and −g·a/(b²+ε)) and of the logarithms (g/(x·ln(base)+ε)), and
-// Sqrt's (g/(2√x+ε)), so that they stay finite at 0.
-const DivEpsilon = 1e-10
-
 // ReduceOp names a reduction.
 type ReduceOp uint8
 

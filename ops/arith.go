@@ -121,9 +121,7 @@ func MulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 func Div(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Div", device.Div, a, b) }
 
 // DivBackward returns the gradients of Div with respect to a and b,
-// g/(b + ε) and −g·a/(b² + ε) with ε = device.DivEpsilon = 1e-10, so that
-// they stay finite where b = 0 (as in the library extensor grows from;
-// PyTorch gives ±Inf there).
+// g/b and −g·(a/b)/b, PyTorch's: ±Inf or NaN where b = 0.
 func DivBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 	return binaryBackward("ops.DivBackward", device.Div, a, b, g)
 }

@@ -48,9 +48,9 @@
 // that x⁰ = 1 (pow and pow_scalar, as IEEE 754's pow); the gradient of a
 // unary op at NaN is NaN (pow_scalar's at e = 0 is 0); floor_divide and
 // mod take Python's floor semantics (±Inf // 1 = NaN); and argmax and
-// argmin take NaN as the extreme value. Divisions in
-// gradients add ε = device.DivEpsilon = 1e-10 to their denominators (Div,
-// Log, Sqrt). Ties of max and min share the gradient equally; argmax and
+// argmin take NaN as the extreme value. The gradients of
+// Div, Log and Sqrt are PyTorch's, ±Inf or NaN where they divide by 0.
+// Ties of max and min share the gradient equally; argmax and
 // argmin return the first index among ties. Kinks take the subgradient
 // PyTorch takes (0 for relu and abs at 0; clip passes the gradient at its
 // bounds).

@@ -124,13 +124,12 @@ var (
 	subRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return g, r.neg(g) })
 	mulRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) { return r.mul(g, y), r.mul(g, x) })
 	divRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
-		return r.div(g, r.add(y, r.scalar(y, device.DivEpsilon))),
-			r.neg(r.div(r.mul(g, x), r.add(r.mul(y, y), r.scalar(y, device.DivEpsilon))))
+		return r.div(g, y), r.neg(r.div(r.mul(g, r.div(x, y)), y))
 	})
 	negRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(g) })
 	expRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, y) })
 	logRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.div(g, r.add(x, r.scalar(x, device.DivEpsilon)))
+		return r.div(g, x)
 	})
 	log2Rule  = logBaseRule(math.Ln2)
 	log10Rule = logBaseRule(math.Ln10)
@@ -142,7 +141,7 @@ var (
 		return g, r.neg(r.mul(g, r.op("floor_divide", Attrs{}, x, y)))
 	})
 	sqrtRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.div(g, r.add(r.scale(y, 2), r.scalar(y, device.DivEpsilon)))
+		return r.div(g, r.scale(y, 2))
 	})
 	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", x)) })
 	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("cos", x)) })
@@ -183,7 +182,7 @@ var (
 
 func logBaseRule(lnBase float64) Rule {
 	return unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.div(g, r.add(r.scale(x, lnBase), r.scalar(x, device.DivEpsilon)))
+		return r.div(g, r.scale(x, lnBase))
 	})
 }
 

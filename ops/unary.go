@@ -61,8 +61,7 @@ func ExpBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // Log returns the natural logarithm: −Inf at 0, NaN below 0.
 func Log(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log", "log", x) }
 
-// LogBackward returns the gradient of Log, g/(x + ε) with
-// ε = device.DivEpsilon = 1e-10, finite at 0.
+// LogBackward returns the gradient of Log, g/x: ±Inf or NaN at 0.
 func LogBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.LogBackward", "log", x, g)
 }
@@ -70,7 +69,7 @@ func LogBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // Log2 returns the base-2 logarithm: −Inf at 0, NaN below 0.
 func Log2(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log2", "log2", x) }
 
-// Log2Backward returns the gradient of Log2, g/(x·ln 2 + ε), ε = 1e-10.
+// Log2Backward returns the gradient of Log2, g/(x·ln 2).
 func Log2Backward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.Log2Backward", "log2", x, g)
 }
@@ -78,7 +77,7 @@ func Log2Backward(x, g *tensor.Tensor) *tensor.Tensor {
 // Log10 returns the base-10 logarithm: −Inf at 0, NaN below 0.
 func Log10(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log10", "log10", x) }
 
-// Log10Backward returns the gradient of Log10, g/(x·ln 10 + ε), ε = 1e-10.
+// Log10Backward returns the gradient of Log10, g/(x·ln 10).
 func Log10Backward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.Log10Backward", "log10", x, g)
 }
@@ -86,8 +85,7 @@ func Log10Backward(x, g *tensor.Tensor) *tensor.Tensor {
 // Sqrt returns the square root: NaN below 0.
 func Sqrt(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sqrt", "sqrt", x) }
 
-// SqrtBackward returns the gradient of Sqrt, g/(2√x + ε), ε = 1e-10,
-// finite at 0.
+// SqrtBackward returns the gradient of Sqrt, g/(2√x): ±Inf or NaN at 0.
 func SqrtBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.SqrtBackward", "sqrt", x, g)
 }

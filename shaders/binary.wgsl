@@ -34,15 +34,15 @@ fn op_mul_grad1(x: f32, y: f32, g: f32) -> f32 {
     return g * x;
 }
 
-// The gradients add ε = device.DivEpsilon to the denominators.
+// The gradients are PyTorch's, g/y and −g·(x/y)/y: ±Inf or NaN where y = 0.
 fn op_div(x: f32, y: f32) -> f32 {
     return x / y;
 }
 fn op_div_grad0(x: f32, y: f32, g: f32) -> f32 {
-    return g / (y + 1e-10);
+    return g / y;
 }
 fn op_div_grad1(x: f32, y: f32, g: f32) -> f32 {
-    return -g * x / (y * y + 1e-10);
+    return -g * ((x / y) / y);
 }
 
 // pow_real (common.wgsl): x^y with IEEE 754's special cases.

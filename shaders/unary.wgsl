@@ -28,9 +28,9 @@ fn log_edge(x: f32) -> f32 {
 fn log_defined(x: f32) -> bool {
     return x > 0.0 && !is_inf(x);
 }
-// The gradients of the logarithms: g/(x·ln(base) + ε), ε = device.DivEpsilon.
+// The gradients of the logarithms: g/(x·ln(base)), ±Inf or NaN at 0.
 fn log_grad(x: f32, g: f32, ln_base: f32) -> f32 {
-    return g / (x * ln_base + 1e-10);
+    return g / (x * ln_base);
 }
 
 fn op_log(x: f32, a: f32, b: f32) -> f32 {
@@ -57,9 +57,9 @@ fn op_log10_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 fn op_sqrt(x: f32, a: f32, b: f32) -> f32 {
     return select(sqrt(x), nan(), x < 0.0);
 }
-// g/(2√x + ε), ε = device.DivEpsilon.
+// g/(2√x): ±Inf or NaN at 0.
 fn op_sqrt_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
-    return g / (2.0 * op_sqrt(x, a, b) + 1e-10);
+    return g / (2.0 * op_sqrt(x, a, b));
 }
 
 fn op_abs(x: f32, a: f32, b: f32) -> f32 {
