@@ -7,7 +7,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist \
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn watch-cnn bench fuzz soak
+.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
 
 all: test
 
@@ -101,6 +101,13 @@ train: deps
 # flags (ARGS=-window for the live window).
 train-cnn: deps
 	$(GO) run ./examples/cnn -device auto -epochs 3 -snapshot cnn-report/dashboard.png -snapshot-every 100 $(ARGS)
+
+# train-gpt trains examples/gpt's transformer on the Go standard
+# library's source for 1,200 steps of 8 windows of 128 bytes (about 25
+# minutes on lavapipe), writing its curves, metrics and a sample into
+# gpt-report/ and its checkpoint to gpt.safetensors; ARGS adds flags.
+train-gpt: deps
+	$(GO) run ./examples/gpt -device auto $(ARGS)
 
 # watch-cnn trains the CNN in the live window (Space pauses, Escape stops
 # with a checkpoint); without a display it says so at once.

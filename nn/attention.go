@@ -294,3 +294,92 @@ func (r ResidualLayer) Train(on bool) {
 		l.Train(on)
 	}
 }
+
+// KVCache holds one attention layer's keys and values of the positions
+// decoded so far, [N, Heads, L, E/Heads] each, for generation: each new
+// position then costs the work of one position, not of the whole prefix.
+// The cache owns its tensors; Release frees them.
+type KVCache struct {
+	K, V *tensor.Tensor
+}
+
+// Len returns the number of positions held.
+func (c *KVCache) Len() int {
+	if c.K == nil {
+		return 0
+	}
+	return c.K.Dim(2)
+}
+
+// Release frees the cached keys and values and empties the cache.
+func (c *KVCache) Release() {
+	if c.K != nil {
+		c.K.Release()
+		c.V.Release()
+	}
+	c.K, c.V = nil, nil
+}
+
+// append adds the keys and values of new positions, [N, Heads, L, D].
+func (c *KVCache) append(k, v *tensor.Tensor) {
+	if c.K == nil {
+		c.K, c.V = ops.Clone(k), ops.Clone(v)
+		return
+	}
+	nk, nv := ops.Concat([]*tensor.Tensor{c.K, k}, 2), ops.Concat([]*tensor.Tensor{c.V, v}, 2)
+	c.Release()
+	c.K, c.V = nk, nv
+}
+
+// Decode returns the self-attention of the new positions x [N, L, E]
+// (evaluation mode: no dropout, no tape) to every position in c and to
+// themselves, and adds their keys and values to c. With Causal, new
+// position i sees the cached positions and new positions ≤ i; a cache
+// of P positions then gives what Forward gives for the last L of P + L
+// positions.
+func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.Var {
+	var out *autograd.Var
+	autograd.NoGrad(func() {
+		e := m.InProjW.Value().Dim(1)
+		y := autograd.Linear(x, like(m.InProjW, x), like(m.InProjB, x))
+		q := m.heads(autograd.Slice(y, -1, 0, e, 1))
+		k := m.heads(autograd.Slice(y, -1, e, 2*e, 1)).Value()
+		v := m.heads(autograd.Slice(y, -1, 2*e, 3*e, 1)).Value()
+		p, l := c.Len(), x.Value().Dim(1)
+		c.append(k, v)
+		var mask *autograd.Var
+		causal := m.Causal && l > 1
+		if causal && p > 0 { // new position i sees keys ≤ p + i
+			allow := make([]float64, l*(p+l))
+			for i := range l {
+				for j := range p + i + 1 {
+					allow[i*(p+l)+j] = 1
+				}
+			}
+			t, err := tensor.FromValues(x.Value().Device(), x.Value().DType(), allow, l, p+l)
+			if err != nil {
+				t = tensor.Failed(x.Value().Device(), x.Value().DType(), err, l, p+l)
+			}
+			mask, causal = autograd.Temp(t), false
+		}
+		a := ops.Attention{Causal: causal, BoolMask: mask != nil}
+		o := autograd.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
+		s := o.Value().Shape()
+		o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
+		out = m.OutProj.Forward(o)
+	})
+	return out
+}
+
+// Decode applies the layer to the new positions x [N, L, E] in
+// evaluation mode, its self-attention through c (MultiheadAttentionLayer's
+// Decode).
+func (t *TransformerLayer) Decode(x *autograd.Var, c *KVCache) *autograd.Var {
+	var out *autograd.Var
+	autograd.NoGrad(func() {
+		h := autograd.Add(x, t.SelfAttn.Decode(t.Norm1.Forward(x), c))
+		ff := t.Linear2.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h))))
+		out = autograd.Add(h, ff)
+	})
+	return out
+}

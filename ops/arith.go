@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
@@ -59,13 +61,41 @@ func layout(op string, a, b *tensor.Tensor) device.Broadcast {
 	}
 }
 
+// collapse returns l with adjacent axes merged where every operand walks
+// them as one (stride[i] = stride[i+1]·shape[i+1], broadcast along both
+// or along neither) and axes of size 1 dropped: the same elements in the
+// same order, for kernels that index fewer axes.
+func collapse(l device.Broadcast) device.Broadcast {
+	c := device.Broadcast{}
+	for i, n := range l.Shape {
+		if n == 1 {
+			continue
+		}
+		if k := len(c.Shape) - 1; k >= 0 && c.AStrides[k] == l.AStrides[i]*n && c.BStrides[k] == l.BStrides[i]*n {
+			c.Shape[k] *= n
+			c.AStrides[k], c.BStrides[k] = l.AStrides[i], l.BStrides[i]
+			continue
+		}
+		c.Shape = append(c.Shape, n)
+		c.AStrides = append(c.AStrides, l.AStrides[i])
+		c.BStrides = append(c.BStrides, l.BStrides[i])
+	}
+	if slices.Contains(l.Shape, 0) {
+		return l // nothing to index: keep the shape that says so
+	}
+	if c.Shape == nil {
+		c.Shape, c.AStrides, c.BStrides = []int{}, []int{}, []int{}
+	}
+	return c
+}
+
 func binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
 	dev := operands(op, a, b)
 	dt := floats(op, a, b)
 	l := layout(op, a, b)
 	out, ok := output(dev, dt, l.Shape, a, b)
 	if ok {
-		dev.Binary(kind, out.Buffer(), a.Buffer(), b.Buffer(), l)
+		dev.Binary(kind, out.Buffer(), a.Buffer(), b.Buffer(), collapse(l))
 		keep(out, a, b)
 	}
 	return out
@@ -76,10 +106,11 @@ func binaryBackward(op string, kind device.BinaryOp, a, b, g *tensor.Tensor) (ga
 	dt := floats(op, a, b, g)
 	l := layout(op, a, b)
 	sameShape(op, "upstream gradient", g, l.Shape)
+	dl := collapse(l)
 	grad := func(wrt int, in *tensor.Tensor) *tensor.Tensor {
 		full, ok := output(dev, dt, l.Shape, a, b, g)
 		if ok {
-			dev.BinaryGrad(kind, wrt, full.Buffer(), g.Buffer(), a.Buffer(), b.Buffer(), l)
+			dev.BinaryGrad(kind, wrt, full.Buffer(), g.Buffer(), a.Buffer(), b.Buffer(), dl)
 			keep(full, g, a, b)
 		}
 		if equal(in.Shape(), l.Shape) {

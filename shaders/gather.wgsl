@@ -40,26 +40,33 @@ fn ignored(k: i32) -> bool {
 {{- else if .Table}}
 
 // gather_grad, table: out[r, j] = scale·Σ g[i, j] over the i in
-// [p[5], p[6]) with idx[i] = r, added to what earlier chunks wrote unless
-// p[5] = 0; one invocation per element of out.
-{{template "main_1d_count" "p[1] * p[4]"}}
+// [p[5], p[6]) with idx[i] = r, in order of i, added to what earlier
+// chunks wrote unless p[5] = 0. One invocation per feature j and block of
+// tableRows rows: each pass over the indices serves the block's rows.
+const tableRows = 32u;
+{{template "main_1d_count" "p[4] * ((p[1] + tableRows - 1u) / tableRows)"}}
     let d = p[4];
-    let r = i32(e / d);
+    let c = p[1];
     let j = e % d;
-    var s = 0.0;
+    let r0 = (e / d) * tableRows;
+    var s: array<f32, tableRows>;
     for (var i = p[5]; i < p[6]; i++) {
         let k = idx[i];
         if (ignored(k)) {
             continue;
         }
         if (e == 0u) {
-            check_index(k, p[1], p[3]);
+            check_index(k, c, p[3]);
         }
-        if (k == r) {
-            s += f32(g[i * d + j]);
+        let t = u32(k) - r0; // wraps past tableRows below r0
+        if (k >= 0 && t < tableRows) {
+            s[t] += f32(g[i * d + j]);
         }
     }
-    out[e] = to_e(select(0.0, f32(out[e]), p[5] != 0u) + pf(2u) * s);
+    for (var t = 0u; t < tableRows && r0 + t < c; t++) {
+        let o = (r0 + t) * d + j;
+        out[o] = to_e(select(0.0, f32(out[o]), p[5] != 0u) + pf(2u) * s[t]);
+    }
 }
 {{- else}}
 

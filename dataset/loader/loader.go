@@ -80,7 +80,14 @@ func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 	if shape == nil {
 		shape = []int{l.Features}
 	}
-	steps := l.Steps()
+	return prefetch(0, l.Steps(), func(s int) Batch { return l.upload(dev, order, s, shape) })
+}
+
+// prefetch yields the batches that upload makes for s = first, …, last−1,
+// upload making the next on its own goroutine while the loop body uses
+// the current one. Stopping the loop early ends that goroutine and
+// releases what it made; a panic there is yielded as a batch's error.
+func prefetch(first, last int, upload func(s int) Batch) iter.Seq2[int, Batch] {
 	return func(yield func(int, Batch) bool) {
 		next := make(chan Batch, 1)
 		stop := make(chan struct{})
@@ -103,8 +110,8 @@ func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 					}
 				}
 			}()
-			for s := range steps {
-				b := l.upload(dev, order, s, shape)
+			for s := first; s < last; s++ {
+				b := upload(s)
 				select {
 				case next <- b:
 				case <-stop:
@@ -114,7 +121,7 @@ func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 				}
 			}
 		}()
-		for s := 0; ; s++ {
+		for s := first; ; s++ {
 			b, ok := <-next
 			if !ok || !yield(s, b) {
 				return

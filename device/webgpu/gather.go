@@ -30,10 +30,15 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
+// tableRows is how many table rows one invocation of the table form's
+// gradient serves (shaders/gather.wgsl's tableRows).
+const tableRows = 32
+
 // GatherGrad scatters scale·g back to where Gather took from, each
-// element of dx gathering what it receives: a table row loops over the
-// indices, in chunks of at most maxLoop a dispatch; an element of the
-// rows form over its row's k indices.
+// element of dx gathering what it receives: a feature of a block of
+// tableRows table rows loops over the indices, in chunks of at most
+// maxLoop a dispatch; an element of the rows form over its row's k
+// indices.
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	if !d.native(dx, g) && d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
 		return
@@ -59,6 +64,6 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	for i0 := 0; i0 < max(t.N, 1); i0 += maxLoop {
 		q := slices.Clone(p)
 		q[5], q[6] = uint32(i0), uint32(min(t.N, i0+maxLoop))
-		d.run(k, groupsOf(t.C*t.D, 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+		d.run(k, groupsOf(t.D*((t.C+tableRows-1)/tableRows), 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 	}
 }

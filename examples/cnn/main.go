@@ -25,7 +25,6 @@ import (
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/device"
-	"github.com/extensor/extensor/draw"
 	"github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/examples/internal/report"
@@ -72,12 +71,7 @@ type Config struct {
 }
 
 // Screen is a live window for the dashboard (package window's Window).
-type Screen interface {
-	Device() device.Device // the device that presents on the window
-	Show(c *draw.Canvas)   // present this frame from now on
-	Paused() bool          // training should wait
-	Closed() bool          // training should stop, saving a checkpoint
-}
+type Screen = dashboard.Screen
 
 // Epoch is what one epoch achieved (report.Epoch's TestAcc).
 type Epoch = report.Epoch
@@ -116,30 +110,21 @@ func main() {
 	}
 	// The window first (on the main thread), then the device that presents
 	// on it; training runs on another goroutine.
-	win, err := window.Open("extensor: a CNN learns Fashion-MNIST", dashboard.Width, dashboard.Height)
-	if err != nil {
-		log.Fatalf("cnn: %v", err)
-	}
-	cfg.Window = win
-	done := make(chan error, 1)
-	go func() { done <- train(cfg) }()
-	err = win.Run(done)
-	if cerr := win.Close(); err == nil {
-		err = cerr
-	}
+	err := window.Train("extensor: a CNN learns Fashion-MNIST", dashboard.Width, dashboard.Height, func(win *window.Window) error {
+		cfg.Window = win
+		return train(cfg)
+	})
 	if err != nil {
 		log.Fatalf("cnn: %v", err)
 	}
 }
 
-// train runs Train, printing to standard output, and returns its error,
-// or the programmer error (a *tensor.Error) it panicked with: one line,
-// and on the window's training goroutine no end of the process.
-func train(cfg Config) (err error) {
-	if perr := tensor.Maybe(func() { _, err = Train(cfg, os.Stdout) }); perr != nil {
-		return perr
-	}
-	return err
+// train runs Train, printing to standard output (run.Caught).
+func train(cfg Config) error {
+	return run.Caught(func() error {
+		_, err := Train(cfg, os.Stdout)
+		return err
+	})
 }
 
 // Check returns an error for a configuration that cannot train: sizes
@@ -166,15 +151,7 @@ func (cfg Config) Check() error {
 			return err
 		}
 	}
-	for flag, path := range map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot} {
-		if path == "" {
-			continue
-		}
-		if err := checkpoint.Writable(path); err != nil {
-			return fmt.Errorf("%s %s: %w", flag, path, err)
-		}
-	}
-	return nil
+	return run.Writable(map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot})
 }
 
 // Train trains the network as cfg says, printing to w, and returns what
@@ -236,7 +213,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	}
 	defer rec.Close()
 	n, steps := data.Len(), data.Steps()
-	view := &viewer{snapshot: cfg.Snapshot, every: cfg.SnapshotEvery, win: cfg.Window, onFrame: cfg.OnFrame}
+	view := &viewer{Pacer: dashboard.Pacer{Snapshot: cfg.Snapshot, Every: cfg.SnapshotEvery, Win: cfg.Window}, onFrame: cfg.OnFrame}
 	if cfg.Snapshot != "" || cfg.Window != nil {
 		if view.b, err = newDashboard(dev, net, test); err != nil {
 			return nil, err
@@ -296,7 +273,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 				}
 			}
 			if cfg.Window != nil {
-				start = start.Add(view.waitWhilePaused()) // pauses are not training time
+				start = start.Add(view.WaitWhilePaused()) // pauses are not training time
 				if cfg.Window.Closed() {
 					if err := flush(); err != nil {
 						return nil, err
@@ -351,7 +328,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 				return nil, err
 			}
 			if e == cfg.Epochs {
-				view.report(w, trainTime)
+				view.Report(w, trainTime)
 			}
 		}
 		if e == cfg.Epochs {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/checkpoint"
@@ -236,15 +235,7 @@ func TestMain(m *testing.M) { os.Exit(window.Main(m.Run)) }
 // resumes.
 func TestWindowClose(t *testing.T) {
 	gputest.Open(t)
-	var win *window.Window
-	var err error
-	window.Do(func() { win, err = window.Open("extensor cnn test", dashboard.Width, dashboard.Height) })
-	if errors.Is(err, window.ErrNoDisplay) && !gputest.CI() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	win := window.OpenTest(t, "extensor cnn test", dashboard.Width, dashboard.Height)
 	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
 	// The frames drawn while training, read back from the GPU, must show
 	// their state (dashboard.Check: the loss curve where its values say,
@@ -263,26 +254,9 @@ func TestWindowClose(t *testing.T) {
 	// at least 0.7 s; 20 steps had passed by then on lavapipe's faster runs).
 	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 3200, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
 	var out bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
+	err := win.RunTest(twoFrames, func() error {
 		_, err := Train(cfg, &out)
-		done <- err
-	}()
-	go func() { // close the window once two frames are drawn and shown
-		select {
-		case <-twoFrames:
-		case <-time.After(time.Minute):
-		}
-		for deadline := time.Now().Add(time.Minute); win.Presented() < 2 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-		win.RequestClose()
-	}()
-	window.Do(func() {
-		err = win.Run(done)
-		if cerr := win.Close(); err == nil {
-			err = cerr
-		}
+		return err
 	})
 	settle(t, out.String(), err)
 	for _, p := range problems {

@@ -1,15 +1,21 @@
 // Package run holds what the training examples share: opening the device
-// and the Fashion-MNIST data.
+// and the Fashion-MNIST data, checking where a run writes, and catching
+// a run's programmer errors.
 package run
 
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/extensor/extensor/checkpoint"
 
 	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/internal/report"
+	"github.com/extensor/extensor/tensor"
 )
 
 // Open opens the named device ("auto", "webgpu" or "cpu"), prints it to
@@ -33,4 +39,33 @@ func Open(name, dir string, w, bar io.Writer) (dev device.Device, train, test *f
 // a terminal.
 func Load(dir string, bar io.Writer) (train, test *fashionmnist.Set, err error) {
 	return fashionmnist.LoadWith(dir, report.Loading(bar, "loading Fashion-MNIST"))
+}
+
+// Writable makes the directory of each path given (by its flag's name)
+// and checks that a file can be written there, before a run starts: a
+// path that cannot be written is an error naming its flag. Empty paths
+// are skipped.
+func Writable(paths map[string]string) error {
+	for flag, path := range paths {
+		if path == "" {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+		if err := checkpoint.Writable(path); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+	}
+	return nil
+}
+
+// Caught runs f and returns its error, or the programmer error (a
+// *tensor.Error) it panicked with: one line, and on a window's training
+// goroutine no end of the process.
+func Caught(f func() error) (err error) {
+	if perr := tensor.Maybe(func() { err = f() }); perr != nil {
+		return perr
+	}
+	return err
 }

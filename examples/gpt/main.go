@@ -1,0 +1,646 @@
+// Command gpt trains a small decoder-only transformer (package model) to
+// write Go, on the Go standard library's own source (package gosrc), one
+// byte a token: AdamW with linear warmup and cosine decay, gradient
+// clipping by global norm, optional dropout and mixed precision,
+// checkpoints with -resume, the validation loss on held-out files, and
+// sampling with a key-value cache (-sample).
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"io"
+	"log"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/checkpoint"
+	"github.com/extensor/extensor/dataset/gosrc"
+	"github.com/extensor/extensor/dataset/loader"
+	"github.com/extensor/extensor/device"
+	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
+	"github.com/extensor/extensor/examples/gpt/model"
+	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/run"
+	"github.com/extensor/extensor/examples/internal/window"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Config sets up a run.
+type Config struct {
+	Device string // "auto", "webgpu" or "cpu"
+	Model  model.Config
+	Batch  int    // windows a step
+	Steps  int    // the last step (a resumed run goes on to it)
+	Seed   uint64 // initialisation, the windows, dropout and sampling
+
+	LR, MinLR   float64 // the peak learning rate and the cosine's floor
+	Warmup      int     // steps of linear warmup
+	DecaySteps  int     // the step the cosine reaches MinLR at (0: Steps)
+	WeightDecay float64 // AdamW's, on every parameter
+	Clip        float64 // the gradients' global norm limit (0: none)
+	AMP         bool    // float16 blocks, float32 master weights, loss scaling
+
+	EvalEvery   int // measure the validation loss every EvalEvery steps, and at the end
+	EvalBatches int // batches of validation windows measured (fixed windows)
+	Progress    int // print a line every Progress steps (0: never)
+
+	Save      string // checkpoint path ("": none)
+	SaveEvery int    // also save every SaveEvery steps (0: at the end only)
+	Resume    string // start from this checkpoint
+	Plots     string // directory for loss.png, metrics and the final sample ("": none)
+
+	Prompt      string  // sample after training from this prompt ("": no sample)
+	Tokens      int     // tokens to sample
+	Temperature float64 // sampling temperature (0: greedy)
+	TopK        int     // sample among the TopK most likely (0: all)
+	NoCache     bool    // sample without the key-value cache
+
+	// Snapshot, when set, is a PNG file of the dashboard drawn by the
+	// training device at the end of training, and every SnapshotEvery
+	// steps if positive.
+	Snapshot      string
+	SnapshotEvery int
+	// Window, when set, shows the dashboard live and gives the device to
+	// train on (the one presenting on it); Device is then ignored.
+	Window Screen
+	// OnFrame, if set, is given each dashboard frame, read back from the
+	// device, and the state it shows (for tests).
+	OnFrame func(img *image.RGBA, s dashboard.LM)
+
+	GoRoot string    // the corpus's Go root ("": gosrc.Root())
+	Bar    io.Writer // a progress bar here when it is a terminal
+
+	corpus *gosrc.Corpus  // the corpus, when loaded already
+	dev    device.Device  // the device to run on, when opened already (not closed)
+	onStep func(step int) // called after each step (tests)
+}
+
+// Result is what a run measured.
+type Result struct {
+	Losses    []float64 // the training loss of each step run, from the first
+	First     int       // the first step run (1, or after the resumed one)
+	Evals     []Eval    // validation losses
+	TokensSec float64   // training tokens a second, evaluation excluded
+	Sample    string    // the final sample
+}
+
+// Eval is a validation measurement.
+type Eval struct {
+	Step int
+	Loss float64
+}
+
+func main() {
+	cfg := Config{}
+	flag.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
+	flag.IntVar(&cfg.Model.Context, "context", 128, "context length (tokens)")
+	flag.IntVar(&cfg.Model.Layers, "layers", 4, "transformer blocks")
+	flag.IntVar(&cfg.Model.Heads, "heads", 4, "attention heads")
+	flag.IntVar(&cfg.Model.Width, "width", 128, "features")
+	flag.Float64Var(&cfg.Model.Dropout, "dropout", 0, "dropout probability")
+	flag.IntVar(&cfg.Batch, "batch", 8, "windows a step")
+	flag.IntVar(&cfg.Steps, "steps", 1200, "training steps")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	flag.Float64Var(&cfg.LR, "lr", 2e-3, "peak learning rate")
+	flag.Float64Var(&cfg.MinLR, "min-lr", 2e-4, "the cosine decay's final learning rate")
+	flag.IntVar(&cfg.Warmup, "warmup", 100, "warmup steps")
+	flag.IntVar(&cfg.DecaySteps, "decay-steps", 0, "the step the cosine decay ends at (0: -steps)")
+	flag.Float64Var(&cfg.WeightDecay, "wd", 0.01, "AdamW weight decay")
+	flag.Float64Var(&cfg.Clip, "clip", 1, "clip the gradients' global norm to this (0: no clipping)")
+	flag.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 blocks, float32 master weights, dynamic loss scaling")
+	flag.IntVar(&cfg.EvalEvery, "eval-every", 100, "validation loss every N steps")
+	flag.IntVar(&cfg.EvalBatches, "eval-batches", 8, "validation batches measured")
+	flag.IntVar(&cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
+	flag.StringVar(&cfg.Save, "save", "gpt.safetensors", `checkpoint path ("": none)`)
+	flag.IntVar(&cfg.SaveEvery, "save-every", 500, "save a checkpoint every N steps too (0: at the end only)")
+	flag.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from (with -sample: to sample from)")
+	flag.StringVar(&cfg.Plots, "plots", "gpt-report", `directory for loss.png, metrics.tsv and sample.txt ("": none)`)
+	sample := flag.String("sample", "", "only sample: generate from this prompt with the -resume checkpoint, no training")
+	flag.IntVar(&cfg.Tokens, "tokens", 400, "tokens to sample")
+	flag.Float64Var(&cfg.Temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
+	flag.IntVar(&cfg.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
+	flag.BoolVar(&cfg.NoCache, "no-cache", false, "sample without the key-value cache (each token reruns the whole window)")
+	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
+	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
+	live := flag.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops with a checkpoint)")
+	export := flag.String("export", "", "write the corpus, the windows and the configuration for torch_gpt.py to this directory, and exit")
+	flag.Parse()
+	log.SetFlags(0)
+	cfg.Model.Vocab = 256
+	cfg.Bar = os.Stderr
+	cfg.Prompt = "func main() {"
+	var err error
+	switch {
+	case *export != "":
+		err = Export(cfg, *export)
+	case *sample != "":
+		cfg.Prompt = *sample
+		err = run.Caught(func() error { return Sample(cfg, os.Stdout) })
+	case *live:
+		err = watch(cfg)
+	default:
+		err = train(cfg)
+	}
+	if err != nil {
+		log.Fatalf("gpt: %v", err)
+	}
+}
+
+// train runs Train, printing to standard output (run.Caught).
+func train(cfg Config) error {
+	return run.Caught(func() error {
+		_, err := Train(cfg, os.Stdout)
+		return err
+	})
+}
+
+// watch trains with the live window: the window first, on the main
+// thread, then the device that presents on it; training runs on another
+// goroutine.
+func watch(cfg Config) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	return window.Train("extensor: a transformer learns to write Go", dashboard.Width, dashboard.Height, func(win *window.Window) error {
+		cfg.Window = win
+		return train(cfg)
+	})
+}
+
+// Check returns an error for a configuration that cannot run. It makes
+// the directories of the checkpoint and the snapshot (run.Writable).
+func (cfg Config) Check() error {
+	if err := cfg.Model.Check(); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Batch < 1 || cfg.Steps < 0 || cfg.Warmup < 0 || cfg.DecaySteps < 0 || cfg.EvalEvery < 1 || cfg.EvalBatches < 1 || cfg.Progress < 0 || cfg.SaveEvery < 0 || cfg.Tokens < 0 || cfg.TopK < 0:
+		return fmt.Errorf("-batch %d, -steps %d, -warmup %d, -eval-every %d, -eval-batches %d, -progress %d, -save-every %d, -tokens %d, -top-k %d: want batch, eval-every and eval-batches ≥ 1, the rest ≥ 0",
+			cfg.Batch, cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.EvalBatches, cfg.Progress, cfg.SaveEvery, cfg.Tokens, cfg.TopK)
+	case !finite(cfg.LR) || !finite(cfg.MinLR) || !finite(cfg.WeightDecay) || !finite(cfg.Clip) || !finite(cfg.Temperature) || cfg.LR <= 0:
+		return fmt.Errorf("-lr %v, -min-lr %v, -wd %v, -clip %v, -temperature %v: want finite values ≥ 0, the learning rate > 0", cfg.LR, cfg.MinLR, cfg.WeightDecay, cfg.Clip, cfg.Temperature)
+	}
+	return run.Writable(map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot})
+}
+
+func finite(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// Schedule is the learning rate of each step from 0: linear warmup to LR
+// over Warmup steps, then cosine decay to MinLR at DecaySteps (or Steps).
+func (cfg Config) Schedule() optim.Schedule {
+	end := cfg.DecaySteps
+	if end == 0 {
+		end = cfg.Steps
+	}
+	return func(step int) float64 {
+		if step < cfg.Warmup {
+			return cfg.LR * float64(step+1) / float64(cfg.Warmup)
+		}
+		t := float64(step-cfg.Warmup) / float64(max(1, end-cfg.Warmup))
+		return cfg.MinLR + (cfg.LR-cfg.MinLR)*(1+math.Cos(math.Pi*min(t, 1)))/2
+	}
+}
+
+// open loads the corpus and opens the device unless they are already;
+// the caller closes a device it opened (close reports whether).
+func (cfg *Config) open(w io.Writer) (close bool, err error) {
+	if cfg.corpus == nil {
+		c, err := gosrc.Load(orRoot(cfg.GoRoot))
+		if err != nil {
+			return false, err
+		}
+		cfg.corpus = c
+		fmt.Fprintf(w, "corpus: %s, %d files: %.1f MB training, %.1f MB validation (%d files)\n", c.Root, c.Files, float64(len(c.Train))/1e6, float64(len(c.Val))/1e6, c.ValFiles)
+	}
+	if cfg.dev == nil && cfg.Window != nil {
+		cfg.dev = cfg.Window.Device()
+		fmt.Fprintf(w, "presenting on the window: ")
+	}
+	if cfg.dev == nil {
+		d, err := device.Open(cfg.Device)
+		if err != nil {
+			return false, err
+		}
+		cfg.dev, close = d, true
+	}
+	fmt.Fprintf(w, "device: %s\n", cfg.dev)
+	return close, nil
+}
+
+func orRoot(r string) string {
+	if r == "" {
+		return gosrc.Root()
+	}
+	return r
+}
+
+// windows returns the training and validation windows.
+func (cfg Config) windows() (train, val *loader.Windows) {
+	train = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Train), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: cfg.Seed}
+	val = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Val), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: valSeed}
+	return train, val
+}
+
+// valSeed draws the validation windows: the same in every run.
+const valSeed = 0x5eed
+
+// Train trains as cfg says, printing to w.
+func Train(cfg Config, w io.Writer) (*Result, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	closeDev, err := cfg.open(w)
+	if err != nil {
+		return nil, err
+	}
+	dev := cfg.dev
+	if closeDev {
+		defer dev.Close()
+	}
+	net, err := model.New(dev, cfg.Model, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	net.Half = cfg.AMP
+	opt := optim.AdamW(net.Params(), cfg.LR, cfg.WeightDecay)
+	defer opt.Release()
+	var scaler *optim.Scaler
+	if cfg.AMP {
+		scaler = optim.NewScaler()
+	}
+	first := 1
+	if cfg.Resume != "" {
+		steps, err := load(cfg.Resume, net, opt)
+		if err != nil {
+			return nil, err
+		}
+		first = steps + 1
+		fmt.Fprintf(w, "resumed from %s after step %d\n", cfg.Resume, steps)
+	}
+	train, val := cfg.windows()
+	res := &Result{First: first}
+	sched := cfg.Schedule()
+	bar := newBar(cfg.Bar, cfg.Steps-first+1)
+	var trainTime time.Duration
+	start := time.Now()
+	var pending []*tensor.Tensor
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		all := ops.Stack(pending, 0)
+		v, err := all.Float64s()
+		all.Release()
+		for _, l := range pending {
+			l.Release()
+		}
+		pending = pending[:0]
+		res.Losses = append(res.Losses, v...)
+		return err
+	}
+	view, err := newViewer(cfg, dev, gosrc.Tokens(cfg.corpus.Val))
+	if err != nil {
+		return nil, err
+	}
+	defer view.release()
+	if first == 1 { // the untrained model's loss, where the curves start
+		v, err := evaluate(net, val, cfg.EvalBatches, dev)
+		if err != nil {
+			return nil, err
+		}
+		res.Evals = append(res.Evals, Eval{Step: 0, Loss: v})
+	}
+	start = time.Now()
+	for s, b := range train.Steps(dev, first-1, cfg.Steps) {
+		step := s + 1
+		if b.Err != nil {
+			return nil, b.Err
+		}
+		opt.Hyper.LR = sched(step - 1)
+		loss, err := trainStep(net, opt, scaler, cfg.Clip, b.X, b.Y)
+		b.X.Release()
+		b.Y.Release()
+		if err != nil {
+			return nil, err
+		}
+		pending = append(pending, loss)
+		if cfg.onStep != nil {
+			cfg.onStep(step)
+		}
+		last := step == cfg.Steps
+		eval := step%cfg.EvalEvery == 0 || last
+		saving := cfg.Save != "" && (last || cfg.SaveEvery > 0 && step%cfg.SaveEvery == 0)
+		closed := cfg.Window != nil && cfg.Window.Closed()
+		if eval || saving || closed || cfg.Progress > 0 && step%cfg.Progress == 0 || view.due(step) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			trainTime += time.Since(start)
+			tokSec := float64((step-first+1)*cfg.Batch*cfg.Model.Context) / trainTime.Seconds()
+			bar.set(step-first+1, res.Losses[len(res.Losses)-1], tokSec)
+			if eval {
+				v, err := evaluate(net, val, cfg.EvalBatches, dev)
+				if err != nil {
+					return nil, err
+				}
+				res.Evals = append(res.Evals, Eval{Step: step, Loss: v})
+				if view.d != nil { // the dashboard's sample
+					if view.sample, err = sample(net, dev, cfg, min(cfg.Tokens, viewTokens)); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if cfg.Progress > 0 && (step%cfg.Progress == 0 || last) {
+				line := fmt.Sprintf("step %d: loss %.4f, lr %.2e, %.0f tokens/s", step, res.Losses[len(res.Losses)-1], opt.Hyper.LR, tokSec)
+				if e := res.Evals; len(e) > 0 && e[len(e)-1].Step == step {
+					line += fmt.Sprintf(", validation loss %.4f", e[len(e)-1].Loss)
+				}
+				bar.println(w, line)
+			}
+			if view.due(step) || eval && view.d != nil {
+				if err := view.frame(net, res, step, last); err != nil {
+					return nil, err
+				}
+			}
+			if saving || closed && cfg.Save != "" {
+				if err := save(cfg.Save, net, opt); err != nil {
+					return nil, err
+				}
+			}
+			if closed {
+				bar.finish()
+				if cfg.Save == "" {
+					fmt.Fprintf(w, "window closed at step %d; no checkpoint (-save is empty)\n", step)
+				} else {
+					fmt.Fprintf(w, "window closed at step %d: wrote %s; -resume %s goes on from step %d\n", step, cfg.Save, cfg.Save, step+1)
+				}
+				return res, nil
+			}
+			if cfg.Window != nil {
+				view.WaitWhilePaused() // pauses are not training time
+			}
+			start = time.Now()
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	bar.finish()
+	if trainTime > 0 {
+		res.TokensSec = float64(len(res.Losses)*cfg.Batch*cfg.Model.Context) / trainTime.Seconds()
+	}
+	if len(res.Evals) > 0 {
+		e := res.Evals[len(res.Evals)-1]
+		fmt.Fprintf(w, "step %d: validation loss %.4f nats a byte (%.3f bits), %.0f training tokens/s\n", e.Step, e.Loss, e.Loss/math.Ln2, res.TokensSec)
+	}
+	printProfile(w, dev)
+	view.Report(w, trainTime)
+	if cfg.Prompt != "" && cfg.Tokens > 0 {
+		if res.Sample, err = sample(net, dev, cfg, cfg.Tokens); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "sample (temperature %g):\n%s\n", cfg.Temperature, res.Sample)
+	}
+	if cfg.Plots != "" {
+		paths, err := writePlots(cfg.Plots, res)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "plots: %v\n", paths)
+	}
+	return res, nil
+}
+
+// viewTokens is the length of the dashboard's samples, drawn at each
+// validation.
+const viewTokens = 200
+
+// sample returns the prompt and n tokens the model draws after it.
+func sample(net *model.GPT, dev device.Device, cfg Config, n int) (string, error) {
+	if cfg.Prompt == "" || n == 0 {
+		return "", nil
+	}
+	out, err := net.Generate(dev, tokensOf(cfg.Prompt), n, model.Sampling{Temperature: cfg.Temperature, TopK: cfg.TopK, Seed: cfg.Seed}, !cfg.NoCache)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Prompt + string(bytesOf(out)), nil
+}
+
+// trainStep runs one step: the loss, its gradients, clipping, the
+// optimiser; it returns the loss, on the device.
+func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip float64, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+	loss := net.Loss(autograd.Leaf(x, false), autograd.Leaf(y, false)).Retain()
+	back := loss
+	if scaler != nil {
+		back = scaler.ScaleLoss(loss)
+	}
+	if err := back.Backward(); err != nil {
+		return nil, err
+	}
+	if clip > 0 {
+		var grads []*tensor.Tensor
+		for _, p := range net.Params() {
+			if g := p.Grad(); g != nil {
+				grads = append(grads, g)
+			}
+		}
+		limit := clip
+		if scaler != nil { // the scaled gradients' limit: the same clipping of the unscaled ones
+			limit *= scaler.Scale
+		}
+		ops.ClipGradNorm(grads, limit).Release()
+	}
+	if scaler != nil {
+		if _, err := scaler.Step(opt); err != nil {
+			return nil, err
+		}
+	} else {
+		opt.Step()
+	}
+	opt.ZeroGrad()
+	return loss.Value(), nil
+}
+
+// evaluate returns the mean loss over the first n batches of val, in
+// evaluation mode.
+func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device) (float64, error) {
+	net.Train(false)
+	defer net.Train(true)
+	sum := 0.0
+	for i := range n {
+		var v []float64
+		var err error
+		tensor.Tidy(func() *tensor.Tensor {
+			b := val.Upload(dev, val.Starts(i))
+			if b.Err != nil {
+				err = b.Err
+				return nil
+			}
+			autograd.NoGrad(func() {
+				v, err = net.Loss(autograd.Leaf(b.X, false), autograd.Leaf(b.Y, false)).Value().Float64s()
+			})
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		sum += v[0]
+	}
+	return sum / float64(n), nil
+}
+
+// save writes the model's parameters (the PyTorch model's names), the
+// optimiser's state ("optim.<name>.<k>") and the step count.
+func save(path string, net *model.GPT, opt *optim.Optimizer) error {
+	all := net.StateDict()
+	st, err := opt.StateDict(optimNames(net))
+	if err != nil {
+		return err
+	}
+	maps.Copy(all, st)
+	return checkpoint.Save(path, all, map[string]string{"steps": strconv.Itoa(opt.Steps()), "model": modelMeta(net.Cfg)})
+}
+
+// load reads what save wrote into net and opt (opt may be nil) and
+// returns the step count.
+func load(path string, net *model.GPT, opt *optim.Optimizer) (int, error) {
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return 0, err
+	}
+	if m := f.Metadata["model"]; m != modelMeta(net.Cfg) {
+		return 0, fmt.Errorf("%s: a model of %s; this run's is %s", path, m, modelMeta(net.Cfg))
+	}
+	steps, err := strconv.Atoi(f.Metadata["steps"])
+	if err != nil || steps < 0 {
+		return 0, fmt.Errorf("%s: step count %q in its metadata; want a count ≥ 0", path, f.Metadata["steps"])
+	}
+	all := net.StateDict()
+	if opt != nil {
+		st, err := opt.StateDict(optimNames(net))
+		if err != nil {
+			return 0, err
+		}
+		maps.Copy(all, st)
+		opt.SetSteps(steps)
+	}
+	if err := f.LoadInto(all); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return steps, nil
+}
+
+func modelMeta(c model.Config) string {
+	return fmt.Sprintf("vocab %d, context %d, layers %d, heads %d, width %d", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
+}
+
+func optimNames(net *model.GPT) []string {
+	names := net.ParamNames()
+	for i := range names {
+		names[i] = "optim." + names[i]
+	}
+	return names
+}
+
+// Sample generates cfg.Tokens tokens from cfg.Prompt with the model in
+// the checkpoint cfg.Resume, printing them and the rate to w.
+func Sample(cfg Config, w io.Writer) error {
+	if cfg.Resume == "" {
+		return errors.New("-sample needs a checkpoint: -resume path")
+	}
+	if err := cfg.Model.Check(); err != nil {
+		return err
+	}
+	dev := cfg.dev
+	if dev == nil {
+		d, err := device.Open(cfg.Device)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		dev = d
+	}
+	net, err := model.New(dev, cfg.Model, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	if _, err := load(cfg.Resume, net, nil); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	out, err := net.Generate(dev, tokensOf(cfg.Prompt), cfg.Tokens, model.Sampling{Temperature: cfg.Temperature, TopK: cfg.TopK, Seed: cfg.Seed}, !cfg.NoCache)
+	if err != nil {
+		return err
+	}
+	el := time.Since(t0)
+	fmt.Fprintf(w, "%s%s\n", cfg.Prompt, bytesOf(out))
+	fmt.Fprintf(os.Stderr, "%d tokens in %.2f s: %.1f tokens/s (key-value cache: %v)\n", len(out), el.Seconds(), float64(len(out))/el.Seconds(), !cfg.NoCache)
+	return nil
+}
+
+func tokensOf(s string) []int32 { return gosrc.Tokens([]byte(s)) }
+
+func bytesOf(t []int32) []byte {
+	b := make([]byte, len(t))
+	for i, v := range t {
+		b[i] = byte(v)
+	}
+	return b
+}
+
+// Export writes what torch_gpt.py needs to train the same model on the
+// same windows: train.bin and val.bin (the corpus's bytes), starts.bin
+// (each step's window starts, int64 little-endian, step-major),
+// val_starts.bin (the validation batches') and config.json.
+func Export(cfg Config, dir string) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	c, err := gosrc.Load(orRoot(cfg.GoRoot))
+	if err != nil {
+		return err
+	}
+	cfg.corpus = c
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	train, val := cfg.windows()
+	var starts, vstarts []int
+	for s := range cfg.Steps {
+		starts = append(starts, train.Starts(s)...)
+	}
+	for i := range cfg.EvalBatches {
+		vstarts = append(vstarts, val.Starts(i)...)
+	}
+	files := map[string][]byte{"train.bin": c.Train, "val.bin": c.Val, "starts.bin": int64s(starts), "val_starts.bin": int64s(vstarts),
+		"config.json": fmt.Appendf(nil, `{"vocab": %d, "context": %d, "layers": %d, "heads": %d, "width": %d, "dropout": %g, "batch": %d, "steps": %d, "lr": %g, "min_lr": %g, "warmup": %d, "decay_steps": %d, "weight_decay": %g, "clip": %g, "eval_every": %d, "eval_batches": %d, "seed": %d}`+"\n",
+			cfg.Model.Vocab, cfg.Model.Context, cfg.Model.Layers, cfg.Model.Heads, cfg.Model.Width, cfg.Model.Dropout, cfg.Batch, cfg.Steps, cfg.LR, cfg.MinLR, cfg.Warmup, cmp.Or(cfg.DecaySteps, cfg.Steps), cfg.WeightDecay, cfg.Clip, cfg.EvalEvery, cfg.EvalBatches, cfg.Seed)}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func int64s(v []int) []byte {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		for k := range 8 {
+			b = append(b, byte(uint64(x)>>(8*k)))
+		}
+	}
+	return b
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/examples/gpt/model"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/tensor"
+)
+
+var small = model.Config{Vocab: 256, Context: 16, Layers: 2, Heads: 4, Width: 32}
+
+func devices(t *testing.T) map[string]device.Device {
+	return map[string]device.Device{"cpu": cpu.New(), "webgpu": gputest.Open(t)}
+}
+
+func tokens(n int, seed uint64) []int32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t := make([]int32, n)
+	for i := range t {
+		t[i] = int32(rng.IntN(256))
+	}
+	return t
+}
+
+// TestDecodeMatchesForward: logits decoded through the key-value caches,
+// in pieces of 5, 1, 3 and 1 tokens (the 3 through a mask that lines
+// their causality up after the cache), equal Forward's of the whole.
+func TestDecodeMatchesForward(t *testing.T) {
+	for name, dev := range devices(t) {
+		m, err := model.New(dev, small, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Train(false)
+		seq := tokens(10, 4)
+		x, _ := tensor.FromInt32(dev, seq, 1, len(seq))
+		var want []float64
+		autograd.NoGrad(func() { want, err = m.Forward(autograd.Leaf(x, false)).Value().Float64s() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		caches := m.Caches()
+		var got []float64
+		at := 0
+		for _, n := range []int{5, 1, 3, 1} {
+			p, _ := tensor.FromInt32(dev, seq[at:at+n], 1, n)
+			v, err := m.Decode(autograd.Leaf(p, false), caches).Value().Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v...)
+			at += n
+		}
+		if caches[0].Len() != len(seq) {
+			t.Errorf("%s: the caches hold %d positions; want %d", name, caches[0].Len(), len(seq))
+		}
+		worst := 0.0
+		for i := range want {
+			worst = max(worst, math.Abs(got[i]-want[i]))
+		}
+		if len(got) != len(want) || worst > 1e-4 {
+			t.Errorf("%s: decoded logits differ from Forward's by %g (%d and %d values)", name, worst, len(got), len(want))
+		}
+	}
+}
+
+// TestCachedGenerationEqualsUncached: the same tokens with and without
+// the caches, through two slides of the window, greedy and sampled.
+func TestCachedGenerationEqualsUncached(t *testing.T) {
+	for name, dev := range devices(t) {
+		m, err := model.New(dev, small, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []model.Sampling{{Temperature: 0}, {Temperature: 1, TopK: 20, Seed: 7}, {Temperature: 0.8, Seed: 8}} {
+			prompt := tokens(4, 9)
+			cached, err := m.Generate(dev, prompt, 30, s, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := m.Generate(dev, prompt, 30, s, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cached, plain) {
+				t.Errorf("%s %+v: cached generation %v; uncached %v", name, s, cached, plain)
+			}
+		}
+	}
+}
+
+// TestAttentionMap: each row of the map is a distribution over the keys
+// up to its query.
+func TestAttentionMap(t *testing.T) {
+	for name, dev := range devices(t) {
+		m, err := model.New(dev, small, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := tensor.FromInt32(dev, tokens(12, 2), 1, 12)
+		a, err := m.AttentionMap(autograd.Leaf(x, false), 1, 3).Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			sum := 0.0
+			for j := range 12 {
+				v := a[i*12+j]
+				if j > i && v != 0 || v < 0 {
+					t.Errorf("%s: map[%d, %d] = %g; want a probability, 0 after the query", name, i, j, v)
+				}
+				sum += v
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Errorf("%s: row %d sums to %g; want 1", name, i, sum)
+			}
+		}
+	}
+}
