@@ -66,23 +66,32 @@ func FuzzAPI(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	// A WebGPU device of its own, on im2col: llvmpipe takes seconds to
-	// compile each geometry's direct convolution kernels, and go's fuzzing
-	// takes an input that runs 10 s for a deadlock. (The parity suite
-	// checks the direct kernels.)
-	var gpu device.Device
-	if gputest.OrNil(f) != nil {
-		f.Setenv(webgpu.EnvConv, "im2col")
-		var err error
-		if gpu, err = device.Open("webgpu"); err != nil {
-			f.Fatal(err)
-		}
+	gpu, host := fuzzDevices(f)
+	if gpu != nil {
 		defer gpu.Close()
 		warmUp(f, gpu)
 	}
-	host := cpu.New()
-	host.SetMemoryLimit(fuzzMemory)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzAPI(t, host, gpu, data) })
+}
+
+// fuzzDevices returns the devices FuzzAPI compares: a CPU device whose
+// memory limit is fuzzMemory and, where an adapter exists (always under
+// CI), a WebGPU device of its own, on im2col: llvmpipe takes seconds to
+// compile each geometry's direct convolution kernels, and go's fuzzing
+// takes an input that runs 10 s for a deadlock. (The parity suite checks
+// the direct kernels.) The caller closes gpu.
+func fuzzDevices(tb testing.TB) (gpu device.Device, host *cpu.Device) {
+	tb.Helper()
+	if gputest.OrNil(tb) != nil {
+		tb.Setenv(webgpu.EnvConv, "im2col")
+		var err error
+		if gpu, err = device.Open("webgpu"); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	host = cpu.New()
+	host.SetMemoryLimit(fuzzMemory)
+	return gpu, host
 }
 
 // warmUp runs every small parity case of every op, forward and backward,
@@ -196,6 +205,9 @@ func hostileInputs(in *fuzzin.Bytes, case_ []ops.Input) []inputSpec {
 
 // hostileAttrs mostly keeps the case's attributes and changes one or two
 // to hostile values.
+// attrKinds is how many kinds of attribute change hostileAttrs makes.
+const attrKinds = 21
+
 func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 	a.Axes = slices.Clone(a.Axes)
 	a.Perm = slices.Clone(a.Perm)
@@ -204,7 +216,7 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 	for range in.Next(0, 2) {
 		h := fuzzin.Pick(in, hostileInts...)
 		v := fuzzin.Pick(in, hostileFloats...)
-		switch in.Next(0, 20) {
+		switch in.Next(0, attrKinds-1) {
 		case 0:
 			a.Axis = h
 		case 1:

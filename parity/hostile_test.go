@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/extensor/extensor/cpu"
-	"github.com/extensor/extensor/device"
-	"github.com/extensor/extensor/device/webgpu"
-	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/fuzzin"
 	"github.com/extensor/extensor/ops"
 )
 
@@ -18,17 +15,10 @@ import (
 // every run rather than found by chance, on the CPU backend and, compared
 // with it, on WebGPU.
 func TestHostileSweep(t *testing.T) {
-	var gpu device.Device
-	if gputest.OrNil(t) != nil {
-		t.Setenv(webgpu.EnvConv, "im2col")
-		var err error
-		if gpu, err = device.Open("webgpu"); err != nil {
-			t.Fatal(err)
-		}
+	gpu, host := fuzzDevices(t)
+	if gpu != nil {
 		defer gpu.Close()
 	}
-	host := cpu.New()
-	host.SetMemoryLimit(fuzzMemory)
 	table := ops.Table()
 	if len(table) > 256 {
 		t.Fatalf("%d ops: a fuzz input picks an op with one byte", len(table))
@@ -71,16 +61,20 @@ func inputChanges(o int, in []ops.Input) [][]byte {
 // attrChanges returns FuzzAPI's inputs that pick op o's first case, keep
 // its inputs and change one attribute to each hostile value.
 func attrChanges(o int) [][]byte {
-	// How many further choices (another int or float, a dtype, a
-	// reduction, an axis and a field) each of hostileAttrs' kinds makes.
-	further := [21]int{5: 1, 9: 1, 10: 1, 11: 2, 13: 1, 14: 1, 17: 1, 19: 1, 20: 2}
 	var out [][]byte
-	for kind := range len(further) {
+	for kind := range attrKinds {
+		// How many further choices (another int or float, a dtype, a
+		// reduction, an axis and a field) the kind makes: the bytes
+		// hostileAttrs takes past one change's count, int, float and kind.
+		probe := fuzzin.Bytes(append([]byte{1, 0, 0, byte(kind)}, make([]byte, 16)...))
+		n := len(probe)
+		hostileAttrs(&probe, ops.Attrs{})
+		further := n - len(probe) - 4
 		for h := range len(hostileInts) {
 			// op, case 0, one change: an int, a float, the kind, its
 			// further choices; the inputs kept (no bytes left).
 			data := []byte{byte(o), 0, 1, byte(h), byte(h % len(hostileFloats)), byte(kind)}
-			for range further[kind] {
+			for range further {
 				data = append(data, byte(h))
 			}
 			out = append(out, data)

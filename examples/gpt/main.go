@@ -126,7 +126,7 @@ func main() {
 	flag.IntVar(&cfg.SaveEvery, "save-every", 500, "save a checkpoint every N steps too (0: at the end only)")
 	flag.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from (with -sample: to sample from)")
 	flag.StringVar(&cfg.Plots, "plots", "gpt-report", `directory for loss.png, metrics.tsv and sample.txt ("": none)`)
-	sample := flag.String("sample", "", "only sample: generate from this prompt with the -resume checkpoint, no training")
+	sample := flag.String("sample", "", "only sample: generate from this prompt with the -resume checkpoint (else the -save one), no training")
 	flag.IntVar(&cfg.Tokens, "tokens", 400, "tokens to sample")
 	flag.Float64Var(&cfg.Temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
 	flag.IntVar(&cfg.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
@@ -178,8 +178,10 @@ func watch(cfg Config) error {
 	})
 }
 
-// Check returns an error for a configuration that cannot run. It makes
-// the directories of the checkpoint and the snapshot (run.Writable).
+// Check returns an error for a configuration that cannot run: sizes and
+// counts out of range, rates not finite, a checkpoint to resume from that
+// does not load or holds another model, a checkpoint or snapshot that
+// cannot be written. It makes their directories (run.Writable).
 func (cfg Config) Check() error {
 	if err := cfg.Model.Check(); err != nil {
 		return err
@@ -190,6 +192,11 @@ func (cfg Config) Check() error {
 			cfg.Batch, cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.EvalBatches, cfg.Progress, cfg.SaveEvery, cfg.Tokens, cfg.TopK)
 	case !finite(cfg.LR) || !finite(cfg.MinLR) || !finite(cfg.WeightDecay) || !finite(cfg.Clip) || !finite(cfg.Temperature) || cfg.LR <= 0:
 		return fmt.Errorf("-lr %v, -min-lr %v, -wd %v, -clip %v, -temperature %v: want finite values ≥ 0, the learning rate > 0", cfg.LR, cfg.MinLR, cfg.WeightDecay, cfg.Clip, cfg.Temperature)
+	}
+	if cfg.Resume != "" {
+		if _, _, err := readCheckpoint(cfg.Resume, cfg.Model); err != nil {
+			return fmt.Errorf("-resume: %w", err)
+		}
 	}
 	return run.Writable(map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot})
 }
@@ -516,16 +523,9 @@ func save(path string, net *model.GPT, opt *optim.Optimizer) error {
 // load reads what save wrote into net and opt (opt may be nil) and
 // returns the step count.
 func load(path string, net *model.GPT, opt *optim.Optimizer) (int, error) {
-	f, err := checkpoint.Read(path)
+	f, steps, err := readCheckpoint(path, net.Cfg)
 	if err != nil {
 		return 0, err
-	}
-	if m := f.Metadata["model"]; m != modelMeta(net.Cfg) {
-		return 0, fmt.Errorf("%s: a model of %s; this run's is %s", path, m, modelMeta(net.Cfg))
-	}
-	steps, err := strconv.Atoi(f.Metadata["steps"])
-	if err != nil || steps < 0 {
-		return 0, fmt.Errorf("%s: step count %q in its metadata; want a count ≥ 0", path, f.Metadata["steps"])
 	}
 	all := net.StateDict()
 	if opt != nil {
@@ -542,6 +542,23 @@ func load(path string, net *model.GPT, opt *optim.Optimizer) (int, error) {
 	return steps, nil
 }
 
+// readCheckpoint reads a checkpoint that save wrote of a model of c's
+// size, and its step count.
+func readCheckpoint(path string, c model.Config) (*checkpoint.File, int, error) {
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if m := f.Metadata["model"]; m != modelMeta(c) {
+		return nil, 0, fmt.Errorf("%s: a model of %s; this run's is %s", path, m, modelMeta(c))
+	}
+	steps, err := strconv.Atoi(f.Metadata["steps"])
+	if err != nil || steps < 0 {
+		return nil, 0, fmt.Errorf("%s: step count %q in its metadata; want a count ≥ 0", path, f.Metadata["steps"])
+	}
+	return f, steps, nil
+}
+
 func modelMeta(c model.Config) string {
 	return fmt.Sprintf("vocab %d, context %d, layers %d, heads %d, width %d", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
 }
@@ -555,8 +572,12 @@ func optimNames(net *model.GPT) []string {
 }
 
 // Sample generates cfg.Tokens tokens from cfg.Prompt with the model in
-// the checkpoint cfg.Resume, printing them and the rate to w.
+// the checkpoint cfg.Resume (or else cfg.Save), printing them to w and
+// the rate to standard error.
 func Sample(cfg Config, w io.Writer) error {
+	if cfg.Resume == "" {
+		cfg.Resume = cfg.Save
+	}
 	if cfg.Resume == "" {
 		return errors.New("-sample needs a checkpoint: -resume path")
 	}
