@@ -132,7 +132,7 @@ func TestSource(t *testing.T) {
 		{"softmax", map[string]any{"Log": false, "Grad": true, "Stage": "row", "W": 8, "V": 1, "Quads": 8, "Full": 1, "Group": "workgroup"},
 			[]string{"var acc = dy0 * y0;", "out[base + 0u] = to_e4(y0 * (dy0 - s));"}},
 		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": false}, []string{"pf(2u) * f32(g[i])"}},
-		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= p[1] * p[4])", "s += f32(g[i * d + j]);"}},
+		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= p[4] * ((p[1] + tableRows - 1u) / tableRows))", "s[t] += f32(g[i * d + j]);"}},
 		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false}, []string{"if (e >= p[0] * p[4])", "x[u32(k) * d + j]"}},
 		{"gather", map[string]any{"Grad": false, "Table": false, "Rows": true}, []string{"if (e >= p[0] * p[4])", "out[e] = to_e(pf(2u) * f32(x[e / p[4] * c + u32(q)]));"}},
 		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": true}, []string{"if (e >= p[0] * p[1])", "s += f32(g[i * k + m]);"}},
