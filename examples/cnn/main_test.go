@@ -143,6 +143,12 @@ func TestBadConfig(t *testing.T) {
 		}
 		return path
 	}
+	// A path under a file: no directory can be made for it. (A missing
+	// directory is made.)
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	good := Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam"}
 	for _, tt := range []struct {
 		name string
@@ -159,7 +165,7 @@ func TestBadConfig(t *testing.T) {
 		{"negative steps in the checkpoint", func(c *Config) { c.Resume = resume("1", "-7") }, "epoch 1 and step count -7"},
 		{"no steps in the checkpoint", func(c *Config) { c.Resume = resume("1", "x") }, "no epoch and step count"},
 		{"missing checkpoint", func(c *Config) { c.Resume = filepath.Join(dir, "none.safetensors") }, "none.safetensors"},
-		{"unwritable save", func(c *Config) { c.Save = filepath.Join(dir, "no", "such", "m.safetensors") }, "-save " + filepath.Join(dir, "no", "such", "m.safetensors")},
+		{"unwritable save", func(c *Config) { c.Save = filepath.Join(file, "m.safetensors") }, "-save " + filepath.Join(file, "m.safetensors")},
 		{"unwritable snapshot", func(c *Config) { c.Snapshot = dir }, "-snapshot " + dir},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -419,7 +419,7 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 		}
 		fmt.Fprintf(w, "sample (temperature %g):\n%s\n", cfg.Temperature, res.Sample)
 	}
-	if cfg.Plots != "" {
+	if cfg.Plots != "" && len(res.Losses) > 0 { // a resumed run past its last step has nothing to plot
 		paths, err := writePlots(cfg.Plots, res)
 		if err != nil {
 			return nil, err
@@ -527,15 +527,17 @@ func load(path string, net *model.GPT, opt *optim.Optimizer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	all := net.StateDict()
-	if opt != nil {
-		st, err := opt.StateDict(optimNames(net))
-		if err != nil {
-			return 0, err
-		}
-		maps.Copy(all, st)
-		opt.SetSteps(steps)
+	if opt == nil { // the optimiser's state is read, and dropped
+		opt = optim.AdamW(net.Params(), 1, 0)
+		defer opt.Release()
 	}
+	all := net.StateDict()
+	st, err := opt.StateDict(optimNames(net))
+	if err != nil {
+		return 0, err
+	}
+	maps.Copy(all, st)
+	opt.SetSteps(steps)
 	if err := f.LoadInto(all); err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}

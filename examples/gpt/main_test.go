@@ -234,6 +234,8 @@ func TestBadConfig(t *testing.T) {
 		{"dropout 1", func(c *Config) { c.Model.Dropout = 1 }, "dropout 1"},
 		{"missing checkpoint", func(c *Config) { c.Resume = filepath.Join(t.TempDir(), "none") }, "-resume"},
 		{"another model's checkpoint", func(c *Config) { c.Resume = ckpt }, "width 16"},
+		{"a checkpoint under a file", func(c *Config) { c.Save = filepath.Join(ckpt, "m.safetensors") }, "-save " + filepath.Join(ckpt, "m.safetensors")},
+		{"a snapshot that is a directory", func(c *Config) { c.Snapshot = filepath.Dir(ckpt) }, "-snapshot " + filepath.Dir(ckpt)},
 	} {
 		cfg := good
 		c.edit(&cfg)
@@ -241,5 +243,28 @@ func TestBadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Check() = %v; want an error containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestSample: -sample reads a checkpoint that training wrote (the model
+// and the optimiser's state) and prints the prompt and the tokens drawn
+// after it, the same with and without the key-value cache.
+func TestSample(t *testing.T) {
+	cfg := tiny(t, "webgpu")
+	cfg.Steps, cfg.Save = 5, filepath.Join(t.TempDir(), "gpt.safetensors")
+	if _, err := Train(cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resume, cfg.Prompt, cfg.Tokens, cfg.Temperature = cfg.Save, "func main() {", 30, 0.8
+	var cached, plain strings.Builder
+	if err := Sample(cfg, &cached); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NoCache = true
+	if err := Sample(cfg, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cached.String(), cfg.Prompt) || len(cached.String()) != len(cfg.Prompt)+cfg.Tokens+1 || cached.String() != plain.String() {
+		t.Errorf("samples %q (cached) and %q; want the prompt, %d bytes and a newline, alike", cached.String(), plain.String(), cfg.Tokens)
 	}
 }
