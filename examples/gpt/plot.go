@@ -31,6 +31,11 @@ func writePlots(dir string, res *Result) ([]string, error) {
 		val[e.Step] = e.Loss
 	}
 	raw, vals := make(plotter.XYs, len(res.Losses)), make(plotter.XYs, 0, len(res.Evals))
+	for _, e := range res.Evals {
+		if e.Step < res.First { // before the first step: the untrained model's
+			fmt.Fprintf(&tsv, "%d\t\t%.5f\n", e.Step, e.Loss)
+		}
+	}
 	for i, l := range res.Losses {
 		step := res.First + i
 		raw[i] = plotter.XY{X: float64(step), Y: l}
