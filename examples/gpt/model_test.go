@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -121,6 +122,32 @@ func TestAttentionMap(t *testing.T) {
 			if math.Abs(sum-1) > 1e-5 {
 				t.Errorf("%s: row %d sums to %g; want 1", name, i, sum)
 			}
+		}
+	}
+}
+
+// TestGenerateBadInput: a prompt or sampling that cannot generate is an
+// error naming what is wrong.
+func TestGenerateBadInput(t *testing.T) {
+	dev := cpu.New()
+	m, err := model.New(dev, small, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		prompt []int32
+		s      model.Sampling
+		want   string
+	}{
+		{"empty prompt", nil, model.Sampling{}, "empty prompt"},
+		{"token past the vocabulary", []int32{1, 256}, model.Sampling{}, "prompt token 256"},
+		{"negative temperature", []int32{1}, model.Sampling{Temperature: -1}, "temperature -1"},
+		{"infinite temperature", []int32{1}, model.Sampling{Temperature: math.Inf(1)}, "temperature +Inf"},
+		{"negative top-k", []int32{1}, model.Sampling{Temperature: 1, TopK: -2}, "top-k -2"},
+	} {
+		if _, err := m.Generate(dev, c.prompt, 3, c.s, true); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error containing %q", c.name, err, c.want)
 		}
 	}
 }
