@@ -14,6 +14,7 @@ import (
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	cnnmodel "github.com/extensor/extensor/examples/cnn/model"
+	gptmodel "github.com/extensor/extensor/examples/gpt/model"
 	"github.com/extensor/extensor/examples/mlp/model"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/internal/torchpy"
@@ -437,6 +438,55 @@ func BenchmarkTrainStep(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(r.ms, "ms/step")
 			recordStep(b, r.ms)
+		})
+	}
+}
+
+// BenchmarkGPTStep runs training steps of examples/gpt's model at its
+// defaults (context 128, 4 blocks of width 128 with 4 heads, batch 8 of
+// random bytes): the loss, its gradients, clipping by global norm and
+// AdamW, as examples/gpt trains, reporting ms/step.
+// testdata/torch_bench.py times the same step in PyTorch (GPTStep).
+func BenchmarkGPTStep(b *testing.B) {
+	cfg := gptmodel.Config{Vocab: 256, Context: 128, Layers: 4, Heads: 4, Width: 128}
+	const batch = 8
+	for _, dev := range devices(b) {
+		b.Run(dev.Name(), func(b *testing.B) {
+			tokens := make([]int32, batch*(cfg.Context+1))
+			r := uint32(1)
+			for i := range tokens {
+				r = r*1664525 + 1013904223
+				tokens[i] = int32(r >> 24)
+			}
+			xs, ys := make([]int32, 0, batch*cfg.Context), make([]int32, 0, batch*cfg.Context)
+			for w := range batch {
+				row := tokens[w*(cfg.Context+1) : (w+1)*(cfg.Context+1)]
+				xs, ys = append(xs, row[:cfg.Context]...), append(ys, row[1:]...)
+			}
+			x := tensor.Must(tensor.FromInt32(dev, xs, batch, cfg.Context))
+			y := tensor.Must(tensor.FromInt32(dev, ys, batch, cfg.Context))
+			defer x.Release()
+			defer y.Release()
+			net := must(gptmodel.New(dev, cfg, 1))
+			opt := optim.AdamW(net.Params(), 2e-3, 0.01)
+			defer opt.Release()
+			step := func() {
+				loss := net.Loss(autograd.Leaf(x, false), autograd.Leaf(y, false))
+				if err := loss.Backward(); err != nil {
+					b.Fatal(err)
+				}
+				var grads []*tensor.Tensor
+				for _, p := range net.Params() {
+					if g := p.Grad(); g != nil {
+						grads = append(grads, g)
+					}
+				}
+				ops.ClipGradNorm(grads, 1).Release()
+				opt.Step()
+				opt.ZeroGrad()
+				loss.Release()
+			}
+			steps(b, dev, step)
 		})
 	}
 }

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/internal/gputest"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -43,6 +46,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "side by side:", err)
 			code = 1
 		}
+	}
+	if os.Getenv(webgpu.EnvProfile) != "" && code == 0 {
+		printProfile()
 	}
 	if *chart != "" && code == 0 {
 		if err := writeChart(*chart); err != nil {
@@ -104,4 +110,26 @@ func writeChart(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// printProfile prints the kernels that took most of the WebGPU device's
+// time in the benchmarks run, when webgpu.EnvProfile is set.
+func printProfile() {
+	dev, err := gputest.Try()
+	if err != nil {
+		return
+	}
+	p, ok := dev.(*webgpu.Device)
+	if !ok {
+		return
+	}
+	ks := p.Profile()
+	var total time.Duration
+	for _, k := range ks {
+		total += k.Time
+	}
+	fmt.Printf("device time by kernel (%s, clock %s; %.3f ms in all):\n", dev, p.ProfileClock(), total.Seconds()*1e3)
+	for _, k := range ks[:min(len(ks), 30)] {
+		fmt.Printf("  %5.1f%%  %10.3f ms  %7d dispatches  %8.2f µs each  %s\n", 100*k.Time.Seconds()/total.Seconds(), k.Time.Seconds()*1e3, k.Dispatches, k.Time.Seconds()*1e6/float64(k.Dispatches), k.Kernel)
+	}
 }

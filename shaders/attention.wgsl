@@ -6,6 +6,13 @@
 // heads, query, key), p[9] = heads, p[10], p[11] = the seed's halves,
 // p[12] = the dropout threshold, p[13] = 1/(1 − dropout) (f32 bits),
 // p[14] = the rows (keys, for dk and dv) an invocation takes.
+{{- if .Split}}
+// Split (GPUs, float32, one row an invocation): the keys (the queries, for
+// dk and dv) are split into chunks of p[15], invocation t taking chunk
+// t / p[16] of its row's (p[16] = B·Lq, or B·Lk, invocations a chunk);
+// each chunk's partial result goes to a scratch buffer, chunk-major, for
+// stage combine (the forward) or a sum (the gradients) to finish.
+{{- end}}
 // stats [B·Lq, 2]: each row's log-sum-exp, then Σ dO·O (the gradient's).
 // A key a query may not see adds nothing, not even 0·∞: its terms are
 // selected out.
@@ -24,19 +31,33 @@
 {{- end}}
 {{- end}}
 {{- define "attn_begin"}}
-{{- /* The entry point: invocation t takes p[14] query rows (or keys) from .From of batch b; kend bounds the keys its rows see. */}}
+{{- /* The entry point: invocation t takes p[14] query rows (or keys) from .From of batch b; kend bounds the keys its rows see; with .Split, jbeg starts its chunk of keys (.Keys, kend then bounding the chunk) or queries. */}}
 {{template "entry_64" "t"}}
     if (t >= p[0]) {
         return;
     }
-    let b = t / p[1];
-    let {{.From}} = (t % p[1]) * p[14];
+{{- if .Split}}
+    let chunk = t / p[16];
+    let u = t % p[16];
+{{- else}}
+    let u = t;
+{{- end}}
+    let b = u / p[1];
+    let {{.From}} = (u % p[1]) * p[14];
     let lq = p[2];
     let lk = p[3];
 {{- if .Causal}}
-    let kend = min(lk, {{.From}} + p[14]);
+    var kend = min(lk, {{.From}} + p[14]);
 {{- else}}
-    let kend = lk;
+    var kend = lk;
+{{- end}}
+{{- if .Split}}
+    let jbeg = chunk * p[15];
+{{- if .Keys}}
+    kend = min(kend, jbeg + p[15]);
+{{- end}}
+{{- else}}
+    let jbeg = 0u;
 {{- end}}
     let scale = pf(4u);
     let mbase = (b / p[9]) * p[5] + (b % p[9]) * p[6];
@@ -97,7 +118,7 @@ fn dropped(r: u32, j: u32) -> bool {
 // An invocation takes {{.R}} query rows of one batch, streaming the keys
 // {{.C}} at a time with the online softmax: running max m, sum l and
 // output acc, rescaled when the max grows.
-{{template "attn_begin" dict "From" "i0" "Causal" .Causal}}
+{{template "attn_begin" dict "From" "i0" "Causal" .Causal "Split" .Split "Keys" true}}
 {{- range $r := $R}}
     let qb{{$r}} = (b * lq + min(i0 + {{$r}}u, lq - 1u)) * {{$.D4}}u;
 {{- range $c := $D}}
@@ -109,7 +130,7 @@ fn dropped(r: u32, j: u32) -> bool {
     var a{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- end}}
-    for (var j0 = 0u; j0 < kend; j0 += {{.C}}u) {
+    for (var j0 = jbeg; j0 < kend; j0 += {{.C}}u) {
 {{- range $c := seq .C}}
         let kb{{$c}} = (b * lk + min(j0 + {{$c}}u, lk - 1u)) * {{$.D4}}u;
 {{- range $r := $R}}
@@ -160,6 +181,17 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- end}}
 {{- end}}
     }
+{{- if .Split}}
+    // The chunk's running max, sum and unnormalised output, for combine.
+    if (i0 < lq) {
+        let at = (chunk * p[16] + b * lq + i0) * {{add .DV4 1}}u;
+{{- range $c := $DV}}
+        out[at + {{$c}}u] = a0_{{$c}};
+{{- end}}
+        out[at + {{.DV4}}u] = vec4<f32>(m0, l0, 0.0, 0.0);
+    }
+}
+{{- else}}
 {{- range $r := $R}}
     if (i0 + {{$r}}u < lq) {
         let row = b * lq + i0 + {{$r}}u;
@@ -172,6 +204,7 @@ fn dropped(r: u32, j: u32) -> bool {
     }
 {{- end}}
 }
+{{- end}}
 {{- else if eq .Stage "dq"}}
 
 {{- if .DS}}
@@ -181,7 +214,7 @@ fn dropped(r: u32, j: u32) -> bool {
 // An invocation takes {{.R}} query rows of one batch and sums their
 // gradient over the keys: dq = scale·Σ p·(dp − Δ)·k.
 {{- end}}
-{{template "attn_begin" dict "From" "i0" "Causal" .Causal}}
+{{template "attn_begin" dict "From" "i0" "Causal" .Causal "Split" .Split "Keys" true}}
 {{- range $r := $R}}
     let row{{$r}} = b * lq + min(i0 + {{$r}}u, lq - 1u);
 {{- range $c := $D}}
@@ -196,7 +229,7 @@ fn dropped(r: u32, j: u32) -> bool {
     let lse{{$r}} = stats[2u * row{{$r}}];
     let del{{$r}} = stats[2u * row{{$r}} + 1u];
 {{- end}}
-    for (var j = 0u; j < kend; j++) {
+    for (var j = jbeg; j < kend; j++) {
         let kb = (b * lk + j) * {{.D4}}u;
         let vb = (b * lk + j) * {{.DV4}}u;
 {{- range $c := $D}}
@@ -232,7 +265,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $r := $R}}{{if not $.DS}}
     if (i0 + {{$r}}u < lq) {
 {{- range $c := $D}}
-        dq[row{{$r}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
+        dq[{{if $.Split}}(chunk * p[16] + row{{$r}}){{else}}row{{$r}}{{end}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
 {{- end}}
     }
 {{- end}}{{end}}
@@ -241,7 +274,7 @@ fn dropped(r: u32, j: u32) -> bool {
 
 // An invocation takes {{.R}} keys of one batch and sums their gradients
 // over the queries: dv = Σ p·kept·dO, dk = scale·Σ p·(dp − Δ)·q.
-{{template "attn_begin" dict "From" "j0" "Causal" false}}
+{{template "attn_begin" dict "From" "j0" "Causal" false "Split" .Split "Keys" false}}
 {{- range $r := $R}}
     let key{{$r}} = b * lk + min(j0 + {{$r}}u, lk - 1u);
 {{- range $c := $D}}
@@ -253,12 +286,22 @@ fn dropped(r: u32, j: u32) -> bool {
     var gv{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- end}}
-{{- if .Causal}}
-    let ibegin = j0;
+{{- if and .Causal .Align}}
+    // From the first query that the workgroup's first key (64 keys
+    // aligned) sees: neighbouring invocations then read the same query
+    // rows together, each ignoring (live) those before its own key.
+    let ibegin = max(j0 & ~63u, jbeg);
+{{- else if .Causal}}
+    let ibegin = max(j0, jbeg);
 {{- else}}
-    let ibegin = 0u;
+    let ibegin = jbeg;
 {{- end}}
-    for (var i = ibegin; i < lq; i++) {
+{{- if .Split}}
+    let iend = min(lq, jbeg + p[15]);
+{{- else}}
+    let iend = lq;
+{{- end}}
+    for (var i = ibegin; i < iend; i++) {
         let row = b * lq + i;
 {{- range $c := $D}}
         let q{{$c}} = vec4<f32>(q[row * {{$.D4}}u + {{$c}}u]);
@@ -293,11 +336,12 @@ fn dropped(r: u32, j: u32) -> bool {
     }
 {{- range $r := $R}}
     if (j0 + {{$r}}u < lk) {
+        let at{{$r}} = {{if $.Split}}(chunk * p[16] + key{{$r}}){{else}}key{{$r}}{{end}} * {{add $.D4 $.DV4}}u;
 {{- range $c := $D}}
-        dkv[key{{$r}} * {{add $.D4 $.DV4}}u + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
+        dkv[at{{$r}} + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
 {{- end}}
 {{- range $c := $DV}}
-        dkv[key{{$r}} * {{add $.D4 $.DV4}}u + {{add $.D4 $c}}u] = to_e4(gv{{$r}}_{{$c}});
+        dkv[at{{$r}} + {{add $.D4 $c}}u] = to_e4(gv{{$r}}_{{$c}});
 {{- end}}
     }
 {{- end}}
@@ -318,5 +362,46 @@ fn dropped(r: u32, j: u32) -> bool {
     acc += dot(vec4<f32>(go[r * {{$.DV4}}u + {{$c}}u]), vec4<f32>(o[r * {{$.DV4}}u + {{$c}}u]));
 {{- end}}
     stats[2u * r + 1u] = acc;
+}
+{{- else if eq .Stage "combine"}}
+
+// An invocation a row: the forward's chunks combined, p[0] = rows, p[1] =
+// chunks. Each chunk c left its running max m_c, sum l_c and unnormalised
+// output a_c; with M the largest m_c, out = Σ a_c·e^(m_c − M) / Σ l_c·e^(m_c − M)
+// and the row's log-sum-exp is M + ln Σ l_c·e^(m_c − M). A chunk that saw
+// no key (m_c = −Inf) adds nothing; a row that saw none is NaN, its
+// log-sum-exp −Inf, as the forward leaves them.
+@group(0) @binding(5) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> out: array<E4>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;
+
+{{template "entry_64" "r"}}
+    let rows = p[0];
+    if (r >= rows) {
+        return;
+    }
+    var mx = neg_inf();
+    for (var c = 0u; c < p[1]; c++) {
+        mx = max_nan(mx, part[(c * rows + r) * {{add .DV4 1}}u + {{.DV4}}u].x);
+    }
+    let dead = is_neg_inf(mx);
+    var l = 0.0;
+{{- range $c := $DV}}
+    var a{{$c}} = vec4<f32>(0.0);
+{{- end}}
+    for (var c = 0u; c < p[1]; c++) {
+        let at = (c * rows + r) * {{add .DV4 1}}u;
+        let ml = part[at + {{.DV4}}u];
+        let f = select(exp(ml.x - mx), 0.0, is_neg_inf(ml.x));
+        l += f * ml.y;
+{{- range $c := $DV}}
+        a{{$c}} += f * part[at + {{$c}}u];
+{{- end}}
+    }
+    let inv = select(1.0 / l, nan(), dead);
+{{- range $c := $DV}}
+    out[r * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$c}} * inv);
+{{- end}}
+    stats[2u * r] = select(mx + log(l), neg_inf(), dead);
 }
 {{- end}}

@@ -13,7 +13,10 @@
 // [p[4], p[5]), adding to out unless p[4] = 0. Matrix z = p[6] + wid.z of
 // a batch starts at p[10] + (z, or z mod p[9] if p[9] > 0)·p[7] in a,
 // p[11] + z·p[8] in b and p[12] + z·M·N in out; p[13] ≠ 0 adds to out
-// always; p[14] is the distance between b's stored rows.
+// always; p[14] is the distance between b's stored rows.{{if .Split}}
+// Here k is split into p[18] parts of p[19] terms, the part the grid's z
+// (with the batch: z = part + p[18]·matrix) picks: a part writes its sums
+// to out at p[20]·part further, not adding to it.{{end}}
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
@@ -41,7 +44,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let M = p[0];
     let K = p[1];
     let N = p[2];
+{{- if .Split}}
+    let part = wid.z % p[18];
+    let k1 = min(p[5], p[4] + (part + 1u) * p[19]);
+{{- else}}
     let k1 = p[5];
+{{- end}}
 {{- if .Swz}}
     // Blocks in groups of 8 block rows, taken a column of 8 at a time, so
     // that the workgroups that run together share rows of op(a) and
@@ -58,10 +66,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- end}}
     let row0 = p[3] + by * {{.BM}}u;
     let col0 = bx * {{.BN}}u;
-    let z = p[6] + wid.z;
+    let z = p[6] + wid.z{{if .Split}} / p[18]{{end}};
     let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
     let zb = p[11] + z * p[8];
-    let zo = p[12] + z * M * N;
+    let zo = p[12] + z * M * N{{if .Split}} + part * p[20]{{end}};
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
@@ -75,7 +83,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // returns early, as all meet at the barriers.
 {{- template "regs" $fa}}
 {{- template "regs" $fb}}
-    var k0 = p[4];
+    var k0 = p[4]{{if .Split}} + part * p[19]{{end}};
 {{- template "fetch" $fa}}
 {{- template "fetch" $fb}}
 {{- if .Dbl}}
@@ -123,7 +131,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $j := seq (div .TN 4)}}
     let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
 {{- end}}
-    let add = p[4] != 0u || p[13] != 0u;
+    let add = p[4] != 0u{{if not .Split}} || p[13] != 0u{{end}};
 {{- range $i := seq .TM}}
     if (r0 + {{$i}}u < M) {
         let o{{$i}} = zo + (r0 + {{$i}}u) * N;

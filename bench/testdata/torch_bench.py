@@ -8,6 +8,7 @@ device ("MatMul/1024", "Add/16M", "TrainStep/cnn") and the unit one of
 GFLOP/s, GB/s, µs/op, ms/step. Each figure is the mean over about
 `seconds` (argv[1], default 0.3) of calls after two warm-up calls.
 """
+import os
 import sys
 import time
 
@@ -137,6 +138,24 @@ def main():
                 F.cross_entropy(net(xb), yb).backward()
                 opt.step()
             out("MLPStep/128", per_call(upload_step, True) * 1e3, "ms/step")
+
+    # BenchmarkGPTStep: examples/gpt's model at its defaults, batch 8 of
+    # random bytes; loss, backward, clipping by global norm, AdamW.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "gpt"))
+    from torch_gpt import GPT
+    c = {"vocab": 256, "context": 128, "width": 128, "heads": 4, "layers": 4, "dropout": 0.0}
+    net = GPT(c).to(dev)
+    opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.01)
+    tokens = torch.randint(0, 256, (8, 129), device=dev)
+    x, y = tokens[:, :-1], tokens[:, 1:]
+
+    def gpt_step():
+        loss = net.loss(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+    out("GPTStep", per_call(gpt_step, True) * 1e3, "ms/step")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/extensor/extensor/device/webgpu"
 )
@@ -25,6 +26,7 @@ func main() {
 		}
 		fmt.Printf("%s %d: %s (%s, %s; %s)\n", mark, a.Index, a.Name, a.Type, a.Backend, a.Driver)
 		fmt.Printf("    largest buffer %s, largest storage binding %s\n", size(a.MaxBufferSize), size(a.MaxBindingSize))
+		fmt.Printf("    features: %s\n", strings.Join(a.Features, " "))
 	}
 	fmt.Printf("* chosen by default; %s=<index or name> picks another\n", webgpu.EnvAdapter)
 	d, err := webgpu.Open()

@@ -138,6 +138,10 @@ type Adapter struct {
 	// and largest storage buffer binding, in bytes, as a device asks for
 	// them (an unbounded buffer as 1 TiB).
 	MaxBufferSize, MaxBindingSize uint64
+
+	// Features names the optional WebGPU and wgpu-native features the
+	// adapter offers, e.g. "shader-f16".
+	Features []string
 }
 
 // maxBuffer caps the largest buffer a device asks for where its adapter
@@ -172,6 +176,9 @@ func Adapters() []Adapter {
 		l := requestable(a.GetLimits())
 		list = append(list, Adapter{Index: i, Name: p.Device, Driver: p.Description, Type: adapterTypeName(p.AdapterType), Backend: backendName(p.BackendType),
 			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})
+		for _, f := range a.GetFeatures() {
+			list[len(list)-1].Features = append(list[len(list)-1].Features, f.String())
+		}
 		types = append(types, p.AdapterType)
 		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
 			best = i

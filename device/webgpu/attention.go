@@ -13,13 +13,37 @@ import (
 // and dv takes (each key chunk of the forward is attnKeys). On lavapipe,
 // at B 8, H 8, L 512, d 64, forward and backward took 2.67 s with 4 and
 // 2, 1.49 with 8 and 2, 1.21 with 8 and 4, 1.30 with 12 and 4, 1.57 with
-// 8 and 8 (2026-11-27): loads cost there, registers do not. A GPU holds
-// fewer registers; it takes 4 and 2, not measured yet.
+// 8 and 8 (2026-11-27): loads cost there, registers do not. GPUs take one
+// row (one key) an invocation, and split the keys (the queries) of each
+// among invocations where the rows alone leave the GPU idle (attnSplit):
+// on an H200 with 4 and 2, the forward over B·H 32, L 128, d 32 (4,096
+// rows, 1,024 invocations) took 202 µs, dq 300 µs (2026-11-27).
 func (d *Device) attnBlocking() (rows, gradRows int) {
 	if d.loopLimited {
 		return 8, 4
 	}
-	return 4, 2
+	return 1, 1
+}
+
+// attnInvocations is how many invocations an attention kernel should have
+// on a GPU, and attnMinChunk the fewest keys (queries) a chunk of a split
+// row takes.
+const (
+	attnInvocations = 1 << 16
+	attnMinChunk    = 16
+)
+
+// attnSplit returns how a GPU splits the n keys (queries) of each of rows
+// rows among invocations: chunks of chunk, a multiple of attnKeys, in
+// parts chunks a row; parts is 1 on CPU adapters, for float16, and where
+// the rows are invocations enough.
+func (d *Device) attnSplit(dt device.DType, rows, n int) (parts, chunk int) {
+	if d.loopLimited || dt != device.Float32 || rows >= attnInvocations/2 || n < 2*attnMinChunk {
+		return 1, n
+	}
+	parts = min(attnInvocations/rows, n/attnMinChunk)
+	chunk = groupsOf(groupsOf(n, parts), attnKeys) * attnKeys
+	return groupsOf(n, chunk), chunk
 }
 
 // attnKeys are the keys the forward scores at a time.
@@ -37,7 +61,9 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 		return
 	}
 	attnRows, _ := d.attnBlocking()
-	kr := d.attnKernel("fwd", d.buf(q).dt, a, attnRows, flags(4, 2))
+	dt := d.buf(q).dt
+	parts, chunk := d.attnSplit(dt, a.Batch*a.Lq, a.Lk)
+	kr := d.attnKernel("fwd", dt, a, attnRows, parts > 1, flags(4, 2))
 	if !d.rowLimit(kr, groupsOf(a.Lk, attnKeys)) {
 		return
 	}
@@ -45,7 +71,22 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 	if mask != nil {
 		m = d.buf(mask)
 	}
-	d.run(kr, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), attnParams(a, attnRows), d.buf(q), d.buf(k), d.buf(v), m, d.buf(out), d.buf(stats))
+	p := attnParams(a, attnRows)
+	if parts == 1 {
+		d.run(kr, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(out), d.buf(stats))
+		return
+	}
+	// Each chunk's max, sum and output into part, then combined.
+	rows := a.Batch * a.Lq
+	part := d.scratch(kr, device.Float32, parts*rows*(a.DV+4))
+	if part == nil {
+		return
+	}
+	defer d.free(part)
+	p[0], p[15], p[16] = uint32(parts*rows), uint32(chunk), uint32(rows)
+	d.run(kr, groupsOf(parts*rows, 64), p, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(stats))
+	kc := d.attnKernel("combine", dt, a, 1, false, flags(5, 2))
+	d.run(kc, groupsOf(rows, 64), []uint32{uint32(rows), uint32(parts)}, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(out), d.buf(stats))
 }
 
 // AttentionGrad sets dq, dk and dv to Attention's gradients
@@ -84,23 +125,52 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 	}
 	dt := d.buf(q).dt
 	attnRows, attnGradRows := d.attnBlocking()
-	kd := d.attnKernel("delta", dt, a, 1, flags(6, 1))
+	kd := d.attnKernel("delta", dt, a, 1, false, flags(6, 1))
 	p := attnParams(a, 1)
 	p[0] = uint32(a.Batch * a.Lq)
 	d.run(kd, groupsOf(a.Batch*a.Lq, 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(o), d.buf(stats))
-	kq := d.attnKernel("dq", dt, a, attnRows, flags(6, 1))
-	kkv := d.attnKernel("dkv", dt, a, attnGradRows, flags(6, 1))
+	qParts, qChunk := d.attnSplit(dt, a.Batch*a.Lq, a.Lk)
+	kvParts, kvChunk := d.attnSplit(dt, a.Batch*a.Lk, a.Lq)
+	kq := d.attnKernel("dq", dt, a, attnRows, qParts > 1, flags(6, 1))
+	kkv := d.attnKernel("dkv", dt, a, attnGradRows, kvParts > 1, flags(6, 1))
 	if !d.rowLimit(kq, a.Lk) || !d.rowLimit(kkv, a.Lq) {
 		return nil
 	}
-	d.run(kq, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), attnParams(a, attnRows), d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(dq))
+	p = attnParams(a, attnRows)
+	if qParts == 1 {
+		d.run(kq, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(dq))
+	} else {
+		n := a.Batch * a.Lq * a.D
+		part := d.scratch(kq, device.Float32, qParts*n)
+		if part == nil {
+			return nil
+		}
+		p[0], p[15], p[16] = uint32(qParts*a.Batch*a.Lq), uint32(qChunk), uint32(a.Batch*a.Lq)
+		d.run(kq, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
+		d.sumParts(d.buf(dq), part, n, qParts, 0, false)
+		d.free(part)
+	}
 	kv := d.scratch(kkv, dt, a.Batch*a.Lk*(a.D+a.DV))
 	if kv == nil {
 		return nil
 	}
 	p = attnParams(a, attnGradRows)
 	p[0], p[1] = uint32(a.Batch*groupsOf(a.Lk, attnGradRows)), uint32(groupsOf(a.Lk, attnGradRows))
-	d.run(kkv, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), kv)
+	if kvParts == 1 {
+		d.run(kkv, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), kv)
+		return kv
+	}
+	n := a.Batch * a.Lk * (a.D + a.DV)
+	part := d.scratch(kkv, device.Float32, kvParts*n)
+	if part == nil {
+		d.free(kv)
+		return nil
+	}
+	defer d.free(part)
+	p[15], p[16] = uint32(kvChunk), p[0]
+	p[0] *= uint32(kvParts)
+	d.run(kkv, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
+	d.sumParts(kv, part, n, kvParts, 0, false)
 	return kv
 }
 
@@ -123,7 +193,7 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 		m = d.buf(mask)
 	}
 	attnRows, _ := d.attnBlocking()
-	k1 := d.attnKernel("ds", d.buf(q).dt, a, attnRows, flags(6, 1))
+	k1 := d.attnKernel("ds", d.buf(q).dt, a, attnRows, false, flags(6, 1))
 	if !d.rowLimit(k1, a.Lk) {
 		return
 	}
@@ -131,15 +201,21 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 }
 
 // attnKernel returns the attention family's kernel of a stage.
-func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpec, rows int, writable []bool) *kernel {
+// With split, each invocation takes a chunk of its row's keys (queries),
+// writing partial results (attnSplit); rows must then be 1. On GPUs the
+// causal dk and dv start each invocation's queries where its workgroup's
+// first key's start (Align), so that a warp's loads coincide: on an
+// H200 at B·H 64, L 512, d 64, dkv took 3.3 ms starting each at its own
+// key, against dq's 0.68 ms (2026-11-27).
+func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpec, rows int, split bool, writable []bool) *kernel {
 	st := d.storeOf(dt)
 	drop, ds := a.Dropout > 0, stage == "ds"
 	if ds {
 		stage = "dq"
 	}
 	spec := map[string]any{"Stage": stage, "DS": ds, "R": rows, "C": attnKeys, "D4": a.D / 4, "DV4": a.DV / 4, "Mask": int(a.Mask),
-		"Causal": a.Causal, "Drop": drop, "F16": st.native()}
-	key := fmt.Sprintf("attention/%s/ds=%v/r=%d,c=%d/d=%d,dv=%d/mask=%d,causal=%v,drop=%v/%s", stage, ds, rows, attnKeys, a.D, a.DV, a.Mask, a.Causal, drop, st)
+		"Causal": a.Causal, "Drop": drop, "F16": st.native(), "Split": split, "Align": !d.loopLimited}
+	key := fmt.Sprintf("attention/%s/ds=%v/r=%d,c=%d/d=%d,dv=%d/mask=%d,causal=%v,drop=%v,split=%v,align=%v/%s", stage, ds, rows, attnKeys, a.D, a.DV, a.Mask, a.Causal, drop, split, !d.loopLimited, st)
 	return d.kernel(key, "attention", spec, writable...)
 }
 
@@ -149,7 +225,8 @@ func attnParams(a device.AttentionSpec, rows int) []uint32 {
 	blocks := groupsOf(a.Lq, rows)
 	p := []uint32{uint32(a.Batch * blocks), uint32(blocks), uint32(a.Lq), uint32(a.Lk), f32bits(a.Scale),
 		uint32(a.MaskStride[0]), uint32(a.MaskStride[1]), uint32(a.MaskStride[2]), uint32(a.MaskStride[3]),
-		uint32(a.Heads), uint32(a.Seed), uint32(a.Seed >> 32), device.DropThreshold(a.Dropout), f32bits(1 / (1 - a.Dropout)), uint32(rows)}
+		uint32(a.Heads), uint32(a.Seed), uint32(a.Seed >> 32), device.DropThreshold(a.Dropout), f32bits(1 / (1 - a.Dropout)), uint32(rows),
+		0, 0} // p[15], p[16]: a split's (attnSplit)
 	return p
 }
 

@@ -193,6 +193,10 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if f16 != "packed" && d.adapter.HasFeature(wgpu.FeatureNameShaderF16) {
 		features, d.f16 = append(features, wgpu.FeatureNameShaderF16), true
 	}
+	stamps := d.prof != nil && d.adapter.HasFeature(wgpu.FeatureNameTimestampQuery)
+	if stamps {
+		features = append(features, wgpu.FeatureNameTimestampQuery)
+	}
 	d.dev, err = d.adapter.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "extensor",
 		RequiredFeatures: features,
@@ -216,6 +220,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	// One consistent pair: a binding is never larger than a buffer.
 	d.limits.MaxStorageBufferBindingSize = min(d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize)
 	d.queue = d.dev.GetQueue()
+	if stamps {
+		if err := d.initStamps(); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("webgpu: creating the profile's timestamp queries: %v", err)
+		}
+	}
 	d.pool.init(d)
 	d.paramBuf, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{
 		Label: "extensor params",
@@ -359,9 +369,16 @@ func (d *Device) submit() {
 		}
 	}
 	d.paramFrom += uint32(len(d.params))
+	stamps := 0
+	if d.prof.stamps() {
+		stamps = d.resolveStamps(enc)
+	}
 	cmd, err := enc.TryFinish(nil)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(0), err))
+		if d.prof != nil {
+			d.prof.pending = d.prof.pending[:0]
+		}
 	} else {
 		d.last = d.queue.Submit(cmd)
 		d.submitted++
@@ -371,6 +388,9 @@ func (d *Device) submit() {
 			}
 		})
 		cmd.Release()
+		if stamps > 0 {
+			d.readStamps(stamps)
+		}
 	}
 	d.params = d.params[:0]
 	d.dispatches = 0
@@ -427,16 +447,23 @@ func (d *Device) wait() {
 	// yielding the processor between polls; then sleep, longer as the wait
 	// goes on, so that a long wait on a CPU adapter leaves the cores to its
 	// threads.
+	d.drain()
+}
+
+// drain waits until the submitted work is done, reporting whether it is
+// (else the device was lost, or the wait timed out, recorded as the
+// failure).
+func (d *Device) drain() bool {
 	if d.block {
 		idx := uint64(d.last)
 		d.dev.Poll(true, &idx)
 		if d.lost.Load() != nil {
 			d.fail(fmt.Errorf("webgpu: %s was lost: %v", d.id, d.lost.Load()))
-			return
+			return false
 		}
 		d.completed = d.submitted
 		d.reclaim()
-		return
+		return true
 	}
 	start := time.Now()
 	nap := 10 * time.Microsecond
@@ -445,10 +472,10 @@ func (d *Device) wait() {
 		switch {
 		case d.lost.Load() != nil:
 			d.fail(fmt.Errorf("webgpu: %s was lost: %v", d.id, d.lost.Load()))
-			return
+			return false
 		case waited > DrainTimeout:
 			d.fail(fmt.Errorf("webgpu: the queue did not drain within %v (device lost?)", DrainTimeout))
-			return
+			return false
 		case waited < spinFor:
 			runtime.Gosched()
 		default:
@@ -458,6 +485,7 @@ func (d *Device) wait() {
 	}
 	d.completed = d.submitted
 	d.reclaim()
+	return true
 }
 
 // spinFor is how long a wait polls the device without sleeping.
@@ -510,6 +538,7 @@ func (d *Device) Close() error {
 	if d.flagsStaging != nil {
 		d.flagsStaging.Release()
 	}
+	d.prof.releaseStamps()
 	if d.queue != nil {
 		d.queue.Release()
 	}

@@ -209,12 +209,17 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
 	textures := cpuKernels && d.texturesFit(s)
 	register := f == "register" || cpuKernels && !textures
-	// Products split over k (loops are bounded on CPU adapters, and the
-	// register kernel splits products of few blocks) add up in float32
-	// stand-ins, so that a float16 result is rounded once.
+	// Products split over k (loops are bounded on CPU adapters, the
+	// register kernel on CPU adapters and the tiled one on GPUs split
+	// products of few blocks) add up in float32 stand-ins, so that a
+	// float16 result is rounded once.
 	if d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
+	}
+	if !cpuKernels && f != "register" && d.tiledParts(s) > 1 &&
+		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
+		return // the tiled kernel reads float16 operands as they are
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -247,16 +252,21 @@ func (d *Device) MatMulKernel(s device.GEMM) string {
 		return d.registerName(s)
 	case f == "register":
 		return d.registerName(s)
-	case strings.HasPrefix(f, "tiled/"):
-		return f
 	}
-	if int64(s.M)*int64(s.N)*int64(s.K) < tuneMinMACs {
-		return tiles[0].String()
+	t, ok := tiles[0], true
+	if int64(s.M)*int64(s.N)*int64(s.K) >= tuneMinMACs {
+		t, ok = d.mm.chosen[class(s)]
 	}
-	if t, ok := d.mm.chosen[class(s)]; ok {
-		return t.String()
+	if strings.HasPrefix(d.mm.force, "tiled/") {
+		t, ok = d.forcedTile(), true
 	}
-	return "tiled (chosen at the first product)"
+	if !ok {
+		return "tiled (chosen at the first product)"
+	}
+	if n := d.tiledParts(s); n > 1 {
+		return fmt.Sprintf("%v, k in %d parts", t, n)
+	}
+	return t.String()
 }
 
 // tileFor returns the tiled variant for s: the forced one, the first for
@@ -264,15 +274,12 @@ func (d *Device) MatMulKernel(s device.GEMM) string {
 // operands if the class is new.
 func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	if strings.HasPrefix(d.mm.force, "tiled/") {
-		for _, t := range tiles {
-			if t.String() == d.mm.force && !t.fits(d.limits) {
-				d.fail(fmt.Errorf("webgpu: %s=%s needs %d threads and %d bytes of workgroup memory; %s grants %d and %d", EnvMatMul, t, t.threads(), t.shared(), d.info, d.limits.MaxComputeInvocationsPerWorkgroup, d.limits.MaxComputeWorkgroupStorageSize))
-				return tiles[0]
-			}
-			if t.String() == d.mm.force {
-				return t
-			}
+		t := d.forcedTile()
+		if !t.fits(d.limits) {
+			d.fail(fmt.Errorf("webgpu: %s=%s needs %d threads and %d bytes of workgroup memory; %s grants %d and %d", EnvMatMul, t, t.threads(), t.shared(), d.info, d.limits.MaxComputeInvocationsPerWorkgroup, d.limits.MaxComputeWorkgroupStorageSize))
+			return tiles[0]
 		}
+		return t
 	}
 	if int64(s.M)*int64(s.N)*int64(s.K) < tuneMinMACs {
 		return tiles[0]
@@ -293,18 +300,24 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	ts.Accumulate = false
 	best, bestTime := tiles[0], time.Duration(1<<62)
 	times := make([]string, 0, len(tiles))
+	reps := 1 // a CPU adapter's wait costs little beside its products
+	if !d.loopLimited {
+		reps = tuneReps(s)
+	}
 	for _, t := range tiles {
 		if !t.fits(d.limits) {
 			continue
 		}
 		d.matMulTiled(t, scratch, x, y, ts) // compiles the kernel, warms up
 		d.wait()
-		// The fastest of three runs: a GPU's clocks and other work make
-		// single runs vary by tens of percent.
+		// The fastest of three runs of reps products each: a GPU's clocks
+		// and other work make single runs vary by tens of percent.
 		el := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
-			d.matMulTiled(t, scratch, x, y, ts)
+			for range reps {
+				d.matMulTiled(t, scratch, x, y, ts)
+			}
 			d.wait()
 			el = min(el, time.Since(start))
 		}
@@ -321,6 +334,24 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	return best
 }
 
+// forcedTile returns the tiled variant EnvMatMul names (parseMatMul
+// checked that one does).
+func (d *Device) forcedTile() tile {
+	i := slices.IndexFunc(tiles, func(t tile) bool { return t.String() == d.mm.force })
+	return tiles[i]
+}
+
+// tuneReps is how many products of s a timing of tileFor runs before its
+// wait: enough for about 2³⁴ multiply-adds, at most 64, so that the wait
+// (50–80 µs on an H200) does not decide the choice. With one product a
+// timing, the 1024³ and 2048³ products chose 64×64×16/4×8s in one run
+// and 128×64×16/8×4svp in another, at 19 and 22 against 29 and 35
+// TFLOP/s (2026-11-27).
+func tuneReps(s device.GEMM) int {
+	macs := max(int64(s.Batch)*int64(s.M)*int64(s.N)*int64(s.K), 1)
+	return int(min(max((1<<34)/macs, 1), 64))
+}
+
 // productStore returns how a product's kernel stores its operands: all
 // three as WGSL's f16 (nat) where they are all float16 on a device with
 // it and the product is not split over k into float32 parts; else each
@@ -335,16 +366,78 @@ func (d *Device) productStore(o, x, y *buffer, parts int) (nat, ha, hb, ho bool)
 
 // matMulTiled records the products with the tiled variant t: the batch in
 // the grid's z, the rows and k split into dispatches of bounded work on
-// CPU adapters.
+// CPU adapters; on GPUs, products of few blocks split over k into parts
+// (tiledParts), in the grid's z too, added up by stage matmul_sum.
 func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
-	nat, ha, hb, ho := d.productStore(o, x, y, 1)
+	parts := d.tiledParts(s)
+	out, ps, finish := d.splitOut(o, s, parts)
+	if out == nil {
+		return
+	}
+	defer finish()
+	nat, ha, hb, ho := d.productStore(out, x, y, parts)
 	va, vb := vecLoads(s, ha, hb)
 	va, vb = va && t.Vec, vb && t.Vec
 	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "Spread": t.Spread, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
-		"HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz}
-	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,f16=%v,vec=%v%v", t, s.TransA, s.TransB, ha, hb, ho, nat, va, vb)
+		"HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz, "Split": parts > 1}
+	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,f16=%v,vec=%v%v,split=%v", t, s.TransA, s.TransB, ha, hb, ho, nat, va, vb, parts > 1)
 	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
-	d.matMulDispatches(kern, t.BM, t.BN, o, x, y, s, false, false, false, 1)
+	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, false, false, false, parts)
+}
+
+// splitOut returns where a product split over k in parts writes them:
+// float32 scratch of parts·Batch·M·N elements, s without its offset and
+// accumulation (ps); and finish, which adds the parts up into o as s says
+// (stage matmul_sum) and frees the scratch. out is nil where the scratch
+// could not be had (the failure recorded). A product of one part writes
+// o as s says.
+func (d *Device) splitOut(o *buffer, s device.GEMM, parts int) (out *buffer, ps device.GEMM, finish func()) {
+	if parts <= 1 {
+		return o, s, func() {}
+	}
+	out, err := d.alloc(device.Float32, parts*s.Batch*s.M*s.N)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: a %d×%d×%d product split over k in %d parts: %v", s.M, s.K, s.N, parts, err))
+		return nil, s, nil
+	}
+	ps = s
+	ps.OffDst, ps.Accumulate = 0, false
+	return out, ps, func() {
+		d.sumParts(o, out, s.Batch*s.M*s.N, parts, s.OffDst, s.Accumulate)
+		d.free(out)
+	}
+}
+
+// sumParts sets out's n elements from off on to the sum of part's parts
+// of n elements each, added to them with acc (all float32).
+func (d *Device) sumParts(out, part *buffer, n, parts, off int, acc bool) {
+	d.run(d.kernel("matmul_sum", "matmul_sum", nil, false, true), groupsOf(n, 256),
+		[]uint32{uint32(n), uint32(parts), uint32(off), b2u(acc)}, part, out)
+}
+
+// gpuBlocks is how many workgroups a GPU's product should have: about
+// two for each multiprocessor of a large GPU (an H100 has 132). Products
+// of fewer than half as many blocks of 64×64 are split over k.
+const gpuBlocks = 264
+
+// tiledParts returns how many parts the tiled kernel splits s's k into on
+// a GPU: where s has fewer blocks of 64×64 than gpuBlocks/2, as many as
+// make them gpuBlocks, each of at least minPartK terms (products of at least
+// minSplitMACs); else 1. A product with long k and a small result (a
+// weight's gradient: 128×384 from k = 1024 is 12 blocks) otherwise keeps
+// most of the GPU idle. The parts go to float32 scratch and are added up
+// in order, so the sums are deterministic but rounded otherwise than a
+// single part's (MatMul gives a float16 product split so float32
+// stand-ins, rounded once).
+func (d *Device) tiledParts(s device.GEMM) int {
+	if d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N*s.K < minSplitMACs {
+		return 1
+	}
+	blocks := groupsOf(s.M, 64) * groupsOf(s.N, 64) * s.Batch
+	if blocks >= gpuBlocks/2 {
+		return 1
+	}
+	return min(groupsOf(gpuBlocks, blocks), s.K/minPartK)
 }
 
 // matMulRegister records the products with the register-blocked kernel:
@@ -359,16 +452,12 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	tm, tn, dotK, flat := d.registerBlocks(s)
 	parts := d.kParts(s) // float32 only: MatMul widens the rest
 	nat, ha, hb, ho := d.productStore(o, x, y, parts)
-	out, ps := o, s
+	out, ps, finish := d.splitOut(o, s, parts)
+	if out == nil {
+		return
+	}
+	defer finish()
 	if parts > 1 {
-		// The parts' sums go to a scratch matrix, stage sum adds them up.
-		var err error
-		if out, err = d.alloc(device.Float32, parts*s.Batch*s.M*s.N); err != nil {
-			d.fail(fmt.Errorf("webgpu: a %d×%d×%d product split over k in %d parts: %v", s.M, s.K, s.N, parts, err))
-			return
-		}
-		defer d.free(out)
-		ps.OffDst, ps.Accumulate = 0, false
 		vo = s.N%4 == 0
 	}
 	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
@@ -380,11 +469,6 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		bm, bn = tm*registerWG, tn*registerWG
 	}
 	d.matMulDispatches(kern, bm, bn, out, x, y, ps, va || dotK, vb || dotK, flat, parts)
-	if parts > 1 {
-		n := s.Batch * s.M * s.N
-		d.run(d.kernel("matmul_sum", "matmul_sum", nil, false, true), groupsOf(n, 256),
-			[]uint32{uint32(n), uint32(parts), uint32(s.OffDst), b2u(s.Accumulate)}, out, o)
-	}
 }
 
 // registerWG is the side of the register kernel's 8×8 workgroups.

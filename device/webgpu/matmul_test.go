@@ -3,6 +3,7 @@
 package webgpu_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -265,43 +266,105 @@ func TestMatMulSplitK(t *testing.T) {
 		if got := d.MatMulKernel(c.s); got != c.want {
 			t.Errorf("%+v with %d threads: MatMulKernel = %q; want %q", c.s, c.threads, got, c.want)
 		}
-		na, nb, nd := extent(c.s)
+		na, nb, _ := extent(c.s)
 		a, b := make([]float32, na), make([]float32, nb)
 		for _, v := range [][]float32{a, b} {
 			for i := range v {
 				v[i] = rng.Float32()*2 - 1
 			}
 		}
-		want, tol := gemmRef(c.s, a, b, nd)
-		x := tensor.Must(tensor.FromFloat32(d, a, na))
-		y := tensor.Must(tensor.FromFloat32(d, b, nb))
-		out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
-		for _, acc := range []bool{false, true} {
-			s := c.s
-			s.Accumulate = acc
-			d.Fill(out.Buffer(), 42)
-			d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
-			got, err := out.Float32s()
-			if err != nil {
-				t.Fatalf("%+v: %v", s, err)
+		checkProducts(t, d, c.s, a, b, fmt.Sprintf("%d threads, %s", c.threads, c.want))
+	}
+}
+
+// checkProducts runs the products s on d, plain and accumulating onto
+// 42s, against float64's, then on float16 (matMulHalf); label names the
+// setting in a failure.
+func checkProducts(t *testing.T, d *webgpu.Device, s device.GEMM, a, b []float32, label string) {
+	t.Helper()
+	_, _, nd := extent(s)
+	want, tol := gemmRef(s, a, b, nd)
+	x := tensor.Must(tensor.FromFloat32(d, a, len(a)))
+	y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
+	out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
+	defer x.Release()
+	defer y.Release()
+	defer out.Release()
+	for _, acc := range []bool{false, true} {
+		s := s
+		s.Accumulate = acc
+		d.Fill(out.Buffer(), 42)
+		d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatalf("%+v: %v", s, err)
+		}
+		for i := range got {
+			w := want[i]
+			switch {
+			case tol[i] == 0: // before OffDst
+				w = 42
+			case acc:
+				w += 42
 			}
-			for i := range got {
-				w := want[i]
-				switch {
-				case tol[i] == 0: // before OffDst
-					w = 42
-				case acc:
-					w += 42
-				}
-				if math.Abs(float64(got[i])-w) > tol[i]+42e-7 {
-					t.Fatalf("%+v with %d threads (%s): out[%d] = %v; want %v", s, c.threads, c.want, i, got[i], w)
-				}
+			if math.Abs(float64(got[i])-w) > tol[i]+42e-7 {
+				t.Fatalf("%+v (%s): out[%d] = %v; want %v", s, label, i, got[i], w)
 			}
 		}
-		x.Release()
-		y.Release()
-		out.Release()
-		matMulHalf(t, d, c.s, a, b, nd)
+	}
+	matMulHalf(t, d, s, a, b, nd)
+}
+
+// TestMatMulSplitKTiled checks the tiled kernel's products split over k
+// on GPUs (tiledParts: few blocks, long k), in the GPUs' work order on
+// any adapter, for variants scalar, by vec4s and with two copies of the
+// tiles: MatMulKernel names the parts; the results, plain and
+// accumulating, match float64's; on float16 they are the float32 results
+// rounded.
+func TestMatMulSplitKTiled(t *testing.T) {
+	gputest.Open(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	cases := []struct {
+		s     device.GEMM
+		parts int
+	}{
+		{device.GEMM{Batch: 1, M: 128, K: 1024, N: 384, TransA: true}, 8}, // a weight's gradient
+		{device.GEMM{Batch: 1, M: 64, K: 1000, N: 72}, 7},
+		{device.GEMM{Batch: 2, M: 30, K: 600, N: 40, StrideA: 30 * 600, StrideB: 600 * 40, OffDst: 3, TransB: true}, 4},
+		{device.GEMM{Batch: 1, M: 64, K: 255, N: 64}, 1}, // too short to split
+		{device.GEMM{Batch: 1, M: 320, K: 300, N: 384}, 2},
+		{device.GEMM{Batch: 1, M: 768, K: 300, N: 768}, 1},    // 144 blocks: enough
+		{device.GEMM{Batch: 1, M: 1100, K: 2048, N: 1024}, 1}, // 288 blocks
+	}
+	for _, v := range []string{"tiled/64×64×8/4×4", "tiled/128×64×16/8×4svp", "tiled/128×128×8/8×8svpd"} {
+		t.Run(strings.ReplaceAll(v, "×", "x"), func(t *testing.T) {
+			t.Setenv(webgpu.EnvMatMul, v)
+			d := fresh(t)
+			if !webgpu.TileFits(d, v) {
+				t.Skipf("%s does not fit %v", v, d)
+			}
+			webgpu.AsGPU(d)
+			for _, c := range cases {
+				want := v
+				if c.parts > 1 {
+					want = fmt.Sprintf("%s, k in %d parts", v, c.parts)
+				}
+				if got := d.MatMulKernel(c.s); got != want && !(c.s.M == 1100 && strings.HasPrefix(got, v)) {
+					t.Errorf("%+v: MatMulKernel = %q; want %q", c.s, got, want)
+				}
+				if c.s.M == 1100 {
+					continue // only named: the blocks of a large product are enough
+				}
+				na, nb, _ := extent(c.s)
+				a, b := make([]float32, na), make([]float32, nb)
+				for _, v := range [][]float32{a, b} {
+					for i := range v {
+						v[i] = rng.Float32()*2 - 1
+					}
+				}
+				checkProducts(t, d, c.s, a, b, want)
+			}
+		})
 	}
 }
 

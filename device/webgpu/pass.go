@@ -121,7 +121,11 @@ func (d *Device) passFor() *wgpu.ComputePassEncoder {
 	if enc == nil {
 		return nil
 	}
-	d.pass = enc.BeginComputePass(nil)
+	var desc *wgpu.ComputePassDescriptor
+	if d.prof.stamps() {
+		desc = d.prof.passStamps()
+	}
+	d.pass = enc.BeginComputePass(desc)
 	d.passFrom = len(d.labels)
 	return d.pass
 }

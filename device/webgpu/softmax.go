@@ -55,16 +55,23 @@ const softmaxBlock = 4
 func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
 	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
-	// barriers switch between batches) and 24–26 in two passes. On GPUs
-	// (not yet timed) 64 invocations a row spread its loads over more
-	// lanes; at most 16 vec4s of each operand an invocation keep the
-	// gradient's y and dy (128 floats) within a GPU thread's registers.
-	w, maxV := 64, 16
+	// barriers switch between batches) and 24–26 in two passes.
 	if d.loopLimited {
-		w, maxV = 8, 64
+		v = groupsOf(quads, 8)
+		return 8, v, quads >= 64 && v <= 64
+	}
+	// On GPUs 64 invocations a row, or the power of two that holds a
+	// shorter row's vec4s (at least 8), at most 16 vec4s of each operand
+	// an invocation (the gradient's y and dy, 128 floats, within a GPU
+	// thread's registers). Rows of 8 to 63 vec4s took one invocation each
+	// before: on an H200 layer_norm over 1024 rows of 128 took 57 µs a
+	// dispatch, its gradient 81 (2026-11-27), the GPU nearly idle.
+	w = 64
+	for w > 8 && w/2 >= quads {
+		w /= 2
 	}
 	v = groupsOf(quads, w)
-	return w, v, quads >= 64 && v <= maxV
+	return w, v, quads >= 8 && v <= 16
 }
 
 // softmax runs the softmax family over rows of n elements (count rows,

@@ -552,32 +552,57 @@ func TestWindowFloat16(t *testing.T) {
 
 // TestProfile checks the kernel profiler: off by default, and with
 // EXTENSOR_PROFILE set, every dispatch counted and timed under its
-// kernel's name until ResetProfile.
+// kernel's name until ResetProfile, by the GPU's timestamps where the
+// adapter has them (lavapipe has) and by the host's clock.
 func TestProfile(t *testing.T) {
-	if p := fresh(t).Profile(); p != nil {
-		t.Fatalf("Profile without %s = %v; want nil", webgpu.EnvProfile, p)
+	if d := fresh(t); d.Profile() != nil || d.ProfileClock() != "" {
+		t.Fatalf("Profile without %s = %v, clock %q; want nil, \"\"", webgpu.EnvProfile, d.Profile(), d.ProfileClock())
 	}
 	t.Setenv(webgpu.EnvProfile, "1")
-	d := fresh(t)
-	x := tensor.Must(tensor.Uniform(d, device.Float32, -1, 1, 1, 1000))
-	for range 3 {
-		ops.Exp(x).Release()
-	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	var exp *webgpu.KernelTime
-	for _, k := range d.Profile() {
-		if strings.HasPrefix(k.Kernel, "unary/exp/") {
-			exp = &k
-		}
-	}
-	if exp == nil || exp.Dispatches != 3 || exp.Time <= 0 {
-		t.Fatalf("Profile() = %+v; want unary/exp/… with 3 dispatches and a time", d.Profile())
-	}
-	d.ResetProfile()
-	if p := d.Profile(); len(p) != 0 {
-		t.Fatalf("Profile() after ResetProfile = %+v; want none", p)
+	for _, clock := range []string{"gpu", "host"} {
+		t.Run(clock, func(t *testing.T) {
+			d := fresh(t)
+			if clock == "host" {
+				webgpu.ProfileByHost(d)
+			}
+			if got := d.ProfileClock(); got != clock {
+				t.Fatalf("ProfileClock() = %q; want %q", got, clock)
+			}
+			x := tensor.Must(tensor.Uniform(d, device.Float32, -1, 1, 1, 1000))
+			want := ops.Exp(ops.Neg(x)) // two kernels in one batch
+			for range 2 {
+				ops.Exp(x).Release()
+			}
+			got, err := want.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			xs, err := x.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if w := float32(math.Exp(-float64(xs[i]))); math.Abs(float64(got[i]-w)) > 1e-6 {
+					t.Fatalf("exp(-x)[%d] = %v; want %v: profiling changed a result", i, got[i], w)
+				}
+			}
+			var exp, neg *webgpu.KernelTime
+			for _, k := range d.Profile() {
+				switch {
+				case strings.HasPrefix(k.Kernel, "unary/exp/"):
+					exp = &k
+				case strings.HasPrefix(k.Kernel, "unary/neg/"):
+					neg = &k
+				}
+			}
+			if exp == nil || exp.Dispatches != 3 || exp.Time <= 0 || neg == nil || neg.Dispatches != 1 {
+				t.Fatalf("Profile() = %+v; want unary/exp/… with 3 dispatches and a time, unary/neg/… with 1", d.Profile())
+			}
+			d.ResetProfile()
+			if p := d.Profile(); len(p) != 0 {
+				t.Fatalf("Profile() after ResetProfile = %+v; want none", p)
+			}
+		})
 	}
 }
 
@@ -742,6 +767,21 @@ func TestGPUOrder(t *testing.T) {
 		{"softmax/rows-of-1024", []int{5, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-12", []int{3001, 12}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-7", []int{301, 7}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		// Short rows, a workgroup of fewer than 64 a row on GPUs: 32
+		// vec4s in 32 invocations, 10 in 16 (6 idle), 8 in 8.
+		{"softmax/rows-of-128", []int{301, 128}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
+		{"log-softmax/rows-of-40", []int{301, 40}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.LogSoftmax(x, -1) }},
+		{"softmax-grad/rows-of-32", []int{301, 32}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
+		{"layer-norm/rows-of-128", []int{1024, 128}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+			return ops.LayerNorm(x, []int{128}, nil, nil, ops.DefaultLayerNormEps)
+		}},
+		{"layer-norm-grad/rows-of-40", []int{301, 40}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			gx, _, _ := ops.LayerNormBackward(x, []int{40}, nil, nil, y, ops.DefaultLayerNormEps)
+			return gx
+		}},
+		{"rms-norm/rows-of-32", []int{301, 32}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+			return ops.RMSNorm(x, []int{32}, nil, ops.DefaultLayerNormEps)
+		}},
 		// The one-pass kernel, a workgroup a row: its gradient, rows with a
 		// partial last vec4 an invocation, and more rows than one grid
 		// dimension holds (workgroups past the last row store nothing).
@@ -764,6 +804,22 @@ func TestGPUOrder(t *testing.T) {
 		{"attention-grad", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.2, Seed: 5}, y)
 			return ops.Add(ops.Add(gq, gk), gv)
+		}},
+		// Rows split among invocations on GPUs (attnSplit): 10 chunks of
+		// 20 keys (queries), the last partial, rows past the causal
+		// diagonal's chunks seeing none of theirs; and with a mask.
+		{"attention/split", []int{2, 200, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			return ops.ScaledDotProductAttention(x, y, x, ops.Attention{Causal: true})
+		}},
+		{"attention-grad/split", []int{2, 200, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.1, Seed: 2}, y)
+			return ops.Add(ops.Add(gq, gk), gv)
+		}},
+		{"attention/split-masked", []int{2, 150, 12}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			// An additive mask [150, 150]: x's first matrix times y's, transposed.
+			x0 := ops.Reshape(ops.Slice(x, 0, 0, 1, 1), 150, 12)
+			y0 := ops.Reshape(ops.Slice(y, 0, 0, 1, 1), 150, 12)
+			return ops.ScaledDotProductAttention(x, y, y, ops.Attention{Mask: ops.MatMul(x0, ops.Transpose(y0))})
 		}},
 	}
 	for _, tc := range cases {

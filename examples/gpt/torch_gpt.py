@@ -66,7 +66,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        h = self.drop(self.tok(idx) + self.pos(torch.arange(t)))
+        h = self.drop(self.tok(idx) + self.pos(torch.arange(t, device=idx.device)))
         for b in self.blocks:
             h = b(h, src_mask=self.mask[:t, :t])
         return self.norm(h) @ self.tok.weight.t()
