@@ -62,8 +62,10 @@
 //     EnvWait=block chooses one blocking poll instead;
 //   - turns WebGPU validation errors into Go errors naming the kernel;
 //   - with the EXTENSOR_PROFILE environment variable set (EnvProfile),
-//     times every dispatch alone and tells where the device time went
-//     (Profile): the tool behind the speed-ups in docs/performance.md.
+//     times every dispatch, by the GPU's timestamps where the adapter has
+//     them (else the host's clock, each dispatch alone), and tells where
+//     the device time went (Profile, ProfileClock): the tool behind the
+//     speed-ups in docs/performance.md.
 //
 // Tensors may be as large as the adapter's maximum buffer size; a larger
 // one is an error wrapping device.ErrOutOfMemory. Elementwise kernels
