@@ -19,7 +19,8 @@
 // The chunked kernels here, workgroups of {{.L}} (lanes), combine a
 // workgroup's {{.L}} partial results
 // {{if eq .Group "subgroup"}}with subgroup operations, then across subgroups through workgroup
-// memory{{else}}through workgroup memory, by halves{{end}}, and write one result a workgroup.
+// memory{{else}}through workgroup memory, by halves{{end}}, and write one result a workgroup,
+// times the scale p[4] (1 for a partial result).
 {{- end}}
 
 fn sum_init() -> f32 {
@@ -232,6 +233,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t = group_reduce({{.V}}, lid);
 {{- end}}
     if (lid == 0u) {
-        out[w] = {{if .OF16}}to_e(t){{else}}t{{end}};
+        out[w] = {{if .OF16}}to_e(t * pf(4u)){{else}}t * pf(4u){{end}};
     }
 {{- end}}

@@ -147,8 +147,9 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	// Long rows: each chunk of chunkLen elements reduced by a workgroup
 	// into one partial result (with subgroup operations where the device
-	// has them), which the next pass reduces in turn. Contiguous rows of
-	// vec4s go faster, vecUnroll vec4s per invocation.
+	// has them), which the next pass reduces in turn (a row of one chunk
+	// is done: its result goes to dst, a dispatch fewer). Contiguous rows
+	// of vec4s go faster, vecUnroll vec4s per invocation.
 	spec["Chunks"], spec["OF16"] = true, false // partial results in float32
 	spec["F16"] = xs.native()
 	suffix = fmt.Sprintf("/kept=%d/red=%d/x=%s", len(kept), len(red), xs)
@@ -165,12 +166,18 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(name, "reduce", spec, false, true)
+	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
+	if chunks == 1 && o.dt == device.Float32 {
+		// A chunk a row: its workgroup writes the row's result, scaled.
+		d.run(k, nOut, p, in, o)
+		return
+	}
 	partial := d.scratch(k, device.Float32, nOut*chunks)
 	if partial == nil {
 		return
 	}
 	defer d.free(partial)
-	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
+	p[4] = f32bits(1) // the partial results unscaled: the next pass scales
 	d.run(k, nOut*chunks, p, in, partial)
 	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
 }

@@ -796,6 +796,13 @@ func TestGPUOrder(t *testing.T) {
 		// last partial, each invocation's vec4s 256 apart.
 		{"sum/vec4", []int{3, 4 * 5000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.SumAxis(x, 1, false) }},
 		{"max/vec4", []int{4 * 20001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MaxAxis(x, 0, false) }},
+		// Rows of one chunk: the first pass writes the results, scaled.
+		{"mean/vec4/one-chunk", []int{5, 4000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MeanAxis(x, 1, false) }},
+		{"mean/columns/one-chunk", []int{1024, 100}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MeanAxis(x, 0, false) }},
+		{"sum/all", []int{4 * 300001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) }},
+		{"mean/all/float16", []int{6000}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+			return ops.Cast(ops.Mean(ops.Cast(x, device.Float16)), device.Float32)
+		}},
 		// The attention kernels' blocking on GPUs: partial blocks of rows
 		// and keys, causal, dropout; the gradients' sum checked.
 		{"attention", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
