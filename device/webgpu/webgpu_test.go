@@ -822,6 +822,15 @@ func TestGPUOrder(t *testing.T) {
 			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.1, Seed: 2}, y)
 			return ops.Add(ops.Add(gq, gk), gv)
 		}},
+		// float16 takes a row an invocation on GPUs, unsplit.
+		{"attention-grad/float16", []int{2, 70, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			h, hy := ops.Cast(x, device.Float16), ops.Cast(y, device.Float16)
+			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(h, hy, h, ops.Attention{Causal: true}, hy)
+			return ops.Cast(ops.Add(ops.Add(gq, gk), gv), device.Float32)
+		}},
+		{"attention/float16", []int{2, 70, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			return ops.Cast(ops.ScaledDotProductAttention(ops.Cast(x, device.Float16), ops.Cast(y, device.Float16), ops.Cast(x, device.Float16), ops.Attention{Causal: true}), device.Float32)
+		}},
 		{"attention/split-masked", []int{2, 150, 12}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			// An additive mask [150, 150]: x's first matrix times y's, transposed.
 			x0 := ops.Reshape(ops.Slice(x, 0, 0, 1, 1), 150, 12)
