@@ -475,13 +475,7 @@ func BenchmarkGPTStep(b *testing.B) {
 				if err := loss.Backward(); err != nil {
 					b.Fatal(err)
 				}
-				var grads []*tensor.Tensor
-				for _, p := range net.Params() {
-					if g := p.Grad(); g != nil {
-						grads = append(grads, g)
-					}
-				}
-				ops.ClipGradNorm(grads, 1).Release()
+				optim.ClipGradNorm(net.Params(), 1).Release()
 				opt.Step()
 				opt.ZeroGrad()
 				loss.Release()

@@ -102,6 +102,22 @@ func (o *Optimizer) ZeroGrad() {
 	}
 }
 
+// ClipGradNorm scales the gradients of params in place so that their
+// global L2 norm is at most maxNorm, as PyTorch's
+// torch.nn.utils.clip_grad_norm_(parameters, max_norm), skipping
+// parameters without a gradient, and returns the norm before clipping as
+// a 0-D tensor on the device (ops.ClipGradNorm, which panics with
+// tensor.ErrArgument where no parameter has a gradient).
+func ClipGradNorm(params []*autograd.Var, maxNorm float64) *tensor.Tensor {
+	var grads []*tensor.Tensor
+	for _, p := range params {
+		if g := p.Grad(); g != nil {
+			grads = append(grads, g)
+		}
+	}
+	return ops.ClipGradNorm(grads, maxNorm)
+}
+
 // State returns the optimiser state of parameter i (nil before its first
 // step): SGD's momentum buffer, or Adam's m, v (and vmax).
 func (o *Optimizer) State(i int) []*tensor.Tensor { return o.state[i] }

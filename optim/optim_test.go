@@ -3,6 +3,7 @@ package optim_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -142,5 +143,39 @@ func TestBadHyperParameters(t *testing.T) {
 		if err := tensor.Maybe(fn); !errors.Is(err, tensor.ErrArgument) {
 			t.Errorf("%s: %v; want ErrArgument", name, err)
 		}
+	}
+}
+
+// TestClipGradNorm clips the gradients of the parameters that have one to
+// a global norm, as ops.ClipGradNorm on those gradients, and refuses a
+// set of parameters without any.
+func TestClipGradNorm(t *testing.T) {
+	dev := cpu.New()
+	a := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2}, 2)), true)
+	b := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{3}, 1)), true)
+	idle := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{5}, 1)), true)
+	loss := autograd.Add(autograd.Sum(autograd.Mul(a, a)), autograd.Sum(autograd.Mul(b, b))) // gradients 2a, 2b: norm √56
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	norm, err := optim.ClipGradNorm([]*autograd.Var{a, idle, b}, 1).Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := math.Sqrt(56); math.Abs(float64(norm[0])-want) > 1e-5 {
+		t.Errorf("norm %v; want %v", norm[0], want)
+	}
+	ga, _ := a.Grad().Float32s()
+	gb, _ := b.Grad().Float32s()
+	var sq float64
+	for _, v := range append(ga, gb...) {
+		sq += float64(v) * float64(v)
+	}
+	if math.Abs(math.Sqrt(sq)-1) > 1e-5 || idle.Grad() != nil {
+		t.Errorf("clipped gradients %v, %v (norm %v), idle's %v; want norm 1 and no gradient", ga, gb, math.Sqrt(sq), idle.Grad())
+	}
+	err = tensor.Maybe(func() { optim.ClipGradNorm([]*autograd.Var{idle}, 1) })
+	if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "no gradients") {
+		t.Errorf("ClipGradNorm without gradients: %v; want an ErrArgument saying there are none", err)
 	}
 }

@@ -304,19 +304,26 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 		return d.report()
 	}
 	d.wait()
+	d.readMapped(staging, size, "a readback buffer", func(w []byte) { copy(out, w[:len(out)]) })
+	return d.report()
+}
+
+// readMapped maps the first size bytes of staging, a readback buffer
+// whose copies are done (the queue idle), hands them to read, and unmaps
+// them; a failure to map or unmap is recorded, naming what.
+func (d *Device) readMapped(staging *wgpu.Buffer, size uint64, what string, read func([]byte)) {
 	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
 	status.Store(-1)
-	err = staging.TryMapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
+	err := staging.TryMapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
 	// MapAsync hands C a pointer to a Go handle: poll at once, on this
 	// goroutine. The queue is idle, so this blocking poll returns at once.
 	d.dev.Poll(true, nil)
 	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
-		d.fail(fmt.Errorf("webgpu: mapping a readback buffer: status %v: %v", wgpu.MapAsyncStatus(status.Load()), err))
-		return d.report()
+		d.fail(fmt.Errorf("webgpu: mapping %s: status %v: %v", what, wgpu.MapAsyncStatus(status.Load()), err))
+		return
 	}
-	copy(out, staging.GetMappedRange(0, uint(size))[:len(out)])
+	read(staging.GetMappedRange(0, uint(size)))
 	if err := staging.TryUnmap(); err != nil {
-		d.fail(fmt.Errorf("webgpu: unmapping a readback buffer: %v", err))
+		d.fail(fmt.Errorf("webgpu: unmapping %s: %v", what, err))
 	}
-	return d.report()
 }

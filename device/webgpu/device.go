@@ -267,19 +267,10 @@ func (d *Device) site(name string) uint32 {
 // readFlags reads the index flags copied into their staging buffer,
 // records an *device.IndexError if a kernel set them, and clears them.
 func (d *Device) readFlags() {
-	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
-	status.Store(-1)
-	err := d.flagsStaging.TryMapAsync(wgpu.MapModeRead, 0, flagBytes, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
-	d.dev.Poll(true, nil) // at once, on this goroutine: see Read
-	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
-		d.fail(fmt.Errorf("webgpu: mapping the index flags: status %v: %v", wgpu.MapAsyncStatus(status.Load()), err))
-		return
-	}
-	w := d.flagsStaging.GetMappedRange(0, flagBytes)
-	count, index, classes, site := binary.LittleEndian.Uint32(w), binary.LittleEndian.Uint32(w[4:]), binary.LittleEndian.Uint32(w[8:]), binary.LittleEndian.Uint32(w[12:])
-	if err := d.flagsStaging.TryUnmap(); err != nil {
-		d.fail(fmt.Errorf("webgpu: unmapping the index flags: %v", err))
-	}
+	var count, index, classes, site uint32
+	d.readMapped(d.flagsStaging, flagBytes, "the index flags", func(w []byte) {
+		count, index, classes, site = binary.LittleEndian.Uint32(w), binary.LittleEndian.Uint32(w[4:]), binary.LittleEndian.Uint32(w[8:]), binary.LittleEndian.Uint32(w[12:])
+	})
 	if count == 0 {
 		return
 	}
@@ -369,16 +360,10 @@ func (d *Device) submit() {
 		}
 	}
 	d.paramFrom += uint32(len(d.params))
-	stamps := 0
-	if d.prof.stamps() {
-		stamps = d.resolveStamps(enc)
-	}
+	stamped := d.prof.stamps() && d.resolveStamps(enc)
 	cmd, err := enc.TryFinish(nil)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(0), err))
-		if d.prof != nil {
-			d.prof.pending = d.prof.pending[:0]
-		}
 	} else {
 		d.last = d.queue.Submit(cmd)
 		d.submitted++
@@ -388,9 +373,12 @@ func (d *Device) submit() {
 			}
 		})
 		cmd.Release()
-		if stamps > 0 {
-			d.readStamps(stamps)
+		if stamped {
+			d.readStamps()
 		}
+	}
+	if d.prof != nil {
+		d.prof.pending = d.prof.pending[:0] // read, or lost with the batch
 	}
 	d.params = d.params[:0]
 	d.dispatches = 0
@@ -437,22 +425,21 @@ func (d *Device) wait() {
 			d.flagsDirty = true
 		}
 	}()
-	d.submit() // not flush: the loop below polls
+	d.submit() // not flush: drain polls
 	if d.completed == d.submitted {
 		return
 	}
-	// A blocking wait (EnvWait) polls once, for the last submission.
-	// Otherwise: poll without sleeping for the first spinFor (a GPU
-	// finishes short work in microseconds, and a sleep costs tens of them),
-	// yielding the processor between polls; then sleep, longer as the wait
-	// goes on, so that a long wait on a CPU adapter leaves the cores to its
-	// threads.
 	d.drain()
 }
 
 // drain waits until the submitted work is done, reporting whether it is
 // (else the device was lost, or the wait timed out, recorded as the
-// failure).
+// failure). A blocking wait (EnvWait) polls once, for the last
+// submission. Otherwise it polls without sleeping for the first spinFor
+// (a GPU finishes short work in microseconds, and a sleep costs tens of
+// them), yielding the processor between polls; then sleeps, longer as the
+// wait goes on, so that a long wait on a CPU adapter leaves the cores to
+// its threads.
 func (d *Device) drain() bool {
 	if d.block {
 		idx := uint64(d.last)

@@ -3,12 +3,15 @@
 package webgpu
 
 import (
+	"errors"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/extensor/extensor/device"
 )
 
 func TestGrid(t *testing.T) {
@@ -102,13 +105,7 @@ func TestMagic(t *testing.T) {
 // with another specialisation than it was compiled from panics, naming
 // both, instead of running the cached kernel.
 func TestKernelKeyCollision(t *testing.T) {
-	d, err := Open()
-	if err != nil {
-		if os.Getenv("CI") == "true" { // as internal/gputest, which imports this package
-			t.Fatalf("WebGPU device required (CI=true): %v", err)
-		}
-		t.Skipf("no WebGPU adapter: %v", err)
-	}
+	d := openTB(t)
 	defer d.Close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -125,4 +122,19 @@ func TestKernelKeyCollision(t *testing.T) {
 		}
 	}()
 	d.kernel("unary/collision", "unary", data("log"), false, true)
+}
+
+// openTB opens a device of its own for an internal test or benchmark,
+// under internal/gputest's policy (which imports this package): without
+// an adapter it fails tb under CI, and elsewhere skips tb.
+func openTB(tb testing.TB) *Device {
+	tb.Helper()
+	d, err := Open()
+	if err != nil {
+		if os.Getenv("CI") == "true" || !errors.Is(err, device.ErrUnavailable) {
+			tb.Fatalf("WebGPU device required (CI=%s): %v", os.Getenv("CI"), err)
+		}
+		tb.Skipf("no WebGPU adapter: %v", err)
+	}
+	return d
 }

@@ -325,11 +325,11 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bou
 			return
 		}
 	}
+	// Profiled by the GPU's timestamps, each dispatch is a stamped pass of
+	// its own (ended below, so none is open here); else by the host's
+	// clock, waited for alone.
 	stamped := d.prof.stamps()
-	switch {
-	case stamped:
-		d.endPass() // each dispatch a pass of its own, stamped
-	case d.prof != nil:
+	if d.prof != nil && !stamped {
 		d.wait() // what came before, untimed
 		defer d.timed(k.name, time.Now())
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
@@ -101,53 +100,43 @@ func (p *profiler) passStamps() *wgpu.ComputePassDescriptor {
 
 // resolveStamps records, into the batch about to be submitted, the
 // resolution of its passes' stamps and their copy to the staging buffer,
-// and reports how many passes it stamped.
-func (d *Device) resolveStamps(enc *wgpu.CommandEncoder) int {
+// and reports whether it did (the batch stamped passes, and recording
+// succeeded).
+func (d *Device) resolveStamps(enc *wgpu.CommandEncoder) bool {
 	p := d.prof
 	n := len(p.pending)
 	if n == 0 {
-		return 0
+		return false
 	}
 	if err := enc.TryResolveQuerySet(p.qs, 0, uint32(2*n), p.resolve, 0); err != nil {
 		d.fail(fmt.Errorf("webgpu: resolving the profile's timestamps: %v", err))
-		return 0
+		return false
 	}
 	if err := enc.TryCopyBufferToBuffer(p.resolve, 0, p.staging, 0, uint64(16*n)); err != nil {
 		d.fail(fmt.Errorf("webgpu: copying the profile's timestamps: %v", err))
-		return 0
+		return false
 	}
-	return n
+	return true
 }
 
-// readStamps waits for the batch just submitted, whose first n passes
-// were stamped, and adds each pass's time to its kernel's.
-func (d *Device) readStamps(n int) {
+// readStamps waits for the batch just submitted, whose passes were
+// stamped (pending names their kernels), and adds each pass's time to
+// its kernel's.
+func (d *Device) readStamps() {
 	p := d.prof
-	names := p.pending[:n]
-	p.pending = p.pending[:0]
 	if !d.drain() {
 		return
 	}
-	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
-	status.Store(-1)
-	err := p.staging.TryMapAsync(wgpu.MapModeRead, 0, uint64(16*n), func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
-	d.dev.Poll(true, nil) // the queue is idle: returns at once, the callback run
-	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
-		d.fail(fmt.Errorf("webgpu: mapping the profile's timestamps: status %v: %v", wgpu.MapAsyncStatus(status.Load()), err))
-		return
-	}
-	w := p.staging.GetMappedRange(0, uint(16*n))
-	for i, name := range names {
-		begin, end := binary.LittleEndian.Uint64(w[16*i:]), binary.LittleEndian.Uint64(w[16*i+8:])
-		ticks := float64(0)
-		if end > begin { // a stamp pair out of order (GPU clocks may do that) counts as nothing
-			ticks = float64(end - begin)
+	d.readMapped(p.staging, uint64(16*len(p.pending)), "the profile's timestamps", func(w []byte) {
+		for i, name := range p.pending {
+			begin, end := binary.LittleEndian.Uint64(w[16*i:]), binary.LittleEndian.Uint64(w[16*i+8:])
+			ticks := float64(0)
+			if end > begin { // a stamp pair out of order (GPU clocks may do that) counts as nothing
+				ticks = float64(end - begin)
+			}
+			d.addTime(name, time.Duration(ticks*p.period))
 		}
-		d.addTime(name, time.Duration(ticks*p.period))
-	}
-	if err := p.staging.TryUnmap(); err != nil {
-		d.fail(fmt.Errorf("webgpu: unmapping the profile's timestamps: %v", err))
-	}
+	})
 }
 
 // addTime adds a dispatch of kernel name that took t.

@@ -49,9 +49,9 @@ const softmaxBlock = 4
 // softmaxRow returns the shape of the one-pass softmax kernel (stage
 // "row" of softmax.wgsl) for rows of quads vec4s: w invocations a row,
 // each holding v vec4s; ok is false where the two-pass kernels serve
-// instead: short rows (one workgroup a row costs more than the second
-// read, and leaves lanes idle) and long ones (the row would not stay in
-// registers).
+// instead: short rows (on CPU adapters fewer than 64 vec4s, on GPUs fewer
+// than 8: one workgroup a row costs more than the second read, and leaves
+// lanes idle) and long ones (the row would not stay in registers).
 func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
 	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
@@ -63,9 +63,9 @@ func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On GPUs 64 invocations a row, or the power of two that holds a
 	// shorter row's vec4s (at least 8), at most 16 vec4s of each operand
 	// an invocation (the gradient's y and dy, 128 floats, within a GPU
-	// thread's registers). Rows of 8 to 63 vec4s took one invocation each
-	// before: on an H200 layer_norm over 1024 rows of 128 took 57 µs a
-	// dispatch, its gradient 81 (2026-11-27), the GPU nearly idle.
+	// thread's registers). On an H200 layer_norm over 1024 rows of 128
+	// took 57 µs a dispatch one invocation a row, 6.3 µs a workgroup of
+	// 32 a row (2026-11-27).
 	w = 64
 	for w > 8 && w/2 >= quads {
 		w /= 2

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,13 +27,7 @@ import (
 // spin; "idle-poll", one non-blocking poll of an idle device; "sync",
 // the op and Device.Sync as bench's Sync runs them.
 func BenchmarkWaitParts(b *testing.B) {
-	d, err := Open()
-	if err != nil {
-		if os.Getenv("CI") == "true" || !errors.Is(err, device.ErrUnavailable) {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	d := openTB(b)
 	defer d.Close()
 	x, err := d.Alloc(device.Float32, 64)
 	if err != nil {

@@ -457,17 +457,11 @@ func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip 
 		return nil, err
 	}
 	if clip > 0 {
-		var grads []*tensor.Tensor
-		for _, p := range net.Params() {
-			if g := p.Grad(); g != nil {
-				grads = append(grads, g)
-			}
-		}
 		limit := clip
 		if scaler != nil { // the scaled gradients' limit: the same clipping of the unscaled ones
 			limit *= scaler.Scale
 		}
-		ops.ClipGradNorm(grads, limit).Release()
+		optim.ClipGradNorm(net.Params(), limit).Release()
 	}
 	if scaler != nil {
 		if _, err := scaler.Step(opt); err != nil {
