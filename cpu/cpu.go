@@ -2,12 +2,13 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/x448/float16"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/extensor/extensor/device"
+	"github.com/x448/float16"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -97,6 +98,12 @@ type buffer struct {
 	f64   []float64
 	i32   []int32
 	f16   []uint16 // float16 bits
+	*lease
+}
+
+// lease is a buffer's share of the device's memory, which its Free, or
+// else its cleanup once the buffer is unreachable, returns.
+type lease struct {
 	bytes int64
 	freed atomic.Bool
 }
@@ -197,7 +204,8 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 	}
 	for p := d.peak.Load(); used > p && !d.peak.CompareAndSwap(p, used); p = d.peak.Load() {
 	}
-	b := &buffer{dt: dt, bytes: int64(size)}
+	b := &buffer{dt: dt, lease: &lease{bytes: int64(size)}}
+	runtime.AddCleanup(b, d.release, b.lease)
 	switch dt {
 	case device.Float32:
 		b.f32 = make([]float32, n)
@@ -217,12 +225,13 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 // nothing refers to it. A kernel running on it meanwhile (an op racing a
 // Release on another goroutine) keeps it and finishes unharmed. Freeing
 // twice does nothing.
-func (d *Device) Free(b device.Buffer) {
-	cb := buf(b)
-	if cb.freed.Swap(true) {
-		return
+func (d *Device) Free(b device.Buffer) { d.release(buf(b).lease) }
+
+// release returns l's memory, once.
+func (d *Device) release(l *lease) {
+	if !l.freed.Swap(true) {
+		d.inUse.Add(-l.bytes)
 	}
-	d.inUse.Add(-cb.bytes)
 }
 
 // Write copies src into dst.

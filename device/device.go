@@ -173,8 +173,14 @@ type Device interface {
 	Supports(dt DType) bool
 
 	// Alloc returns an uninitialised buffer of n elements of dtype dt.
+	// A buffer that becomes unreachable without Free is freed by the
+	// device (a cleanup the garbage collector runs): a call holds its
+	// buffer arguments, so their memory outlives the call even if
+	// nothing else refers to them, and work recorded with a buffer may
+	// outlive the buffer.
 	Alloc(dt DType, n int) (Buffer, error)
-	// Free returns a buffer to the device. The buffer must not be used again.
+	// Free returns a buffer to the device at once. The buffer must not be
+	// used again.
 	Free(b Buffer)
 	// Write copies src, a []float32, []float64 or []int32 matching dst's
 	// dtype and length, into dst.

@@ -3,7 +3,6 @@ package draw
 import (
 	"image"
 	"image/color"
-	"runtime"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
@@ -92,9 +91,6 @@ func (c *Canvas) paint(op device.DrawOp, src, aux *tensor.Tensor, p device.Paint
 		return
 	}
 	c.t.Device().Draw(op, c.t.Buffer(), src.Buffer(), aux.Buffer(), p)
-	runtime.KeepAlive(c.t)
-	runtime.KeepAlive(src)
-	runtime.KeepAlive(aux)
 }
 
 // check panics with a *tensor.Error unless t is a live float32 tensor on

@@ -404,7 +404,6 @@ func softmax(op string, x *tensor.Tensor, axis int, log bool) *tensor.Tensor {
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok && x.Len() > 0 { // an empty x's rows may be more than a kernel could walk
 		dev.Softmax(out.Buffer(), x.Buffer(), shape, ax, log)
-		keep(out, x)
 	}
 	return out
 }
@@ -419,7 +418,6 @@ func softmaxBackward(op string, x, g *tensor.Tensor, axis int, log bool) *tensor
 	out, ok := output(dev, dt, x.Shape(), y, g)
 	if ok && x.Len() > 0 {
 		dev.SoftmaxGrad(out.Buffer(), y.Buffer(), g.Buffer(), shape, ax, log)
-		keep(out, y, g)
 	}
 	return out
 }
@@ -472,5 +470,4 @@ func Axpy(y, x *tensor.Tensor, alpha float64) {
 		return
 	}
 	dev.Axpy(y.Buffer(), x.Buffer(), alpha)
-	keep(y, x)
 }

@@ -96,7 +96,6 @@ func binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor
 	out, ok := output(dev, dt, l.Shape, a, b)
 	if ok {
 		dev.Binary(kind, out.Buffer(), a.Buffer(), b.Buffer(), collapse(l))
-		keep(out, a, b)
 	}
 	return out
 }
@@ -111,7 +110,6 @@ func binaryBackward(op string, kind device.BinaryOp, a, b, g *tensor.Tensor) (ga
 		full, ok := output(dev, dt, l.Shape, a, b, g)
 		if ok {
 			dev.BinaryGrad(kind, wrt, full.Buffer(), g.Buffer(), a.Buffer(), b.Buffer(), dl)
-			keep(full, g, a, b)
 		}
 		if equal(in.Shape(), l.Shape) {
 			return full
@@ -211,10 +209,8 @@ func SumTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 	if ok {
 		if len(axes) == 0 {
 			dev.Copy(out.Buffer(), x.Buffer())
-			keep(out, x)
 		} else {
 			dev.Reduce(device.Sum, out.Buffer(), x.Buffer(), xs, axes)
-			keep(out, x)
 		}
 	}
 	return out
@@ -259,10 +255,8 @@ func scaledBroadcast(op string, x *tensor.Tensor, shape []int, scale float64) *t
 	}
 	defer s.Release()
 	dev.Fill(s.Buffer(), scale)
-	keep(s)
 	l := device.Broadcast{Shape: shape, AStrides: broadcastStrides(x.Shape(), shape), BStrides: make([]int, len(shape))}
 	dev.Binary(device.Mul, out.Buffer(), x.Buffer(), s.Buffer(), l)
-	keep(out, x, s)
 	return out
 }
 
@@ -272,7 +266,6 @@ func Clone(x *tensor.Tensor) *tensor.Tensor {
 	out, ok := output(dev, x.DType(), x.Shape(), x)
 	if ok {
 		dev.Copy(out.Buffer(), x.Buffer())
-		keep(out, x)
 	}
 	return out
 }

@@ -288,7 +288,6 @@ func attention(op string, q, k, v *T, a Attention) (out, stats *T) {
 	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, 2}, qp, kp, vp0)
 	if ok && ok2 {
 		p.dev.Attention(o.Buffer(), st.Buffer(), qp.Buffer(), kp.Buffer(), vp0.Buffer(), maskBuffer(p.mask), s)
-		keep(o, st, qp, kp, vp0, p.mask)
 	}
 	if s.DV == p.dv {
 		return o, st
@@ -371,14 +370,12 @@ func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, mas
 	dv, ok3 := output(p.dev, p.dt, vp.Shape(), qp, kp, vp, op_, gp, stats)
 	if ok1 && ok2 && ok3 {
 		p.dev.AttentionGrad(dq.Buffer(), dk.Buffer(), dv.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), op_.Buffer(), gp.Buffer(), s)
-		keep(dq, dk, dv, stats, qp, kp, vp, p.mask, op_, gp)
 	}
 	if a.Mask != nil && gm == nil {
 		full := append(slices.Clone(p.batch), s.Lq, s.Lk)
 		ds, ok := output(p.dev, p.dt, full, qp, kp, vp, gp, stats)
 		if ok {
 			p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), gp.Buffer(), s)
-			keep(ds, stats, qp, kp, vp, p.mask, gp)
 		}
 		gm = SumTo(ds, a.Mask.Shape())
 		ds.Release()

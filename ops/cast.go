@@ -39,7 +39,6 @@ func Cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
 		} else {
 			dev.Convert(out.Buffer(), x.Buffer())
 		}
-		keep(out, x)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"runtime"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
@@ -107,10 +106,6 @@ func normAxis(op string, axis, rank int) int {
 	}
 	return a
 }
-
-// keep keeps tensors reachable until the device call that used their
-// buffers has returned: an unreachable tensor's cleanup frees its buffer.
-func keep(ts ...*tensor.Tensor) { runtime.KeepAlive(ts) }
 
 // as runs f, reporting a programmer error it panics with as op's: an op
 // that delegates its checks (to Tensor.Reshape, say) names itself.

@@ -71,7 +71,6 @@ func rowWeights(op string, y *T, o ClassOptions, like *T, n, c int) (omega, m *T
 			t := o.take(op, n, c)
 			t.Table, t.D = true, 1
 			dev.Gather(out.Buffer(), w.Buffer(), y.Buffer(), t)
-			keep(out, w, y)
 		}
 		return out
 	}
@@ -93,7 +92,6 @@ func classPerRow(op string, lp, y *T, o ClassOptions, n, c int) (per, omega *T) 
 	pick, ok := output(dev, lp.DType(), []int{n}, lp, y)
 	if ok && n > 0 {
 		dev.Gather(pick.Buffer(), lp.Buffer(), y.Buffer(), o.take(op, n, c))
-		keep(pick, lp, y)
 	}
 	defer pick.Release()
 	wp := Mul(pick, omega)
@@ -156,7 +154,6 @@ func classGrad(op string, lp, y, gamma, omega *T, o ClassOptions, n, c int) *T {
 		t := o.take(op, n, c)
 		t.Scale = -(1 - o.LabelSmoothing)
 		dev.GatherGrad(gl.Buffer(), y.Buffer(), a.Buffer(), t)
-		keep(gl, y, a)
 	}
 	if o.LabelSmoothing == 0 {
 		return gl

@@ -14,7 +14,6 @@ func assign(dst, src *tensor.Tensor) {
 		dst.SetErr(err)
 	} else if dst.Len() > 0 {
 		dst.Device().Copy(dst.Buffer(), src.Buffer())
-		keep(dst, src)
 	}
 	src.Release()
 }

@@ -140,7 +140,6 @@ func (p conv) withBias(dev device.Device, dt device.DType, w, b *tensor.Tensor) 
 	if ok {
 		dev.CopyStrided(wb.Buffer(), w.Buffer(), device.Strided{Shape: []int{p.cout, k}, SrcStrides: []int{k, 1}, DstStrides: []int{1, p.cout}})
 		dev.CopyStrided(wb.Buffer(), b.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{1}, DstStrides: []int{1}, DstOffset: k * p.cout})
-		keep(wb, w, b)
 	}
 	return wb
 }
@@ -188,7 +187,6 @@ func (p conv) columns(dev device.Device, dt device.DType, x *tensor.Tensor, fuse
 		g := p.g
 		g.N, g.N0, g.Ones = nb, n0, fused
 		dev.Window(device.Im2Col, cols.Buffer(), x.Buffer(), nil, g)
-		keep(cols, x)
 		err := f(n0, nb, cols, false)
 		if save && err == nil {
 			kept = append(kept, cols)
@@ -234,7 +232,6 @@ func (p conv) padded(dev device.Device, dt device.DType, g *tensor.Tensor) *tens
 	if ok {
 		dev.Fill(gp.Buffer(), 0)
 		dev.CopyStrided(gp.Buffer(), g.Buffer(), device.Strided{Shape: []int{p.g.N * p.cout, p.hw}, SrcStrides: []int{p.hw, 1}, DstStrides: []int{p.pitch, 1}})
-		keep(gp, g)
 	}
 	return gp
 }
@@ -273,7 +270,6 @@ func (p conv) directBackward(c device.Convolver, dev device.Device, dt device.DT
 		gwb.Release()
 		return nil, false
 	}
-	keep(gx, gwb, x, w, g)
 	return gwb, true
 }
 
@@ -298,7 +294,6 @@ func (p conv) splitBias(dev device.Device, dt device.DType, gw, acc *tensor.Tens
 			dev.CopyStrided(gb.Buffer(), acc.Buffer(), device.Strided{Shape: []int{p.cout}, SrcStrides: []int{kr}, DstStrides: []int{1}, SrcOffset: k})
 		}
 	}
-	keep(gw, gb, acc)
 	return gb
 }
 
@@ -357,7 +352,6 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 			bb = b.Buffer()
 		}
 		if c.Conv2d(out.Buffer(), x.Buffer(), w.Buffer(), bb, p.direct2D(), p.cout) {
-			keep(out, x, w, b)
 			return out, nil
 		}
 	}
@@ -376,14 +370,12 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 			// float32, so that a float16 result is rounded once).
 			dev.CopyStrided(out.Buffer(), b.Buffer(), device.Strided{Shape: []int{p.g.N, p.cout, p.hw},
 				SrcStrides: []int{0, 1, 0}, DstStrides: []int{p.cout * p.hw, p.hw, 1}})
-			keep(out, b)
 		}
 		save = save && p.g.N*kr*p.pitch <= saveBudget
 		cols, failed := p.columns(dev, dt, x, fused, nil, save, func(n0, nb int, cols *tensor.Tensor, _ bool) error {
 			// out[n, g] (+)= W_g · cols[n, g] for every image and group.
 			dev.MatMul(out.Buffer(), filters.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: kr, N: p.hw, TransA: fused,
 				StrideA: p.og * kr, CycleA: p.groups, StrideB: kr * p.pitch, LdB: p.pitch, OffDst: n0 * p.cout * p.hw, Accumulate: b != nil && !fused})
-			keep(out, filters, cols)
 			return nil
 		})
 		if failed != nil {
@@ -424,7 +416,6 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 		if wantX {
 			dev.Fill(gx.Buffer(), 0)
 		}
-		keep(gw, gx)
 	}
 	if c := p.convolver(dev); okx && okw && g.Len() > 0 && x.Len() > 0 && c != nil {
 		if gwb, ok := p.directBackward(c, dev, dt, gx, x, w, g); ok {
@@ -466,7 +457,6 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 			}
 			dev.MatMul(part.Buffer(), gp.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.pitch, N: kr, TransB: true,
 				StrideA: p.og * p.pitch, OffA: n0 * p.cout * p.pitch, StrideB: kr * p.pitch})
-			keep(part, gp, cols)
 			sum := SumAxis(part, 0, false)
 			part.Release()
 			if err := sum.Err(); err != nil {
@@ -477,7 +467,6 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 			} else {
 				dev.Axpy(acc.Buffer(), sum.Buffer(), 1)
 			}
-			keep(acc, sum)
 			sum.Release()
 			first = false
 			if !wantX {
@@ -498,7 +487,6 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 			c := p.g
 			c.N, c.N0 = nb, n0
 			dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
-			keep(gx, w, gp, dc)
 			return nil
 		})
 		if failed != nil {
@@ -570,7 +558,6 @@ func runPool(op string, kind device.WindowOp, x, g *tensor.Tensor, win Window) *
 	out, ok := output(dev, dt, shape, ts...)
 	if ok && out.Len() > 0 {
 		dev.Window(kind, out.Buffer(), x.Buffer(), gb, geo)
-		keep(out, x, g)
 	}
 	return out
 }

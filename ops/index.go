@@ -129,7 +129,6 @@ func embeddingGradAs(op string, idx *T, rows, d int, g *T) *T {
 	out, ok := output(dev, g.DType(), []int{rows, d}, idx, g)
 	if ok && out.Len() > 0 {
 		dev.GatherGrad(out.Buffer(), idx.Buffer(), g.Buffer(), device.Take{Site: op, N: idx.Len(), C: rows, D: d, Table: true, Scale: 1})
-		keep(out, idx, g)
 	}
 	return out
 }
@@ -158,7 +157,6 @@ func OneHot(idx *T, classes int, dt device.DType) *T {
 	ones := filled(dev, dt, []int{idx.Len()}, 1, idx)
 	defer ones.Release()
 	dev.GatherGrad(out.Buffer(), idx.Buffer(), ones.Buffer(), device.Take{Site: op, N: idx.Len(), C: classes, Scale: 1})
-	keep(out, idx, ones)
 	return out
 }
 

@@ -110,7 +110,6 @@ func embeddingAs(op string, idx, w *T) *T {
 	out, ok := output(dev, dt, append(idx.Shape(), d), idx, w)
 	if ok && out.Len() > 0 {
 		dev.Gather(out.Buffer(), w.Buffer(), idx.Buffer(), device.Take{Site: op, N: n, C: v, D: d, Table: true, Scale: 1})
-		keep(out, w, idx)
 	}
 	return out
 }
@@ -136,7 +135,6 @@ func EmbeddingBackward(idx, w, g *tensor.Tensor) *tensor.Tensor {
 	out, ok := output(dev, dt, w.Shape(), idx, w, g)
 	if ok && out.Len() > 0 {
 		dev.GatherGrad(out.Buffer(), idx.Buffer(), g.Buffer(), device.Take{Site: op, N: n, C: v, D: d, Table: true, Scale: 1})
-		keep(out, idx, g)
 	}
 	return out
 }

@@ -158,7 +158,6 @@ func crossEntropy(op string, logits, target *tensor.Tensor, r Reduction) *tensor
 	rows, ok := output(dev, dt, []int{n}, logits, target)
 	if ok {
 		dev.SoftmaxCrossEntropy(op, rows.Buffer(), logits.Buffer(), target.Buffer(), n, c)
-		keep(rows, logits, target)
 	}
 	return reduceLoss(op, rows, r)
 }
@@ -182,7 +181,6 @@ func crossEntropyBackward(op string, logits, target, g *tensor.Tensor, r Reducti
 		out, ok := output(dev, dt, logits.Shape(), logits, target, ge)
 		if ok {
 			dev.SoftmaxCrossEntropyGrad(op, out.Buffer(), logits.Buffer(), target.Buffer(), ge.Buffer(), n, c)
-			keep(out, logits, target, ge)
 		}
 		return out, nil
 	}
@@ -235,7 +233,6 @@ func NLLLoss(logp, target *tensor.Tensor, r Reduction) *tensor.Tensor {
 	rows, ok := output(dev, dt, []int{n}, logp, target)
 	if ok {
 		dev.Gather(rows.Buffer(), logp.Buffer(), target.Buffer(), device.Take{Site: op, N: n, C: c, Scale: -1})
-		keep(rows, logp, target)
 	}
 	return reduceLoss(op, rows, r)
 }
@@ -252,7 +249,6 @@ func NLLLossBackward(logp, target, g *tensor.Tensor, r Reduction) *tensor.Tensor
 	out, ok := output(dev, dt, logp.Shape(), logp, target, ge)
 	if ok {
 		dev.GatherGrad(out.Buffer(), target.Buffer(), ge.Buffer(), device.Take{Site: op, N: n, C: c, Scale: -1})
-		keep(out, target, ge)
 	}
 	return out
 }

@@ -101,7 +101,6 @@ func (o operand) done() {
 func gemm(dev device.Device, out *tensor.Tensor, a, b operand, s device.GEMM) {
 	s.StrideA, s.StrideB = a.stride, b.stride
 	dev.MatMul(out.Buffer(), a.t.Buffer(), b.t.Buffer(), s)
-	keep(out, a.t, b.t)
 	a.done()
 	b.done()
 }

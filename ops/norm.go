@@ -379,7 +379,6 @@ func normalize(op string, x *T, shape []int, w, b *T, eps float64, center bool) 
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok && rows*n > 0 {
 		dev.Norm(out.Buffer(), x.Buffer(), rows, n, eps, center)
-		keep(out, x)
 	}
 	return out
 }
@@ -422,7 +421,6 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 	gx, ok := output(dev, dt, x.Shape(), x, gh)
 	if ok && rows*n > 0 {
 		dev.NormGrad(gx.Buffer(), x.Buffer(), gh.Buffer(), rows, n, eps, center)
-		keep(gx, x, gh)
 	}
 	if w != nil {
 		xh := normalize(op, x, shape, nil, nil, eps, center)

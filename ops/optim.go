@@ -61,8 +61,6 @@ func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tenso
 		bufs[i] = t.Buffer()
 	}
 	dev.Step(op, param.Buffer(), grad.Buffer(), bufs, h)
-	keep(param, grad)
-	keep(state...)
 }
 
 func checkStep(name string, op device.Optimizer, h device.StepParams) {

@@ -67,7 +67,6 @@ func reduction(op string, kind device.ReduceOp, x *tensor.Tensor, axes []int, ke
 	out, ok := output(dev, dt, shape, x)
 	if ok {
 		dev.Reduce(kind, out.Buffer(), x.Buffer(), x.Shape(), ax)
-		keep(out, x)
 	}
 	return out
 }
@@ -249,7 +248,6 @@ func argReduce(op string, kind device.ReduceOp, x *tensor.Tensor, axis int, all,
 	out, ok := output(dev, device.Int32, shape, x)
 	if ok {
 		dev.Reduce(kind, out.Buffer(), src.Buffer(), src.Shape(), axes)
-		keep(out, src)
 	}
 	return out
 }

@@ -40,7 +40,6 @@ func cumsum(op string, x *T, axis int, reverse bool) *T {
 	out, ok := output(dev, dt, x.Shape(), x)
 	if ok && x.Len() > 0 {
 		dev.Cumsum(out.Buffer(), x.Buffer(), shape, ax, reverse)
-		keep(out, x)
 	}
 	return out
 }

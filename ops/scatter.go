@@ -158,7 +158,6 @@ func Gather(x *T, axis int, idx *T) *T {
 	rows, ok := output(dev, x.DType(), []int{a.m, a.k}, xr, ir)
 	if ok {
 		dev.Gather(rows.Buffer(), xr.Buffer(), ir.Buffer(), device.Take{Site: op, N: a.m, C: a.c, K: a.k, Scale: 1})
-		keep(rows, xr, ir)
 	}
 	defer rows.Release()
 	return a.back(rows, a.k)
@@ -186,12 +185,10 @@ func scattered(op string, a axisRows, x, idx, src *T) *T {
 		taken, ok := output(dev, x.DType(), []int{a.m, a.k}, sr, ir)
 		if ok {
 			dev.Gather(taken.Buffer(), rows.Buffer(), ir.Buffer(), take)
-			keep(taken, rows, ir)
 		}
 		taken.Release()
 	} else if ok {
 		dev.GatherGrad(rows.Buffer(), ir.Buffer(), sr.Buffer(), take)
-		keep(rows, sr, ir)
 	}
 	defer rows.Release()
 	part := a.back(rows, a.c)

@@ -171,7 +171,6 @@ func Where(cond, a, b *T) *T {
 	out, ok := output(dev, dt, shape, ts...)
 	if ok && out.Len() > 0 {
 		dev.Where(out.Buffer(), ts[0].Buffer(), ts[1].Buffer(), ts[2].Buffer())
-		keep(out, ts[0], ts[1], ts[2])
 	}
 	return out
 }

@@ -27,7 +27,6 @@ func sameDType(op string, ts ...*tensor.Tensor) device.DType {
 // copyInto records the strided copy of src into dst, both contiguous.
 func copyInto(dev device.Device, dst, src *tensor.Tensor, s device.Strided) {
 	dev.CopyStrided(dst.Buffer(), src.Buffer(), s)
-	keep(dst, src)
 }
 
 // Permute returns x with its axes reordered: axis k of the result is axis

@@ -11,7 +11,6 @@ func unary(op string, kind device.UnaryOp, x *tensor.Tensor, p ...float64) *tens
 	dev, out, ok := unaryOutput(op, x, nil)
 	if ok {
 		dev.Unary(kind, out.Buffer(), x.Buffer(), p...)
-		keep(out, x)
 	}
 	return out
 }
@@ -20,7 +19,6 @@ func unaryGrad(op string, kind device.UnaryOp, x, g *tensor.Tensor, p ...float64
 	dev, out, ok := unaryOutput(op, x, g)
 	if ok {
 		dev.UnaryGrad(kind, out.Buffer(), x.Buffer(), g.Buffer(), p...)
-		keep(out, x, g)
 	}
 	return out
 }
@@ -207,7 +205,6 @@ func filled(dev device.Device, dt device.DType, shape []int, v float64, inputs .
 	out, ok := output(dev, dt, shape, inputs...)
 	if ok && out.Len() > 0 {
 		dev.Fill(out.Buffer(), v)
-		keep(out)
 	}
 	return out
 }
@@ -216,7 +213,6 @@ func constant(op string, x, g *tensor.Tensor, v float64) *tensor.Tensor {
 	dev, out, ok := unaryOutput(op, x, g)
 	if ok && out.Len() > 0 {
 		dev.Fill(out.Buffer(), v)
-		keep(out)
 	}
 	return out
 }

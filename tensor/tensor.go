@@ -39,12 +39,8 @@ func (st *storage) buffer() device.Buffer {
 	return nil
 }
 
-// unref drops one reference (a cleanup's), freeing the buffer with the
-// last.
-func (st *storage) unref() { st.drop() }
-
-// drop drops one reference, freeing the buffer with the last, and reports
-// whether it did.
+// drop drops one reference (a Release), freeing the buffer with the
+// last, and reports whether it did.
 func (st *storage) drop() bool {
 	if st.refs.Add(-1) == 0 {
 		if p := st.buf.Swap(nil); p != nil {
@@ -58,22 +54,22 @@ func (st *storage) drop() bool {
 // Tensor is an n-dimensional array on a device. The zero value is not
 // usable; create tensors with the functions of this package.
 //
-// A tensor's device memory is freed when the tensor and all its views
-// have become unreachable (by a cleanup the garbage collector runs), or
-// at once by Release. A tensor may be used by many goroutines.
+// A tensor's device memory is freed at once by Release (of the tensor
+// and all its views), or else once its buffer is unreachable: the device
+// frees a buffer that no tensor, and no device call in progress, holds
+// (device.Device's Alloc), so that a tensor need not outlive the calls
+// that use its buffer. A tensor may be used by many goroutines.
 type Tensor struct {
 	st       *storage
 	shape    []int
 	dtype    device.DType
 	released atomic.Bool
-	cleanup  runtime.Cleanup
 }
 
 // newTensor returns a tensor holding a new reference to st.
 func newTensor(st *storage, shape []int, dt device.DType) *Tensor {
 	st.refs.Add(1)
 	t := &Tensor{st: st, shape: shape, dtype: dt}
-	t.cleanup = runtime.AddCleanup(t, (*storage).unref, st)
 	record(t)
 	return t
 }
@@ -521,7 +517,6 @@ func (t *Tensor) Release() {
 	if t == nil || !t.released.CompareAndSwap(false, true) {
 		return
 	}
-	t.cleanup.Stop()
 	if t.st.drop() {
 		relieve(t.st.bytes)
 	}
@@ -667,16 +662,13 @@ func (t *Tensor) Int32s() ([]int32, error) {
 	return out, t.read(out)
 }
 
-// read copies the tensor's buffer into out, keeping the tensor, whose
-// cleanup would free the buffer, reachable until the copy is done.
+// read copies the tensor's buffer into out.
 func (t *Tensor) read(out any) error {
 	b := t.st.buffer()
 	if b == nil { // released since readErr looked
 		return &Error{Op: "Tensor readback", Kind: ErrReleased, Msg: fmt.Sprintf("tensor %v %v was released", t.shape, t.dtype)}
 	}
-	err := t.st.dev.Read(b, out)
-	runtime.KeepAlive(t)
-	return err
+	return t.st.dev.Read(b, out)
 }
 
 // To returns a copy of t on dev, with the same dtype.

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -21,9 +22,16 @@ const (
 
 // buffer is a tensor's storage: a pooled wgpu buffer of at least n elements.
 type buffer struct {
+	*resource
+	dt device.DType
+	n  int
+}
+
+// resource is a buffer's wgpu buffer, which Free, or else the buffer's
+// cleanup once it is unreachable (collect), returns to the pool; nil
+// once returned. The device's mutex guards it.
+type resource struct {
 	b    *wgpu.Buffer
-	dt   device.DType
-	n    int
 	size uint64 // the pool bucket's size in bytes
 }
 
@@ -196,9 +204,18 @@ func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: allocating %d bytes for a %v tensor of %d elements on %s: %v: %w", size, dt, n, d.id, err, device.ErrOutOfMemory)
 	}
-	wb := &buffer{b: b, dt: dt, n: n, size: bucketSize}
-	d.live[wb] = struct{}{}
+	wb := &buffer{resource: &resource{b: b, size: bucketSize}, dt: dt, n: n}
+	d.live[wb.resource] = struct{}{}
+	runtime.AddCleanup(wb, d.collect, wb.resource)
 	return wb, nil
+}
+
+// collect returns the resource of a buffer that became unreachable
+// without Free.
+func (d *Device) collect(r *resource) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.release(r)
 }
 
 // Free returns b to the pool, for reuse by work recorded after this call.
@@ -209,13 +226,16 @@ func (d *Device) Free(b device.Buffer) {
 	d.free(d.buf(b))
 }
 
-func (d *Device) free(wb *buffer) {
-	if wb.b == nil {
+func (d *Device) free(wb *buffer) { d.release(wb.resource) }
+
+// release returns r to the pool, once.
+func (d *Device) release(r *resource) {
+	if r.b == nil {
 		return
 	}
-	delete(d.live, wb)
-	d.pool.put(storageUsage, wb.size, wb.b)
-	wb.b = nil
+	delete(d.live, r)
+	d.pool.put(storageUsage, r.size, r.b)
+	r.b = nil
 }
 
 // hostBytes returns the bytes of a []float32, []int32 or []uint16

@@ -95,7 +95,7 @@ type Device struct {
 	// it is, on lavapipe and on an H100 alike.
 	done atomic.Uint64
 	pool pool
-	live map[*buffer]struct{} // allocated and not freed
+	live map[*resource]struct{} // the resources of the buffers allocated and not freed
 
 	// Index flags, written by kernels that meet a class index out of
 	// range (see check_index in shaders/common.wgsl), read at the next wait.
@@ -158,7 +158,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the default", e.name, e.v, strings.Join(e.want, " or "))
 		}
 	}
-	d := &Device{kernels: map[string]*kernel{}, live: map[*buffer]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
+	d := &Device{kernels: map[string]*kernel{}, live: map[*resource]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
 		noDirectConv: conv == "im2col"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	quietDeviceSelect()
@@ -238,7 +238,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	}
 	flags, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags", Usage: storageUsage, Size: flagBytes})
 	if err == nil {
-		d.flags = &buffer{b: flags, dt: device.Int32, n: flagBytes / 4}
+		d.flags = &buffer{resource: &resource{b: flags}, dt: device.Int32, n: flagBytes / 4}
 		d.flagsStaging, err = d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "extensor index flags readback", Usage: stagingUsage, Size: flagBytes})
 	}
 	if err != nil {

@@ -7,10 +7,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
@@ -252,6 +254,51 @@ func TestBatchedSubmission(t *testing.T) {
 		t.Errorf("%d ops took %d submissions; want at most %d (batches of %d)", n, subs, max, webgpu.BatchSize)
 	}
 	t.Logf("%d dispatches in %d submissions", n+1, subs)
+}
+
+// TestUnreachableBuffersReturn checks that the device takes back the
+// buffers of tensors dropped without Release once the collector finds
+// them, while work recorded with them still runs right: ops whose
+// inputs become unreachable as soon as they are called.
+func TestUnreachableBuffersReturn(t *testing.T) {
+	d := fresh(t)
+	s0 := d.PoolStats()
+	x := tensor.Must(tensor.FromFloat32(d, []float32{1, 2, 3, 4, 5, 6, 7, 8}, 8))
+	a := x
+	for i := range 50 {
+		a = ops.Add(ops.Mul(a, a), x) // the products unreachable at once
+		if i%5 == 0 {
+			runtime.GC() // their buffers return while the batch is open
+		}
+		a = ops.Relu(ops.Neg(ops.Sqrt(ops.Abs(a))))
+	}
+	if s := d.PoolStats(); s.Hits == s0.Hits {
+		t.Errorf("no buffer of the chain was reused: %+v", s)
+	}
+	got, err := a.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	for range 50 {
+		for i, v := range want {
+			want[i] = float32(math.Max(-math.Sqrt(math.Abs(float64(v*v+[]float32{1, 2, 3, 4, 5, 6, 7, 8}[i]))), 0))
+		}
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("chain = %v; want %v", got, want)
+		}
+	}
+	a, x = nil, nil
+	for range 20 {
+		runtime.GC()
+		if s := d.PoolStats(); s.BytesLive == s0.BytesLive {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Errorf("%d bytes live after every tensor became unreachable; want %d", d.PoolStats().BytesLive, s0.BytesLive)
 }
 
 // TestPoolReusesAtOnce checks that a freed buffer serves the next
