@@ -290,6 +290,15 @@ func (d *Device) Fill(dst device.Buffer, v float64) {
 	}
 }
 
+// Arange sets element i of dst to start + i·step, computed in float64
+// (int32 dst: exactly, start and step being integers).
+func (d *Device) Arange(dst device.Buffer, start, step float64) {
+	b := buf(dst)
+	for i := range b.Len() {
+		b.set(i, start+float64(i)*step)
+	}
+}
+
 // Copy copies src into dst.
 func (d *Device) Copy(dst, src device.Buffer) {
 	o, s := buf(dst), buf(src)

@@ -14,6 +14,9 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	for i, s := range state {
 		st[i] = buf(s)
 	}
+	// Adam's bias corrections, the same for every element.
+	bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
+	bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 	for i := range p.Len() {
 		w, gi := p.at(i), g.at(i)
 		switch op {
@@ -50,8 +53,6 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 				v = math.Max(st[2].at(i), v)
 				st[2].set(i, v)
 			}
-			bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
-			bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 			p.set(i, w-h.LR/bc1*m/(math.Sqrt(v)/math.Sqrt(bc2)+h.Eps))
 		}
 	}

@@ -197,6 +197,11 @@ type Device interface {
 
 	// Fill sets every element of dst to v.
 	Fill(dst Buffer, v float64)
+	// Arange sets element i of dst to start + i·step. For int32 dst,
+	// start and step are integers and the arithmetic is int32's; a
+	// floating-point dst gets the value computed in float64 (the CPU) or
+	// float32 (WebGPU, as PyTorch on CUDA), rounded to its dtype.
+	Arange(dst Buffer, start, step float64)
 	// Copy copies src into dst, which has the same dtype and length.
 	Copy(dst, src Buffer)
 	// Unary sets dst = op(x; p) elementwise, where p holds op's scalar

@@ -2,13 +2,15 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
 // The indexing ops: each op's functions, table entry and second-order
-// rule. They run on the gather family (embedding's kernels).
+// rule. They run on the gather family (embedding's kernels), arange on
+// the update family's.
 
 // indexing are index_select and one_hot, in the coverage table's order.
 var indexing = []*Op{
@@ -19,6 +21,29 @@ var indexing = []*Op{
 	{Name: "one_hot", Family: "gather", Doc: "float32 (or the dtype asked for) rows of classes zeros with a 1 at each int32 index (PyTorch's are int64); an index out of range gives a row of NaN and an error at the readback; no gradient.",
 		Forward: func(in []*T, a Attrs) *T { return OneHot(in[0], a.Classes, a.DType) },
 		Cases:   oneHotCases()},
+	{Name: "arange", Family: "update", Doc: "tensor.Arange: start, start + step, … before stop, on the device and in the dtype of its one input (whose values are not read), as torch.arange(…, device=x.device, dtype=x.dtype); int32 from integer start and step; no gradient.",
+		Forward: func(in []*T, a Attrs) *T {
+			t, err := tensor.Arange(operands("ops.Arange", in[0]), in[0].DType(), a.Range[0], a.Range[1], a.Range[2])
+			if err != nil {
+				return tensor.Failed(in[0].Device(), in[0].DType(), err)
+			}
+			return t
+		},
+		Cases: arangeCases()},
+}
+
+// arangeCases are float ranges up and down, fractional steps, an empty
+// range, int32 ranges, ranges past 65535×256 elements (and, in int32,
+// past 2²⁴, where float32 would round), and an input of special values,
+// which arange does not read.
+func arangeCases() []Case {
+	c := func(start, stop, step float64, isInt bool) Case {
+		return Case{Name: fmt.Sprintf("%g,%g,%g", start, stop, step) + map[bool]string{true: " int32"}[isInt],
+			Inputs: []Input{{Shape: sh(), Int: isInt, Domain: Domain{Classes: 1}}}, Attrs: Attrs{Range: [3]float64{start, stop, step}}}
+	}
+	return []Case{c(0, 10, 1, false), c(0, 1, 0.1, false), c(5, -3, -0.5, false), c(-2.5, 7, 0.75, false),
+		c(3, 3, 1, false), c(-7, 20, 3, true), c(1000, -1000, -7, true), c(0, 1<<24+300, 1, false), c(0, 1<<24+300, 1, true),
+		{Name: "special values in the unread input", Inputs: []Input{{Shape: sh(2), Domain: Domain{Values: []float64{math.NaN(), math.Inf(-1)}}}}, Attrs: Attrs{Range: [3]float64{-1, 1, 0.5}}}}
 }
 
 // indexSelectRule is index_select's backward in table ops: the rows of g,

@@ -89,10 +89,11 @@ type Attrs struct {
 	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
 	// the axes Start…Stop, inclusive.
 	Start, Stop, Step int
-	Pads              [][2]int // pad: {before, after} per axis
-	Value             float64  // pad: the constant
-	Window            Window   // conv2d and the poolings: the geometry
-	OutputPadding     [2]int   // conv_transpose2d: added at the bottom and right
+	Pads              [][2]int   // pad: {before, after} per axis
+	Value             float64    // pad: the constant
+	Window            Window     // conv2d and the poolings: the geometry
+	OutputPadding     [2]int     // conv_transpose2d: added at the bottom and right
+	Range             [3]float64 // arange: start, stop, step
 	// Need, for Backward, says which inputs need a gradient (nil: all).
 	// Ops whose gradients cost a kernel of their own (matmul, linear,
 	// conv2d) skip the others and return nil for them; the tape sets it.

@@ -288,6 +288,24 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	return res
 }
 
+// CheckDevice runs only the checks of c on gpu (its forward, backward
+// and Grad rule against the CPU in float64), not those that involve the
+// CPU alone, which Check runs: for a second device of the same backend
+// configured otherwise (TestParityFallbacks).
+func CheckDevice(t testing.TB, c Case, gpu device.Device) {
+	t.Helper()
+	vals := c.inputs()
+	want, g, err := c.eval(cpu.New(), device.Float64, vals, nil)
+	if err != nil {
+		t.Errorf("%s %s: cpu float64: %v", c.Op.Name, c.Case.Name, err)
+		return
+	}
+	c.compareRun(t, "webgpu", gpu, vals, g, want, Pass)
+	if c.Op.Grad != nil && !c.NoFD {
+		c.checkRule(t, gpu, device.Float32, vals, g, want, RTol, ATol)
+	}
+}
+
 // CheckHalf runs only the float16 check of c (Result.Half), on the CPU and
 // gpu (which may be nil), and reports failures on t.
 func CheckHalf(t testing.TB, c Case, gpu device.Device) Status {
@@ -318,13 +336,31 @@ func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
 			}
 		}
 	}
-	want, _, err := c.forward(host, device.Float64, half)
+	// The float64 reference, computed once a device computes the case
+	// (an op that refuses float16 needs none). With no floating-point
+	// input, nothing is float16: the result (an int32 arange, say) is
+	// compared as it is.
+	var want, ref []float64
+	var err error
+	reference := func() {
+		if want != nil || err != nil {
+			return
+		}
+		want, _, err = c.forward(host, device.Float64, half)
+		ref = toHalf(want)
+		if !slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return !in.Int }) {
+			ref = want
+		}
+	}
 	status := Refused
 	for _, dev := range []device.Device{host, gpu} {
 		if dev == nil {
 			continue
 		}
 		got, _, ferr := c.forward(dev, device.Float16, half)
+		if ferr == nil {
+			reference()
+		}
 		var te *tensor.Error
 		switch {
 		case ferr == nil && err == nil:
@@ -332,7 +368,7 @@ func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
 				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev.Name())
 				return Fail
 			}
-			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev.Name()), got, toHalf(want), HalfRTol, HalfATol) {
+			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev.Name()), got, ref, HalfRTol, HalfATol) {
 				return Fail
 			}
 			status = Pass
@@ -508,16 +544,63 @@ func (c *Case) finiteDifferences(t testing.TB, vals [][]float64, g []float64, wa
 			}
 			return s
 		}
-		num := fd.Gradient(nil, f, slices.Clone(vals[i]), &fd.Settings{Formula: fd.Central})
+		what := fmt.Sprintf("%s %s: cpu float64 gradient %d against finite differences", c.Op.Name, c.Case.Name, i)
+		var ok bool
+		if len(vals[i]) <= FDFull {
+			num := fd.Gradient(nil, f, slices.Clone(vals[i]), &fd.Settings{Formula: fd.Central})
+			ok = ferr != nil || Close(t, what, want.grads[i], num, FDRTol, atol)
+		} else {
+			ok = ferr != nil || c.directions(t, what, f, vals[i], want.grads[i], atol)
+		}
 		if ferr != nil {
 			t.Errorf("%s %s: finite differences: %v", c.Op.Name, c.Case.Name, ferr)
 			return Fail
 		}
-		if !Close(t, fmt.Sprintf("%s %s: cpu float64 gradient %d against finite differences", c.Op.Name, c.Case.Name, i), want.grads[i], num, FDRTol, atol) {
+		if !ok {
 			status = Fail
 		}
 	}
 	return status
+}
+
+// FDFull is the largest input whose gradient finite differences check
+// element by element (two evaluations an element); a larger one is
+// checked along FDDirections random directions instead, as PyTorch's
+// gradcheck does in its fast mode.
+const (
+	FDFull       = 1024
+	FDDirections = 8
+)
+
+// directions compares the gradient grad of f at x with central
+// differences of f along random directions v of ±1 entries: grad·v
+// against d/dt f(x + t·v) at 0, within FDRTol of Σ|grad_j·v_j| (the
+// projection's scale, which cancellation may dwarf) plus atol times the
+// directions' length (the differences' rounding error).
+func (c *Case) directions(t testing.TB, what string, f func([]float64) float64, x, grad []float64, atol float64) bool {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed(what), 3))
+	v, probe := make([]float64, len(x)), make([]float64, len(x))
+	for k := range FDDirections {
+		proj, scale := 0.0, 0.0
+		for j := range v {
+			v[j] = float64(2*r.IntN(2) - 1)
+			proj += grad[j] * v[j]
+			scale += math.Abs(grad[j])
+		}
+		num := fd.Derivative(func(h float64) float64 {
+			for j := range probe {
+				probe[j] = x[j] + h*v[j]
+			}
+			return f(probe)
+		}, 0, &fd.Settings{Formula: fd.Central})
+		tol := FDRTol*scale + atol*math.Sqrt(float64(len(x)))
+		if !(math.Abs(num-proj) <= tol) && !(math.IsNaN(num) && math.IsNaN(proj)) {
+			t.Errorf("%s: along random direction %d of %d: finite differences give %.12g, the gradient %.12g (tolerance %.3g)", what, k+1, FDDirections, num, proj, tol)
+			return false
+		}
+	}
+	return true
 }
 
 // toFloat32 rounds v to float32.

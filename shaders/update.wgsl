@@ -6,6 +6,18 @@
 {{template "main_1d"}}
     out[i] = {{.T}}(p[1]);
 }
+{{- else if eq .Op "arange"}}
+// arange: element i is start + i·step; p[1], p[2] hold start and step
+// (f32 bits, or i32 bits for i32).
+@group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
+
+{{template "main_1d"}}
+{{- if eq .T "i32"}}
+    out[i] = bitcast<i32>(p[1]) + i32(i) * bitcast<i32>(p[2]);
+{{- else}}
+    out[i] = pf(1u) + f32(i) * pf(2u);
+{{- end}}
+}
 {{- else if eq .Op "sgd"}}
 // sgd: one step of PyTorch's SGD; p[1] = lr, p[2] = weight decay,
 // p[3] = momentum, p[4] = dampening (f32 bits).

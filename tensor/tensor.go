@@ -326,9 +326,11 @@ func Scalar(dev device.Device, dt device.DType, v float64) (*Tensor, error) {
 
 // Arange returns the 1-D tensor start, start + step, … before stop, as
 // PyTorch's arange: ⌈(stop − start)/step⌉ elements, element i start +
-// i·step computed in float64 and rounded to dt (on the host, then
-// uploaded). The bounds and step must be finite, step non-zero and of
-// the sign of stop − start (or the range empty).
+// i·step, computed on dev (Device.Arange: float64 on the CPU, float32 on
+// WebGPU, as PyTorch on CUDA) and rounded to dt. The bounds and step must
+// be finite, step non-zero and of the sign of stop − start (or the range
+// empty); for int32, start and step must be integers and every element
+// an int32 (PyTorch truncates fractions instead).
 func Arange(dev device.Device, dt device.DType, start, stop, step float64) (*Tensor, error) {
 	const op = "tensor.Arange"
 	for _, v := range []float64{start, stop, step} {
@@ -346,11 +348,18 @@ func Arange(dev device.Device, dt device.DType, start, stop, step float64) (*Ten
 	case n > math.MaxInt32:
 		Panicf(op, ErrArgument, "start %v, stop %v, step %v: %v elements; want at most 2³¹−1", start, stop, step, n)
 	}
-	i := 0
-	return random(op, dev, dt, 0, []int{int(n)}, func(*rand.Rand) float64 {
-		v := start + float64(i)*step
-		i++
-		return v
+	if dt == device.Int32 {
+		last := start + max(n-1, 0)*step
+		if start != math.Trunc(start) || step != math.Trunc(step) || min(start, last) < math.MinInt32 || max(start, last) > math.MaxInt32 {
+			Panicf(op, ErrArgument, "int32 from start %v, stop %v, step %v; want an integer start and step, and int32 elements", start, stop, step)
+		}
+	}
+	checkMake(op, dev, []int{int(n)})
+	return newFilled(dev, dt, []int{int(n)}, func(b device.Buffer) error {
+		if n > 0 {
+			dev.Arange(b, start, step)
+		}
+		return nil
 	})
 }
 

@@ -961,4 +961,11 @@ func TestArange(t *testing.T) {
 	}{{[3]float64{0, 5, 0}, "want a non-zero step"}, {[3]float64{0, 5, -1}, "sign disagree"}, {[3]float64{0, math.Inf(1), 1}, "want finite"}, {[3]float64{math.NaN(), 1, 1}, "want finite"}} {
 		errtest.Panics(t, func() { _, _ = tensor.Arange(dev, device.Float32, bad.args[0], bad.args[1], bad.args[2]) }, "tensor.Arange", tensor.ErrArgument, bad.says)
 	}
+	for _, bad := range [][3]float64{{0.5, 3, 1}, {0, 3, 0.5}, {0, 1 << 32, 1 << 30}, {-1 << 31, -1<<31 - 3, -1}} {
+		errtest.Panics(t, func() { _, _ = tensor.Arange(dev, device.Int32, bad[0], bad[1], bad[2]) }, "tensor.Arange", tensor.ErrArgument, "want an integer start and step, and int32 elements")
+	}
+	x := tensor.Must(tensor.Arange(dev, device.Int32, math.MaxInt32-2, math.MaxInt32+1, 1))
+	if got, err := x.Int32s(); err != nil || !slices.Equal(got, []int32{math.MaxInt32 - 2, math.MaxInt32 - 1, math.MaxInt32}) {
+		t.Errorf("int32 arange to 2³¹−1: %v (%v)", got, err)
+	}
 }

@@ -88,6 +88,23 @@ func (d *Device) fill(b *buffer, v float64) {
 	d.runItems(k, 1, itemBytes(vec, "f32"), []uint32{uint32(n), word}, b)
 }
 
+// Arange sets element i of dst to start + i·step: int32 arithmetic for
+// int32 dst, float32 for float32, and float16 through a float32 stand-in.
+func (d *Device) Arange(dst device.Buffer, start, step float64) {
+	if d.widen(1, func(b []device.Buffer) { d.Arange(b[0], start, step) }, dst) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b := d.buf(dst)
+	t, p1, p2 := "f32", f32bits(start), f32bits(step)
+	if b.dt == device.Int32 {
+		t, p1, p2 = "i32", uint32(int32(start)), uint32(int32(step))
+	}
+	k := d.kernel("arange/"+t, "update", map[string]any{"Op": "arange", "T": t}, true)
+	d.runItems(k, 1, 4, []uint32{uint32(b.n), p1, p2}, b)
+}
+
 // Axpy sets y += alpha·x.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	if !d.native(y, x) && d.widen(1, func(b []device.Buffer) { d.Axpy(b[0], b[1], alpha) }, y, x) {
