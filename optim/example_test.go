@@ -1,0 +1,37 @@
+package optim_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
+)
+
+func ExampleAdamW() {
+	dev := cpu.New()
+	// Minimise (w − 3)² from w = 0.
+	w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{0})), true)
+	three := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{3})), false)
+	opt := optim.AdamW([]*autograd.Var{w}, 0.1, 0)
+	defer opt.Release()
+	for range 200 {
+		d := autograd.Sub(w, three)
+		loss := autograd.Sum(autograd.Mul(d, d))
+		if err := loss.Backward(); err != nil {
+			log.Fatal(err)
+		}
+		optim.ClipGradNorm([]*autograd.Var{w}, 10).Release()
+		opt.Step()
+		opt.ZeroGrad()
+	}
+	v, err := w.Value().Float32s()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("w = %.2f\n", v[0])
+	// Output:
+	// w = 3.00
+}
