@@ -7,7 +7,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist \
 # without cgo (and so without WebGPU).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 
-.PHONY: all deps test vet lint nocgo race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
+.PHONY: all deps test unit vet lint nocgo race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
 
 all: test
 
@@ -46,16 +46,21 @@ nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
 
-# The tests run under a virtual X display (xvfb-run), so that the window
-# tests open real windows presented by WebGPU. -noreset: test binaries run
-# in parallel, and an X server that resets when its last client leaves
-# refuses the connections that arrive meanwhile ("Failed to open display").
-# The fuzzers run last: llvmpipe has then compiled (and cached on disk)
-# the kernels they run, and go's fuzzing takes an input that runs 10 s
-# for a deadlock.
-test: deps vet nocgo race
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./...
+# test runs every package's tests (unit) beside the race tests (race), each
+# target's output kept together, then the fuzzers' smoke run: llvmpipe has
+# then compiled (and cached on disk) the kernels they run, and go's fuzzing
+# takes an input that runs 10 s for a deadlock.
+test: deps vet nocgo
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit race
 	$(MAKE) --no-print-directory fuzz-smoke
+
+# unit runs the tests under a virtual X display (xvfb-run), so that the
+# window tests open real windows presented by WebGPU. -noreset: test
+# binaries run in parallel, and an X server that resets when its last
+# client leaves refuses the connections that arrive meanwhile ("Failed to
+# open display").
+unit: deps
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./...
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.

@@ -93,11 +93,11 @@ func (d *Device) ResetPeak() { d.peak.Store(d.inUse.Load()) }
 
 // buffer holds exactly one of its slices, according to dt.
 type buffer struct {
-	dt    device.DType
-	f32   []float32
-	f64   []float64
-	i32   []int32
-	f16   []uint16 // float16 bits
+	dt  device.DType
+	f32 []float32
+	f64 []float64
+	i32 []int32
+	f16 []uint16 // float16 bits
 	*lease
 }
 

@@ -1,7 +1,6 @@
 package ops
 
 import (
-
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )

@@ -44,7 +44,9 @@
 //
 // Special values follow IEEE 754 and PyTorch, identically on every
 // device: NaN propagates through every elementwise op and through max and
-// min (relu(NaN) = NaN, 0·Inf = NaN, sign(NaN) = NaN as in NumPy), except
+// min (relu(NaN) = NaN, 0·Inf = NaN; sign(NaN) = NaN as in NumPy, where
+// PyTorch's 0 is a comparison artefact it tracks as a bug,
+// pytorch/pytorch#41245), except
 // that x⁰ = 1 (pow and pow_scalar, as IEEE 754's pow); the gradient of a
 // unary op at NaN is NaN (pow_scalar's at e = 0 is 0); floor_divide and
 // mod take Python's floor semantics (±Inf // 1 = NaN); and argmax and

@@ -83,9 +83,8 @@ func FuzzAPI(f *testing.F) {
 func fuzzDevices(tb testing.TB) (gpu device.Device, host *cpu.Device) {
 	tb.Helper()
 	if gputest.OrNil(tb) != nil {
-		tb.Setenv(webgpu.EnvConv, "im2col")
 		var err error
-		if gpu, err = device.Open("webgpu"); err != nil {
+		if gpu, err = openWebGPU([2]string{webgpu.EnvConv, "im2col"}); err != nil {
 			tb.Fatal(err)
 		}
 	}

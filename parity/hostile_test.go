@@ -14,10 +14,15 @@ import (
 // own code: the fuzzer's one-change neighbourhood of the table, checked
 // every run rather than found by chance, on the CPU backend and, compared
 // with it, on WebGPU.
+//
+// It runs beside TestParityFallbacks, on a WebGPU device of its
+// own, its inputs one at a time: a device reports a runtime failure (an
+// index out of range) to the next readback, whichever goroutine's.
 func TestHostileSweep(t *testing.T) {
+	t.Parallel()
 	gpu, host := fuzzDevices(t)
 	if gpu != nil {
-		defer gpu.Close()
+		t.Cleanup(func() { gpu.Close() })
 	}
 	table := ops.Table()
 	if len(table) > 256 {

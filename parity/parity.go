@@ -275,7 +275,7 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
-	res.Half = c.checkHalf(t, host, gpu)
+	res.Half = c.checkHalf(t, vals, host, gpu)
 	res.Rule = NotApplicable
 	if c.Op.Grad != nil && !c.NoFD {
 		res.Rule = c.checkRule(t, host, device.Float64, vals, g, want, FDRTol, FDATol)
@@ -288,13 +288,18 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 	return res
 }
 
-// CheckDevice runs only the checks of c on gpu (its forward, backward
-// and Grad rule against the CPU in float64), not those that involve the
+// CheckDevice runs the checks of c that involve gpu, not those of the
 // CPU alone, which Check runs: for a second device of the same backend
-// configured otherwise (TestParityFallbacks).
-func CheckDevice(t testing.TB, c Case, gpu device.Device) {
+// configured otherwise (TestParityFallbacks). It runs c's float16 check
+// on gpu and, with full, its forward, backward and Grad rule against the
+// CPU in float64.
+func CheckDevice(t testing.TB, c Case, gpu device.Device, full bool) {
 	t.Helper()
 	vals := c.inputs()
+	c.checkHalf(t, vals, nil, gpu)
+	if !full {
+		return
+	}
 	want, g, err := c.eval(cpu.New(), device.Float64, vals, nil)
 	if err != nil {
 		t.Errorf("%s %s: cpu float64: %v", c.Op.Name, c.Case.Name, err)
@@ -306,13 +311,6 @@ func CheckDevice(t testing.TB, c Case, gpu device.Device) {
 	}
 }
 
-// CheckHalf runs only the float16 check of c (Result.Half), on the CPU and
-// gpu (which may be nil), and reports failures on t.
-func CheckHalf(t testing.TB, c Case, gpu device.Device) Status {
-	t.Helper()
-	return c.checkHalf(t, cpu.New(), gpu)
-}
-
 // HalfRTol and HalfATol are the tolerances of an op on float16 inputs
 // against float64 on the same (float16) values: float16's unit roundoff
 // (2⁻¹¹) with room for one rounding of the result, and its smallest
@@ -322,12 +320,14 @@ const (
 	HalfATol = 6.2e-5
 )
 
-// checkHalf runs the case's forward on float16 inputs (the values rounded
-// to float16) on the CPU and, if present, WebGPU.
-func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
+// checkHalf runs the case's forward on float16 inputs (vals rounded to
+// float16) on host and gpu, either of which may be nil (host then only
+// computes the float64 reference), and requires both to compute it or
+// both to refuse it.
+func (c *Case) checkHalf(t testing.TB, vals [][]float64, host, gpu device.Device) Status {
 	t.Helper()
 	half := make([][]float64, len(c.Inputs))
-	for i, v := range c.inputs() {
+	for i, v := range vals {
 		half[i] = make([]float64, len(v))
 		for j, x := range v {
 			half[i][j] = x
@@ -346,7 +346,7 @@ func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
 		if want != nil || err != nil {
 			return
 		}
-		want, _, err = c.forward(host, device.Float64, half)
+		want, _, err = c.forward(cpu.New(), device.Float64, half)
 		ref = toHalf(want)
 		if !slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return !in.Int }) {
 			ref = want
@@ -364,7 +364,7 @@ func (c *Case) checkHalf(t testing.TB, host, gpu device.Device) Status {
 		var te *tensor.Error
 		switch {
 		case ferr == nil && err == nil:
-			if status == Refused && dev != host {
+			if host != nil && status == Refused && dev != host {
 				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev.Name())
 				return Fail
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/extensor/extensor/device"
@@ -75,10 +76,11 @@ func usesSubgroups(op *ops.Op) bool {
 // checks them there.
 // The coverage table is TestParity's.
 func TestParityFallbacks(t *testing.T) {
+	t.Parallel() // beside TestHostileSweep
 	if gputest.OrNil(t) == nil {
 		return
 	}
-	gpu, err := openFallback()
+	gpu, err := openWebGPU([2]string{webgpu.EnvF16, "packed"}, [2]string{webgpu.EnvSubgroups, "off"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,19 +88,21 @@ func TestParityFallbacks(t *testing.T) {
 	for _, c := range parity.Specs() {
 		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()
-			if usesSubgroups(c.Op) {
-				parity.CheckDevice(t, c, gpu)
-			}
-			parity.CheckHalf(t, c, gpu)
+			parity.CheckDevice(t, c, gpu, usesSubgroups(c.Op))
 		})
 	}
 }
 
-// openFallback opens a WebGPU device with float16 as packed words and
-// subgroups off. The variables are read by Open alone, and set only
+// openMu serialises openWebGPU.
+var openMu sync.Mutex
+
+// openWebGPU opens a WebGPU device under the environment variables env
+// (name, value). The variables are read by Open alone, and set only
 // around it: t.Setenv would forbid the cases' t.Parallel.
-func openFallback() (device.Device, error) {
-	for _, kv := range [][2]string{{webgpu.EnvF16, "packed"}, {webgpu.EnvSubgroups, "off"}} {
+func openWebGPU(env ...[2]string) (device.Device, error) {
+	openMu.Lock() // tests that open devices run in parallel
+	defer openMu.Unlock()
+	for _, kv := range env {
 		old, had := os.LookupEnv(kv[0])
 		os.Setenv(kv[0], kv[1])
 		if had {
