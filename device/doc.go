@@ -10,6 +10,16 @@
 // Open("auto") picks WebGPU when an adapter exists and falls back to CPU; the
 // EXTENSOR_DEVICE environment variable overrides "auto".
 //
+// # Interfaces
+//
+// A Device is its Core (identity, memory, transfers, Sync and Close) and
+// one interface a kernel family (Elementwise, Reducer, Softmaxer,
+// Gatherer, MatMuler, Windower, Strider, Stepper, Drawer, Normalizer,
+// Selector, Scanner, Attender), each named in families.go with the WGSL
+// files that run it. Optional capabilities are interfaces a backend may
+// implement besides: Convolver (direct convolution kernels), Flusher,
+// Pooler and Counter.
+//
 // # Errors
 //
 // Devices record work asynchronously. Kernel methods do not return errors:
