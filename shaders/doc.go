@@ -1,10 +1,11 @@
 // Package shaders holds extensor's WGSL compute kernels, embedded in the
 // binary with the go:embed directive.
 //
-// naga 0.13 (wgpu 0.17) has no override constants, so kernels are
-// specialised by templating: each .wgsl file is a text/template that Source
-// expands with the kernel's parameters (element type, operation, register
-// block). Every kernel starts with the prelude: binding 0 is a read-only
+// Kernels are specialised by templating: each .wgsl file is a
+// text/template that Source expands with the kernel's parameters (element
+// type, operation, register block), one pipeline a specialisation. (naga
+// 29 has WGSL's override constants; templates also choose bindings,
+// loops and whole functions, which overrides cannot.) Every kernel starts with the prelude: binding 0 is a read-only
 // storage array of u32 parameters bound at a dynamic offset, so a dispatch's
 // shapes, strides and scalars need no buffer of their own.
 package shaders
