@@ -88,7 +88,11 @@ type conv struct {
 }
 
 func planConv(op string, x, w, b *tensor.Tensor, win Window) conv {
-	xs := images(op, x)
+	return planConvOf(op, images(op, x), w, b, win)
+}
+
+// planConvOf is planConv for images of shape xs (NCHW).
+func planConvOf(op string, xs []int, w, b *tensor.Tensor, win Window) conv {
 	if w.Rank() != 4 {
 		tensor.Panicf(op, tensor.ErrShape, "weight has shape %v; want [out channels, in channels / groups, KH, KW]", w.Shape())
 	}
@@ -395,6 +399,44 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 // summed over N, H and W; nil when b is nil).
 func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.Tensor) {
 	return conv2dBackward(x, w, b, g, win, true, nil)
+}
+
+// conv2dInputGrad is Conv2dBackward's gradient of the images alone, for
+// images of shape xs (conv_transpose2d's forward): per chunk of images and
+// group, W_gᵀ · g[n, g] and col2im, with neither the images' columns nor
+// the filters' gradient.
+func conv2dInputGrad(op string, xs []int, w, g *tensor.Tensor, win Window) *tensor.Tensor {
+	dev, dt := layerOperands(op, g, w, nil)
+	p := planConvOf(op, xs, w, nil, win)
+	sameShape(op, "upstream gradient", g, p.out)
+	gx, ok := output(dev, dt, xs, w, g)
+	if !ok {
+		return gx
+	}
+	if g.Len() == 0 || gx.Len() == 0 {
+		dev.Fill(gx.Buffer(), 0)
+		return gx
+	}
+	gp := p.padded(dev, dt, g)
+	if gp != g {
+		defer gp.Release()
+	}
+	step := max(colsBudget/max(p.g.C*p.kk*p.pitch, 1), 1)
+	for n0 := 0; n0 < p.g.N; n0 += step {
+		nb := min(step, p.g.N-n0)
+		dc, ok := output(dev, dt, []int{nb, p.g.C * p.kk, p.pitch}, gp)
+		if !ok {
+			gx.Release()
+			return dc
+		}
+		dev.MatMul(dc.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
+			StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.pitch, OffB: n0 * p.cout * p.pitch})
+		c := p.g
+		c.N, c.N0 = nb, n0
+		dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
+		dc.Release()
+	}
+	return gx
 }
 
 // conv2dBackward is Conv2dBackward, gx left nil (and its products and

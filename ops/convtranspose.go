@@ -82,17 +82,7 @@ func ConvTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
 		defer done()
 		return narrow16(ConvTranspose2d(in[0], in[1], in[2], win, outPad))
 	}
-	u, err := tensor.Zeros(x.Device(), x.DType(), shape...)
-	if err != nil {
-		return tensor.Failed(x.Device(), x.DType(), err, shape...)
-	}
-	defer u.Release()
-	r := as(op, func() (r [3]*T) {
-		r[0], r[1], r[2] = conv2dBackward(u, w, nil, x, win, true, nil)
-		return r
-	})
-	y := r[0]
-	r[1].Release()
+	y := as(op, func() *T { return conv2dInputGrad(op, shape, w, x, win) })
 	if b == nil {
 		return y
 	}
