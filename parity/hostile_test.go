@@ -15,7 +15,7 @@ import (
 // every run rather than found by chance, on the CPU backend and, compared
 // with it, on WebGPU.
 //
-// It runs beside TestParityFallbacks, on a WebGPU device of its
+// It runs beside TestParity, on a WebGPU device of its
 // own, its inputs one at a time: a device reports a runtime failure (an
 // index out of range) to the next readback, whichever goroutine's.
 func TestHostileSweep(t *testing.T) {

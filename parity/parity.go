@@ -249,9 +249,19 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 	return res, g, err
 }
 
+// Fallback is a second WebGPU device configured otherwise (float16 as
+// packed words and subgroups off, say), on which Check runs every case's
+// float16 check and, for the ops Full reports, the WebGPU checks too: the
+// device's other paths, tested on the same adapter.
+type Fallback struct {
+	Device device.Device
+	Full   func(*ops.Op) bool
+}
+
 // Check runs every check of c and reports failures on t. gpu may be nil,
-// in which case the WebGPU checks are NotRun.
-func Check(t testing.TB, c Case, gpu device.Device) Result {
+// in which case the WebGPU checks are NotRun; fb may be nil. A failure on
+// fb fails the WebGPU cell it belongs to.
+func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 	t.Helper()
 	res := Result{Op: c.Op.Name, Family: c.Op.Family, Case: c.Case.Name, FD: NotApplicable}
 	if c.Op.Backward == nil {
@@ -269,46 +279,36 @@ func Check(t testing.TB, c Case, gpu device.Device) Result {
 		res.CPUBwd = Fail
 	}
 	res.CPUFwd, res.CPUBwd = c.compareRun(t, "cpu float32", host, vals, g, want, res.CPUBwd)
+	full := gpu != nil && fb != nil && fb.Full(c.Op)
 	if gpu != nil {
-		res.GPUFwd, res.GPUBwd = c.compareRun(t, "webgpu", gpu, vals, g, want, res.GPUBwd)
+		bwd := res.GPUBwd
+		res.GPUFwd, res.GPUBwd = c.compareRun(t, "webgpu", gpu, vals, g, want, bwd)
+		if full {
+			f, b := c.compareRun(t, "webgpu fallbacks", fb.Device, vals, g, want, bwd)
+			res.GPUFwd, res.GPUBwd = merge(res.GPUFwd, f), merge(res.GPUBwd, b)
+		}
 	}
 	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
-	res.Half = c.checkHalf(t, vals, host, gpu)
+	devs := []device.Device{host, gpu}
+	if gpu != nil && fb != nil {
+		devs = append(devs, fb.Device)
+	}
+	res.Half = c.checkHalf(t, vals, devs...)
 	res.Rule = NotApplicable
 	if c.Op.Grad != nil && !c.NoFD {
 		res.Rule = c.checkRule(t, host, device.Float64, vals, g, want, FDRTol, FDATol)
 		if gpu != nil && res.Rule == Pass {
 			res.Rule = c.checkRule(t, gpu, device.Float32, vals, g, want, RTol, ATol)
+			if full && res.Rule == Pass {
+				res.Rule = c.checkRule(t, fb.Device, device.Float32, vals, g, want, RTol, ATol)
+			}
 		} else if gpu == nil {
 			res.Rule = NotRun
 		}
 	}
 	return res
-}
-
-// CheckDevice runs the checks of c that involve gpu, not those of the
-// CPU alone, which Check runs: for a second device of the same backend
-// configured otherwise (TestParityFallbacks). It runs c's float16 check
-// on gpu and, with full, its forward, backward and Grad rule against the
-// CPU in float64.
-func CheckDevice(t testing.TB, c Case, gpu device.Device, full bool) {
-	t.Helper()
-	vals := c.inputs()
-	c.checkHalf(t, vals, nil, gpu)
-	if !full {
-		return
-	}
-	want, g, err := c.eval(cpu.New(), device.Float64, vals, nil)
-	if err != nil {
-		t.Errorf("%s %s: cpu float64: %v", c.Op.Name, c.Case.Name, err)
-		return
-	}
-	c.compareRun(t, "webgpu", gpu, vals, g, want, Pass)
-	if c.Op.Grad != nil && !c.NoFD {
-		c.checkRule(t, gpu, device.Float32, vals, g, want, RTol, ATol)
-	}
 }
 
 // HalfRTol and HalfATol are the tolerances of an op on float16 inputs
@@ -321,10 +321,9 @@ const (
 )
 
 // checkHalf runs the case's forward on float16 inputs (vals rounded to
-// float16) on host and gpu, either of which may be nil (host then only
-// computes the float64 reference), and requires both to compute it or
-// both to refuse it.
-func (c *Case) checkHalf(t testing.TB, vals [][]float64, host, gpu device.Device) Status {
+// float16) on the devices (the CPU first; nil ones skipped), and
+// requires all to compute it or all to refuse it.
+func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) Status {
 	t.Helper()
 	half := make([][]float64, len(c.Inputs))
 	for i, v := range vals {
@@ -353,7 +352,7 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, host, gpu device.Device
 		}
 	}
 	status := Refused
-	for _, dev := range []device.Device{host, gpu} {
+	for k, dev := range devs {
 		if dev == nil {
 			continue
 		}
@@ -364,21 +363,21 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, host, gpu device.Device
 		var te *tensor.Error
 		switch {
 		case ferr == nil && err == nil:
-			if host != nil && status == Refused && dev != host {
-				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev.Name())
+			if status == Refused && k > 0 {
+				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev)
 				return Fail
 			}
-			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev.Name()), got, ref, HalfRTol, HalfATol) {
+			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev), got, ref, HalfRTol, HalfATol) {
 				return Fail
 			}
 			status = Pass
 		case errors.As(ferr, &te) && errors.Is(ferr, tensor.ErrDType) && strings.Contains(ferr.Error(), "float16"):
 			if status == Pass {
-				t.Errorf("%s %s: float16: the cpu computes it but %s refuses it: %v", c.Op.Name, c.Case.Name, dev.Name(), ferr)
+				t.Errorf("%s %s: float16: the cpu computes it but %s refuses it: %v", c.Op.Name, c.Case.Name, dev, ferr)
 				return Fail
 			}
 		default:
-			t.Errorf("%s %s: %s float16: %v (float64: %v); want a result or an ErrDType naming float16", c.Op.Name, c.Case.Name, dev.Name(), ferr, err)
+			t.Errorf("%s %s: %s float16: %v (float64: %v); want a result or an ErrDType naming float16", c.Op.Name, c.Case.Name, dev, ferr, err)
 			return Fail
 		}
 	}

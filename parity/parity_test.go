@@ -30,13 +30,32 @@ const (
 )
 
 // TestParity checks every case, cases in parallel (each is independent,
-// and a device is shared by goroutines); the coverage table adds their
-// results in the op table's order once all have run.
+// and a device is shared by goroutines), on WebGPU as the adapter offers
+// it and on a second device with float16 as packed words and subgroups
+// off (webgpu.EnvF16, webgpu.EnvSubgroups): the paths of adapters without
+// WGSL's f16 or subgroups, tested on one adapter, for every op's float16
+// check and the WebGPU checks of the ops of subgroupFamilies. The
+// coverage table adds the results in the op table's order once all have
+// run. It runs beside TestHostileSweep.
 func TestParity(t *testing.T) {
+	t.Parallel()
+	openMu.Lock() // the shared device, opened under no variable of openWebGPU's
 	gpu := gputest.OrNil(t)
+	openMu.Unlock()
+	var fb *parity.Fallback
+	if gpu != nil {
+		d, err := openWebGPU([2]string{webgpu.EnvF16, "packed"}, [2]string{webgpu.EnvSubgroups, "off"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb = &parity.Fallback{Device: d, Full: usesSubgroups}
+	}
 	specs := parity.Specs()
 	results := make([]*parity.Result, len(specs))
 	t.Cleanup(func() {
+		if fb != nil {
+			fb.Device.Close()
+		}
 		for _, r := range results {
 			if r != nil {
 				table.Add(*r)
@@ -47,7 +66,7 @@ func TestParity(t *testing.T) {
 	for i, c := range specs {
 		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()
-			r := parity.Check(t, c, gpu)
+			r := parity.Check(t, c, gpu, fb)
 			results[i] = &r
 		})
 	}
@@ -66,31 +85,6 @@ func usesSubgroups(op *ops.Op) bool {
 		}
 	}
 	return false
-}
-
-// TestParityFallbacks checks the WebGPU paths of adapters without WGSL's
-// f16 or subgroups on a device of its own with both turned off
-// (webgpu.EnvF16, webgpu.EnvSubgroups), so that both paths of each are
-// tested on one adapter: every op on float16 (packed words, or float32
-// stand-ins), and the ops of subgroupFamilies on WebGPU as TestParity
-// checks them there.
-// The coverage table is TestParity's.
-func TestParityFallbacks(t *testing.T) {
-	t.Parallel() // beside TestHostileSweep
-	if gputest.OrNil(t) == nil {
-		return
-	}
-	gpu, err := openWebGPU([2]string{webgpu.EnvF16, "packed"}, [2]string{webgpu.EnvSubgroups, "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gpu.Close() })
-	for _, c := range parity.Specs() {
-		t.Run(c.Name(), func(t *testing.T) {
-			t.Parallel()
-			parity.CheckDevice(t, c, gpu, usesSubgroups(c.Op))
-		})
-	}
 }
 
 // openMu serialises openWebGPU.
