@@ -1,13 +1,14 @@
 # extensor: the two commands are `make train` and `make test`.
 
 GO        ?= go
-DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist \
+DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs \
 	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
 # Packages whose tests run everything on the CPU and must also build and pass
-# without cgo (and so without WebGPU).
+# without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
+WASM_PKGS  := $(NOCGO_PKGS) ./nn/... ./checkpoint/...
 
-.PHONY: all deps test unit vet lint nocgo race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
+.PHONY: all deps test unit vet lint nocgo wasm race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
 
 all: test
 
@@ -46,11 +47,18 @@ nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 $(NOCGO_PKGS) ./device/webgpu/...
 
+# wasm proves extensor builds as WebAssembly for the browser (GOOS=js) and
+# runs the CPU backend's tests there, under Node.js (Go's
+# go_js_wasm_exec), WebGPU aside: the browser's is not wired in yet.
+wasm: deps
+	GOOS=js GOARCH=wasm $(GO) build ./...
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" $(WASM_PKGS)
+
 # test runs every package's tests (unit) beside the race tests (race), each
 # target's output kept together, then the fuzzers' smoke run: llvmpipe has
 # then compiled (and cached on disk) the kernels they run, and go's fuzzing
 # takes an input that runs 10 s for a deadlock.
-test: deps vet nocgo
+test: deps vet nocgo wasm
 	$(MAKE) --no-print-directory -j2 --output-sync=target unit race
 	$(MAKE) --no-print-directory fuzz-smoke
 
