@@ -170,7 +170,8 @@ type Stepper interface {
 
 // Drawer is the draw family: painting tensors into a canvas.
 //
-// WGSL: shaders/draw.wgsl.
+// WGSL: shaders/draw.wgsl and present.wgsl (a canvas onto a window's
+// surface, in package webgpu).
 type Drawer interface {
 	// Draw paints into canvas, an int32 buffer of p.H×p.W pixels, as op
 	// and p describe, reading src (and aux); see DrawOp.

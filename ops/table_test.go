@@ -90,6 +90,22 @@ func TestUnaryKernelsBelongToOps(t *testing.T) {
 	}
 }
 
+// TestFamiliesAreKernelFiles checks that every kernel family an op names
+// is a WGSL file of package shaders ("view": the ops that run no kernel).
+func TestFamiliesAreKernelFiles(t *testing.T) {
+	for _, op := range ops.Table() {
+		for f := range strings.SplitSeq(op.Family, ",") {
+			f = strings.TrimSpace(f)
+			if f == "view" {
+				continue
+			}
+			if _, err := os.Stat("../shaders/" + f + ".wgsl"); err != nil {
+				t.Errorf("%s: family %q is no WGSL file of shaders (%v)", op.Name, f, err)
+			}
+		}
+	}
+}
+
 // TestEveryGradientHasARule checks that every op with a backward has a
 // second-order rule, so that a create-graph pass goes through any op.
 func TestEveryGradientHasARule(t *testing.T) {
