@@ -313,7 +313,7 @@ func (d *Device) Copy(dst, src device.Buffer) {
 // operands.
 func odometer(shape, sa, sb []int, visit func(i, ia, ib int)) {
 	n := device.Numel(shape)
-	if rowMajor(shape, sa) && rowMajor(shape, sb) { // same-shape operands
+	if device.IsRowMajor(shape, sa) && device.IsRowMajor(shape, sb) { // same-shape operands
 		for i := range n {
 			visit(i, i, i)
 		}
@@ -335,19 +335,6 @@ func odometer(shape, sa, sb []int, visit func(i, ia, ib int)) {
 			coord[ax] = 0
 		}
 	}
-}
-
-// rowMajor reports whether strides are shape's row-major strides (those
-// of axes of size 1 aside).
-func rowMajor(shape, strides []int) bool {
-	s := 1
-	for ax := len(shape) - 1; ax >= 0; ax-- {
-		if shape[ax] != 1 && strides[ax] != s {
-			return false
-		}
-		s *= shape[ax]
-	}
-	return true
 }
 
 // MatMul computes each product of the batch with gonum's BLAS.

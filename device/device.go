@@ -105,6 +105,25 @@ type Broadcast struct {
 // Len returns the number of output elements.
 func (l Broadcast) Len() int { return Numel(l.Shape) }
 
+// SameLayout reports whether both operands are laid out as the output
+// (no broadcasting): element i of each is element i of the output.
+func (l Broadcast) SameLayout() bool {
+	return IsRowMajor(l.Shape, l.AStrides) && IsRowMajor(l.Shape, l.BStrides)
+}
+
+// IsRowMajor reports whether strides are shape's row-major strides
+// (RowMajor's; those of axes of size 1 aside).
+func IsRowMajor(shape, strides []int) bool {
+	s := 1
+	for ax := len(shape) - 1; ax >= 0; ax-- {
+		if shape[ax] != 1 && strides[ax] != s {
+			return false
+		}
+		s *= shape[ax]
+	}
+	return true
+}
+
 // Numel returns the number of elements of a tensor of the given shape; the
 // empty shape is a scalar with one element. For a shape whose count
 // overflows int, see CheckNumel.

@@ -401,6 +401,17 @@ func Conv2dBackward(x, w, b, g *tensor.Tensor, win Window) (gx, gw, gb *tensor.T
 	return conv2dBackward(x, w, b, g, win, true, nil)
 }
 
+// imagesGrad sets images n0…n0+nb−1 of gx to their gradient for the
+// (row-padded) upstream gradient gp: the columns' gradient W_gᵀ · gp[n, g]
+// into dc ((nb, C·KH·KW, pitch)), then col2im.
+func (p conv) imagesGrad(dev device.Device, gx, dc, w, gp *tensor.Tensor, n0, nb int) {
+	dev.MatMul(dc.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
+		StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.pitch, OffB: n0 * p.cout * p.pitch})
+	c := p.g
+	c.N, c.N0 = nb, n0
+	dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
+}
+
 // conv2dInputGrad is Conv2dBackward's gradient of the images alone, for
 // images of shape xs (conv_transpose2d's forward): per chunk of images and
 // group, W_gᵀ · g[n, g] and col2im, with neither the images' columns nor
@@ -429,11 +440,7 @@ func conv2dInputGrad(op string, xs []int, w, g *tensor.Tensor, win Window) *tens
 			gx.Release()
 			return dc
 		}
-		dev.MatMul(dc.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
-			StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.pitch, OffB: n0 * p.cout * p.pitch})
-		c := p.g
-		c.N, c.N0 = nb, n0
-		dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
+		p.imagesGrad(dev, gx, dc, w, gp, n0, nb)
 		dc.Release()
 	}
 	return gx
@@ -524,11 +531,7 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 				}
 				defer dc.Release()
 			}
-			dev.MatMul(dc.Buffer(), w.Buffer(), gp.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.cg * p.kk, K: p.og, N: p.pitch, TransA: true,
-				StrideA: p.og * p.cg * p.kk, CycleA: p.groups, StrideB: p.og * p.pitch, OffB: n0 * p.cout * p.pitch})
-			c := p.g
-			c.N, c.N0 = nb, n0
-			dev.Window(device.Col2Im, gx.Buffer(), dc.Buffer(), nil, c)
+			p.imagesGrad(dev, gx, dc, w, gp, n0, nb)
 			return nil
 		})
 		if failed != nil {

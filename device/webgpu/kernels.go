@@ -183,25 +183,6 @@ func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...floa
 	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
 }
 
-// contiguous reports whether strides are the row-major strides of shape.
-func contiguous(shape, strides []int) bool {
-	s := 1
-	for ax := len(shape) - 1; ax >= 0; ax-- {
-		if shape[ax] != 1 && strides[ax] != s {
-			return false
-		}
-		s *= shape[ax]
-	}
-	return true
-}
-
-// sameLayout reports whether both operands of l are laid out as the
-// output (no broadcasting), which the binary kernels run natively on
-// float16.
-func sameLayout(l device.Broadcast) bool {
-	return contiguous(l.Shape, l.AStrides) && contiguous(l.Shape, l.BStrides)
-}
-
 // broadcastParams packs n, rank, shape and both operands' strides, and
 // the shape's magic numbers (p[40…]; see magic).
 func broadcastParams(l device.Broadcast) []uint32 {
@@ -229,7 +210,7 @@ func magic(d int) uint32 {
 // grad, over operands of one shape as vec4s where possible, else with
 // broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
-	same := sameLayout(l)
+	same := l.SameLayout() // the binary kernels run such operands natively on float16
 	st := d.storeOf(out.dt)
 	vec, n := false, out.n
 	params := broadcastParams(l)
@@ -291,7 +272,7 @@ func rowVectors(l device.Broadcast) (ok, vecA, vecB bool) {
 
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
-	if !sameLayout(l) && !d.native(dst, a, b) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
+	if !l.SameLayout() && !d.native(dst, a, b) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -301,7 +282,7 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
-	if !sameLayout(l) && !d.native(dst, g, a, b) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
+	if !l.SameLayout() && !d.native(dst, g, a, b) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
 		return
 	}
 	d.mu.Lock()
