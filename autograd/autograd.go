@@ -96,19 +96,18 @@ func (v *Var) Release() {
 	v.ZeroGrad()
 }
 
-// Apply runs the op named name of the op table on the inputs, recording
-// it when an input requires a gradient. It panics with a *tensor.Error
-// for an unknown op or bad input, as the ops do.
-func Apply(name string, a ops.Attrs, in ...*Var) *Var {
-	op := ops.Lookup(name)
+// Apply runs op, an entry of the op table (ops.AddOp, say), on the
+// inputs, recording it when an input requires a gradient. It panics with
+// a *tensor.Error for bad input, as the ops do.
+func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 	if op == nil {
-		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "no op %q in the op table", name)
+		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "nil op; want an entry of the op table, such as ops.AddOp")
 	}
 	ts := make([]*tensor.Tensor, len(in))
 	requires := false
 	for i, v := range in {
 		if v == nil {
-			tensor.Panicf("autograd."+name, tensor.ErrArgument, "input %d is nil", i)
+			tensor.Panicf("autograd."+op.Name, tensor.ErrArgument, "input %d is nil", i)
 		}
 		ts[i] = v.t
 		requires = requires || v.requires

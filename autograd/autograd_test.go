@@ -258,14 +258,14 @@ func TestAccumulateAndErrors(t *testing.T) {
 	if err := l.Backward(); !errors.Is(err, tensor.ErrReleased) {
 		t.Errorf("a gradient through a released tensor: %v; want ErrReleased", err)
 	}
-	am := autograd.Apply("argmax", ops.Attrs{All: true}, x)
+	am := autograd.Apply(ops.ArgmaxOp, ops.Attrs{All: true}, x)
 	one := tensor.Must(tensor.Scalar(dev, device.Int32, 1))
 	if err := am.BackwardWith(one, false); err == nil {
 		t.Errorf("a gradient through argmax: no error")
 	}
-	err := tensor.Maybe(func() { autograd.Apply("no such op", ops.Attrs{}, x) })
+	err := tensor.Maybe(func() { autograd.Apply(nil, ops.Attrs{}, x) })
 	if !errors.Is(err, tensor.ErrArgument) {
-		t.Errorf("Apply of an unknown op: %v; want ErrArgument", err)
+		t.Errorf("Apply of a nil op: %v; want ErrArgument", err)
 	}
 }
 

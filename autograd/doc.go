@@ -2,10 +2,11 @@
 // a tape over the op table of package ops.
 //
 // Variables wrap tensors. Leaf makes a parameter (requiresGrad true) or an
-// input (false); Apply, and the one-line functions named after the ops
-// (Add, MatMul, Relu, Conv2d, …), run an op of the table and record it when
-// any input requires a gradient: an op on inputs that need none is not
-// recorded and costs nothing in backward. Recording and differentiating
+// input (false); Apply, given an op's handle (Apply(ops.SoftplusOp,
+// ops.Attrs{Beta: 1, Threshold: 20}, x)), and the one-line functions named
+// after the ops (Add, MatMul, Relu, Conv2d, …), run an op of the table and
+// record it when any input requires a gradient: an op on inputs that need
+// none is not recorded and costs nothing in backward. Recording and differentiating
 // come from the op's table entry (its Forward and Backward), never from
 // code written again per op; an op without a backward (argmax, say) is an
 // error when a gradient must pass through it. An op whose entry has a

@@ -100,12 +100,12 @@ func inputGrads(x, gx *Var, create bool) []*Var {
 // tape is the ops.Builder that records a rule's ops on the tape.
 type tape struct{}
 
-func (tape) Apply(name string, a ops.Attrs, in ...ops.Value) ops.Value {
+func (tape) Apply(op *ops.Op, a ops.Attrs, in ...ops.Value) ops.Value {
 	vs := make([]*Var, len(in))
 	for i, v := range in {
 		vs[i] = v.(*Var)
 	}
-	return Apply(name, a, vs...)
+	return Apply(op, a, vs...)
 }
 
 func (tape) Const(t *tensor.Tensor) ops.Value { return Leaf(t, false) }

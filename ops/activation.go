@@ -9,50 +9,68 @@ import (
 
 // The activations: each op's functions, table entry and second-order rule.
 
-// activations are the activation functions, in the coverage table's order.
-var activations = []*Op{
-	unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
-		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, negZero, 1, -1}, true))).with(reluRule),
-	{Name: "leaky_relu", Grad: slopeRule(leakyBwd, false), Family: "unary", Kernel: "leaky_relu", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
+// The entries of activations. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	ReluOp = unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
+		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
+	LeakyReluOp = &Op{Name: "leaky_relu", Family: "unary", Kernel: "leaky_relu", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
 		Forward:  func(in []*T, a Attrs) *T { return LeakyRelu(in[0], a.Alpha) },
 		Backward: leakyBwd,
 		Cases: unaryCases(offZero, specials, Attrs{Alpha: DefaultLeakySlope}, false,
 			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0.2}},
-			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0}})},
-	{Name: "prelu", Grad: preluRule, Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
-		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()},
-	unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false))).with(sigmoidRule),
-	unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero())).with(tanhRule),
-	unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())).with(geluRule),
-	unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero())).with(geluTanhRule),
-	unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", Ndtr, NdtrBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false))).with(ndtrRule),
-	unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero())).with(siluRule),
-	{Name: "softplus", Grad: softplusRule, Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
+			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0}})}
+	PreluOp = &Op{Name: "prelu", Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
+		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()}
+	SigmoidOp = unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false)))
+	TanhOp = unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero()))
+	GeluOp = unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
+		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
+	GeluTanhOp = unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
+	NdtrOp = unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", Ndtr, NdtrBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false)))
+	SiluOp = unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
+		unaryCases(moderate, specials, Attrs{}, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
+	SoftplusOp = &Op{Name: "softplus", Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
 		Forward:  func(in []*T, a Attrs) *T { return Softplus(in[0], a.Beta, a.Threshold) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{SoftplusBackward(in[0], g, a.Beta, a.Threshold)} },
-		Cases:    softplusCases()},
-	{Name: "elu", Grad: eluRule, Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
+		Cases:    softplusCases()}
+	EluOp = &Op{Name: "elu", Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
 		Forward:  func(in []*T, a Attrs) *T { return Elu(in[0], a.Alpha) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} },
 		Cases: unaryCases(moderate, specials, Attrs{Alpha: DefaultEluAlpha}, false, eluNearZero(),
 			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: Attrs{Alpha: 0.5}},
-			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: Attrs{Alpha: 2}, NoFD: true})},
-	unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
+			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: Attrs{Alpha: 2}, NoFD: true})}
+	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
 		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, Attrs{}, false, nearZero(),
-			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true))).with(hardswishRule),
-	unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", Mish, MishBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero())).with(mishRule),
+			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true)))
+	MishOp = unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", Mish, MishBackward,
+		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
+)
+
+// activations are the activation functions, in the coverage table's order.
+var activations = []*Op{
+	ReluOp.with(reluRule),
+	LeakyReluOp.with(slopeRule(leakyBwd, false)),
+	PreluOp.with(preluRule),
+	SigmoidOp.with(sigmoidRule),
+	TanhOp.with(tanhRule),
+	GeluOp.with(geluRule),
+	GeluTanhOp.with(geluTanhRule),
+	NdtrOp.with(ndtrRule),
+	SiluOp.with(siluRule),
+	SoftplusOp.with(softplusRule),
+	EluOp.with(eluRule),
+	HardswishOp.with(hardswishRule),
+	MishOp.with(mishRule),
 }
 
 // Second-order rules.
 var (
-	reluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", y)) })
+	reluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(SignOp, y)) })
 	// 1 − y² and y·(1 − y) in the outputs.
 	tanhRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		return r.mul(g, r.sub(r.scalar(y, 1), r.mul(y, y)))
@@ -62,7 +80,7 @@ var (
 	})
 	// Φ(x) + x·φ(x).
 	geluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		return r.mul(g, r.add(r.un("ndtr", x), r.mul(x, normalDensity(r, x))))
+		return r.mul(g, r.add(r.un(NdtrOp, x), r.mul(x, normalDensity(r, x))))
 	})
 	// ½(1 + t) + ½x·(1 − t²)·u′, t = tanh u, u = k(x + 0.044715x³),
 	// u′ = k(1 + 3·0.044715x²), k = √(2/π).
@@ -70,7 +88,7 @@ var (
 		const k = 0.7978845608028654
 		x2 := r.mul(x, x)
 		u := r.scale(r.add(x, r.scale(r.mul(x, x2), 0.044715)), k)
-		t := r.un("tanh", u)
+		t := r.un(TanhOp, u)
 		one := r.scalar(x, 1)
 		du := r.scale(r.add(one, r.scale(x2, 3*0.044715)), k)
 		d := r.add(r.scale(r.add(one, t), 0.5), r.mul(r.scale(x, 0.5), r.mul(r.sub(one, r.mul(t, t)), du)))
@@ -80,13 +98,13 @@ var (
 	ndtrRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, normalDensity(r, x)) })
 	// σ(x)·(1 + x·(1 − σ(x))).
 	siluRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		s := r.un("sigmoid", x)
+		s := r.un(SigmoidOp, x)
 		return r.mul(g, r.mul(s, r.add(r.scalar(x, 1), r.mul(x, r.sub(r.scalar(x, 1), s)))))
 	})
 	// σ(βx) where βx ≤ threshold, 1 above it.
 	softplusRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		lin := above(r.b.Tensor(x), a.Beta, a.Threshold)
-		s := r.un("sigmoid", r.scale(x, a.Beta))
+		s := r.un(SigmoidOp, r.scale(x, a.Beta))
 		return r.mul(g, r.add(r.mul(s, r.b.Const(complement(lin))), r.b.Const(lin)))
 	})
 	// 1 above 0; alpha·eˣ = y + alpha at and below it.
@@ -107,9 +125,9 @@ var (
 	})
 	// t + x·σ(x)·(1 − t²), t = tanh(softplus(x)).
 	mishRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		t := r.un("tanh", r.op("softplus", Attrs{Beta: 1, Threshold: math.Inf(1)}, x))
+		t := r.un(TanhOp, r.op(SoftplusOp, Attrs{Beta: 1, Threshold: math.Inf(1)}, x))
 		sech2 := r.sub(r.scalar(t, 1), r.mul(t, t))
-		return r.mul(g, r.add(t, r.mul(r.mul(x, r.un("sigmoid", x)), sech2)))
+		return r.mul(g, r.add(t, r.mul(r.mul(x, r.un(SigmoidOp, x)), sech2)))
 	})
 )
 
@@ -208,7 +226,7 @@ func withAttrs(c Case, a Attrs) Case {
 
 // normalDensity returns φ(x) = e^(−x²/2)/√(2π) in table ops.
 func normalDensity(r rb, x Value) Value {
-	return r.scale(r.un("exp", r.scale(r.mul(x, x), -0.5)), 0.3989422804014327)
+	return r.scale(r.un(ExpOp, r.scale(r.mul(x, x), -0.5)), 0.3989422804014327)
 }
 
 // preluRule is prelu's backward in table ops: g where x > 0 and alpha·g

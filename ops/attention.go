@@ -15,9 +15,10 @@ import (
 // recomputes the probabilities from the rows' saved log-sum-exps, so
 // that no Lq×Lk matrix is ever held.
 
-// attentions is scaled_dot_product_attention, in the coverage table's order.
-var attentions = []*Op{
-	{Name: "scaled_dot_product_attention", Grad: attentionRule, Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
+// The entries of attentions. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	ScaledDotProductAttentionOp = &Op{Name: "scaled_dot_product_attention", Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
 		Forward: func(in []*T, a Attrs) *T { return ScaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
 		Save: func(in []*T, a Attrs) (*T, *Saved) {
 			out, stats := attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a))
@@ -34,7 +35,12 @@ var attentions = []*Op{
 			gq, gk, gv, gm := attentionBackward("ops.ScaledDotProductAttentionBackward", in[0], in[1], in[2], attentionOf(in, a), g, out, stats, a.needs(3))
 			return []*T{gq, gk, gv, gm}[:len(in)]
 		},
-		Cases: attentionCases()},
+		Cases: attentionCases()}
+)
+
+// attentions is scaled_dot_product_attention, in the coverage table's order.
+var attentions = []*Op{
+	ScaledDotProductAttentionOp.with(attentionRule),
 }
 
 // attentionRule is attention's backward in table ops, the scores held:
@@ -57,7 +63,7 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 	s := r.scale(r.matmul(q, r.swap(k)), scale)
 	if len(in) > 3 {
 		if a.BoolMask {
-			s = r.op("where", Attrs{}, in[3], s, r.scalar(s, math.Inf(-1)))
+			s = r.op(WhereOp, Attrs{}, in[3], s, r.scalar(s, math.Inf(-1)))
 		} else {
 			s = r.add(s, in[3])
 		}
@@ -69,9 +75,9 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 				above[i*lk+j] = 1
 			}
 		}
-		s = r.op("masked_fill", Attrs{Value: math.Inf(-1)}, s, b.Const(tensor.Must(tensor.FromValues(dev, dt, above, lq, lk))))
+		s = r.op(MaskedFillOp, Attrs{Value: math.Inf(-1)}, s, b.Const(tensor.Must(tensor.FromValues(dev, dt, above, lq, lk))))
 	}
-	p := r.op("softmax", Attrs{Axis: rank - 1}, s)
+	p := r.op(SoftmaxOp, Attrs{Axis: rank - 1}, s)
 	pd, gp := p, r.matmul(g, r.swap(v))
 	if a.Dropout > 0 {
 		full := s.Shape()
@@ -86,7 +92,7 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		pd, gp = r.mul(p, dk), r.mul(gp, dk)
 	}
 	gv := r.matmul(r.swap(pd), g)
-	ds := r.mul(p, r.sub(gp, r.op("sum", Attrs{Axes: []int{rank - 1}, Keepdims: true}, r.mul(gp, p))))
+	ds := r.mul(p, r.sub(gp, r.op(SumOp, Attrs{Axes: []int{rank - 1}, Keepdims: true}, r.mul(gp, p))))
 	gq := r.scale(r.matmul(ds, k), scale)
 	gk := r.scale(r.matmul(r.swap(ds), q), scale)
 	grads := []Value{gq, gk, gv}

@@ -29,75 +29,99 @@ var (
 // Table returns it. Each group of ops is defined with its functions.
 var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing, attentions, resamplings, axisGathers, transposedConvs)
 
-// elementwise are the arithmetic and elementwise math.
-var elementwise = []*Op{
-	// Arithmetic, with NumPy broadcasting.
-	binaryOp("add", "a + b.", Add, AddBackward, binaryCases(anyReal, anyReal, finiteSpecials, true)).with(addRule),
-	binaryOp("sub", "a − b.", Sub, SubBackward, binaryCases(anyReal, anyReal, finiteSpecials, false)).with(subRule),
-	binaryOp("mul", "a·b.", Mul, MulBackward, binaryCases(anyReal, anyReal, finiteSpecials, true)).with(mulRule),
-	binaryOp("div", "a / b (IEEE at 0); gradients g/b, −g·(a/b)/b (±Inf or NaN at b = 0, as PyTorch).", Div, DivBackward,
-		binaryCases(anyReal, divisor, finiteSpecials, false)).with(divRule),
-	binaryOp("pow", "aᵇ, real exponents, IEEE pow's special cases; a negative base needs an integer exponent; ∂/∂b = 0 where a ≤ 0.", Pow, PowBackward,
+// The entries of elementwise. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	AddOp = binaryOp("add", "a + b.", Add, AddBackward, binaryCases(anyReal, anyReal, finiteSpecials, true))
+	SubOp = binaryOp("sub", "a − b.", Sub, SubBackward, binaryCases(anyReal, anyReal, finiteSpecials, false))
+	MulOp = binaryOp("mul", "a·b.", Mul, MulBackward, binaryCases(anyReal, anyReal, finiteSpecials, true))
+	DivOp = binaryOp("div", "a / b (IEEE at 0); gradients g/b, −g·(a/b)/b (±Inf or NaN at b = 0, as PyTorch).", Div, DivBackward,
+		binaryCases(anyReal, divisor, finiteSpecials, false))
+	PowOp = binaryOp("pow", "aᵇ, real exponents, IEEE pow's special cases; a negative base needs an integer exponent; ∂/∂b = 0 where a ≤ 0.", Pow, PowBackward,
 		binaryCases(Domain{Lo: 0.2, Hi: 2}, Domain{Lo: -3, Hi: 3}, finiteSpecials, false,
 			Case{Name: "negative base, integer exponents", Inputs: []Input{
 				{Shape: sh(4, 5), Domain: Domain{Lo: -2, Hi: 2, Kinks: []float64{0}, Gap: 0.1}},
-				{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 4, Integers: true}, NoFD: true}}})).with(powRule),
-	binaryOp("floor_divide", "⌊a / b⌋; zero gradients.", FloorDivide, FloorDivideBackward,
-		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false)).with(floorDivideRule),
-	binaryOp("mod", "a − b·⌊a/b⌋, the sign of b; gradients g and −g·⌊a/b⌋.", Mod, ModBackward,
-		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false)).with(modRule),
-	unaryOp("neg", "−x.", Neg, NegBackward, unaryCases(anyReal, specials, Attrs{}, false)).with(negRule),
-
-	// Elementwise math.
-	unaryOp("exp", "eˣ.", Exp, ExpBackward, unaryCases(moderate, specials, Attrs{}, true)).with(expRule),
-	unaryOp("log", "ln x: −Inf at 0, NaN below; gradient g/x.", Log, LogBackward,
-		unaryCases(positive, specials, Attrs{}, false)).with(logRule),
-	unaryOp("log2", "log₂ x; gradient g/(x·ln 2).", Log2, Log2Backward, unaryCases(positive, specials, Attrs{}, false)).with(log2Rule),
-	unaryOp("log10", "log₁₀ x; gradient g/(x·ln 10).", Log10, Log10Backward, unaryCases(positive, specials, Attrs{}, false)).with(log10Rule),
-	unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x).", Sqrt, SqrtBackward, unaryCases(positive, specials, Attrs{}, false)).with(sqrtRule),
-	unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
-		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true))).with(absRule),
-	unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false)).with(slopeRule(bwd1(SignBackward), false)),
-	unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero())).with(sinRule),
-	unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false)).with(cosRule),
-	{Name: "clip", Grad: slopeRule(clipBwd, false), Family: "unary", Kernel: "clip", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",
+				{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 4, Integers: true}, NoFD: true}}}))
+	FloorDivideOp = binaryOp("floor_divide", "⌊a / b⌋; zero gradients.", FloorDivide, FloorDivideBackward,
+		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false))
+	ModOp = binaryOp("mod", "a − b·⌊a/b⌋, the sign of b; gradients g and −g·⌊a/b⌋.", Mod, ModBackward,
+		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false))
+	NegOp = unaryOp("neg", "−x.", Neg, NegBackward, unaryCases(anyReal, specials, Attrs{}, false))
+	ExpOp = unaryOp("exp", "eˣ.", Exp, ExpBackward, unaryCases(moderate, specials, Attrs{}, true))
+	LogOp = unaryOp("log", "ln x: −Inf at 0, NaN below; gradient g/x.", Log, LogBackward,
+		unaryCases(positive, specials, Attrs{}, false))
+	Log2Op  = unaryOp("log2", "log₂ x; gradient g/(x·ln 2).", Log2, Log2Backward, unaryCases(positive, specials, Attrs{}, false))
+	Log10Op = unaryOp("log10", "log₁₀ x; gradient g/(x·ln 10).", Log10, Log10Backward, unaryCases(positive, specials, Attrs{}, false))
+	SqrtOp  = unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x).", Sqrt, SqrtBackward, unaryCases(positive, specials, Attrs{}, false))
+	AbsOp   = unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
+		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
+	SignOp = unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false))
+	SinOp  = unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero()))
+	CosOp  = unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false))
+	ClipOp = &Op{Name: "clip", Family: "unary", Kernel: "clip", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",
 		Forward:  func(in []*T, a Attrs) *T { return Clip(in[0], a.Lo, a.Hi) },
 		Backward: clipBwd,
 		Cases: unaryCases(Domain{Lo: -1, Hi: 1, Kinks: []float64{-0.5, 0.5}, Gap: 0.01}, specials, Attrs{Lo: -0.5, Hi: 0.5}, false,
 			Case{Name: "at the bounds", Inputs: []Input{{Shape: sh(5), Domain: Domain{Values: []float64{-0.5, 0.5, 0, -1, 1}}}}, Attrs: Attrs{Lo: -0.5, Hi: 0.5}, NoFD: true},
-			Case{Name: "lo = hi", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Lo: 0.25, Hi: 0.25}, NoFD: true})},
-	unaryOp("ceil", "⌈x⌉; zero gradient.", Ceil, CeilBackward, unaryCases(integral, specials, Attrs{}, false)).with(slopeRule(bwd1(CeilBackward), false)),
-	unaryOp("floor", "⌊x⌋; zero gradient.", Floor, FloorBackward, unaryCases(integral, specials, Attrs{}, false)).with(slopeRule(bwd1(FloorBackward), false)),
-	unaryOp("round", "nearest integer, halves to even; zero gradient.", Round, RoundBackward,
-		unaryCases(halves, specials, Attrs{}, false, values("halves", []float64{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5}, true))).with(slopeRule(bwd1(RoundBackward), false)),
-	unaryOp("trunc", "toward zero; zero gradient.", Trunc, TruncBackward, unaryCases(integral, specials, Attrs{}, false)).with(slopeRule(bwd1(TruncBackward), false)),
+			Case{Name: "lo = hi", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Lo: 0.25, Hi: 0.25}, NoFD: true})}
+	CeilOp  = unaryOp("ceil", "⌈x⌉; zero gradient.", Ceil, CeilBackward, unaryCases(integral, specials, Attrs{}, false))
+	FloorOp = unaryOp("floor", "⌊x⌋; zero gradient.", Floor, FloorBackward, unaryCases(integral, specials, Attrs{}, false))
+	RoundOp = unaryOp("round", "nearest integer, halves to even; zero gradient.", Round, RoundBackward,
+		unaryCases(halves, specials, Attrs{}, false, values("halves", []float64{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5}, true)))
+	TruncOp = unaryOp("trunc", "toward zero; zero gradient.", Trunc, TruncBackward, unaryCases(integral, specials, Attrs{}, false))
+)
+
+// elementwise are the arithmetic and elementwise math.
+var elementwise = []*Op{
+	// Arithmetic, with NumPy broadcasting.
+	AddOp.with(addRule),
+	SubOp.with(subRule),
+	MulOp.with(mulRule),
+	DivOp.with(divRule),
+	PowOp.with(powRule),
+	FloorDivideOp.with(floorDivideRule),
+	ModOp.with(modRule),
+	NegOp.with(negRule),
+
+	// Elementwise math.
+	ExpOp.with(expRule),
+	LogOp.with(logRule),
+	Log2Op.with(log2Rule),
+	Log10Op.with(log10Rule),
+	SqrtOp.with(sqrtRule),
+	AbsOp.with(absRule),
+	SignOp.with(slopeRule(bwd1(SignBackward), false)),
+	SinOp.with(sinRule),
+	CosOp.with(cosRule),
+	ClipOp.with(slopeRule(clipBwd, false)),
+	CeilOp.with(slopeRule(bwd1(CeilBackward), false)),
+	FloorOp.with(slopeRule(bwd1(FloorBackward), false)),
+	RoundOp.with(slopeRule(bwd1(RoundBackward), false)),
+	TruncOp.with(slopeRule(bwd1(TruncBackward), false)),
 }
 
-// others are the ops not yet defined in a file of their group's.
-var others = []*Op{
-	{Name: "pow_scalar", Grad: powScalarRule, Family: "unary", Kernel: "pow_scalar", Doc: "xᵉ for a scalar real exponent e, as pow; x⁰ = 1 with gradient 0, NaN included.",
+// The entries of others. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	PowScalarOp = &Op{Name: "pow_scalar", Family: "unary", Kernel: "pow_scalar", Doc: "xᵉ for a scalar real exponent e, as pow; x⁰ = 1 with gradient 0, NaN included.",
 		Forward:  func(in []*T, a Attrs) *T { return PowScalar(in[0], a.Alpha) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PowScalarBackward(in[0], g, a.Alpha)} },
-		Cases:    powScalarCases()},
-	softmaxOp("softmax", "along any axis, stable (max subtracted); gradient y·(g − Σg·y), O(n) per row.", Softmax, SoftmaxBackward).with(softmaxRule),
-	softmaxOp("log_softmax", "x − logsumexp(x) along any axis; gradient g − softmax·Σg.", LogSoftmax, LogSoftmaxBackward).with(logSoftmaxRule),
-
-	// Reductions.
-	reduceOp("sum", "over every axis, one or a set (negative axes), keepdims; 0 when empty.", SumAxes, SumAxesBackward, reduceCases(true, true)).with(sumRule),
-	reduceOp("mean", "as sum; NaN when empty.", MeanAxes, MeanAxesBackward, reduceCases(true, false)).with(meanRule),
-	reduceOp("max", "as sum, NaN-propagating; gradient split equally among ties; empty panics.", MaxAxes, MaxAxesBackward, reduceCases(false, true)).with(slopeRule(reduceBwd(MaxAxesBackward), true)),
-	reduceOp("min", "as max.", MinAxes, MinAxesBackward, reduceCases(false, false)).with(slopeRule(reduceBwd(MinAxesBackward), true)),
-	argOp("argmax", "int32 index, first among ties, NaN counts as largest; no gradient.", ArgMax, ArgMaxAxis, argCases(true)),
-	argOp("argmin", "int32 index, first among ties, NaN counts as smallest; no gradient.", ArgMin, ArgMinAxis, argCases(false)),
-
-	// Losses.
-	lossOp("mse", "(p − t)², reduced (mean, sum, none).", MSELoss, MSELossBackward,
-		lossCases(anyReal, anyReal, []float64{nan, inf, -inf, 1e30, -1e30, 0, 1, -1})).with(mseRule),
-	lossOp("bce", "−(y·ln p + (1−y)·ln(1−p)), p clamped to [2⁻²⁴, 1−2⁻²⁴]; exact gradient (p−y)/(p(1−p)).", BCELoss, BCELossBackward,
-		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf})).with(bceRule),
-	lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
-		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf})).with(bceLogitsRule),
-	{Name: "cross_entropy", Grad: classRule(true), Family: "softmax, gather", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
+		Cases:    powScalarCases()}
+	SoftmaxOp    = softmaxOp("softmax", "along any axis, stable (max subtracted); gradient y·(g − Σg·y), O(n) per row.", Softmax, SoftmaxBackward)
+	LogSoftmaxOp = softmaxOp("log_softmax", "x − logsumexp(x) along any axis; gradient g − softmax·Σg.", LogSoftmax, LogSoftmaxBackward)
+	SumOp        = reduceOp("sum", "over every axis, one or a set (negative axes), keepdims; 0 when empty.", SumAxes, SumAxesBackward, reduceCases(true, true))
+	MeanOp       = reduceOp("mean", "as sum; NaN when empty.", MeanAxes, MeanAxesBackward, reduceCases(true, false))
+	MaxOp        = reduceOp("max", "as sum, NaN-propagating; gradient split equally among ties; empty panics.", MaxAxes, MaxAxesBackward, reduceCases(false, true))
+	MinOp        = reduceOp("min", "as max.", MinAxes, MinAxesBackward, reduceCases(false, false))
+	ArgmaxOp     = argOp("argmax", "int32 index, first among ties, NaN counts as largest; no gradient.", ArgMax, ArgMaxAxis, argCases(true))
+	ArgminOp     = argOp("argmin", "int32 index, first among ties, NaN counts as smallest; no gradient.", ArgMin, ArgMinAxis, argCases(false))
+	MSEOp        = lossOp("mse", "(p − t)², reduced (mean, sum, none).", MSELoss, MSELossBackward,
+		lossCases(anyReal, anyReal, []float64{nan, inf, -inf, 1e30, -1e30, 0, 1, -1}))
+	BCEOp = lossOp("bce", "−(y·ln p + (1−y)·ln(1−p)), p clamped to [2⁻²⁴, 1−2⁻²⁴]; exact gradient (p−y)/(p(1−p)).", BCELoss, BCELossBackward,
+		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf}))
+	BCEWithLogitsOp = lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
+		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf}))
+	CrossEntropyOp = &Op{Name: "cross_entropy", Family: "softmax, gather", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
 		Forward: func(in []*T, a Attrs) *T {
 			return CrossEntropyLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
 		},
@@ -105,16 +129,14 @@ var others = []*Op{
 			gx, gt := CrossEntropyLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a))
 			return []*T{gx, gt, nil}[:len(in)]
 		},
-		Cases: slices.Concat(crossEntropyCases(), smoothingCases(), weightedCases(true))},
-	{Name: "nll", Grad: classRule(false), Family: "gather", Doc: "−logp[i, y_i] with int32 class indices; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
+		Cases: slices.Concat(crossEntropyCases(), smoothingCases(), weightedCases(true))}
+	NLLOp = &Op{Name: "nll", Family: "gather", Doc: "−logp[i, y_i] with int32 class indices; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
 		Forward: func(in []*T, a Attrs) *T { return NLLLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a)) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{NLLLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a)), nil, nil}[:len(in)]
 		},
-		Cases: append(classCases(Domain{Lo: -5, Hi: 0}, false), weightedCases(false)...)},
-
-	// Matrices and shapes.
-	{Name: "matmul", Grad: matmulRule, Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
+		Cases: append(classCases(Domain{Lo: -5, Hi: 0}, false), weightedCases(false)...)}
+	MatmulOp = &Op{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
 		Forward: fwd2(MatMul),
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gs := make([]*T, 2)
@@ -126,68 +148,65 @@ var others = []*Op{
 			}
 			return gs
 		},
-		Cases: matmulCases()},
-	{Name: "dot", Grad: dotRule, Family: "matmul", Doc: "Σ aᵢbᵢ of two vectors, 0-D.", Forward: fwd2(Dot), Backward: bwd2(DotBackward),
-		Cases: vectorCases(func(n int) []int { return sh(n) })},
-	{Name: "outer", Grad: outerRule, Family: "matmul", Doc: "aᵢbⱼ of an m- and an n-vector, m×n.", Forward: fwd2(Outer), Backward: bwd2(OuterBackward),
-		Cases: vectorCases(func(n int) []int { return sh(n + 2) })},
-	{Name: "transpose", Grad: transposeRule, Family: "strided", Doc: "axes reversed (NumPy's x.T); a copy.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
-		Cases: shapeCases(func(s []int) Attrs { return Attrs{} }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))},
-	{Name: "permute", Grad: permuteRule, Family: "strided", Doc: "axis k of the result is axis perm[k] of x; a copy.",
+		Cases: matmulCases()}
+	DotOp = &Op{Name: "dot", Family: "matmul", Doc: "Σ aᵢbᵢ of two vectors, 0-D.", Forward: fwd2(Dot), Backward: bwd2(DotBackward),
+		Cases: vectorCases(func(n int) []int { return sh(n) })}
+	OuterOp = &Op{Name: "outer", Family: "matmul", Doc: "aᵢbⱼ of an m- and an n-vector, m×n.", Forward: fwd2(Outer), Backward: bwd2(OuterBackward),
+		Cases: vectorCases(func(n int) []int { return sh(n + 2) })}
+	TransposeOp = &Op{Name: "transpose", Family: "strided", Doc: "axes reversed (NumPy's x.T); a copy.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
+		Cases: shapeCases(func(s []int) Attrs { return Attrs{} }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))}
+	PermuteOp = &Op{Name: "permute", Family: "strided", Doc: "axis k of the result is axis perm[k] of x; a copy.",
 		Forward:  func(in []*T, a Attrs) *T { return Permute(in[0], a.Perm) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PermuteBackward(in[0], g, a.Perm)} },
-		Cases:    permuteCases()},
-	{Name: "slice", Grad: sliceRule, Family: "strided", Doc: "x[start:stop:step] along an axis, Python's bounds (negative from the end, clamped), step ≥ 1; gradient scattered into zeros.",
+		Cases:    permuteCases()}
+	SliceOp = &Op{Name: "slice", Family: "strided", Doc: "x[start:stop:step] along an axis, Python's bounds (negative from the end, clamped), step ≥ 1; gradient scattered into zeros.",
 		Forward: func(in []*T, a Attrs) *T { return Slice(in[0], a.Axis, a.Start, a.Stop, a.Step) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{SliceBackward(in[0], g, a.Axis, a.Start, a.Stop, a.Step)}
 		},
-		Cases: sliceCases()},
-	{Name: "pad", Grad: padRule, Family: "strided", Doc: "constant padding, {before, after} per axis, not negative; gradient the part over x.",
+		Cases: sliceCases()}
+	PadOp = &Op{Name: "pad", Family: "strided", Doc: "constant padding, {before, after} per axis, not negative; gradient the part over x.",
 		Forward:  func(in []*T, a Attrs) *T { return Pad(in[0], a.Pads, a.Value) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PadBackward(in[0], g, a.Pads)} },
-		Cases:    padCases()},
-	{Name: "concat", Grad: concatRule, Family: "strided", Doc: "tensors joined along an existing axis; gradient split back.",
+		Cases:    padCases()}
+	ConcatOp = &Op{Name: "concat", Family: "strided", Doc: "tensors joined along an existing axis; gradient split back.",
 		Forward:  func(in []*T, a Attrs) *T { return Concat(in, a.Axis) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return ConcatBackward(in, g, a.Axis) },
-		Cases:    joinCases(false)},
-	{Name: "stack", Grad: stackRule, Family: "strided", Doc: "tensors of one shape joined along a new axis; gradient split back.",
+		Cases:    joinCases(false)}
+	StackOp = &Op{Name: "stack", Family: "strided", Doc: "tensors of one shape joined along a new axis; gradient split back.",
 		Forward:  func(in []*T, a Attrs) *T { return Stack(in, a.Axis) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return StackBackward(in, g, a.Axis) },
-		Cases:    joinCases(true)},
-	{Name: "reshape", Grad: reshapeRule, Family: "view", Doc: "a view with a new shape of as many elements (one −1 inferred); no kernel.",
+		Cases:    joinCases(true)}
+	ReshapeOp = &Op{Name: "reshape", Family: "view", Doc: "a view with a new shape of as many elements (one −1 inferred); no kernel.",
 		Forward:  func(in []*T, a Attrs) *T { return Reshape(in[0], a.Shape...) },
 		Backward: bwd1(ReshapeBackward),
-		Cases:    shapeCases(func(s []int) Attrs { return Attrs{Shape: []int{-1}} }, sh(3, 4, 5), sh(), sh(0, 3), sh(7))},
-	{Name: "squeeze", Grad: reshapeRule, Family: "view", Doc: "a view without the given axes of size 1 (without axes: every one); no kernel.",
+		Cases:    shapeCases(func(s []int) Attrs { return Attrs{Shape: []int{-1}} }, sh(3, 4, 5), sh(), sh(0, 3), sh(7))}
+	SqueezeOp = &Op{Name: "squeeze", Family: "view", Doc: "a view without the given axes of size 1 (without axes: every one); no kernel.",
 		Forward:  func(in []*T, a Attrs) *T { return Squeeze(in[0], a.Axes...) },
 		Backward: bwd1(ReshapeBackward),
 		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{} }, sh(3, 1, 5, 1), sh(1), sh(1, 0)),
-			Case{Name: "axis -1 of (3,1,5,1)", Inputs: []Input{{Shape: sh(3, 1, 5, 1)}}, Attrs: Attrs{Axes: []int{-1}}})},
-	{Name: "unsqueeze", Grad: reshapeRule, Family: "view", Doc: "a view with a new axis of size 1 at an axis in [−rank−1, rank]; no kernel.",
+			Case{Name: "axis -1 of (3,1,5,1)", Inputs: []Input{{Shape: sh(3, 1, 5, 1)}}, Attrs: Attrs{Axes: []int{-1}}})}
+	UnsqueezeOp = &Op{Name: "unsqueeze", Family: "view", Doc: "a view with a new axis of size 1 at an axis in [−rank−1, rank]; no kernel.",
 		Forward:  func(in []*T, a Attrs) *T { return Unsqueeze(in[0], a.Axis) },
 		Backward: bwd1(ReshapeBackward),
 		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Axis: -1} }, sh(3, 5), sh(), sh(0)),
-			Case{Name: "axis 1 of (3,5)", Inputs: []Input{{Shape: sh(3, 5)}}, Attrs: Attrs{Axis: 1}})},
-	{Name: "flatten", Grad: reshapeRule, Family: "view", Doc: "a view with axes start…end (inclusive) merged; no kernel.",
+			Case{Name: "axis 1 of (3,5)", Inputs: []Input{{Shape: sh(3, 5)}}, Attrs: Attrs{Axis: 1}})}
+	FlattenOp = &Op{Name: "flatten", Family: "view", Doc: "a view with axes start…end (inclusive) merged; no kernel.",
 		Forward:  func(in []*T, a Attrs) *T { return Flatten(in[0], a.Start, a.Stop) },
 		Backward: bwd1(ReshapeBackward),
 		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Start: 0, Stop: -1} }, sh(2, 3, 4), sh(), sh(2, 0, 3)),
-			Case{Name: "axes 1…2 of (2,3,4,5)", Inputs: []Input{{Shape: sh(2, 3, 4, 5)}}, Attrs: Attrs{Start: 1, Stop: 2}})},
-	{Name: "broadcast_to", Grad: broadcastRule, Family: "binary", Doc: "NumPy broadcasting to a shape; gradient summed back.",
+			Case{Name: "axes 1…2 of (2,3,4,5)", Inputs: []Input{{Shape: sh(2, 3, 4, 5)}}, Attrs: Attrs{Start: 1, Stop: 2}})}
+	BroadcastToOp = &Op{Name: "broadcast_to", Family: "binary", Doc: "NumPy broadcasting to a shape; gradient summed back.",
 		Forward:  func(in []*T, a Attrs) *T { return BroadcastTo(in[0], a.Shape) },
-		Backward: bwd1(BroadcastToBackward), Cases: broadcastCases(false)},
-	{Name: "sum_to", Grad: sumToRule, Family: "reduce", Doc: "sum over broadcast axes to a shape, the adjoint of broadcast_to.",
+		Backward: bwd1(BroadcastToBackward), Cases: broadcastCases(false)}
+	SumToOp = &Op{Name: "sum_to", Family: "reduce", Doc: "sum over broadcast axes to a shape, the adjoint of broadcast_to.",
 		Forward:  func(in []*T, a Attrs) *T { return SumTo(in[0], a.Shape) },
-		Backward: bwd1(SumToBackward), Cases: broadcastCases(true)},
-
-	{Name: "cast", Grad: castRule, Family: "cast", Doc: "to float16 (round to nearest even, ±Inf past 65504, subnormals and NaN kept, bit for bit on every device) or from it (exact); gradient cast back (straight through).",
+		Backward: bwd1(SumToBackward), Cases: broadcastCases(true)}
+	CastOp = &Op{Name: "cast", Family: "cast", Doc: "to float16 (round to nearest even, ±Inf past 65504, subnormals and NaN kept, bit for bit on every device) or from it (exact); gradient cast back (straight through).",
 		Forward:  func(in []*T, a Attrs) *T { return Cast(in[0], a.DType) },
 		Backward: bwd1(CastBackward),
-		Cases:    castCases()},
-
-	// Layers.
-	{Name: "linear", Grad: linearRule, Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
+		Cases:    castCases()}
+	LinearOp = &Op{Name: "linear", Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
 		Forward: func(in []*T, _ Attrs) *T { return Linear(in[0], in[1], bias(in)) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := linearBackward(in[0], in[1], bias(in), g, a.needs(0))
@@ -196,8 +215,8 @@ var others = []*Op{
 			}
 			return []*T{gx, gw, gb}
 		},
-		Cases: linearCases()},
-	{Name: "conv2d", Grad: conv2dRule, Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
+		Cases: linearCases()}
+	Conv2dOp = &Op{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
 		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
 		Save:    func(in []*T, a Attrs) (*T, *Saved) { return conv2dSave(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
@@ -207,52 +226,105 @@ var others = []*Op{
 			}
 			return []*T{gx, gw, gb}
 		},
-		Cases: convCases()},
-	{Name: "embedding", Grad: embeddingRule, Family: "gather", Doc: "rows of a table [rows, features] named by int32 indices of any shape; gradient accumulates repeated indices.",
+		Cases: convCases()}
+	EmbeddingOp = &Op{Name: "embedding", Family: "gather", Doc: "rows of a table [rows, features] named by int32 indices of any shape; gradient accumulates repeated indices.",
 		Forward:  func(in []*T, _ Attrs) *T { return Embedding(in[0], in[1]) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
-		Cases:    embeddingCases()},
-	{Name: "max_pool2d", Grad: maxPoolRule, Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
+		Cases:    embeddingCases()}
+	MaxPool2dOp = &Op{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
 		Forward:  func(in []*T, a Attrs) *T { return MaxPool2d(in[0], a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{MaxPool2dBackward(in[0], g, a.Window)} },
-		Cases:    poolCases(true)},
-	{Name: "avg_pool2d", Grad: avgPoolRule, Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
+		Cases:    poolCases(true)}
+	AvgPool2dOp = &Op{Name: "avg_pool2d", Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
 		Forward:  func(in []*T, a Attrs) *T { return AvgPool2d(in[0], a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AvgPool2dBackward(in[0], g, a.Window)} },
-		Cases:    poolCases(false)},
-
-	// Gradient utilities: in place, no gradient. The table's forward
-	// clips copies of its inputs and returns them flattened and joined
-	// (after the norm, for clip_grad_norm).
-	{Name: "clip_grad_value", Family: "unary", Kernel: "clip", Doc: "each element clamped to [−limit, limit] in place.",
+		Cases:    poolCases(false)}
+	ClipGradValueOp = &Op{Name: "clip_grad_value", Family: "unary", Kernel: "clip", Doc: "each element clamped to [−limit, limit] in place.",
 		Forward: func(in []*T, a Attrs) *T {
 			cs := clones(in)
 			ClipGradValue(cs, a.Alpha)
 			return joined(nil, cs)
 		},
-		Cases: clipCases(false)},
-	{Name: "clip_grad_norm", Family: "reduce", Doc: "scaled in place by min(1, max/(‖all‖₂ + 1e-6)); returns the norm, computed on the device.",
+		Cases: clipCases(false)}
+	ClipGradNormOp = &Op{Name: "clip_grad_norm", Family: "reduce", Doc: "scaled in place by min(1, max/(‖all‖₂ + 1e-6)); returns the norm, computed on the device.",
 		Forward: func(in []*T, a Attrs) *T {
 			cs := clones(in)
 			norm := ClipGradNorm(cs, a.Alpha)
 			return joined(norm, cs)
 		},
-		Cases: clipCases(true)},
-
-	// Optimisers: one fused kernel a step, in place.
-	{Name: "sgd_momentum", Family: "update", Doc: "PyTorch's SGD: weight decay, momentum, dampening, Nesterov; the table's forward runs 10 steps on ½‖p − y‖² and returns the trajectory.",
-		Forward: trajectory, Cases: optimCases(device.SGD)},
-	{Name: "adam", Family: "update", Doc: "PyTorch's Adam and AdamW (decoupled weight decay), bias-corrected, AMSGrad optional; the table's forward runs 10 steps as sgd_momentum's.",
-		Forward: trajectory, Cases: optimCases(device.Adam)},
-
-	// Updates.
-	{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
+		Cases: clipCases(true)}
+	SGDMomentumOp = &Op{Name: "sgd_momentum", Family: "update", Doc: "PyTorch's SGD: weight decay, momentum, dampening, Nesterov; the table's forward runs 10 steps on ½‖p − y‖² and returns the trajectory.",
+		Forward: trajectory, Cases: optimCases(device.SGD)}
+	AdamOp = &Op{Name: "adam", Family: "update", Doc: "PyTorch's Adam and AdamW (decoupled weight decay), bias-corrected, AMSGrad optional; the table's forward runs 10 steps as sgd_momentum's.",
+		Forward: trajectory, Cases: optimCases(device.Adam)}
+	SGDOp = &Op{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
 		Forward: func(in []*T, a Attrs) *T {
 			w := Clone(in[0])
 			SGD(w, in[1], a.Alpha)
 			return w
 		},
-		Cases: sgdCases()},
+		Cases: sgdCases()}
+)
+
+// others are the ops not yet defined in a file of their group's.
+var others = []*Op{
+	PowScalarOp.with(powScalarRule),
+	SoftmaxOp.with(softmaxRule),
+	LogSoftmaxOp.with(logSoftmaxRule),
+
+	// Reductions.
+	SumOp.with(sumRule),
+	MeanOp.with(meanRule),
+	MaxOp.with(slopeRule(reduceBwd(MaxAxesBackward), true)),
+	MinOp.with(slopeRule(reduceBwd(MinAxesBackward), true)),
+	ArgmaxOp,
+	ArgminOp,
+
+	// Losses.
+	MSEOp.with(mseRule),
+	BCEOp.with(bceRule),
+	BCEWithLogitsOp.with(bceLogitsRule),
+	CrossEntropyOp.with(classRule(true)),
+	NLLOp.with(classRule(false)),
+
+	// Matrices and shapes.
+	MatmulOp.with(matmulRule),
+	DotOp.with(dotRule),
+	OuterOp.with(outerRule),
+	TransposeOp.with(transposeRule),
+	PermuteOp.with(permuteRule),
+	SliceOp.with(sliceRule),
+	PadOp.with(padRule),
+	ConcatOp.with(concatRule),
+	StackOp.with(stackRule),
+	ReshapeOp.with(reshapeRule),
+	SqueezeOp.with(reshapeRule),
+	UnsqueezeOp.with(reshapeRule),
+	FlattenOp.with(reshapeRule),
+	BroadcastToOp.with(broadcastRule),
+	SumToOp.with(sumToRule),
+
+	CastOp.with(castRule),
+
+	// Layers.
+	LinearOp.with(linearRule),
+	Conv2dOp.with(conv2dRule),
+	EmbeddingOp.with(embeddingRule),
+	MaxPool2dOp.with(maxPoolRule),
+	AvgPool2dOp.with(avgPoolRule),
+
+	// Gradient utilities: in place, no gradient. The table's forward
+	// clips copies of its inputs and returns them flattened and joined
+	// (after the norm, for clip_grad_norm).
+	ClipGradValueOp,
+	ClipGradNormOp,
+
+	// Optimisers: one fused kernel a step, in place.
+	SGDMomentumOp,
+	AdamOp,
+
+	// Updates.
+	SGDOp,
 }
 
 func powScalarCases() []Case {

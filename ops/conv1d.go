@@ -9,15 +9,21 @@ import (
 // The 1-D convolution: its functions and table entry. It runs as conv2d
 // over images of height 1.
 
-// conv1ds are the 1-D convolutions, in the coverage table's order.
-var conv1ds = []*Op{
-	{Name: "conv1d", Grad: conv1dRule, Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
+// The entries of conv1ds. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	Conv1dOp = &Op{Name: "conv1d", Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
 		Forward: func(in []*T, a Attrs) *T { return Conv1d(in[0], in[1], bias(in), a.Window) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := Conv1dBackward(in[0], in[1], bias(in), g, a.Window)
 			return []*T{gx, gw, gb}[:len(in)]
 		},
-		Cases: conv1dCases()},
+		Cases: conv1dCases()}
+)
+
+// conv1ds are the 1-D convolutions, in the coverage table's order.
+var conv1ds = []*Op{
+	Conv1dOp.with(conv1dRule),
 }
 
 // planes returns x (N, C, L) and w (F, C/groups, K) as conv2d's images

@@ -37,7 +37,7 @@ func TestConv2dDirect(t *testing.T) {
 			for _, r := range []interface{ Release() }{gx, gw, gb} {
 				t.Cleanup(r.Release)
 			}
-			op, in := ops.Lookup("conv2d"), []*tensor.Tensor{x, w, b}
+			op, in := ops.Conv2dOp, []*tensor.Tensor{x, w, b}
 			yk, saved := op.Save(in, ops.Attrs{Window: c.win})
 			if saved.Len() == 0 {
 				t.Fatal("Save kept no columns")
@@ -115,7 +115,7 @@ func TestConv2dSaveBudget(t *testing.T) {
 	// 29 images of 37 rows (4 channels × 3×3 taps and the ones) of
 	// 128·128 pixels: 17.6 M elements.
 	x, w, b := e.uniform(-1, 1, 1, 29, 4, 130, 130), e.uniform(-1, 1, 2, 2, 4, 3, 3), e.uniform(-1, 1, 3, 2)
-	op, in, a := ops.Lookup("conv2d"), []*tensor.Tensor{x, w, b}, ops.Attrs{Window: ops.Window{Stride: [2]int{1, 1}}}
+	op, in, a := ops.Conv2dOp, []*tensor.Tensor{x, w, b}, ops.Attrs{Window: ops.Window{Stride: [2]int{1, 1}}}
 	y, saved := op.Save(in, a)
 	e.keep(y)
 	if n := saved.Len(); n != 0 {

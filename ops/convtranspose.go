@@ -15,9 +15,10 @@ import (
 // gradient is conv2d(g, w) and its weight's gradient is conv2d's weight
 // gradient for the input g and the upstream gradient x.
 
-// transposedConvs is conv_transpose2d, in the coverage table's order.
-var transposedConvs = []*Op{
-	{Name: "conv_transpose2d", Grad: convTransposeRule, Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
+// The entries of transposedConvs. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	ConvTranspose2dOp = &Op{Name: "conv_transpose2d", Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
 		Forward: func(in []*T, a Attrs) *T { return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := ConvTranspose2dBackward(in[0], in[1], bias(in), g, a.Window, a.OutputPadding)
@@ -26,7 +27,12 @@ var transposedConvs = []*Op{
 			}
 			return []*T{gx, gw, gb}
 		},
-		Cases: convTransposeCases()},
+		Cases: convTransposeCases()}
+)
+
+// transposedConvs is conv_transpose2d, in the coverage table's order.
+var transposedConvs = []*Op{
+	ConvTranspose2dOp.with(convTransposeRule),
 }
 
 // convTransposeShape checks conv_transpose2d's arguments and returns its
@@ -169,9 +175,9 @@ var (
 		for i := range 2 {
 			op[i] = (xs[2+i] + 2*win.Padding[i] - d[i]*(ws[2+i]-1) - 1) % win.Stride[i]
 		}
-		grads := []Value{r.op("conv_transpose2d", Attrs{Window: win, OutputPadding: op}, g, w), convWeightGrad(r, x, g, win, ws[2], ws[3])}
+		grads := []Value{r.op(ConvTranspose2dOp, Attrs{Window: win, OutputPadding: op}, g, w), convWeightGrad(r, x, g, win, ws[2], ws[3])}
 		if len(in) > 2 {
-			grads = append(grads, r.op("sum", Attrs{Axes: []int{0, 2, 3}}, g))
+			grads = append(grads, r.op(SumOp, Attrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
 	}
@@ -179,9 +185,9 @@ var (
 	convTransposeRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		r := rb{b}
 		ws := in[1].Shape()
-		grads := []Value{r.op("conv2d", Attrs{Window: a.Window}, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
+		grads := []Value{r.op(Conv2dOp, Attrs{Window: a.Window}, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
 		if len(in) > 2 {
-			grads = append(grads, r.op("sum", Attrs{Axes: []int{0, 2, 3}}, g))
+			grads = append(grads, r.op(SumOp, Attrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
 	}
@@ -201,19 +207,19 @@ func convWeightGrad(r rb, x, g Value, win Window, kh, kw int) Value {
 	for gi := range groups {
 		xg, gg := x, g
 		if groups > 1 {
-			xg = r.op("slice", Attrs{Axis: 1, Start: gi * c, Stop: (gi + 1) * c, Step: 1}, x)
-			gg = r.op("slice", Attrs{Axis: 1, Start: gi * o, Stop: (gi + 1) * o, Step: 1}, g)
+			xg = r.op(SliceOp, Attrs{Axis: 1, Start: gi * c, Stop: (gi + 1) * c, Step: 1}, x)
+			gg = r.op(SliceOp, Attrs{Axis: 1, Start: gi * o, Stop: (gi + 1) * o, Step: 1}, g)
 		}
 		cw := Window{Stride: d, Padding: win.Padding, Dilation: win.Stride}
-		full := r.op("conv2d", Attrs{Window: cw}, r.op("permute", Attrs{Perm: swap}, xg), r.op("permute", Attrs{Perm: swap}, gg)) // [C, O, ≥kh, ≥kw]
+		full := r.op(Conv2dOp, Attrs{Window: cw}, r.op(PermuteOp, Attrs{Perm: swap}, xg), r.op(PermuteOp, Attrs{Perm: swap}, gg)) // [C, O, ≥kh, ≥kw]
 		if s := full.Shape(); s[2] != kh || s[3] != kw {
-			full = r.op("slice", Attrs{Axis: 2, Start: 0, Stop: kh, Step: 1}, full)
-			full = r.op("slice", Attrs{Axis: 3, Start: 0, Stop: kw, Step: 1}, full)
+			full = r.op(SliceOp, Attrs{Axis: 2, Start: 0, Stop: kh, Step: 1}, full)
+			full = r.op(SliceOp, Attrs{Axis: 3, Start: 0, Stop: kw, Step: 1}, full)
 		}
-		parts[gi] = r.op("permute", Attrs{Perm: swap}, full)
+		parts[gi] = r.op(PermuteOp, Attrs{Perm: swap}, full)
 	}
 	if groups == 1 {
 		return parts[0]
 	}
-	return r.op("concat", Attrs{Axis: 0}, parts...)
+	return r.op(ConcatOp, Attrs{Axis: 0}, parts...)
 }

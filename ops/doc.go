@@ -24,16 +24,21 @@
 // through it.
 //
 // An op is defined in one place: the file of its group holds its
-// functions, its table entry (with its parity cases) and its second-order
-// Rule; the activations (activation.go) and the normalisations (norm.go)
-// are defined so, the other groups still have their entries in
-// catalogue.go and their rules in rule.go.
+// functions, its table entry (with its parity cases), and its
+// second-order Rule. Each entry is an exported var named after the op,
+// its handle (SoftplusOp, BCEWithLogitsOp); the group's list (activations,
+// say) gives the entries' order in the table and attaches their Rules.
+// autograd.Apply records an op by its handle, and Rules apply the ops
+// they are written in by theirs, so a misspelt op is a compile error and
+// no op is named by a string outside its entry (Lookup finds one by name,
+// for tools).
 // An elementwise op's entry names its Kernel, the WGSL functions
 // op_KERNEL and op_KERNEL_grad (shaders/unary.wgsl) and the CPU twin
 // (cpu/unary.go) that run it: adding one (silu, say) touches those three
 // files, and make parity regenerates the coverage table in docs. Tests
-// fail when an op lacks a part, or a WGSL function or CPU twin belongs to
-// no op. The tape reaches every op of the table through autograd.Apply;
+// fail when an op lacks a part (a handle, special values, a kernel, a
+// Rule), or a WGSL function or CPU twin belongs to no op. The tape
+// reaches every op of the table through autograd.Apply and its handle;
 // package autograd has typed functions for the most used.
 //
 // # Conventions

@@ -5,12 +5,19 @@ import "github.com/extensor/extensor/tensor"
 // The elementwise extrema: each op's functions, table entry and
 // second-order rule.
 
+// The entries of extrema. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	MaximumOp = binaryOp("maximum", "the larger of a and b, broadcasting, NaN if either is; gradient to the larger, halved between ties, whole to both at NaN (PyTorch's).", Maximum, MaximumBackward,
+		binaryCases(anyReal, anyReal, finiteSpecials, false, ties()))
+	MinimumOp = binaryOp("minimum", "as maximum, the smaller.", Minimum, MinimumBackward,
+		binaryCases(anyReal, anyReal, finiteSpecials, false, ties()))
+)
+
 // extrema are maximum and minimum, in the coverage table's order.
 var extrema = []*Op{
-	binaryOp("maximum", "the larger of a and b, broadcasting, NaN if either is; gradient to the larger, halved between ties, whole to both at NaN (PyTorch's).", Maximum, MaximumBackward,
-		binaryCases(anyReal, anyReal, finiteSpecials, false, ties())).with(slopeRule2(MaximumBackward)),
-	binaryOp("minimum", "as maximum, the smaller.", Minimum, MinimumBackward,
-		binaryCases(anyReal, anyReal, finiteSpecials, false, ties())).with(slopeRule2(MinimumBackward)),
+	MaximumOp.with(slopeRule2(MaximumBackward)),
+	MinimumOp.with(slopeRule2(MinimumBackward)),
 }
 
 // ties is a case of equal operands, whose gradient each gets half of.

@@ -12,16 +12,17 @@ import (
 // rule. They run on the gather family (embedding's kernels), arange on
 // the update family's.
 
-// indexing are index_select and one_hot, in the coverage table's order.
-var indexing = []*Op{
-	{Name: "index_select", Grad: indexSelectRule, Family: "gather, strided", Doc: "the entries of x along an axis named by 1-D int32 indices, in their order; gradient accumulates repeated indices; an index out of range gives NaN and an error at the readback.",
+// The entries of indexing. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	IndexSelectOp = &Op{Name: "index_select", Family: "gather, strided", Doc: "the entries of x along an axis named by 1-D int32 indices, in their order; gradient accumulates repeated indices; an index out of range gives NaN and an error at the readback.",
 		Forward:  func(in []*T, a Attrs) *T { return IndexSelect(in[0], a.Axis, in[1]) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{IndexSelectBackward(in[0], a.Axis, in[1], g), nil} },
-		Cases:    indexSelectCases()},
-	{Name: "one_hot", Family: "gather", Doc: "float32 (or the dtype asked for) rows of classes zeros with a 1 at each int32 index (PyTorch's are int64); an index out of range gives a row of NaN and an error at the readback; no gradient.",
+		Cases:    indexSelectCases()}
+	OneHotOp = &Op{Name: "one_hot", Family: "gather", Doc: "float32 (or the dtype asked for) rows of classes zeros with a 1 at each int32 index (PyTorch's are int64); an index out of range gives a row of NaN and an error at the readback; no gradient.",
 		Forward: func(in []*T, a Attrs) *T { return OneHot(in[0], a.Classes, a.DType) },
-		Cases:   oneHotCases()},
-	{Name: "arange", Family: "update", Doc: "tensor.Arange: start, start + step, … before stop, on the device and in the dtype of its one input (whose values are not read), as torch.arange(…, device=x.device, dtype=x.dtype); int32 from integer start and step; no gradient.",
+		Cases:   oneHotCases()}
+	ArangeOp = &Op{Name: "arange", Family: "update", Doc: "tensor.Arange: start, start + step, … before stop, on the device and in the dtype of its one input (whose values are not read), as torch.arange(…, device=x.device, dtype=x.dtype); int32 from integer start and step; no gradient.",
 		Forward: func(in []*T, a Attrs) *T {
 			t, err := tensor.Arange(operands("ops.Arange", in[0]), in[0].DType(), a.Range[0], a.Range[1], a.Range[2])
 			if err != nil {
@@ -29,7 +30,14 @@ var indexing = []*Op{
 			}
 			return t
 		},
-		Cases: arangeCases()},
+		Cases: arangeCases()}
+)
+
+// indexing are index_select and one_hot, in the coverage table's order.
+var indexing = []*Op{
+	IndexSelectOp.with(indexSelectRule),
+	OneHotOp,
+	ArangeOp,
 }
 
 // arangeCases are float ranges up and down, fractional steps, an empty
@@ -64,13 +72,13 @@ var indexSelectRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		}
 	}
 	gs := g.Shape()
-	gp := r.op("permute", Attrs{Perm: perm}, g)
+	gp := r.op(PermuteOp, Attrs{Perm: perm}, g)
 	moved := permuted(gs, perm)
 	g2 := r.reshape(gp, []int{len(ids), device.Numel(moved[1:])})
 	h := b.Const(tensor.Must(tensor.FromValues(x.Device(), x.DType(), hot, rows, len(ids))))
 	t := r.matmul(h, g2)
 	back := append([]int{rows}, moved[1:]...)
-	return []Value{r.op("permute", Attrs{Perm: inv}, r.reshape(t, back)), nil}
+	return []Value{r.op(PermuteOp, Attrs{Perm: inv}, r.reshape(t, back)), nil}
 }
 
 // axisFirst returns axis of x normalised, the permutation that moves it

@@ -14,36 +14,45 @@ import (
 // with the norm kernel family (device.Normalizer), then apply the
 // optional elementwise affine transform with the broadcasting kernels.
 
-// norms are the normalisation ops, in the coverage table's order.
-var norms = []*Op{
-	{Name: "layer_norm", Grad: normRule(true), Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
+// The entries of norms. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	LayerNormOp = &Op{Name: "layer_norm", Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
 		Forward: func(in []*T, a Attrs) *T { return LayerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := LayerNormBackward(in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
 		},
-		Cases: normCases(true)},
-	{Name: "rms_norm", Grad: normRule(false), Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
+		Cases: normCases(true)}
+	RMSNormOp = &Op{Name: "rms_norm", Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
 		Forward: func(in []*T, a Attrs) *T { return RMSNorm(in[0], a.Shape, opt(in, 1), a.Eps) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw := RMSNormBackward(in[0], a.Shape, opt(in, 1), g, a.Eps)
 			return []*T{gx, gw}[:len(in)]
 		},
-		Cases: normCases(false)},
-	{Name: "batch_norm", Grad: batchNormRule, Family: "reduce, binary", Doc: "training mode: (x − mean)/√(var + eps)·w + b per channel (axis 1) over every other axis, biased variance, w and b [C] optional; eps = 1e-5. nn.BatchNorm keeps the running statistics and evaluates with them.",
+		Cases: normCases(false)}
+	BatchNormOp = &Op{Name: "batch_norm", Family: "reduce, binary", Doc: "training mode: (x − mean)/√(var + eps)·w + b per channel (axis 1) over every other axis, biased variance, w and b [C] optional; eps = 1e-5. nn.BatchNorm keeps the running statistics and evaluates with them.",
 		Forward: func(in []*T, a Attrs) *T { return BatchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := BatchNormBackward(in[0], opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
 		},
-		Cases: batchNormCases()},
-	{Name: "group_norm", Grad: groupNormRule, Family: "norm, binary", Doc: "x (N, C, …) normalised over each of Groups groups of C/Groups channels and every other axis, biased variance, times w plus b [C] (optional); eps = 1e-5.",
+		Cases: batchNormCases()}
+	GroupNormOp = &Op{Name: "group_norm", Family: "norm, binary", Doc: "x (N, C, …) normalised over each of Groups groups of C/Groups channels and every other axis, biased variance, times w plus b [C] (optional); eps = 1e-5.",
 		Forward: func(in []*T, a Attrs) *T { return GroupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gw, gb := GroupNormBackward(in[0], a.Groups, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
 		},
-		Cases: groupNormCases()},
+		Cases: groupNormCases()}
+)
+
+// norms are the normalisation ops, in the coverage table's order.
+var norms = []*Op{
+	LayerNormOp.with(normRule(true)),
+	RMSNormOp.with(normRule(false)),
+	BatchNormOp.with(batchNormRule),
+	GroupNormOp.with(groupNormRule),
 }
 
 // groupNormRule is group_norm's backward in table ops (normGrads) over
@@ -497,13 +506,13 @@ func normRule(center bool) Rule {
 // of w the sum of g·x̂ and of b the sum of g.
 func normGrads(r rb, in []Value, g Value, axes, pshape []int, eps float64, center bool) []Value {
 	x := in[0]
-	mean := func(v Value) Value { return r.op("mean", Attrs{Axes: axes, Keepdims: true}, v) }
+	mean := func(v Value) Value { return r.op(MeanOp, Attrs{Axes: axes, Keepdims: true}, v) }
 	xc := x
 	if center {
 		xc = r.sub(x, mean(x))
 	}
 	v := mean(r.mul(xc, xc))
-	rho := r.op("pow_scalar", Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, eps)))
+	rho := r.op(PowScalarOp, Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, eps)))
 	xh := r.mul(xc, rho)
 	gh := g
 	if len(in) > 1 {

@@ -26,7 +26,7 @@ var (
 		for i, n := range []int{gw.H, gw.W} {
 			op[i] = (n + 2*win.Padding[i] - []int{gw.KH, gw.KW}[i]) % win.Stride[i]
 		}
-		return r.op("conv_transpose2d", Attrs{Window: win, OutputPadding: op}, g, kernel)
+		return r.op(ConvTranspose2dOp, Attrs{Window: win, OutputPadding: op}, g, kernel)
 	})
 	maxPoolRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		xt := r.b.Tensor(x)
@@ -40,11 +40,11 @@ var (
 		dev, dt := xt.Device(), xt.DType()
 		flatG := r.reshape(g, []int{gw.N, gw.C, oh * ow})
 		if on != nil { // windows wholly in the padding pass nothing
-			flatG = r.op("where", Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, gw.N, gw.C, oh*ow))), flatG, r.scalar(flatG, 0))
+			flatG = r.op(WhereOp, Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, gw.N, gw.C, oh*ow))), flatG, r.scalar(flatG, 0))
 		}
 		zero := r.b.Const(tensor.Must(tensor.Zeros(dev, dt, gw.N, gw.C, gw.H*gw.W)))
 		ix := r.b.Const(tensor.Must(tensor.FromInt32(dev, idx, gw.N, gw.C, oh*ow)))
-		return r.reshape(r.op("scatter_add", Attrs{Axis: 2}, zero, ix, flatG), xt.Shape())
+		return r.reshape(r.op(ScatterAddOp, Attrs{Axis: 2}, zero, ix, flatG), xt.Shape())
 	})
 )
 

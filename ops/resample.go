@@ -19,19 +19,26 @@ import (
 // second-order rule is the backward itself (the op is linear). Adaptive
 // pooling whose windows tile the input evenly is a mean over blocks.
 
-// resamplings are interpolate and adaptive_avg_pool2d, in the coverage
-// table's order.
-var resamplings = []*Op{
-	{Name: "interpolate", Grad: resampleRule(false), Family: "gather, binary, where", Doc: "x [..., H, W] resized to Shape [OH, OW] as PyTorch's interpolate(size=…): Mode nearest (the default: source ⌊i·H/OH⌋, in float32) or bilinear (AlignCorners: corners on corners; else half-pixel centres, clamped at 0).",
+// The entries of resamplings. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	InterpolateOp = &Op{Name: "interpolate", Family: "gather, binary, where", Doc: "x [..., H, W] resized to Shape [OH, OW] as PyTorch's interpolate(size=…): Mode nearest (the default: source ⌊i·H/OH⌋, in float32) or bilinear (AlignCorners: corners on corners; else half-pixel centres, clamped at 0).",
 		Forward: func(in []*T, a Attrs) *T { return Interpolate(in[0], a.Shape, a.Mode, a.AlignCorners) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{InterpolateBackward(in[0], g, a.Shape, a.Mode, a.AlignCorners)}
 		},
-		Cases: interpolateCases()},
-	{Name: "adaptive_avg_pool2d", Grad: resampleRule(true), Family: "gather, binary, where, reduce", Doc: "the means of x [..., H, W] over Shape [OH, OW] windows, window i of rows ⌊i·H/OH⌋ to ⌈(i+1)·H/OH⌉ − 1 (PyTorch's), columns alike.",
+		Cases: interpolateCases()}
+	AdaptiveAvgPool2dOp = &Op{Name: "adaptive_avg_pool2d", Family: "gather, binary, where, reduce", Doc: "the means of x [..., H, W] over Shape [OH, OW] windows, window i of rows ⌊i·H/OH⌋ to ⌈(i+1)·H/OH⌉ − 1 (PyTorch's), columns alike.",
 		Forward:  func(in []*T, a Attrs) *T { return AdaptiveAvgPool2d(in[0], a.Shape) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AdaptiveAvgPool2dBackward(in[0], g, a.Shape)} },
-		Cases:    adaptiveCases()},
+		Cases:    adaptiveCases()}
+)
+
+// resamplings are interpolate and adaptive_avg_pool2d, in the coverage
+// table's order.
+var resamplings = []*Op{
+	InterpolateOp.with(resampleRule(false)),
+	AdaptiveAvgPool2dOp.with(resampleRule(true)),
 }
 
 // resampleRule is a resampling's backward in table ops: the transposed
@@ -145,7 +152,7 @@ func (t taps) apply(r rb, x Value, axis int) Value {
 	var acc Value
 	for n := range t.idx {
 		idx := r.b.Const(tensor.Must(tensor.FromInt32(dev, t.idx[n], out)))
-		take := r.op("index_select", Attrs{Axis: axis}, x, idx)
+		take := r.op(IndexSelectOp, Attrs{Axis: axis}, x, idx)
 		w := r.b.Const(tensor.Must(tensor.FromValues(dev, dt, t.w[n], along...)))
 		term := r.mul(take, w)
 		if slices.Contains(t.on[n], false) {
@@ -155,7 +162,7 @@ func (t taps) apply(r rb, x Value, axis int) Value {
 					on[i] = 1
 				}
 			}
-			term = r.op("where", Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, along...))), term, r.scalar(term, 0))
+			term = r.op(WhereOp, Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, along...))), term, r.scalar(term, 0))
 		}
 		if acc == nil {
 			acc = term
@@ -204,7 +211,7 @@ func evenPool(r rb, x Value, from, size []int, grad bool) Value {
 		g := r.reshape(x, append(append([]int{}, lead...), oh, 1, ow, 1))
 		return r.reshape(r.scale(r.broadcast(g, blocks), 1/float64(kh*kw)), from)
 	}
-	return r.op("mean", Attrs{Axes: []int{n - 3, n - 1}}, r.reshape(x, blocks))
+	return r.op(MeanOp, Attrs{Axes: []int{n - 3, n - 1}}, r.reshape(x, blocks))
 }
 
 // resampledShape returns s with its last two axes set to h and w.

@@ -9,31 +9,39 @@ import (
 // second-order rule, composed of the elementwise, selection and reduction
 // kernels; on float16 they compute in float32 and round once.
 
-// divergences are huber, smooth_l1 and kl_div, in the coverage table's
-// order.
-var divergences = []*Op{
-	{Name: "huber", Grad: huberRule(false), Family: "binary, where", Doc: "½d² where |d| < delta, delta·(|d| − ½delta) elsewhere, d = p − t, reduced; delta ≥ 0 (1: PyTorch's default).",
+// The entries of divergences. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	HuberOp = &Op{Name: "huber", Family: "binary, where", Doc: "½d² where |d| < delta, delta·(|d| − ½delta) elsewhere, d = p − t, reduced; delta ≥ 0 (1: PyTorch's default).",
 		Forward: func(in []*T, a Attrs) *T { return HuberLoss(in[0], in[1], a.Delta, a.Reduction) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gp, gt := HuberLossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
 		},
-		Cases: robustCases()},
-	{Name: "smooth_l1", Grad: huberRule(true), Family: "binary, where", Doc: "huber divided by delta (PyTorch's beta), |d| for delta 0.",
+		Cases: robustCases()}
+	SmoothL1Op = &Op{Name: "smooth_l1", Family: "binary, where", Doc: "huber divided by delta (PyTorch's beta), |d| for delta 0.",
 		Forward: func(in []*T, a Attrs) *T { return SmoothL1Loss(in[0], in[1], a.Delta, a.Reduction) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gp, gt := SmoothL1LossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
 		},
-		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0, Reduction: SumReduction}})},
-	{Name: "kl_div", Grad: klDivRule, Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
+		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0, Reduction: SumReduction}})}
+	KLDivOp = &Op{Name: "kl_div", Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
 		Forward: func(in []*T, a Attrs) *T { return KLDivLoss(in[0], in[1], a.Reduction) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gt := KLDivLossBackward(in[0], in[1], g, a.Reduction)
 			return []*T{gx, gt}
 		},
 		Cases: append(lossCases(Domain{Lo: -3, Hi: 0}, Domain{Lo: 0.05, Hi: 1}, []float64{nan, inf, -inf, 0, -1, -2}),
-			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: Attrs{Reduction: SumReduction}, NoFD: true})},
+			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: Attrs{Reduction: SumReduction}, NoFD: true})}
+)
+
+// divergences are huber, smooth_l1 and kl_div, in the coverage table's
+// order.
+var divergences = []*Op{
+	HuberOp.with(huberRule(false)),
+	SmoothL1Op.with(huberRule(true)),
+	KLDivOp.with(klDivRule),
 }
 
 // huberRule is huber's (or smooth_l1's, divided by delta) backward in
@@ -69,7 +77,7 @@ var klDivRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 	gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 	x, t := in[0], in[1]
 	pos := b.Const(above(b.Tensor(t), 1, 0))
-	gt := r.mul(r.add(r.sub(r.un("log", t), x), r.scalar(t, 1)), pos)
+	gt := r.mul(r.add(r.sub(r.un(LogOp, t), x), r.scalar(t, 1)), pos)
 	return []Value{r.mul(r.neg(t), gs), r.mul(gt, gs)}
 }
 

@@ -16,8 +16,8 @@ type Value interface {
 
 // A Builder runs the ops a Rule is written in.
 type Builder interface {
-	// Apply runs the table's op name on the inputs and returns its output.
-	Apply(name string, a Attrs, in ...Value) Value
+	// Apply runs op on the inputs and returns its output.
+	Apply(op *Op, a Attrs, in ...Value) Value
 	// Const returns t as a value with no gradient (a one-hot mask, say).
 	Const(t *tensor.Tensor) Value
 	// Tensor returns the tensor that holds v's value.
@@ -36,12 +36,8 @@ type Rule func(b Builder, in []Value, out, g Value, a Attrs) []Value
 // suite uses it to check each Rule against its op's Backward.
 type Eager struct{}
 
-// Apply runs the op name's forward function on tensors.
-func (Eager) Apply(name string, a Attrs, in ...Value) Value {
-	op := Lookup(name)
-	if op == nil {
-		tensor.Panicf("ops.Eager", tensor.ErrArgument, "no op %q in the op table", name)
-	}
+// Apply runs op's forward function on tensors.
+func (Eager) Apply(op *Op, a Attrs, in ...Value) Value {
 	ts := make([]*tensor.Tensor, len(in))
 	for i, v := range in {
 		ts[i] = v.(*tensor.Tensor)
@@ -64,21 +60,21 @@ func (op *Op) with(r Rule) *Op {
 // rb writes rules: the table's ops through a Builder.
 type rb struct{ b Builder }
 
-func (r rb) op(name string, a Attrs, in ...Value) Value { return r.b.Apply(name, a, in...) }
-func (r rb) add(x, y Value) Value                       { return r.op("add", Attrs{}, x, y) }
-func (r rb) sub(x, y Value) Value                       { return r.op("sub", Attrs{}, x, y) }
-func (r rb) mul(x, y Value) Value                       { return r.op("mul", Attrs{}, x, y) }
-func (r rb) div(x, y Value) Value                       { return r.op("div", Attrs{}, x, y) }
-func (r rb) neg(x Value) Value                          { return r.op("neg", Attrs{}, x) }
-func (r rb) un(name string, x Value) Value              { return r.op(name, Attrs{}, x) }
-func (r rb) reshape(x Value, s []int) Value             { return r.op("reshape", Attrs{Shape: s}, x) }
-func (r rb) sumTo(x Value, s []int) Value               { return r.op("sum_to", Attrs{Shape: s}, x) }
-func (r rb) broadcast(x Value, s []int) Value           { return r.op("broadcast_to", Attrs{Shape: s}, x) }
-func (r rb) matmul(x, y Value) Value                    { return r.op("matmul", Attrs{}, x, y) }
+func (r rb) op(op *Op, a Attrs, in ...Value) Value { return r.b.Apply(op, a, in...) }
+func (r rb) add(x, y Value) Value                  { return r.op(AddOp, Attrs{}, x, y) }
+func (r rb) sub(x, y Value) Value                  { return r.op(SubOp, Attrs{}, x, y) }
+func (r rb) mul(x, y Value) Value                  { return r.op(MulOp, Attrs{}, x, y) }
+func (r rb) div(x, y Value) Value                  { return r.op(DivOp, Attrs{}, x, y) }
+func (r rb) neg(x Value) Value                     { return r.op(NegOp, Attrs{}, x) }
+func (r rb) un(op *Op, x Value) Value              { return r.op(op, Attrs{}, x) }
+func (r rb) reshape(x Value, s []int) Value        { return r.op(ReshapeOp, Attrs{Shape: s}, x) }
+func (r rb) sumTo(x Value, s []int) Value          { return r.op(SumToOp, Attrs{Shape: s}, x) }
+func (r rb) broadcast(x Value, s []int) Value      { return r.op(BroadcastToOp, Attrs{Shape: s}, x) }
+func (r rb) matmul(x, y Value) Value               { return r.op(MatmulOp, Attrs{}, x, y) }
 
 // sum sums x over axes (every axis when nil), keeping them as size 1.
 func (r rb) sum(x Value, axes []int) Value {
-	return r.op("sum", Attrs{Axes: axes, Keepdims: true}, x)
+	return r.op(SumOp, Attrs{Axes: axes, Keepdims: true}, x)
 }
 
 // scalar returns a 0-D constant v of like's device and dtype.
@@ -98,7 +94,7 @@ func (r rb) swap(x Value) Value {
 		perm[i] = i
 	}
 	perm[n-2], perm[n-1] = n-1, n-2
-	return r.op("permute", Attrs{Perm: perm}, x)
+	return r.op(PermuteOp, Attrs{Perm: perm}, x)
 }
 
 // Rules of the table's ops, in the catalogue's order. Each is the op's
@@ -138,26 +134,26 @@ var (
 		return []Value{zerosLike(b, in[0]), zerosLike(b, in[1])}
 	}
 	modRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
-		return g, r.neg(r.mul(g, r.op("floor_divide", Attrs{}, x, y)))
+		return g, r.neg(r.mul(g, r.op(FloorDivideOp, Attrs{}, x, y)))
 	})
 	sqrtRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		return r.div(g, r.scale(y, 2))
 	})
-	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("sign", x)) })
-	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un("cos", x)) })
-	cosRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un("sin", x))) })
+	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(SignOp, x)) })
+	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(CosOp, x)) })
+	cosRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un(SinOp, x))) })
 	powScalarRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		if a.Alpha == 0 { // x⁰ is 1 everywhere
 			return zerosLike(r.b, x)
 		}
-		return r.mul(g, r.scale(r.op("pow_scalar", Attrs{Alpha: a.Alpha - 1}, x), a.Alpha))
+		return r.mul(g, r.scale(r.op(PowScalarOp, Attrs{Alpha: a.Alpha - 1}, x), a.Alpha))
 	})
 	// y·(g − Σg·y) and g − softmax·Σg along the axis.
 	softmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		return r.mul(y, r.sub(g, r.sum(r.mul(g, y), softmaxAxes(x, a.Axis))))
 	})
 	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
-		return r.sub(g, r.mul(r.un("exp", y), r.sum(g, softmaxAxes(x, a.Axis))))
+		return r.sub(g, r.mul(r.un(ExpOp, y), r.sum(g, softmaxAxes(x, a.Axis))))
 	})
 	sumRule  = unaryRule(func(r rb, x, y, g Value, a Attrs) Value { return r.unreduce(x, g, a) })
 	meanRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
@@ -167,7 +163,7 @@ var (
 	reshapeRule   = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.reshape(g, x.Shape()) })
 	broadcastRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.sumTo(g, x.Shape()) })
 	sumToRule     = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.broadcast(g, x.Shape()) })
-	transposeRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.un("transpose", g) })
+	transposeRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.un(TransposeOp, g) })
 	permuteRule   = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 		inv := make([]int, len(a.Perm))
 		for k, p := range a.Perm {
@@ -176,7 +172,7 @@ var (
 			}
 			inv[p] = k
 		}
-		return r.op("permute", Attrs{Perm: inv}, g)
+		return r.op(PermuteOp, Attrs{Perm: inv}, g)
 	})
 )
 
@@ -332,14 +328,14 @@ var (
 	// ε-guarded gradient cancelled two terms of size 1/(1−p) (at p =
 	// 0.9999, y = 1, 100.02 for 1.0002).
 	bceRule = lossRule(func(r rb, p, y Value) (Value, Value) {
-		pc := r.op("clip", Attrs{Lo: device.BCEClamp, Hi: 1 - device.BCEClamp}, p)
+		pc := r.op(ClipOp, Attrs{Lo: device.BCEClamp, Hi: 1 - device.BCEClamp}, p)
 		q := r.sub(r.scalar(pc, 1), pc)
-		inv := func(v Value) Value { return r.op("pow_scalar", Attrs{Alpha: -1}, v) }
+		inv := func(v Value) Value { return r.op(PowScalarOp, Attrs{Alpha: -1}, v) }
 		gp := r.sub(r.mul(r.sub(r.scalar(y, 1), y), inv(q)), r.mul(y, inv(pc)))
-		return gp, r.sub(r.un("log", q), r.un("log", pc))
+		return gp, r.sub(r.un(LogOp, q), r.un(LogOp, pc))
 	})
 	bceLogitsRule = lossRule(func(r rb, x, y Value) (Value, Value) {
-		return r.sub(r.un("sigmoid", x), y), r.neg(x)
+		return r.sub(r.un(SigmoidOp, x), y), r.neg(x)
 	})
 )
 
@@ -382,7 +378,7 @@ func classRule(lsm bool) Rule {
 			return []Value{gl, nil}
 		}
 		if probs {
-			gt = r.mul(r.neg(r.op("log_softmax", Attrs{Axis: 1}, x)), gs)
+			gt = r.mul(r.neg(r.op(LogSoftmaxOp, Attrs{Axis: 1}, x)), gs)
 		}
 		if eps := a.LabelSmoothing; eps != 0 {
 			// The smoothed target (1 − ε)·t + ε/C: its log-probabilities'
@@ -396,7 +392,7 @@ func classRule(lsm bool) Rule {
 			row := b.Const(o.Weight.Reshape(1, c))
 			gl, gt = r.mul(gl, row), r.mul(gt, row)
 		}
-		sm := r.op("softmax", Attrs{Axis: 1}, x)
+		sm := r.op(SoftmaxOp, Attrs{Axis: 1}, x)
 		return append([]Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}, make([]Value, len(in)-2)...)
 	}
 }
@@ -428,7 +424,7 @@ func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red
 	}
 	gl := r.mul(r.b.Const(unit), gs)
 	if lsm {
-		sm := r.op("softmax", Attrs{Axis: 1}, x)
+		sm := r.op(SoftmaxOp, Attrs{Axis: 1}, x)
 		gl = r.sub(gl, r.mul(sm, r.sum(gl, []int{1})))
 	}
 	return append([]Value{gl}, make([]Value, inputs-1)...)
@@ -442,7 +438,7 @@ var (
 		s := x.Shape()
 		for ax, p := range a.Pads {
 			if p != [2]int{} {
-				g = r.op("slice", Attrs{Axis: ax, Start: p[0], Stop: p[0] + s[ax], Step: 1}, g)
+				g = r.op(SliceOp, Attrs{Axis: ax, Start: p[0], Stop: p[0] + s[ax], Step: 1}, g)
 			}
 		}
 		return g
@@ -466,8 +462,8 @@ var (
 			perm[i] = i
 		}
 		perm[ax], perm[last] = last, ax
-		moved := r.op("permute", Attrs{Perm: perm}, g)
-		return r.op("permute", Attrs{Perm: perm}, r.matmul(moved, m))
+		moved := r.op(PermuteOp, Attrs{Perm: perm}, g)
+		return r.op(PermuteOp, Attrs{Perm: perm}, r.matmul(moved, m))
 	})
 	concatRule = joinRule(false)
 	stackRule  = joinRule(true)
@@ -492,11 +488,11 @@ var (
 	// pow: g·b·a^(b−1) and g·aᵇ·ln a where a > 0 (a constant mask), 0
 	// elsewhere.
 	powRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
-		ga := r.mul(g, r.mul(y, r.op("pow", Attrs{}, x, r.sub(y, r.scalar(y, 1)))))
+		ga := r.mul(g, r.mul(y, r.op(PowOp, Attrs{}, x, r.sub(y, r.scalar(y, 1)))))
 		xt := r.b.Tensor(x)
 		pos := r.b.Const(Sign(Relu(xt))) // 1 where a > 0
-		lna := r.un("log", r.op("clip", Attrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
-		gb := r.mul(g, r.mul(r.op("pow", Attrs{}, x, y), r.mul(lna, pos)))
+		lna := r.un(LogOp, r.op(ClipOp, Attrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
+		gb := r.mul(g, r.mul(r.op(PowOp, Attrs{}, x, y), r.mul(lna, pos)))
 		return ga, gb
 	})
 )
@@ -522,7 +518,7 @@ func joinRule(stack bool) Rule {
 			if !stack {
 				n = x.Shape()[ax]
 			}
-			part := r.op("slice", Attrs{Axis: ax, Start: off, Stop: off + n, Step: 1}, g)
+			part := r.op(SliceOp, Attrs{Axis: ax, Start: off, Stop: off + n, Step: 1}, g)
 			if stack {
 				part = r.reshape(part, x.Shape())
 			}
@@ -535,5 +531,5 @@ func joinRule(stack bool) Rule {
 
 // castRule casts the gradient back to the input's dtype.
 var castRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-	return r.op("cast", Attrs{DType: r.b.Tensor(x).DType()}, g)
+	return r.op(CastOp, Attrs{DType: r.b.Tensor(x).DType()}, g)
 })

@@ -4,19 +4,25 @@ import "fmt"
 
 // The scans: each op's functions, table entry and second-order rule.
 
-// scans are the cumulative ops, in the coverage table's order.
-var scans = []*Op{
-	{Name: "cumsum", Grad: cumsumRule, Family: "scan", Doc: "running sums along an axis (Attrs.Reverse: from the end, its gradient); float32 accumulation.",
+// The entries of scans. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	CumsumOp = &Op{Name: "cumsum", Family: "scan", Doc: "running sums along an axis (Attrs.Reverse: from the end, its gradient); float32 accumulation.",
 		Forward: func(in []*T, a Attrs) *T { return cumsum("ops.Cumsum", in[0], a.Axis, a.Reverse) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{cumsumBackward("ops.CumsumBackward", in[0], g, a.Axis, a.Reverse)}
 		},
-		Cases: cumsumCases()},
+		Cases: cumsumCases()}
+)
+
+// scans are the cumulative ops, in the coverage table's order.
+var scans = []*Op{
+	CumsumOp.with(cumsumRule),
 }
 
 // The gradient of a running sum is the running sum of g the other way.
 var cumsumRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
-	return r.op("cumsum", Attrs{Axis: a.Axis, Reverse: !a.Reverse}, g)
+	return r.op(CumsumOp, Attrs{Axis: a.Axis, Reverse: !a.Reverse}, g)
 })
 
 // Cumsum returns the running sums of x along axis, as PyTorch's cumsum

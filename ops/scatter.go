@@ -15,32 +15,39 @@ import (
 // element of the result sums what its row's indices send it, in index
 // order, with no atomics.
 
-// axisGathers are gather and scatter_add, in the coverage table's order.
-var axisGathers = []*Op{
-	{Name: "gather", Grad: gatherRule, Family: "gather, strided", Doc: "out[…, i, …] = x[…, idx[…, i, …], …] along an axis, idx int32 of x's rank and no larger off the axis (PyTorch's gather); gradient scatter-added back; an index out of range gives NaN and an error at the readback.",
+// The entries of axisGathers. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	GatherOp = &Op{Name: "gather", Family: "gather, strided", Doc: "out[…, i, …] = x[…, idx[…, i, …], …] along an axis, idx int32 of x's rank and no larger off the axis (PyTorch's gather); gradient scatter-added back; an index out of range gives NaN and an error at the readback.",
 		Forward:  func(in []*T, a Attrs) *T { return Gather(in[0], a.Axis, in[1]) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{GatherBackward(in[0], a.Axis, in[1], g), nil} },
-		Cases:    gatherCases()},
-	{Name: "scatter_add", Grad: scatterAddRule, Family: "gather, strided, binary", Doc: "x plus src[…, i, …] added at x[…, idx[…, i, …], …] along an axis, repeated indices summed (PyTorch's scatter_add; src no smaller than idx, which is no larger than x off the axis); gradients g for x, g gathered for src; an index out of range adds nowhere and gives an error at the readback.",
+		Cases:    gatherCases()}
+	ScatterAddOp = &Op{Name: "scatter_add", Family: "gather, strided, binary", Doc: "x plus src[…, i, …] added at x[…, idx[…, i, …], …] along an axis, repeated indices summed (PyTorch's scatter_add; src no smaller than idx, which is no larger than x off the axis); gradients g for x, g gathered for src; an index out of range adds nowhere and gives an error at the readback.",
 		Forward: func(in []*T, a Attrs) *T { return ScatterAdd(in[0], a.Axis, in[1], in[2]) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gx, gs := ScatterAddBackward(in[0], a.Axis, in[1], in[2], g)
 			return []*T{gx, nil, gs}
 		},
-		Cases: scatterAddCases()},
+		Cases: scatterAddCases()}
+)
+
+// axisGathers are gather and scatter_add, in the coverage table's order.
+var axisGathers = []*Op{
+	GatherOp.with(gatherRule),
+	ScatterAddOp.with(scatterAddRule),
 }
 
 var (
 	// gather's gradient is the scatter_add of g into zeros.
 	gatherRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
-		return []Value{rb{b}.op("scatter_add", Attrs{Axis: a.Axis}, zerosLike(b, in[0]), in[1], g), nil}
+		return []Value{rb{b}.op(ScatterAddOp, Attrs{Axis: a.Axis}, zerosLike(b, in[0]), in[1], g), nil}
 	}
 	// scatter_add's: g for x, g gathered (zeros past idx) for src.
 	scatterAddRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		r := rb{b}
-		gs := r.op("gather", Attrs{Axis: a.Axis}, g, in[1])
+		gs := r.op(GatherOp, Attrs{Axis: a.Axis}, g, in[1])
 		if pads := padsTo(in[1].Shape(), in[2].Shape()); pads != nil {
-			gs = r.op("pad", Attrs{Pads: pads}, gs)
+			gs = r.op(PadOp, Attrs{Pads: pads}, gs)
 		}
 		return []Value{g, nil, gs}
 	}

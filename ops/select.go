@@ -12,30 +12,39 @@ import (
 // true where it is not 0 (NaN counts as true); extensor has no boolean
 // dtype. It gets a zero gradient.
 
-// selections are where and masked_fill, in the coverage table's order.
-var selections = []*Op{
-	{Name: "where", Grad: whereRule, Family: "where", Doc: "a where cond ≠ 0, else b, the three broadcast as NumPy; gradients g where each was chosen, summed to its shape; zero for cond.",
+// The entries of selections. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	WhereOp = &Op{Name: "where", Family: "where", Doc: "a where cond ≠ 0, else b, the three broadcast as NumPy; gradients g where each was chosen, summed to its shape; zero for cond.",
 		Forward: func(in []*T, _ Attrs) *T { return Where(in[0], in[1], in[2]) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gc, ga, gb := WhereBackward(in[0], in[1], in[2], g)
 			return []*T{gc, ga, gb}
 		},
-		Cases: whereCases()},
-	{Name: "masked_fill", Grad: maskedFillRule, Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
+		Cases: whereCases()}
+	MaskedFillOp = &Op{Name: "masked_fill", Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
 		Forward: func(in []*T, a Attrs) *T { return MaskedFill(in[0], in[1], a.Value) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gx, gm := MaskedFillBackward(in[0], in[1], g)
 			return []*T{gx, gm}
 		},
-		Cases: maskedFillCases()},
-	{Name: "tril", Grad: triangleRule(true), Family: "where", Doc: "the lower triangle of the last two axes, elements with column − row ≤ diagonal, the rest 0; gradient g there.",
+		Cases: maskedFillCases()}
+	TrilOp = &Op{Name: "tril", Family: "where", Doc: "the lower triangle of the last two axes, elements with column − row ≤ diagonal, the rest 0; gradient g there.",
 		Forward:  func(in []*T, a Attrs) *T { return Tril(in[0], a.Diagonal) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{TrilBackward(in[0], g, a.Diagonal)} },
-		Cases:    triangleCases()},
-	{Name: "triu", Grad: triangleRule(false), Family: "where", Doc: "the upper triangle, column − row ≥ diagonal, as tril.",
+		Cases:    triangleCases()}
+	TriuOp = &Op{Name: "triu", Family: "where", Doc: "the upper triangle, column − row ≥ diagonal, as tril.",
 		Forward:  func(in []*T, a Attrs) *T { return Triu(in[0], a.Diagonal) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{TriuBackward(in[0], g, a.Diagonal)} },
-		Cases:    triangleCases()},
+		Cases:    triangleCases()}
+)
+
+// selections are where and masked_fill, in the coverage table's order.
+var selections = []*Op{
+	WhereOp.with(whereRule),
+	MaskedFillOp.with(maskedFillRule),
+	TrilOp.with(triangleRule(true)),
+	TriuOp.with(triangleRule(false)),
 }
 
 // triangleRule is tril's (lower) or triu's backward: g in the triangle.
@@ -45,7 +54,7 @@ func triangleRule(lower bool) Rule {
 			return g
 		}
 		m := triangle("ops.Tril", r.b.Tensor(x), a.Diagonal, lower)
-		return r.op("where", Attrs{}, r.b.Const(m), g, r.scalar(g, 0))
+		return r.op(WhereOp, Attrs{}, r.b.Const(m), g, r.scalar(g, 0))
 	})
 }
 
@@ -130,12 +139,12 @@ var (
 		r := rb{b}
 		zero := r.scalar(g, 0)
 		return []Value{zerosLike(b, in[0]),
-			r.sumTo(r.op("where", Attrs{}, in[0], g, zero), in[1].Shape()),
-			r.sumTo(r.op("where", Attrs{}, in[0], zero, g), in[2].Shape())}
+			r.sumTo(r.op(WhereOp, Attrs{}, in[0], g, zero), in[1].Shape()),
+			r.sumTo(r.op(WhereOp, Attrs{}, in[0], zero, g), in[2].Shape())}
 	}
 	maskedFillRule = func(b Builder, in []Value, _, g Value, _ Attrs) []Value {
 		r := rb{b}
-		return []Value{r.op("where", Attrs{}, in[1], r.scalar(g, 0), g), zerosLike(b, in[1])}
+		return []Value{r.op(WhereOp, Attrs{}, in[1], r.scalar(g, 0), g), zerosLike(b, in[1])}
 	}
 )
 

@@ -12,24 +12,32 @@ import (
 // second-order rule. They are composed of the reduction, broadcasting and
 // elementwise kernels; on float16 they compute in float32 and round once.
 
-// statistics are var, std and logsumexp, in the coverage table's order.
-var statistics = []*Op{
-	{Name: "var", Grad: varRule(false), Family: "reduce, binary", Doc: "Σ(x − mean)²/max(0, N − correction) over axes (nil: all), keepdims; correction 1 is PyTorch's default (Bessel's).",
+// The entries of statistics. Each var is an op's handle, by which autograd.Apply
+// and the rules reach it.
+var (
+	VarOp = &Op{Name: "var", Family: "reduce, binary", Doc: "Σ(x − mean)²/max(0, N − correction) over axes (nil: all), keepdims; correction 1 is PyTorch's default (Bessel's).",
 		Forward: func(in []*T, a Attrs) *T { return Var(in[0], a.Axes, a.Correction, a.Keepdims) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{VarBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
 		},
-		Cases: statCases(true)},
-	{Name: "std", Grad: varRule(true), Family: "reduce, binary", Doc: "√var, as var; gradient 0 where std is 0 (PyTorch's).",
+		Cases: statCases(true)}
+	StdOp = &Op{Name: "std", Family: "reduce, binary", Doc: "√var, as var; gradient 0 where std is 0 (PyTorch's).",
 		Forward: func(in []*T, a Attrs) *T { return Std(in[0], a.Axes, a.Correction, a.Keepdims) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			return []*T{StdBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
 		},
-		Cases: statCases(true)},
-	{Name: "logsumexp", Grad: logsumexpRule, Family: "reduce, binary, unary", Doc: "ln Σ eˣ over axes, the maximum subtracted first (kept 0 where it is ±Inf); −Inf for nothing; gradient g·e^(x − y).",
+		Cases: statCases(true)}
+	LogsumexpOp = &Op{Name: "logsumexp", Family: "reduce, binary, unary", Doc: "ln Σ eˣ over axes, the maximum subtracted first (kept 0 where it is ±Inf); −Inf for nothing; gradient g·e^(x − y).",
 		Forward:  func(in []*T, a Attrs) *T { return LogSumExp(in[0], a.Axes, a.Keepdims) },
 		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{LogSumExpBackward(in[0], g, a.Axes, a.Keepdims)} },
-		Cases:    statCases(false)},
+		Cases:    statCases(false)}
+)
+
+// statistics are var, std and logsumexp, in the coverage table's order.
+var statistics = []*Op{
+	VarOp.with(varRule(false)),
+	StdOp.with(varRule(true)),
+	LogsumexpOp.with(logsumexpRule),
 }
 
 // varRule is var's (or std's) backward in table ops:
@@ -39,7 +47,7 @@ func varRule(std bool) Rule {
 		t := r.b.Tensor(x)
 		ax, _, kshape := reduceAxes("ops.Var", t, a.Axes, a.Keepdims)
 		d := math.Max(0, float64(reducedCount(t, ax))-a.Correction)
-		xc := r.sub(x, r.op("mean", Attrs{Axes: a.Axes, Keepdims: true}, x))
+		xc := r.sub(x, r.op(MeanOp, Attrs{Axes: a.Axes, Keepdims: true}, x))
 		gu := r.unreduce(x, g, a)
 		if !std {
 			return r.mul(gu, r.scale(xc, 2/d))
@@ -50,9 +58,9 @@ func varRule(std bool) Rule {
 		zero := scalarOf(ybt, 0)
 		defer zero.Release()
 		isZero := r.b.Const(binary("ops.Std", device.Equal, ybt, zero))
-		safe := r.op("where", Attrs{}, isZero, r.scalar(y, 1), yb)
+		safe := r.op(WhereOp, Attrs{}, isZero, r.scalar(y, 1), yb)
 		q := r.div(r.mul(gu, xc), r.scale(safe, d))
-		return r.op("where", Attrs{}, isZero, r.scalar(y, 0), q)
+		return r.op(WhereOp, Attrs{}, isZero, r.scalar(y, 0), q)
 	})
 }
 
@@ -61,7 +69,7 @@ var logsumexpRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
 	t := r.b.Tensor(x)
 	_, _, kshape := reduceAxes("ops.LogSumExp", t, a.Axes, a.Keepdims)
 	yb := r.broadcast(r.reshape(y, kshape), t.Shape())
-	return r.mul(r.unreduce(x, g, a), r.un("exp", r.sub(x, yb)))
+	return r.mul(r.unreduce(x, g, a), r.un(ExpOp, r.sub(x, yb)))
 })
 
 // varDenominator returns max(0, N − correction) for the axes of x.

@@ -12,6 +12,10 @@ import (
 // cases on which the parity suite checks it. The parity suite, the
 // coverage table in docs and autograd all read the table of Ops that
 // Table returns; an op missing from it is missing.
+//
+// Each Op of the table is an exported var named after it, the op's handle
+// (ExpOp, SoftplusOp), by which autograd.Apply records it. The table's Ops
+// are shared: do not modify them.
 type Op struct {
 	Name   string // the op's row in the coverage table, e.g. "exp"
 	Family string // the WGSL kernel family: a file of package shaders, e.g. "unary" (two, comma-separated, for conv2d)

@@ -1,9 +1,15 @@
 package ops_test
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,4 +120,100 @@ func TestEveryGradientHasARule(t *testing.T) {
 			t.Errorf("%s has a backward but no second-order rule (Grad)", op.Name)
 		}
 	}
+}
+
+// TestEveryOpHasAHandle checks that each op of the table is one exported
+// var of package ops, named after it (softplus's SoftplusOp, bce_with_logits's
+// BCEWithLogitsOp), through which autograd.Apply and the rules reach it;
+// and that every such var is listed in the table.
+func TestEveryOpHasAHandle(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles := map[string]string{} // op name → var
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, s := range gd.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if !id.IsExported() || !strings.HasSuffix(id.Name, "Op") || i >= len(vs.Values) {
+						continue
+					}
+					name := opName(vs.Values[i])
+					if name == "" {
+						t.Errorf("%s: no op name in its definition", id.Name)
+						continue
+					}
+					if prev, ok := handles[name]; ok {
+						t.Errorf("op %q has two handles, %s and %s", name, prev, id.Name)
+					}
+					handles[name] = id.Name
+				}
+			}
+		}
+	}
+	initialisms := map[string]string{"mse": "MSE", "bce": "BCE", "nll": "NLL", "kl": "KL", "sgd": "SGD", "rms": "RMS", "l1": "L1"}
+	for _, op := range ops.Table() {
+		want := ""
+		for _, w := range strings.Split(op.Name, "_") {
+			if s, ok := initialisms[w]; ok {
+				want += s
+			} else {
+				want += strings.ToUpper(w[:1]) + w[1:]
+			}
+		}
+		want += "Op"
+		switch got, ok := handles[op.Name]; {
+		case !ok:
+			t.Errorf("op %q has no handle; want var %s", op.Name, want)
+		case got != want:
+			t.Errorf("op %q's handle is %s; want %s", op.Name, got, want)
+		}
+		delete(handles, op.Name)
+	}
+	for name, h := range handles {
+		t.Errorf("%s (op %q) is missing from the table: list it in its group", h, name)
+	}
+}
+
+// opName returns the op name that a handle's definition gives: its Name
+// field, or the first string argument of the constructor it calls.
+func opName(e ast.Expr) string {
+	if u, ok := e.(*ast.UnaryExpr); ok {
+		e = u.X
+	}
+	var lit ast.Expr
+	switch v := e.(type) {
+	case *ast.CompositeLit:
+		for _, el := range v.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok && fmt.Sprint(kv.Key) == "Name" {
+				lit = kv.Value
+			}
+		}
+	case *ast.CallExpr:
+		for _, a := range v.Args {
+			if bl, ok := a.(*ast.BasicLit); ok && bl.Kind == token.STRING {
+				lit = bl
+				break
+			}
+		}
+	}
+	bl, ok := lit.(*ast.BasicLit)
+	if !ok {
+		return ""
+	}
+	s, _ := strconv.Unquote(bl.Value)
+	return s
 }
