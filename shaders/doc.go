@@ -5,7 +5,9 @@
 // text/template that Source expands with the kernel's parameters (element
 // type, operation, register block), one pipeline a specialisation. (naga
 // 29 has WGSL's override constants; templates also choose bindings,
-// loops and whole functions, which overrides cannot.) Every kernel starts with the prelude: binding 0 is a read-only
+// loops and whole functions, which overrides cannot.) The data is a
+// struct of the kernel's family (device/webgpu's specs), or a map.
+// Every kernel starts with the prelude: binding 0 is a read-only
 // storage array of u32 parameters bound at a dynamic offset, so a dispatch's
 // shapes, strides and scalars need no buffer of their own.
 package shaders

@@ -12,7 +12,7 @@
 // p[40..48) and p[48..56) the kept and reduced shapes' magic numbers (udiv
 // in common.wgsl){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
 // here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
-// length p[38] = {{len .Unroll}}·{{.L}} vec4s{{end}}.
+// length p[38] = {{.Unroll}}·{{.L}} vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
 // loop after about 32768 iterations, counting those of loops nested in it.
 {{- if .Group}}
@@ -101,7 +101,7 @@ fn at(base: u32, r: u32) -> f32 {
 }
 {{- end}}
 {{if .Vec}}
-{{- $n := len .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = .L}}{{end}}
+{{- $n := .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = .L}}{{end}}
 // One workgroup per (output o, chunk c), invocation t of it folding {{$n}}
 // of the chunk's vec4s (those inside the row), in straight-line code
 // (loops are slow on CPU adapters), p[0] = outputs·chunks·{{.L}}; the
@@ -127,11 +127,11 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     var acc = init;
     if (first + {{mul (sub $n 1) $step}}u <= last) {
         // All of them lie inside the row: no bounds to check.
-{{- range .Unroll}}
+{{- range seq .Unroll}}
         acc = combine4(acc, vec4<f32>(x[row + first + {{mul . $step}}u]));
 {{- end}}
     } else {
-{{- range .Unroll}}
+{{- range seq .Unroll}}
         acc = combine4(acc, select(init, vec4<f32>(x[row + min(first + {{mul . $step}}u, last)]), first + {{mul . $step}}u <= last));
 {{- end}}
     }

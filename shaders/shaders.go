@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"reflect"
 	"text/template"
 )
 
@@ -98,8 +99,8 @@ var set = template.Must(template.New("").Funcs(funcs).Option("missingkey=error")
 //
 // Every kernel sees the storage type of floating-point tensors as E (and
 // E4, four of them), and stores a float32 result v in it as to_e(v) (and
-// to_e4): f32 and the identity, or, where data is a map whose "F16" is
-// true, WGSL's f16 (the shader-f16 feature, enabled by the first line)
+// to_e4): f32 and the identity, or, where data is a struct (or a map)
+// whose F16 is true, WGSL's f16 (the shader-f16 feature, enabled by the first line)
 // and a rounding conversion.
 func Source(name string, data any) (string, error) {
 	if name == "prelude" || name == "common" || set.Lookup(name+".wgsl") == nil {
@@ -110,7 +111,7 @@ func Source(name string, data any) (string, error) {
 		return "", err
 	}
 	var b bytes.Buffer
-	if m, ok := data.(map[string]any); ok && m["F16"] == true {
+	if f16(data) {
 		b.WriteString(storageF16)
 	} else {
 		b.WriteString(storageF32)
@@ -120,4 +121,17 @@ func Source(name string, data any) (string, error) {
 		return "", fmt.Errorf("shaders: %s: %w", name, err)
 	}
 	return b.String(), nil
+}
+
+// f16 reports whether data, a struct or a map, has an F16 that is true.
+func f16(data any) bool {
+	if m, ok := data.(map[string]any); ok {
+		return m["F16"] == true
+	}
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Struct {
+		return false
+	}
+	f := v.FieldByName("F16")
+	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
 }

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -213,10 +211,8 @@ func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpe
 	if ds {
 		stage = "dq"
 	}
-	spec := map[string]any{"Stage": stage, "DS": ds, "R": rows, "C": attnKeys, "D4": a.D / 4, "DV4": a.DV / 4, "Mask": int(a.Mask),
-		"Causal": a.Causal, "Drop": drop, "F16": st.native(), "Split": split, "Align": !d.loopLimited}
-	key := fmt.Sprintf("attention/%s/ds=%v/r=%d,c=%d/d=%d,dv=%d/mask=%d,causal=%v,drop=%v,split=%v,align=%v/%s", stage, ds, rows, attnKeys, a.D, a.DV, a.Mask, a.Causal, drop, split, !d.loopLimited, st)
-	return d.kernel(key, "attention", spec, writable...)
+	return d.kernel(attentionSpec{Stage: stage, DS: ds, R: rows, C: attnKeys, D4: a.D / 4, DV4: a.DV / 4, Mask: int(a.Mask),
+		Causal: a.Causal, Drop: drop, F16: st.native(), Split: split, Align: !d.loopLimited}, writable...)
 }
 
 // attnParams returns the attention family's parameter words, for

@@ -36,7 +36,7 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 	c4 := groupsOf(c, 4)
 	rows := nb * c4 * hp
 	st := d.storeOf(x.dt)
-	k := d.kernelOf(fmt.Sprintf("conv_tex/pack/%s", st), "conv_tex", map[string]any{"Stage": "pack", "Half": st.packed(), "F16": st.native()}, storageRO, textureOut)
+	k := d.kernelOf(convTexSpec{Stage: "pack", Half: st.packed(), F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
 		[]uint32{uint32(w), uint32(h), uint32(c), uint32(wp), uint32(hp), uint32(pw), uint32(ph), uint32(c4), uint32(rows), uint32(n0 * c * h * w), magic(c4), magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
@@ -54,8 +54,7 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 	}
 	v := t.view
 	st := d.storeOf(w.dt)
-	k := d.kernelOf(fmt.Sprintf("conv_tex/wpack/taps=%d,flip=%v,%s", taps, flip, st), "conv_tex",
-		map[string]any{"Stage": "wpack", "Taps": taps, "Flip": flip, "Half": st.packed(), "F16": st.native()}, storageRO, textureOut)
+	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, Half: st.packed(), F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, []uint32{uint32(f), uint32(c), uint32(row)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: w.b, Size: w.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
@@ -117,8 +116,7 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 	// is: WGSL's f16, or packed words with atomics where two invocations
 	// share a word.
 	st := d.storeOf(o.dt)
-	k := d.kernelOf(fmt.Sprintf("conv_tex/fwd/%d×%d/taps=%d,kw=%d,bias=%v,wg=%dx%d,%s", convTM, convTN, taps, g.KW, b != nil, wx, wy, st), "conv_tex",
-		map[string]any{"Stage": "fwd", "TM": convTM, "TN": convTN, "Taps": taps, "KW": g.KW, "Bias": b != nil, "WX": wx, "WY": wy, "Half": st.packed(), "F16": st.native()}, kinds...)
+	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy, Half: st.packed(), F16: st.native()}, kinds...)
 	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
 	if b != nil {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
@@ -262,8 +260,7 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 		}
 		defer d.free(part)
 	}
-	k := d.kernelOf(fmt.Sprintf("conv_tex/dw/%d×%d/taps=%d,kw=%d", dwTM, dwTN, taps, g.KW), "conv_tex",
-		map[string]any{"Stage": "dw", "TM": dwTM, "TN": dwTN, "Taps": taps, "KW": g.KW}, textureIn, textureIn, storageRW)
+	k := d.kernelOf(convTexSpec{Stage: "dw", TM: dwTM, TN: dwTN, Taps: taps, KW: g.KW}, textureIn, textureIn, storageRW)
 	d.roomForTextures(3)
 	var wv *wgpu.TextureView
 	if gx != nil {

@@ -72,7 +72,7 @@ type Device struct {
 	// runs LP_NUM_THREADS of them, by default one a processor.
 	threads int
 
-	kernels map[string]*kernel
+	kernels map[kernelKey]*kernel
 
 	// The open batch.
 	encoder    *wgpu.CommandEncoder
@@ -158,7 +158,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the default", e.name, e.v, strings.Join(e.want, " or "))
 		}
 	}
-	d := &Device{kernels: map[string]*kernel{}, live: map[*resource]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
+	d := &Device{kernels: map[kernelKey]*kernel{}, live: map[*resource]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
 		noDirectConv: conv == "im2col"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	quietDeviceSelect()

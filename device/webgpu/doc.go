@@ -17,7 +17,9 @@
 //     (Present then shows canvases drawn by the draw kernels on it); it
 //     requests the adapter's limits when it creates the device, keeping
 //     the storage binding size no larger than the buffer size;
-//   - compiles each kernel once per specialisation (a pipeline cache);
+//   - compiles each kernel once per specialisation: a comparable struct
+//     per WGSL file (specs.go) that is both the template's data and the
+//     pipeline cache's key, so no key is written by hand;
 //   - chooses the matrix-product kernel per adapter: texture or register
 //     kernels on CPU adapters, shared-memory tiles on GPUs, the tile
 //     variant timed once per shape class (see EnvMatMul and MatMulKernel);

@@ -14,7 +14,7 @@ func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	name := drawNames[op]
-	k := d.kernel("draw/"+name, "draw", map[string]any{"Op": name}, flags(2, 1)...)
+	k := d.kernel(drawSpec{Op: name}, flags(2, 1)...)
 	params := []uint32{uint32(p.W), uint32(p.H), uint32(p.X), uint32(p.Y), uint32(p.RW), uint32(p.RH), p.Color,
 		uint32(p.N), uint32(p.IH), uint32(p.IW), uint32(p.Cols), uint32(p.Border), uint32(max(p.Zoom, 1)),
 		f32bits(p.Lo), f32bits(p.Hi), uint32(max(p.Thick, 1)), uint32(p.GW), uint32(p.GH)}

@@ -44,19 +44,15 @@ func (d *Device) convert(o, s *buffer) {
 		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: use Copy", s.dt, o.dt))
 	case o.dt == device.Float16 && s.dt == device.Float32, o.dt == device.Float32 && s.dt == device.Float16:
 		half := o.dt == device.Float16
-		name := "cast/from_half"
-		if half {
-			name = "cast/to_half"
-		}
 		if o.n%8 == 0 {
 			// By vec4s, eight values an invocation: on lavapipe, 16M values
 			// cast to float16 at 0.45–0.57 Gelem/s (the scalar kernel:
 			// 0.26–0.31) and to float32 at 0.60–0.62 (0.13–0.16).
-			k := d.kernel(name+"/vec", "cast", map[string]any{"ToHalf": half, "Vec": true}, false, true)
+			k := d.kernel(castSpec{ToHalf: half, Vec: true}, false, true)
 			d.run(k, groupsOf(o.n/8, 256), []uint32{uint32(o.n / 8)}, s, o)
 			return
 		}
-		k := d.kernel(name, "cast", map[string]any{"ToHalf": half, "Vec": false}, false, true)
+		k := d.kernel(castSpec{ToHalf: half}, false, true)
 		if half {
 			words := (o.n + 1) / 2
 			d.run(k, groupsOf(words, 256), []uint32{uint32(words), uint32(o.n)}, s, o)

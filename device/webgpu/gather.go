@@ -3,7 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/extensor/extensor/device"
@@ -18,7 +17,7 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(x).dt)
 	rowsForm := t.K > 0 && !t.Table
-	k := d.kernel(fmt.Sprintf("gather/table=%v,rows=%v/%s", t.Table, rowsForm, st), "gather", map[string]any{"Grad": false, "Table": t.Table, "Rows": rowsForm, "F16": st.native()}, flags(2, 2)...)
+	k := d.kernel(gatherSpec{Table: t.Table, Rows: rowsForm, F16: st.native()}, flags(2, 2)...)
 	n, w := t.N, t.D
 	switch {
 	case t.Table:
@@ -47,7 +46,7 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(g).dt)
 	rowsForm := t.K > 0 && !t.Table
-	k := d.kernel(fmt.Sprintf("gather_grad/table=%v,rows=%v/%s", t.Table, rowsForm, st), "gather", map[string]any{"Grad": true, "Table": t.Table, "Rows": rowsForm, "F16": st.native()}, flags(2, 2)...)
+	k := d.kernel(gatherSpec{Grad: true, Table: t.Table, Rows: rowsForm, F16: st.native()}, flags(2, 2)...)
 	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0, b2u(t.Ignoring), uint32(t.IgnoreIndex)}
 	if rowsForm {
 		if !d.rowLimit(k, t.K) {

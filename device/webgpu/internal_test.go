@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -101,27 +102,56 @@ func TestMagic(t *testing.T) {
 	}
 }
 
-// TestKernelKeyCollision checks that under go test a kernel key asked for
-// with another specialisation than it was compiled from panics, naming
-// both, instead of running the cached kernel.
-func TestKernelKeyCollision(t *testing.T) {
+// TestSpecs checks the kernels' specialisations against the WGSL files:
+// every kernel file (shaders/*.wgsl but the includes and present.wgsl,
+// the window's render shader) has one spec type, named by its family; a
+// kernel is cached under its spec, so two specs differing in a field are
+// two kernels, named apart.
+func TestSpecs(t *testing.T) {
+	specs := []spec{unarySpec{}, binarySpec{}, updateSpec{}, castSpec{}, drawSpec{}, gatherSpec{}, scanSpec{}, whereSpec{},
+		stridedSpec{}, reduceSpec{}, softmaxSpec{}, xentSpec{}, xentSpec{Grad: true}, normSpec{}, windowSpec{}, attentionSpec{},
+		registerSpec{}, tiledSpec{}, sumSpec{}, texSpec{}, convTexSpec{}}
+	families := map[string]bool{}
+	for _, s := range specs {
+		if families[s.family()] {
+			t.Errorf("two specs of family %s", s.family())
+		}
+		families[s.family()] = true
+	}
+	files, err := filepath.Glob("../../shaders/*.wgsl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".wgsl")
+		switch {
+		case name == "prelude" || name == "common" || name == "present":
+		case !families[name]:
+			t.Errorf("shaders/%s.wgsl has no spec type", name)
+		}
+		delete(families, name)
+	}
+	for f := range families {
+		t.Errorf("spec family %s has no WGSL file", f)
+	}
+
 	d := openTB(t)
 	defer d.Close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	data := func(fn string) map[string]any {
-		return map[string]any{"Fn": fn, "Grad": false, "Vec": false, "Half": false, "F16": false, "Unroll": 1, "Coalesce": false}
+	exp := unarySpec{Fn: "exp", Vec: true, Unroll: 4}
+	log := exp
+	log.Fn = "log"
+	ke, kl := d.kernel(exp, false, true), d.kernel(log, false, true)
+	if ke == nil || kl == nil {
+		t.Fatalf("compiling unary exp and log: %v", d.report())
 	}
-	if d.kernel("unary/collision", "unary", data("exp"), false, true) == nil {
-		t.Fatalf("compiling unary exp: %v", d.report())
+	if ke == kl || ke.name == kl.name || d.kernel(exp, false, true) != ke {
+		t.Errorf("kernels of exp (%s) and log (%s): want two, each cached under its spec", ke.name, kl.name)
 	}
-	defer func() {
-		r := recover()
-		if msg, _ := r.(string); !strings.Contains(msg, `"unary/collision" names two specialisations`) || !strings.Contains(msg, "Fn:exp") || !strings.Contains(msg, "Fn:log") {
-			t.Errorf("recovered %v; want a panic naming the key and both specialisations", r)
-		}
-	}()
-	d.kernel("unary/collision", "unary", data("log"), false, true)
+	if want := "unary/exp/vec,unroll=4"; ke.name != want {
+		t.Errorf("kernel name %q; want %q", ke.name, want)
+	}
 }
 
 // openTB opens a device of its own for an internal test or benchmark,

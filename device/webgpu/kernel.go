@@ -4,12 +4,9 @@ package webgpu
 
 import (
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/extensor/extensor/device"
@@ -25,8 +22,7 @@ var zeroSlot [paramSlot]byte
 
 // kernel is a compiled compute pipeline with its bind group layout.
 type kernel struct {
-	name     string
-	spec     string // file, data and bindings it was compiled from (checkKeys)
+	name     string // specName of its specialisation
 	module   *wgpu.ShaderModule
 	layout   *wgpu.BindGroupLayout
 	playout  *wgpu.PipelineLayout
@@ -48,37 +44,17 @@ func (k *kernel) release() {
 	}
 }
 
-// kernel returns the pipeline of shader file specialised with data, cached
-// under key. writable tells, for each data binding (1, 2, …), whether the
-// kernel writes it. It returns nil after recording a failure.
-func (d *Device) kernel(key, file string, data any, writable ...bool) *kernel {
+// kernel returns the pipeline of s's family specialised with s.
+// writable tells, for each data binding (1, 2, …), whether the kernel
+// writes it. It returns nil after recording a failure.
+func (d *Device) kernel(s spec, writable ...bool) *kernel {
 	kinds := make([]bindKind, len(writable))
 	for i, w := range writable {
 		if w {
 			kinds[i] = storageRW
 		}
 	}
-	return d.kernelOf(key, file, data, kinds...)
-}
-
-// checkKeys makes every cache hit under go test compare the kernel's
-// specialisation with the one asked for: the keys are written by hand
-// beside the template data, and a key that leaves out a field of the data
-// would otherwise run the wrong kernel silently. Benchmarks (-test.bench)
-// skip the check: it formats the data on every dispatch, about half of a
-// tiny op's recording on an H200 (2026-11-27).
-var checkKeys = sync.OnceValue(func() bool {
-	if !testing.Testing() {
-		return false
-	}
-	f := flag.Lookup("test.bench")
-	return f == nil || f.Value.String() == ""
-})
-
-// specOf describes a specialisation for checkKeys (fmt prints maps sorted
-// by key).
-func specOf(file string, data any, kinds []bindKind) string {
-	return fmt.Sprintf("%s %v %v", file, data, kinds)
+	return d.kernelOf(s, kinds...)
 }
 
 // bindKind is what a kernel binds at a binding after the parameters.
@@ -91,40 +67,53 @@ const (
 	textureOut                 // an rgba32float storage texture, written
 )
 
+// maxBindings bounds a kernel's data bindings (WebGPU's default limits
+// allow 8 storage buffers a stage).
+const maxBindings = 12
+
+// kernelKey is a pipeline's key in the device's cache: its
+// specialisation and the kinds of its n bindings, all derived from what
+// the kernel is compiled from.
+type kernelKey struct {
+	spec  spec
+	kinds [maxBindings]bindKind
+	n     int
+}
+
 // kernelOf is kernel with the kinds of its bindings (1, 2, …).
-func (d *Device) kernelOf(key, file string, data any, kinds ...bindKind) *kernel {
+func (d *Device) kernelOf(s spec, kinds ...bindKind) *kernel {
+	key := kernelKey{spec: s, n: len(kinds)}
+	if copy(key.kinds[:], kinds) < len(kinds) {
+		panic(fmt.Sprintf("webgpu: kernel %s: %d bindings; at most %d", specName(s), len(kinds), maxBindings))
+	}
 	if k, ok := d.kernels[key]; ok {
-		if checkKeys() {
-			if spec := specOf(file, data, kinds); spec != k.spec {
-				panic(fmt.Sprintf("webgpu: kernel key %q names two specialisations: %s and %s", key, k.spec, spec))
-			}
-		}
 		return k
 	}
 	if !d.ok() {
 		return nil
 	}
-	k, err := d.compile(key, file, data, kinds)
+	name := specName(s)
+	k, err := d.compile(name, s, kinds)
 	if err != nil {
 		if k != nil {
 			k.release()
 		}
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", key, err))
+		d.fail(fmt.Errorf("webgpu: kernel %s: %v", name, err))
 		return nil
 	}
 	d.kernels[key] = k
 	return k
 }
 
-func (d *Device) compile(key, file string, data any, kinds []bindKind) (*kernel, error) {
-	src, err := shaders.Source(file, data)
+func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) {
+	src, err := shaders.Source(s.family(), s)
 	if err != nil {
 		return nil, err
 	}
 	if d.enableSubgroups && strings.Contains(src, "subgroup") {
 		src = "enable subgroups;\n" + src // WebGPU's feature (browsers); wgpu's native one takes no line
 	}
-	k := &kernel{name: key, spec: specOf(file, data, kinds)}
+	k := &kernel{name: key}
 	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
 		Label:      key,
 		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},

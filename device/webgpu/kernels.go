@@ -84,7 +84,7 @@ func (d *Device) fill(b *buffer, v float64) {
 	}
 	vec, n := vec4(n)
 	t := elemType(true, vec)
-	k := d.kernel("fill/"+t, "update", map[string]any{"Op": "fill", "T": t}, true)
+	k := d.kernel(updateSpec{Op: "fill", T: t}, true)
 	d.runItems(k, 1, itemBytes(vec, "f32"), []uint32{uint32(n), word}, b)
 }
 
@@ -101,7 +101,7 @@ func (d *Device) Arange(dst device.Buffer, start, step float64) {
 	if b.dt == device.Int32 {
 		t, p1, p2 = "i32", uint32(int32(start)), uint32(int32(step))
 	}
-	k := d.kernel("arange/"+t, "update", map[string]any{"Op": "arange", "T": t}, true)
+	k := d.kernel(updateSpec{Op: "arange", T: t}, true)
 	d.runItems(k, 1, 4, []uint32{uint32(b.n), p1, p2}, b)
 }
 
@@ -115,11 +115,11 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	o := d.buf(y)
 	vec, n := vec4(o.n)
 	st := d.storeOf(o.dt)
-	data := map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": "", "F16": st.native()}
+	s := updateSpec{Op: "axpy", T: "E", W: "f32", F16: st.native()}
 	if vec {
-		data["T"], data["W"], data["V"] = "E4", "vec4<f32>", "4"
+		s.T, s.W, s.V = "E4", "vec4<f32>", "4"
 	}
-	k := d.kernel(fmt.Sprintf("axpy/vec=%v/%s", vec, st), "update", data, false, true)
+	k := d.kernel(s, false, true)
 	d.runItems(k, 1, itemBytes(vec, st), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
 }
 
@@ -164,8 +164,7 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 		count = (count + 1) / 2
 	}
 	vec, n := vec4(count)
-	key := fmt.Sprintf("unary/%s/grad=%v/vec=%v/%s", op, grad, vec, st)
-	k := d.kernel(key, "unary", map[string]any{"Fn": string(op), "Grad": grad, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec), "Coalesce": !d.loopLimited}, flags(len(in), 1)...)
+	k := d.kernel(unarySpec{Fn: string(op), Grad: grad, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: unroll(vec), Coalesce: !d.loopLimited}, flags(len(in), 1)...)
 	d.runItems(k, unroll(vec), itemBytes(vec, st), scalars(n, p), append(in, out)...)
 }
 
@@ -232,9 +231,8 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		n = out.n / 4
 		params[0] = uint32(n)
 	}
-	key := fmt.Sprintf("binary/%s/grad=%d/same=%v/vec=%v/%s/rank=%d/rowvec=%v,%v,%v", op, grad, same, vec, st, rank, rowVec, vecA, vecB)
-	k := d.kernel(key, "binary", map[string]any{"Fn": string(op), "Grad": grad, "Same": same, "Vec": vec, "Half": st.packed(), "F16": st.native(), "Unroll": unroll(vec),
-		"Coalesce": !d.loopLimited, "Rank": rank, "RowVec": rowVec, "VecA": vecA, "VecB": vecB}, flags(len(in), 1)...)
+	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: unroll(vec),
+		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, flags(len(in), 1)...)
 	if same {
 		d.runItems(k, unroll(vec), itemBytes(vec, st), params, append(in, out)...)
 		return

@@ -378,10 +378,8 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	nat, ha, hb, ho := d.productStore(out, x, y, parts)
 	va, vb := vecLoads(s, ha, hb)
 	va, vb = va && t.Vec, vb && t.Vec
-	spec := map[string]any{"BM": t.BM, "BN": t.BN, "BK": t.BK, "TM": t.TM, "TN": t.TN, "Spread": t.Spread, "TransA": s.TransA, "TransB": s.TransB, "VecO": false,
-		"HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "VecA": va, "VecB": vb, "Pre": t.Pre, "Dbl": t.Dbl, "Swz": t.Swz, "Split": parts > 1}
-	key := fmt.Sprintf("matmul/%v/ta=%v,tb=%v,half=%v%v%v,f16=%v,vec=%v%v,split=%v", t, s.TransA, s.TransB, ha, hb, ho, nat, va, vb, parts > 1)
-	kern := d.kernel(key, "matmul_tiled", spec, false, false, true)
+	kern := d.kernel(tiledSpec{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, Spread: t.Spread, TransA: s.TransA, TransB: s.TransB,
+		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre, Dbl: t.Dbl, Swz: t.Swz, Split: parts > 1}, false, false, true)
 	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, false, false, false, parts)
 }
 
@@ -411,7 +409,7 @@ func (d *Device) splitOut(o *buffer, s device.GEMM, parts int) (out *buffer, ps 
 // sumParts sets out's n elements from off on to the sum of part's parts
 // of n elements each, added to them with acc (all float32).
 func (d *Device) sumParts(out, part *buffer, n, parts, off int, acc bool) {
-	d.run(d.kernel("matmul_sum", "matmul_sum", nil, false, true), groupsOf(n, 256),
+	d.run(d.kernel(sumSpec{}, false, true), groupsOf(n, 256),
 		[]uint32{uint32(n), uint32(parts), uint32(off), b2u(acc)}, part, out)
 }
 

@@ -31,10 +31,8 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	if parts > 1 {
 		vo = s.N%4 == 0
 	}
-	spec := map[string]any{"TM": tm, "TN": tn, "TransA": s.TransA, "TransB": s.TransB, "VecA": va, "VecB": vb, "VecO": vo,
-		"DotK": dotK, "HalfA": ha, "HalfB": hb, "Half": ho, "F16": nat, "Flat": flat, "Split": parts > 1}
-	key := fmt.Sprintf("matmul/%d×%d/ta=%v,tb=%v,va=%v,vb=%v,vo=%v,dotk=%v,half=%v%v%v,f16=%v,flat=%v,split=%v", tm, tn, s.TransA, s.TransB, va, vb, vo, dotK, ha, hb, ho, nat, flat, parts > 1)
-	kern := d.kernel(key, "matmul", spec, false, false, true)
+	kern := d.kernel(registerSpec{TM: tm, TN: tn, TransA: s.TransA, TransB: s.TransB, VecA: va, VecB: vb, VecO: vo,
+		DotK: dotK, HalfA: ha, HalfB: hb, Half: ho, F16: nat, Flat: flat, Split: parts > 1}, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
 		bm, bn = tm*registerWG, tn*registerWG

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -37,16 +35,14 @@ func (d *Device) norm(grad, center bool, rows, n int, eps float64, bufs ...*buff
 	}
 	st := d.storeOf(bufs[0].dt)
 	if w, v, ok := d.softmaxRow(n / 4); n%4 == 0 && ok {
-		spec := map[string]any{"Grad": grad, "Center": center, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group(), "F16": st.native()}
-		k := d.kernel(fmt.Sprintf("norm/grad=%v,center=%v/row/n=%d,w=%d/%s/%s", grad, center, n, w, d.group(), st), "norm", spec, flags(len(bufs)-1, 1)...)
+		k := d.kernel(normSpec{Grad: grad, Center: center, Stage: "row", W: w, V: v, Quads: n / 4, Full: n / 4 / w, Group: d.group(), F16: st.native()}, flags(len(bufs)-1, 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}
 		d.dispatchRows(k, rows, []uint32{uint32(rows), f32bits(eps)}, bufs...)
 		return
 	}
-	k := d.kernel(fmt.Sprintf("norm/grad=%v,center=%v/%s", grad, center, st), "norm",
-		map[string]any{"Grad": grad, "Center": center, "Stage": "", "F16": st.native()}, flags(len(bufs)-1, 1)...)
+	k := d.kernel(normSpec{Grad: grad, Center: center, F16: st.native()}, flags(len(bufs)-1, 1)...)
 	if !d.rowLimit(k, n) {
 		return
 	}

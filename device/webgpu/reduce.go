@@ -129,9 +129,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	p := reduceParams(nOut, r, kept, red, scale)
 	xs, os := d.storeOf(in.dt), d.storeOf(o.dt)
 	half := xs.packed()
-	spec := map[string]any{"Op": op.String(), "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": half,
-		"XF16": xs.native(), "OF16": os.native(), "F16": xs.native() || os.native(), "Kept": len(kept), "Red": len(red), "Group": ""}
-	suffix := fmt.Sprintf("/kept=%d/red=%d/x=%s/out=%s", len(kept), len(red), xs, os)
+	spec := reduceSpec{Op: op.String(), Half: half, XF16: xs.native(), OF16: os.native(), F16: xs.native() || os.native(), Kept: len(kept), Red: len(red)}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output. On a GPU a row of more than a few dozen elements goes to
 	// a workgroup instead: an invocation's loop over the 1024 partial
@@ -142,7 +140,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		short = 32
 	}
 	if r <= short || (nOut >= 8192 && r <= maxLoop) {
-		d.run(d.kernel("reduce/"+op.String()+suffix, "reduce", spec, false, true), groupsOf(nOut, 256), p, in, o)
+		d.run(d.kernel(spec, false, true), groupsOf(nOut, 256), p, in, o)
 		return
 	}
 	// Long rows: each chunk of chunkLen elements reduced by a workgroup
@@ -150,22 +148,17 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	// has them), which the next pass reduces in turn (a row of one chunk
 	// is done: its result goes to dst, a dispatch fewer). Contiguous rows
 	// of vec4s go faster, vecUnroll vec4s per invocation.
-	spec["Chunks"], spec["OF16"] = true, false // partial results in float32
-	spec["F16"] = xs.native()
-	suffix = fmt.Sprintf("/kept=%d/red=%d/x=%s", len(kept), len(red), xs)
-	group, lanes := d.group(), reduceLanes(d.loopLimited)
-	spec["Group"], spec["SubgroupOp"], spec["L"] = group, subgroupOps[op], lanes
-	suffix += fmt.Sprintf("/%s/lanes=%d", group, lanes)
-	name, length, r4 := "reduce_chunks/"+op.String()+suffix, chunkPerLane*lanes, r
+	spec.Chunks, spec.OF16 = true, false // partial results in float32
+	spec.F16 = xs.native()
+	lanes := reduceLanes(d.loopLimited)
+	spec.Group, spec.SubgroupOp, spec.L = d.group(), subgroupOps[op], lanes
+	length, r4 := chunkPerLane*lanes, r
 	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
-		spec["Vec"], spec["Unroll"], spec["Coalesce"] = true, make([]int, vecUnroll), !d.loopLimited
-		for i := range vecUnroll {
-			spec["Unroll"].([]int)[i] = i
-		}
-		name, length, r4 = fmt.Sprintf("reduce_vec4/%v%s/coalesce=%v", op, suffix, !d.loopLimited), vecUnroll*lanes, r/4
+		spec.Vec, spec.Unroll, spec.Coalesce = true, vecUnroll, !d.loopLimited
+		length, r4 = vecUnroll*lanes, r/4
 	}
 	chunks := groupsOf(r4, length)
-	k := d.kernel(name, "reduce", spec, false, true)
+	k := d.kernel(spec, false, true)
 	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
 	if chunks == 1 && o.dt == device.Float32 {
 		// A chunk a row: its workgroup writes the row's result, scaled.
@@ -231,19 +224,17 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	}
 	p := reduceParams(nOut, r, kept, red, 1)
 	xs := d.storeOf(in.dt) // f32 or f16: Reduce widens packed float16
-	spec := func(stage int) map[string]any {
+	spec := func(stage int) reduceSpec {
 		f16 := xs.native() && stage < 2
-		return map[string]any{"Op": op.String(), "Arg": true, "Chunks": false, "Vec": false, "Stage": stage, "Half": false,
-			"XF16": f16, "OF16": false, "F16": f16, "Kept": len(kept), "Red": len(red), "Group": ""}
+		return reduceSpec{Op: op.String(), Arg: true, Stage: stage, XF16: f16, F16: f16, Kept: len(kept), Red: len(red)}
 	}
-	name := fmt.Sprintf("%s/kept=%d/red=%d/x=%s", op, len(kept), len(red), xs)
 	if r <= maxLoop {
-		d.run(d.kernel("reduce/"+name, "reduce", spec(0), false, true), groupsOf(nOut, 256), p, in, o)
+		d.run(d.kernel(spec(0), false, true), groupsOf(nOut, 256), p, in, o)
 		return
 	}
 	chunk := max(chunkLen, groupsOf(r, maxLoop))
 	chunks := groupsOf(r, chunk)
-	k1 := d.kernel("reduce/"+name+"/stage1", "reduce", spec(1), false, true, true)
+	k1 := d.kernel(spec(1), false, true, true)
 	if chunk > maxLoop {
 		d.fail(fmt.Errorf("webgpu: kernel %s: a row of %d elements needs loops of %d iterations; at most %d", k1.name, r, chunk, maxLoop))
 		return
@@ -260,6 +251,6 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	defer d.free(vals)
 	p[0], p[37], p[38] = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
 	d.run(k1, groupsOf(nOut*chunks, 256), p, in, idx, vals)
-	k2 := d.kernel("reduce/"+name+"/stage2", "reduce", spec(2), false, false, true)
+	k2 := d.kernel(spec(2), false, false, true)
 	d.run(k2, groupsOf(nOut, 256), []uint32{uint32(nOut), uint32(chunks)}, vals, idx, o)
 }

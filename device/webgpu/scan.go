@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -20,7 +18,7 @@ func (d *Device) Cumsum(dst, x device.Buffer, shape []int, axis int, reverse boo
 		return
 	}
 	st := d.storeOf(d.buf(x).dt)
-	k := d.kernel(fmt.Sprintf("scan/reverse=%v/%s", reverse, st), "scan", map[string]any{"Reverse": reverse, "F16": st.native()}, flags(1, 1)...)
+	k := d.kernel(scanSpec{Reverse: reverse, F16: st.native()}, flags(1, 1)...)
 	if !d.rowLimit(k, n) {
 		return
 	}

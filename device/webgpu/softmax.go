@@ -86,24 +86,22 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	vec := inner == 1 && n%4 == 0
 	st := d.storeOf(out.dt) // f32 or f16: Softmax widens packed float16
 	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
-		spec := map[string]any{"Log": log, "Grad": grad, "Stage": "row", "W": w, "V": v, "Quads": n / 4, "Full": n / 4 / w, "Group": d.group(), "F16": st.native()}
-		k := d.kernel(fmt.Sprintf("softmax/log=%v,grad=%v/row/n=%d,w=%d/%s/%s", log, grad, n, w, d.group(), st), "softmax", spec, flags(len(in), 1)...)
+		k := d.kernel(softmaxSpec{Log: log, Grad: grad, Stage: "row", W: w, V: v, Quads: n / 4, Full: n / 4 / w, Group: d.group(), F16: st.native()}, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}
 		d.dispatchRows(k, count, []uint32{uint32(count)}, append(in, out)...)
 		return
 	}
-	spec := map[string]any{"Log": log, "Grad": grad, "Vec": vec, "Stage": "stats", "Block": 0, "F16": st.native()}
+	spec := softmaxSpec{Log: log, Grad: grad, Vec: vec, Stage: "stats", F16: st.native()}
 	if vec && n%(4*softmaxBlock) == 0 {
-		spec["Block"] = softmaxBlock
+		spec.Block = softmaxBlock
 	}
-	name := fmt.Sprintf("softmax/log=%v,grad=%v,vec=%v,block=%v/%s", log, grad, vec, spec["Block"], st)
 	nStats := 1
 	if !log && !grad {
 		nStats = 2 // the max and 1/Σ
 	}
-	ks := d.kernel(name+"/stats", "softmax", spec, flags(len(in), nStats)...)
+	ks := d.kernel(spec, flags(len(in), nStats)...)
 	if !d.rowLimit(ks, n) {
 		return
 	}
@@ -122,22 +120,20 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	}
 	params := []uint32{uint32(count), uint32(n), uint32(inner)}
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
-	spec["Stage"] = "apply"
+	spec.Stage = "apply"
 	u := unroll(vec)
-	spec["Unroll"], spec["Whole"], spec["Coalesce"] = u, false, !d.loopLimited
-	apply := name + "/apply"
+	spec.Unroll, spec.Whole, spec.Coalesce = u, false, !d.loopLimited
 	if vec {
 		// The row length is a constant of the vec4 kernel: one pipeline per
 		// length, as a network has few. Where rows hold whole invocations,
 		// each invocation loads its row's stats once.
 		if n%(4*softmaxUnroll) == 0 {
 			u = softmaxUnroll
-			spec["Unroll"], spec["Whole"] = u, true
+			spec.Unroll, spec.Whole = u, true
 		}
-		spec["Quads"] = n / 4
-		apply += fmt.Sprintf("/n=%d", n)
+		spec.Quads = n / 4
 	}
-	ka := d.kernel(apply, "softmax", spec, flags(len(in)+nStats, 1)...)
+	ka := d.kernel(spec, flags(len(in)+nStats, 1)...)
 	elems := count * n
 	if vec {
 		elems /= 4
@@ -174,7 +170,7 @@ func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Bu
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(logits).dt)
-	k := d.kernel("softmax_xent/"+string(st), "softmax_xent", map[string]any{"F16": st.native()}, false, false, true, true)
+	k := d.kernel(xentSpec{F16: st.native()}, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}
@@ -189,7 +185,7 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.storeOf(d.buf(logits).dt)
-	k := d.kernel("softmax_xent_grad/"+string(st), "softmax_xent_grad", map[string]any{"F16": st.native()}, false, false, false, true, true)
+	k := d.kernel(xentSpec{Grad: true, F16: st.native()}, false, false, false, true, true)
 	if !d.rowLimit(k, c) {
 		return
 	}

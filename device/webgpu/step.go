@@ -3,7 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/extensor/extensor/device"
@@ -25,23 +24,22 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	// vec4s where the count allows: 4× fewer invocations, the same loads.
 	vec, n := vec4(p.n)
 	t := elemType(false, vec)
-	var spec map[string]any
+	var spec updateSpec
 	var params []uint32
 	switch op {
 	case device.SGD:
 		momentum := h.Momentum != 0
-		spec = map[string]any{"Op": "sgd", "T": t, "Momentum": momentum, "First": h.FirstStep, "Nesterov": h.Nesterov}
+		spec = updateSpec{Op: "sgd", T: t, Momentum: momentum, First: h.FirstStep, Nesterov: h.Nesterov}
 		params = []uint32{uint32(n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Momentum), f32bits(h.Dampening)}
 		bufs = bufs[:2+b2i(momentum)]
 	case device.Adam:
-		spec = map[string]any{"Op": "adam", "T": t, "Decoupled": h.Decoupled, "AMSGrad": h.AMSGrad}
+		spec = updateSpec{Op: "adam", T: t, Decoupled: h.Decoupled, AMSGrad: h.AMSGrad}
 		bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 		params = []uint32{uint32(n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Beta1), f32bits(h.Beta2), f32bits(h.Eps),
 			f32bits(h.LR / bc1), f32bits(math.Sqrt(bc2))}
 		bufs = bufs[:2+2+b2i(h.AMSGrad)]
 	}
-	key := fmt.Sprintf("step/%v", spec)
-	k := d.kernel(key, "update", spec, flags(1, len(bufs)-1)...)
+	k := d.kernel(spec, flags(1, len(bufs)-1)...)
 	d.runItems(k, 1, itemBytes(vec, "f32"), params, bufs...)
 }

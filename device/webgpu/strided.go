@@ -3,7 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/extensor/extensor/device"
@@ -51,8 +50,7 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if vecDst {
 		p[28] = uint32(row[0])
 	}
-	k := d.kernel(fmt.Sprintf("strided/%s/rank=%d/vec=%v/vecdst=%v", st, len(s.Shape), vec, vecDst), "strided",
-		map[string]any{"Half": packed, "F16": st.native(), "Rank": len(s.Shape), "Vec": vec, "VecDst": vecDst}, false, true)
+	k := d.kernel(stridedSpec{Half: packed, F16: st.native(), Rank: len(s.Shape), Vec: vec, VecDst: vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
 }
 

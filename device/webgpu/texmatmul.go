@@ -68,8 +68,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	// The product's kernel: the variant that adds to out, or the one that
 	// only writes it.
 	mul := func(add bool) *kernel {
-		return d.kernelOf(fmt.Sprintf("matmul_tex/%d×%d/%s,add=%v,vec=%v", texTM, texTN, st, add, vecO), "matmul_tex",
-			map[string]any{"Stage": "mul", "TM": texTM, "TN": texTN, "Half": st.packed(), "F16": st.native(), "Add": add, "VecO": vecO},
+		return d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, Half: st.packed(), F16: st.native(), Add: add, VecO: vecO},
 			textureIn, textureIn, storageRW)
 	}
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
@@ -147,8 +146,7 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 		}
 		return
 	}
-	k := d.kernelOf(fmt.Sprintf("matmul_tex/pack/%s,vec=%v", st, l.vec), "matmul_tex",
-		map[string]any{"Stage": "pack", "Half": st.packed(), "F16": st.native(), "Vec": l.vec}, storageRO, textureOut)
+	k := d.kernelOf(texSpec{Stage: "pack", Half: st.packed(), F16: st.native(), Vec: l.vec}, storageRO, textureOut)
 	items := l.texels * l.depth
 	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
 		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -20,6 +18,6 @@ func (d *Device) Where(dst, cond, a, b device.Buffer) {
 		return
 	}
 	st := d.storeOf(out.dt)
-	k := d.kernel(fmt.Sprintf("where/%s", st), "where", map[string]any{"F16": st.native()}, flags(3, 1)...)
+	k := d.kernel(whereSpec{F16: st.native()}, flags(3, 1)...)
 	d.runItems(k, 1, itemBytes(false, st), []uint32{uint32(out.n)}, d.buf(cond), d.buf(a), d.buf(b), out)
 }

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -58,11 +56,9 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	pairs := !half && (op == device.MaxPool || op == device.MaxPoolGrad) && w.KW == 2 && w.DW == 1 && w.SW%2 == 0 && w.PW%2 == 0 && w.W%2 == 0
 	// One pipeline per geometry (a network has few): its sizes are
 	// constants of the kernel.
-	spec := map[string]any{"Pairs": pairs, "Op": op.String(), "C": w.C, "H": w.H, "W": w.W, "KH": w.KH, "KW": w.KW, "CH": ch, "CW": cw,
-		"SH": w.SH, "SW": w.SW, "PH": w.PH, "PW": w.PW, "DH": w.DH, "DW": w.DW, "OH": oh, "OW": ow, "Half": half, "F16": st.native(), "Disjoint": disjoint, "Cells": cells,
-		"Ones": w.Ones && op == device.Im2Col, "Pitch": w.RowLen()}
-	key := fmt.Sprintf("window/%s/c%d/%dx%d/k%dx%d/s%dx%d/p%dx%d/d%dx%d/%s/ones=%v/pitch=%d/pairs=%v", op, w.C, w.H, w.W, w.KH, w.KW, w.SH, w.SW, w.PH, w.PW, w.DH, w.DW, st, spec["Ones"], w.RowLen(), pairs)
-	k := d.kernel(key, "window", spec, flags(len(in), 1)...)
+	k := d.kernel(windowSpec{Pairs: pairs, Op: op.String(), C: w.C, H: w.H, W: w.W, KH: w.KH, KW: w.KW, CH: ch, CW: cw,
+		SH: w.SH, SW: w.SW, PH: w.PH, PW: w.PW, DH: w.DH, DW: w.DW, OH: oh, OW: ow, Half: half, F16: st.native(), Disjoint: disjoint, Cells: cells,
+		Ones: w.Ones && op == device.Im2Col, Pitch: w.RowLen()}, flags(len(in), 1)...)
 	if half && op == device.Im2Col {
 		loop = 0 // an element at a time, not a row: no loop
 	}
