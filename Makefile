@@ -1,14 +1,14 @@
 # extensor: the two commands are `make train` and `make test`.
 
 GO        ?= go
-DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs \
+DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromium \
 	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
-WASM_PKGS  := $(NOCGO_PKGS) ./nn/... ./checkpoint/...
+WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/...
 
-.PHONY: all deps test unit vet lint nocgo wasm race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
+.PHONY: all deps test unit vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
 
 all: test
 
@@ -49,17 +49,31 @@ nocgo:
 
 # wasm proves extensor builds as WebAssembly for the browser (GOOS=js) and
 # runs the CPU backend's tests there, under Node.js (Go's
-# go_js_wasm_exec), WebGPU aside: the browser's is not wired in yet.
+# go_js_wasm_exec), which has no WebGPU: see browser.
 wasm: deps
 	GOOS=js GOARCH=wasm $(GO) build ./...
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" $(WASM_PKGS)
 
-# test runs every package's tests (unit) beside the race tests (race), each
-# target's output kept together, then the fuzzers' smoke run: llvmpipe has
-# then compiled (and cached on disk) the kernels they run, and go's fuzzing
-# takes an input that runs 10 s for a deadlock.
+# browser runs the WebGPU backend's tests as WebAssembly in headless
+# Chromium, on the browser's WebGPU (SwiftShader, a CPU adapter, where no
+# GPU is), through cmd/wasmbrowser. Left out: TestMatMulKernels (every
+# product variant over every case: too slow on SwiftShader; the split and
+# texture tests cover the products), TestSpecs (it reads shaders/ from
+# disk, which the browser has not) and TestAdapterOverride (a browser
+# offers one adapter, chosen by the browser).
+BROWSER_SKIP := TestMatMulKernels|TestSpecs|TestAdapterOverride
+browser: deps
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) build -o "$$d/wasmbrowser" ./cmd/wasmbrowser && \
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/
+
+# test runs every package's tests (unit) beside the race tests (race) and
+# the browser's (browser), each target's output kept together, then the
+# fuzzers' smoke run: llvmpipe has then compiled (and cached on disk) the
+# kernels they run, and go's fuzzing takes an input that runs 10 s for a
+# deadlock.
 test: deps vet nocgo wasm
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit race
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit race browser
 	$(MAKE) --no-print-directory fuzz-smoke
 
 # unit runs the tests under a virtual X display (xvfb-run), so that the

@@ -92,7 +92,8 @@
 {{- end}}
 
 fn neg_inf() -> f32 {
-    return bitcast<f32>(0xff800000u);
+    var bits = 0xff800000u; // at run time: see inf in prelude.wgsl
+    return bitcast<f32>(bits);
 }
 
 fn is_neg_inf(x: f32) -> bool {

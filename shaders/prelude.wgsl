@@ -24,12 +24,17 @@ fn sign_bit(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x80000000u) != 0u;
 }
 
+// nan and inf are computed at run time: WGSL makes a constant expression
+// that evaluates to NaN or an infinity a shader-creation error (Tint, in
+// browsers, enforces it; naga does not).
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    var bits = 0x7fc00000u;
+    return bitcast<f32>(bits);
 }
 
 fn inf() -> f32 {
-    return bitcast<f32>(0x7f800000u);
+    var bits = 0x7f800000u;
+    return bitcast<f32>(bits);
 }
 
 // max and min that return NaN when either operand is NaN.

@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo || js
 
 package webgpu
 
@@ -166,7 +166,10 @@ func requestable(l wgpu.Limits) wgpu.Limits {
 // GPU, then an integrated one, then any other, a CPU adapter last).
 func Adapters() []Adapter {
 	quietDeviceSelect()
-	inst := wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: primaryBackends})
+	inst, err := newInstance()
+	if err != nil {
+		return nil
+	}
 	defer inst.Release()
 	var list []Adapter
 	var types []wgpu.AdapterType
@@ -176,9 +179,7 @@ func Adapters() []Adapter {
 		l := requestable(a.GetLimits())
 		list = append(list, Adapter{Index: i, Name: p.Device, Driver: p.Description, Type: adapterTypeName(p.AdapterType), Backend: backendName(p.BackendType),
 			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})
-		for _, f := range a.GetFeatures() {
-			list[len(list)-1].Features = append(list[len(list)-1].Features, f.String())
-		}
+		list[len(list)-1].Features = featureNames(a)
 		types = append(types, p.AdapterType)
 		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
 			best = i

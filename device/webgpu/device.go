@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo || js
 
 package webgpu
 
@@ -110,6 +110,8 @@ type Device struct {
 	// lost is why the device was lost (a string), set by wgpu's callback
 	// on whichever thread it runs; a wait reports it.
 	lost atomic.Value
+	//lint:ignore U1000 empty natively; the browser's device errors (js.go)
+	platform
 
 	surface *wgpu.Surface // the window's, for a device made by OpenSurface
 	screen  *screen       // what presents on it
@@ -162,7 +164,9 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		noDirectConv: conv == "im2col"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	quietDeviceSelect()
-	d.instance = wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: primaryBackends})
+	if d.instance, err = newInstance(); err != nil {
+		return nil, err
+	}
 	if sd != nil {
 		d.surface = d.instance.CreateSurface(sd)
 	}
@@ -209,6 +213,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		d.adapter.Release()
 		d.instance.Release()
 		return nil, fmt.Errorf("webgpu: requesting a device from %s: %v", props.Device, err)
+	}
+	if err := d.watchErrors(); err != nil {
+		d.dev.Release()
+		d.adapter.Release()
+		d.instance.Release()
+		return nil, err
 	}
 	d.limits = d.dev.GetLimits()
 	if d.f16 {
@@ -372,6 +382,9 @@ func (d *Device) submit() {
 			for old := d.done.Load(); old < n && !d.done.CompareAndSwap(old, n); old = d.done.Load() {
 			}
 		})
+		if err := d.asyncErrors(); err != nil {
+			d.fail(fmt.Errorf("webgpu: %s: %v", d.batchLabels(0), err))
+		}
 		cmd.Release()
 		if stamped {
 			d.readStamps()

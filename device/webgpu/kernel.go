@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo || js
 
 package webgpu
 
@@ -151,11 +151,7 @@ func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) 
 	if err != nil {
 		return k, fmt.Errorf("pipeline layout: %v", err)
 	}
-	k.pipeline, err = d.dev.TryCreateComputePipeline(&wgpu.ComputePipelineDescriptor{
-		Label:   key,
-		Layout:  k.playout,
-		Compute: wgpu.ProgrammableStageDescriptor{Module: k.module, EntryPoint: "main"},
-	})
+	k.pipeline, err = d.dev.TryCreateComputePipeline(computePipeline(key, k.playout, k.module))
 	if err != nil {
 		return k, fmt.Errorf("compute pipeline: %v", err)
 	}

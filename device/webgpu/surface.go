@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo || js
 
 package webgpu
 
@@ -211,7 +211,7 @@ func (d *Device) Present(canvas device.Buffer, w, h int) error {
 		d.fail(fmt.Errorf("webgpu: drawing the canvas on the screen: %v", err))
 		return d.report()
 	}
-	pass.SetViewport(float32((float64(s.w)-vw)/2), float32((float64(s.h)-vh)/2), float32(vw), float32(vh), 0, 1)
+	setViewport(pass, float32((float64(s.w)-vw)/2), float32((float64(s.h)-vh)/2), float32(vw), float32(vh))
 	pass.SetPipeline(s.pipeline)
 	pass.SetBindGroup(0, s.group, nil)
 	pass.Draw(3, 1, 0, 0)
