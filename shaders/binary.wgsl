@@ -214,7 +214,7 @@ fn apply2(x: u32, y: u32, g: u32) -> u32 {
     let a = unpack2x16float(x);
     let b = unpack2x16float(y);
     let d = unpack2x16float(g);
-    return pack2x16float(vec2<f32>(apply(a.x, b.x, d.x), apply(a.y, b.y, d.y)));
+    return pack_half2(vec2<f32>(apply(a.x, b.x, d.x), apply(a.y, b.y, d.y)));
 }
 {{- end}}
 

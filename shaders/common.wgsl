@@ -281,7 +281,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 fn set_out_v(i: u32, v: vec4<f32>) {
 {{- if .Half}}
-    out[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+    out[i] = vec2<u32>(pack_half2(v.xy), pack_half2(v.zw));
 {{- else}}
     out[i] = to_e4(v);
 {{- end}}
@@ -298,7 +298,7 @@ fn out_at(i: u32) -> f32 {
 fn set_out(i: u32, v: f32) {
     let shift = (i & 1u) * 16u;
     atomicAnd(&out[i >> 1u], ~(0xffffu << shift));
-    atomicOr(&out[i >> 1u], (pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu) << shift);
+    atomicOr(&out[i >> 1u], (pack_half2(vec2<f32>(v, 0.0)) & 0xffffu) << shift);
 }
 {{- else}}
 @group(0) @binding(3) var<storage, read_write> out: array<E>;

@@ -37,6 +37,25 @@ fn inf() -> f32 {
     return bitcast<f32>(bits);
 }
 
+// pack_half2 packs two float32 values as float16 bits, x in the low
+// half: pack2x16float where it is defined, for the finite values of
+// float16's range; past 65504 ±65504 up to 65520 and ±Inf from it (round
+// to nearest even), and NaN quiet with its payload's top bits, where WGSL
+// leaves pack2x16float indeterminate (SwiftShader gives NaN for ±Inf).
+fn pack_half2(v: vec2<f32>) -> u32 {
+    let u = bitcast<vec2<u32>>(v);
+    let a = u & vec2<u32>(0x7fffffffu);
+    let sign = (u >> vec2<u32>(16u)) & vec2<u32>(0x8000u);
+    let quiet = vec2<u32>(0x7e00u) | ((a >> vec2<u32>(13u)) & vec2<u32>(0x3ffu));
+    let big = a >= vec2<u32>(0x477ff000u); // 65520 and up, NaN too
+    let top = a > vec2<u32>(0x477fe000u); // past 65504
+    let p = pack2x16float(select(v, vec2<f32>(0.0), top));
+    var h = vec2<u32>(p & 0xffffu, p >> 16u);
+    h = select(h, sign | vec2<u32>(0x7bffu), top);
+    h = select(h, sign | select(vec2<u32>(0x7c00u), quiet, a > vec2<u32>(0x7f800000u)), big);
+    return h.x | (h.y << 16u);
+}
+
 // max and min that return NaN when either operand is NaN.
 fn max_nan(a: f32, b: f32) -> f32 {
     return select(select(max(a, b), b, is_nan(b)), a, is_nan(a));

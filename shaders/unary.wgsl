@@ -309,7 +309,7 @@ fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
 fn apply2(x: u32, g: u32, a: f32, b: f32) -> u32 {
     let v = unpack2x16float(x);
     let d = unpack2x16float(g);
-    return pack2x16float(vec2<f32>(apply(v.x, d.x, a, b), apply(v.y, d.y, a, b)));
+    return pack_half2(vec2<f32>(apply(v.x, d.x, a, b), apply(v.y, d.y, a, b)));
 }
 {{- end}}
 

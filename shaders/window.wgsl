@@ -235,7 +235,7 @@ fn first() -> u32 {
     if (e + 1u < p[3]) {
         hi = value(e + 1u);
     }
-    out[first() / 2u + i] = pack2x16float(vec2<f32>(value(e), hi));
+    out[first() / 2u + i] = pack_half2(vec2<f32>(value(e), hi));
 {{- else if .Cells}}
     // An invocation per cell, the SH×SW pixels whose window is (ci, cj)
     // ({{.CH}}×{{.CW}} cells a plane, those past the windows' covering pixels that
@@ -262,7 +262,7 @@ fn first() -> u32 {
             let xx = i32(cj * SW + b) - i32(PW);
             if (xx >= 0 && xx < i32(W)) {
                 let k = base + u32(y) * W + u32(xx);
-                out[k / 2u] = pack2x16float(vec2<f32>(select(0.0, gv, k == best), select(0.0, gv, k + 1u == best)));
+                out[k / 2u] = pack_half2(vec2<f32>(select(0.0, gv, k == best), select(0.0, gv, k + 1u == best)));
             }
         }
 {{- else}}
