@@ -166,7 +166,9 @@ func run(wasm string, args []string) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log bytes.Buffer
-	flags := []string{"--headless=new", "--enable-unsafe-webgpu", "--no-sandbox",
+	// --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers'
+	// /dev/shm is often too small for Chromium.
+	flags := []string{"--headless=new", "--enable-unsafe-webgpu", "--no-sandbox", "--disable-dev-shm-usage",
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--user-data-dir=" + profile}
 	if os.Getenv("WASMBROWSER_LOG") != "" {
 		flags = append(flags, "--enable-logging=stderr", "--v=0")
