@@ -79,6 +79,13 @@
 // A Device is safe for concurrent use by several goroutines: a mutex
 // guards its state, and work is recorded in the order callers take it.
 //
-// Built without cgo (CGO_ENABLED=0) the package still registers "webgpu",
-// whose Open then fails with device.ErrUnavailable, so "auto" selects CPU.
+// Built for the browser (GOOS=js GOARCH=wasm), Open uses the browser's
+// WebGPU (navigator.gpu): the adapter is the browser's choice, and the
+// validation errors it reports asynchronously (the device's
+// "uncapturederror" events) are reported at the next wait, as wgpu-native's
+// are; a waiting goroutine yields to the browser's event loop. Where the
+// JavaScript runtime has no WebGPU (Node.js), Open fails with
+// device.ErrUnavailable. Built without cgo (CGO_ENABLED=0) for any other
+// system the package still registers "webgpu", whose Open then fails with
+// device.ErrUnavailable, so "auto" selects CPU.
 package webgpu
