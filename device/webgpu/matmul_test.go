@@ -140,10 +140,16 @@ func TestMatMulKernels(t *testing.T) {
 		return made[c]
 	}
 	gputest.Open(t) // the shared device, opened before EXTENSOR_MATMUL is set
+	for c := range cases {
+		operandsOf(c) // before the parallel subtests read them
+	}
+	// The variants run in parallel, each on a device of its own: a device
+	// compiles its kernels one at a time (lavapipe at their first
+	// dispatch), and cold, the variants' kernels take most of this test.
 	for _, name := range webgpu.MatMulKernels() {
 		t.Run(strings.ReplaceAll(name, "×", "x"), func(t *testing.T) {
-			t.Setenv(webgpu.EnvMatMul, name)
-			d := fresh(t)
+			d := freshWith(t, webgpu.EnvMatMul, name)
+			t.Parallel()
 			if !webgpu.TileFits(d, name) {
 				// A variant beyond the adapter's limits fails naming them.
 				x := tensor.Must(tensor.Zeros(d, device.Float32, 16))

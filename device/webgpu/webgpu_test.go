@@ -6,11 +6,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,28 @@ func fresh(t *testing.T) *webgpu.Device {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// openEnvMu serialises freshWith's changes to the environment.
+var openEnvMu sync.Mutex
+
+// freshWith is fresh with the environment variable k set to v while the
+// device opens, for subtests that go on in parallel (t.Setenv forbids
+// t.Parallel); no other test of the package may open a device meanwhile.
+func freshWith(t *testing.T, k, v string) *webgpu.Device {
+	t.Helper()
+	openEnvMu.Lock()
+	defer openEnvMu.Unlock()
+	old, had := os.LookupEnv(k)
+	os.Setenv(k, v)
+	defer func() {
+		if had {
+			os.Setenv(k, old)
+		} else {
+			os.Unsetenv(k)
+		}
+	}()
+	return fresh(t)
 }
 
 func TestOpenDescribesAdapter(t *testing.T) {
