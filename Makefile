@@ -49,10 +49,12 @@ nocgo:
 
 # wasm proves extensor builds as WebAssembly for the browser (GOOS=js) and
 # runs the CPU backend's tests there, under Node.js (Go's
-# go_js_wasm_exec), which has no WebGPU: see browser.
+# go_js_wasm_exec), which has no WebGPU (where "webgpu" must be
+# unavailable and "auto" the CPU): see browser.
 wasm: deps
 	GOOS=js GOARCH=wasm $(GO) build ./...
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" $(WASM_PKGS)
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -run TestOpenWithoutWebGPU -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./device/webgpu/
 
 # browser runs the WebGPU backend's tests as WebAssembly in headless
 # Chromium, on the browser's WebGPU (SwiftShader, a CPU adapter, where no

@@ -543,6 +543,7 @@ func (d *Device) Close() error {
 		d.queue.Release()
 	}
 	if d.dev != nil {
+		d.unwatchErrors()
 		d.dev.Release()
 	}
 	d.adapter.Release()

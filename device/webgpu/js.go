@@ -56,6 +56,19 @@ func (d *Device) watchErrors() error {
 	return nil
 }
 
+// unwatchErrors removes watchErrors' listener and releases its function
+// (Close).
+func (d *Device) unwatchErrors() {
+	if d.jsErrs == nil {
+		return
+	}
+	if dev, ok := jsValue(d.dev); ok {
+		dev.Call("removeEventListener", "uncapturederror", d.jsErrs.fn)
+	}
+	d.jsErrs.fn.Release()
+	d.jsErrs = nil
+}
+
 // platform is what a device in the browser holds besides: its
 // asynchronous errors.
 type platform struct{ jsErrs *jsErrors }

@@ -20,6 +20,9 @@ func (d *Device) watchErrors() error { return nil }
 //lint:ignore U1000 see Device.platform
 type platform struct{}
 
+// unwatchErrors does nothing: see watchErrors.
+func (d *Device) unwatchErrors() {}
+
 // asyncErrors returns nil: see watchErrors.
 func (d *Device) asyncErrors() error { return nil }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,16 +36,12 @@ func fresh(t *testing.T) *webgpu.Device {
 	return d
 }
 
-// openEnvMu serialises freshWith's changes to the environment.
-var openEnvMu sync.Mutex
-
 // freshWith is fresh with the environment variable k set to v while the
-// device opens, for subtests that go on in parallel (t.Setenv forbids
-// t.Parallel); no other test of the package may open a device meanwhile.
+// device opens, for a subtest that then goes on in parallel (t.Setenv
+// forbids t.Parallel). Call it before t.Parallel: subtests run one at a
+// time until then, so no other test reads the environment meanwhile.
 func freshWith(t *testing.T, k, v string) *webgpu.Device {
 	t.Helper()
-	openEnvMu.Lock()
-	defer openEnvMu.Unlock()
 	old, had := os.LookupEnv(k)
 	os.Setenv(k, v)
 	defer func() {
