@@ -7,10 +7,10 @@
 // p[0] = W, p[1] = H, p[2] = C, p[3] = Wp, p[4] = Hp, p[5] = PW,
 // p[6] = PH, p[7] = C4 (channel quads), p[8] = rows (N·C4·Hp),
 // p[9] = src's offset, p[10], p[11] = the magic numbers of p[7] and p[4]
-// (see udiv). src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}E{{end}}>;
+// (see udiv).
+@group(0) @binding(1) var<storage, read> src: array<E>;
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
-{{template "at" dict "Name" "src" "Half" .Half}}
+{{template "at" dict "Name" "src" "Half" false}}
 {{template "udiv"}}
 
 {{template "main_1d_count" "p[8]"}}
@@ -52,11 +52,10 @@
 // gradient): filter f is input channel f of w [C, F, KH, KW], channel c its
 // output channel c, the taps turned by 180°.
 {{- end}}
-// p[0] = F, p[1] = C, p[2] = texels a row (C4·KH·KW). w holds
-// {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> w: array<{{if .Half}}u32{{else}}E{{end}}>;
+// p[0] = F, p[1] = C, p[2] = texels a row (C4·KH·KW).
+@group(0) @binding(1) var<storage, read> w: array<E>;
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
-{{template "at" dict "Name" "w" "Half" .Half}}
+{{template "at" dict "Name" "w" "Half" false}}
 
 {{template "main_1d_count" "p[0] * p[2]"}}
     let k4 = e % p[2];
@@ -89,10 +88,10 @@
 // p[10] = texels of w a row (C4·KH·KW), p[11] = out's offset.
 @group(0) @binding(1) var tx: texture_2d<f32>;
 @group(0) @binding(2) var tw: texture_2d<f32>;
-{{template "matmul_out" dict "VecO" false "Half" .Half}}
+{{template "matmul_out" dict "VecO" false "Half" false}}
 {{- if .Bias}}
-@group(0) @binding(4) var<storage, read> bias: array<{{if .Half}}u32{{else}}E{{end}}>;
-{{template "at" dict "Name" "bias" "Half" .Half}}
+@group(0) @binding(4) var<storage, read> bias: array<E>;
+{{template "at" dict "Name" "bias" "Half" false}}
 {{- end}}
 
 @compute @workgroup_size({{.WX}}, {{.WY}}, 1)

@@ -23,20 +23,19 @@
 // of the dispatch's terms to out at p[20]·part further, not adding to it
 // unless p[4] ≠ 0, and stage sum adds the parts up (a product of few
 // blocks and long k otherwise runs on as few of the CPU's threads).{{end}}
-// a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
-// float16, two to a word{{end}}.
-@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}{{if .HalfA}}vec2<u32>{{else}}E4{{end}}{{else if .HalfA}}u32{{else}}E{{end}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}{{if .HalfB}}vec2<u32>{{else}}E4{{end}}{{else if .HalfB}}u32{{else}}E{{end}}>;
-{{template "matmul_out" .}}
+// a, b and out hold E (f32, or WGSL's f16).
+@group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}E4{{else}}E{{end}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}E4{{else}}E{{end}}>;
+{{template "matmul_out" dict "VecO" .VecO "Half" false}}
 {{- if or .VecA .DotK}}
-{{template "vec4_at" dict "Name" "a" "Half" .HalfA}}
+{{template "vec4_at" dict "Name" "a" "Half" false}}
 {{- else}}
-{{template "at" dict "Name" "a" "Half" .HalfA}}
+{{template "at" dict "Name" "a" "Half" false}}
 {{- end}}
 {{- if or .VecB .DotK}}
-{{template "vec4_at" dict "Name" "b" "Half" .HalfB}}
+{{template "vec4_at" dict "Name" "b" "Half" false}}
 {{- else}}
-{{template "at" dict "Name" "b" "Half" .HalfB}}
+{{template "at" dict "Name" "b" "Half" false}}
 {{- end}}
 
 {{- if .Flat}}

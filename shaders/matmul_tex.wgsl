@@ -27,14 +27,12 @@
 {{- if .Vec}}
 // Here src's entries along the wide axis are consecutive and the offset
 // and the depth stride multiples of 4: a texel is one vec4 of src (the
-// last may reach into the padding of rows longer than W){{if .Half}}, of
-// float16 a vec2<u32>{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}vec2<u32>{{else}}E4{{end}}>;
-{{template "vec4_at" dict "Name" "src" "Half" .Half}}
+// last may reach into the padding of rows longer than W).
+@group(0) @binding(1) var<storage, read> src: array<E4>;
+{{template "vec4_at" dict "Name" "src" "Half" false}}
 {{- else}}
-// src holds {{if .Half}}float16, two to a word{{else}}float32{{end}}.
-@group(0) @binding(1) var<storage, read> src: array<{{if .Half}}u32{{else}}E{{end}}>;
-{{template "at" dict "Name" "src" "Half" .Half}}
+@group(0) @binding(1) var<storage, read> src: array<E>;
+{{template "at" dict "Name" "src" "Half" false}}
 
 fn entry(w: u32, k: u32) -> f32 {
     if (w >= p[0]) {
@@ -69,11 +67,11 @@ fn entry(w: u32, k: u32) -> f32 {
 // loads are far cheaper than storage loads on llvmpipe, yet still most of
 // the kernel's time).
 // p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
-// dispatch sums the terms k in [p[4], p[5]) (p[4] a multiple of 4){{if .Add}} and adds them to out{{else}} into out{{end}};
-// p[6] = the output's offset.
+// dispatch sums the terms k in [p[4], p[5]) (p[4] a multiple of 4) into
+// out, adding them to it if p[7] ≠ 0; p[6] = the output's offset.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
-{{template "matmul_out" .}}
+{{template "matmul_out" dict "VecO" .VecO "Half" false}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -108,10 +106,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
 {{- end}}
     }
-    // The variant decides whether to add to out (the compiler drops
-    // the reads of out where it does not).
+    // Adding to out a choice of the dispatch, not of the kernel: one
+    // kernel where two took llvmpipe 3–35 s each to compile.
     let zo = p[6];
-    let add = {{.Add}};
+    let add = p[7] != 0u;
 {{template "matmul_store" .}}
 }
 {{- end}}

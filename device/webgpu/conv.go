@@ -36,7 +36,7 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 	c4 := groupsOf(c, 4)
 	rows := nb * c4 * hp
 	st := d.storeOf(x.dt)
-	k := d.kernelOf(convTexSpec{Stage: "pack", Half: st.packed(), F16: st.native()}, storageRO, textureOut)
+	k := d.kernelOf(convTexSpec{Stage: "pack", F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
 		[]uint32{uint32(w), uint32(h), uint32(c), uint32(wp), uint32(hp), uint32(pw), uint32(ph), uint32(c4), uint32(rows), uint32(n0 * c * h * w), magic(c4), magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
@@ -54,15 +54,20 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 	}
 	v := t.view
 	st := d.storeOf(w.dt)
-	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, Half: st.packed(), F16: st.native()}, storageRO, textureOut)
+	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, []uint32{uint32(f), uint32(c), uint32(row)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: w.b, Size: w.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
 }
 
-// convFits reports whether the direct convolution takes g with f filters.
+// convFits reports whether the direct convolution takes g with f
+// filters. Convolutions of less work than directMinFlops (by default,
+// as much as a product of tuneMinMACs) are left to im2col and the small
+// matrix product: their time is about the dispatches', and their kernels
+// compile in a fraction of the direct kernels' 2–37 s on llvmpipe
+// (2026-11-27; float16 as packed words the slowest).
 func (d *Device) convFits(g device.Window2D, f int) bool {
-	if d.noDirectConv {
+	if d.noDirectConv || g.N*convImageFlops(g, f) < d.directMinFlops {
 		return false
 	}
 	limit := int(d.limits.MaxTextureDimension2D)
@@ -116,7 +121,7 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 	// is: WGSL's f16, or packed words with atomics where two invocations
 	// share a word.
 	st := d.storeOf(o.dt)
-	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy, Half: st.packed(), F16: st.native()}, kinds...)
+	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy, F16: st.native()}, kinds...)
 	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
 	if b != nil {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
@@ -135,10 +140,16 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 		return false
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.convFits(g, f) || g.N0 != 0 {
+	fits := d.convFits(g, f) && g.N0 == 0
+	d.mu.Unlock()
+	if !fits {
 		return false
 	}
+	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
+		return true // float16 as packed words: on float32 stand-ins (see MatMul)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	o, xb, wb := d.buf(out), d.buf(x), d.buf(w)
 	var bb *buffer
 	if b != nil {
@@ -227,7 +238,10 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 	if !ok {
 		return false
 	}
-	// The kernels read and write float16 as it is, but for the filters'
+	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.Conv2dBackward(s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
+		return true // float16 as packed words: on float32 stand-ins (see MatMul)
+	}
+	// The kernels read and write WGSL's f16 as it is, but for the filters'
 	// gradient (a few values), summed into a float32 stand-in.
 	run := func(gwb device.Buffer) {
 		d.mu.Lock()

@@ -24,6 +24,7 @@ import (
 func TestConv2dDirect(t *testing.T) {
 	d := fresh(t)
 	webgpu.AsCPU(d)
+	webgpu.DirectConvAtAnySize(d)
 	c := cpu.New()
 	cases := []struct {
 		x, w     []int

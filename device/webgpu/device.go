@@ -120,6 +120,9 @@ type Device struct {
 	mm       matmulChoice
 	// noDirectConv turns the direct convolution off (EnvConv).
 	noDirectConv bool
+	// directMinFlops is the least work of a convolution the direct
+	// kernels take (see convFits).
+	directMinFlops int
 	// subgroups: the device has subgroup operations (EnvSubgroups), by
 	// WebGPU's feature, which WGSL enables with "enable subgroups;"
 	// (enableSubgroups), or by wgpu's native one.
@@ -161,7 +164,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		}
 	}
 	d := &Device{kernels: map[kernelKey]*kernel{}, live: map[*resource]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
-		noDirectConv: conv == "im2col"}
+		noDirectConv: conv == "im2col", directMinFlops: 2 * tuneMinMACs}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	quietDeviceSelect()
 	if d.instance, err = newInstance(); err != nil {

@@ -38,6 +38,14 @@ func SetTextureLimit(d *Device, n uint32) {
 	d.limits.MaxTextureDimension2D = n
 }
 
+// DirectConvAtAnySize makes d's direct convolution take convolutions
+// of any size, so that tests can run it on small ones.
+func DirectConvAtAnySize(d *Device) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.directMinFlops = 0
+}
+
 // DirectConv reports whether d's direct convolution takes g with f
 // filters (ignoring dtypes).
 func DirectConv(d *Device, g device.Window2D, f int) bool {

@@ -67,10 +67,13 @@ func (d *Device) convert(o, s *buffer) {
 // native reports whether the kernels of a family written over E (see
 // shaders.Source) take bufs as they are: their floating-point buffers are
 // all float32, or all float16 on a device with WGSL's f16 (int32 ones,
-// indices, are read as they are).
+// indices, are read as they are; nil ones are skipped).
 func (d *Device) native(bufs ...device.Buffer) bool {
 	dt := device.Int32
 	for _, b := range bufs {
+		if b == nil {
+			continue
+		}
 		switch t := d.buf(b).dt; {
 		case t == device.Int32:
 		case dt == device.Int32:

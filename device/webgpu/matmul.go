@@ -202,8 +202,9 @@ func class(s device.GEMM) string {
 }
 
 // MatMul computes the batch of products with the kernel chosen for the
-// adapter and shape. The kernels read and write float16 tensors as they
-// are, unless the product is split over k.
+// adapter and shape. The tiled kernel reads and writes float16 tensors as
+// they are (WGSL's f16, or packed words), unless the product is split
+// over k; the texture and register kernels as WGSL's f16 only.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	f := d.mm.force
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
@@ -213,7 +214,11 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	// register kernel on CPU adapters and the tiled one on GPUs split
 	// products of few blocks) add up in float32 stand-ins, so that a
 	// float16 result is rounded once.
-	if d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) &&
+	// Without WGSL's f16, the texture and register kernels take float16
+	// products on float32 stand-ins too: unpacking words in their unrolled
+	// loops made them compile 3–5 times as slowly on llvmpipe (11.6 s
+	// against 2.4 s for a register product, 2026-11-27).
+	if (d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) || (textures || register) && !d.native(dst, a, b)) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}

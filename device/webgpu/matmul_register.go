@@ -18,11 +18,21 @@ import (
 // 17.5–20.4 to 15.3–16.7 ms and its columns' gradient from 16.4–16.8 to
 // 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10), and of
 // 16×12 or 8×12 for DotK products at most 12 wide (registerBlocks).
+//
+// Products of fewer than tuneMinMACs multiply-adds, whose time is the
+// dispatch's whatever the block, take blocks of 4×4 and scalar loads: the
+// kernel llvmpipe compiles in 0.13 s, where 16×16 blocks took 0.9–2.7 s
+// (2026-11-27), and fewer variants of it.
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	va, vb, vo := vec4s(y, s)
 	tm, tn, dotK, flat := d.registerBlocks(s)
-	parts := d.kParts(s) // float32 only: MatMul widens the rest
-	nat, ha, hb, ho := d.productStore(o, x, y, parts)
+	if small(s) {
+		va, vb, vo = false, false, false
+	}
+	// MatMul widens float16 products split over k, and those not all
+	// float16 on WGSL's f16.
+	parts := d.kParts(s)
+	nat := o.dt == device.Float16
 	out, ps, finish := d.splitOut(o, s, parts)
 	if out == nil {
 		return
@@ -32,12 +42,18 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		vo = s.N%4 == 0
 	}
 	kern := d.kernel(registerSpec{TM: tm, TN: tn, TransA: s.TransA, TransB: s.TransB, VecA: va, VecB: vb, VecO: vo,
-		DotK: dotK, HalfA: ha, HalfB: hb, Half: ho, F16: nat, Flat: flat, Split: parts > 1}, false, false, true)
+		DotK: dotK, F16: nat, Flat: flat, Split: parts > 1}, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
 		bm, bn = tm*registerWG, tn*registerWG
 	}
 	d.matMulDispatches(kern, bm, bn, out, x, y, ps, va || dotK, vb || dotK, flat, parts)
+}
+
+// small reports whether s has fewer than tuneMinMACs multiply-adds in
+// all.
+func small(s device.GEMM) bool {
+	return int64(s.Batch)*int64(s.M)*int64(s.N)*int64(s.K) < tuneMinMACs
 }
 
 // registerWG is the side of the register kernel's 8×8 workgroups.
@@ -51,6 +67,8 @@ func (d *Device) registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
 	dotK = dotsAlongK(s)
 	tm, tn = 8, 16
 	switch {
+	case small(s):
+		tm, tn, dotK = 4, 4, false
 	case !dotK && s.K >= 32:
 		tm = 16
 	case dotK && s.N <= 12:

@@ -134,10 +134,12 @@ type attentionSpec struct {
 }
 
 // registerSpec specialises matmul.wgsl, the register-blocked product.
+// float32, or WGSL's f16 (F16): float16 as packed words runs on
+// float32 stand-ins (MatMul).
 type registerSpec struct {
 	TM, TN                                 int
 	TransA, TransB, VecA, VecB, VecO, DotK bool
-	HalfA, HalfB, Half, F16, Flat, Split   bool
+	F16, Flat, Split                       bool
 }
 
 // tiledSpec specialises matmul_tiled.wgsl, the tiled product in shared
@@ -153,15 +155,16 @@ type tiledSpec struct {
 type sumSpec struct{}
 
 // texSpec specialises matmul_tex.wgsl: the texture product (Stage "mul")
-// and its operands' packing.
+// and its operands' packing, on float32 or WGSL's f16 (F16).
 type texSpec struct {
-	Stage                     string
-	TM, TN                    int
-	Half, F16, Add, VecO, Vec bool
+	Stage          string
+	TM, TN         int
+	F16, VecO, Vec bool
 }
 
 // convTexSpec specialises conv_tex.wgsl: the direct convolution's
-// packing of images and filters, its forward and its filters' gradient.
+// packing of images and filters, its forward and its filters' gradient,
+// on float32 or WGSL's f16 (F16).
 type convTexSpec struct {
 	Stage      string
 	Taps       int
@@ -169,7 +172,7 @@ type convTexSpec struct {
 	TM, TN, KW int
 	Bias       bool
 	WX, WY     int
-	Half, F16  bool
+	F16        bool
 }
 
 func (unarySpec) family() string     { return "unary" }

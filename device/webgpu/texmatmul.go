@@ -65,12 +65,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	_, vecB, vecO := vec4s(y, s)
 	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
 	st := d.storeOf(o.dt)
-	// The product's kernel: the variant that adds to out, or the one that
-	// only writes it.
-	mul := func(add bool) *kernel {
-		return d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, Half: st.packed(), F16: st.native(), Add: add, VecO: vecO},
-			textureIn, textureIn, storageRW)
-	}
+	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native(), VecO: vecO}, textureIn, textureIn, storageRW)
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
 	ta, err := d.texture(groupsOf(k, 4), ha, 0)
 	if err != nil {
@@ -100,8 +95,8 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
-				d.dispatchEntries(mul(k0 > 0 || s.Accumulate), uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n)},
+				d.dispatchEntries(mul, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
+					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n), b2u(k0 > 0 || s.Accumulate)},
 					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}
 		}
@@ -146,7 +141,7 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 		}
 		return
 	}
-	k := d.kernelOf(texSpec{Stage: "pack", Half: st.packed(), F16: st.native(), Vec: l.vec}, storageRO, textureOut)
+	k := d.kernelOf(texSpec{Stage: "pack", F16: st.native(), Vec: l.vec}, storageRO, textureOut)
 	items := l.texels * l.depth
 	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
 		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},
