@@ -21,10 +21,13 @@
 //     per WGSL file (specs.go) that is both the template's data and the
 //     pipeline cache's key, so no key is written by hand;
 //   - chooses the matrix-product kernel per adapter: texture or register
-//     kernels on CPU adapters, shared-memory tiles on GPUs, the tile
-//     variant timed once per shape class (see EnvMatMul and MatMulKernel);
+//     kernels on CPU adapters (products under 2¹⁸ multiply-adds on the
+//     register kernel's smallest blocks, quickest to compile), shared-memory
+//     tiles on GPUs, the tile variant timed once per shape class (see
+//     EnvMatMul and MatMulKernel);
 //   - on CPU adapters, runs convolutions of at least 4 channels and 8
-//     filters on direct kernels (device.Convolver: Conv2d and
+//     filters, and as much work as a product of 2¹⁸ multiply-adds, on direct
+//     kernels (device.Convolver: Conv2d and
 //     Conv2dBackward): images and filters packed into textures 4
 //     channels a texel, an implicit matrix product with no im2col matrix,
 //     the input's gradient a convolution of the bordered upstream
@@ -38,7 +41,9 @@
 //     compute in float32; without it those kernels read 32-bit words of
 //     two halves (unary and same-shape binary ops, sums and maxima) or
 //     run on float32 stand-ins of their float16 buffers, converted in
-//     and back (widen). The matrix products, convolutions, poolings and
+//     and back (widen), as do CPU adapters' register, texture and
+//     direct-convolution kernels (whose unrolled loops compile several
+//     times as slowly unpacking words). The tiled product, poolings and
 //     strided copies read and write the words of two halves on every
 //     adapter (the bytes are the same either way);
 //   - where the adapter has subgroups (and EnvSubgroups does not turn
