@@ -1,0 +1,225 @@
+//go:build cgo || js
+
+package webgpu_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+	"github.com/x448/float16"
+)
+
+// TestFloat16 converts every float16 to float32, and float32s of every
+// kind (edges, ties, subnormals, NaNs with payloads, random bits) to
+// float16, on the GPU, bit for bit as github.com/x448/float16 does (the
+// CPU twin); odd counts use the packed word's first half.
+func TestFloat16(t *testing.T) {
+	d := fresh(t)
+	all := make([]uint16, 1<<16)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	// Every float16 (by vec4s), and all but the last (the scalar kernel).
+	for _, all := range [][]uint16{all, all[:len(all)-1]} {
+		h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+		got, err := ops.Cast(h, device.Float32).Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
+				t.Fatalf("float16 %#04x → float32 %#08x; want %#08x (%d values)", i, math.Float32bits(v), math.Float32bits(want), len(all))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.99, 65520, 1e6, -1e6, 6e-8, 2.98e-8, 2.99e-8, 1e-45,
+		float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00000), math.Float32frombits(0xff800001),
+		math.Float32frombits(0x7f802000), 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 1.0 / 3}
+	for range 200000 {
+		vals = append(vals, math.Float32frombits(r.Uint32()))
+	}
+	for i := range 100000 { // near float16's range, where rounding matters
+		vals = append(vals, float32(r.NormFloat64())*float32(math.Pow(2, float64(i%40-25))))
+	}
+	// An odd count (the scalar kernel) and a multiple of 8 (by vec4s).
+	for _, vals := range [][]float32{vals, vals[:len(vals)/8*8]} {
+		x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
+		bits, err := ops.Cast(x, device.Float16).Float16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if want := float16.Fromfloat32(v).Bits(); bits[i] != want {
+				t.Fatalf("float32 %v (%#08x) → float16 %#04x; want %#04x (%d values)", v, math.Float32bits(v), bits[i], want, len(vals))
+			}
+		}
+	}
+	odd := tensor.Must(tensor.FromFloat16Bits(d, []uint16{0x3c00, 0xc000, 0x7bff}, 3))
+	if v, err := odd.Float32s(); err != nil || v[0] != 1 || v[1] != -2 || v[2] != 65504 {
+		t.Errorf("odd count: %v, %v", v, err)
+	}
+}
+
+// TestFloat16Rounding runs elementwise kernels on float16 tensors (of
+// every float16, so by vec4s of words) whose float32 results are exact
+// (products of two float16s, negation) or correctly rounded (square
+// roots): rounded to float16 they must be github.com/x448/float16's
+// rounding bit for bit (ties to even, subnormals, overflow to ±Inf), and
+// NaN where it gives NaN.
+func TestFloat16Rounding(t *testing.T) {
+	d := fresh(t)
+	all := make([]uint16, 1<<16)
+	ys := make([]uint16, len(all))
+	factors := []float32{1 + 1.0/1024, 1537.0 / 2048, 3, 1.0 / 32, 0.5 + 1.0/2048}
+	for i := range all {
+		all[i] = uint16(i)
+		ys[i] = float16.Fromfloat32(factors[i%len(factors)]).Bits()
+	}
+	x := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+	y := tensor.Must(tensor.FromFloat16Bits(d, ys, len(ys)))
+	f32 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
+	cases := []struct {
+		name string
+		got  *tensor.Tensor
+		want func(i int) float32
+	}{
+		{"mul", ops.Mul(x, y), func(i int) float32 { return f32(all[i]) * f32(ys[i]) }},
+		{"neg", ops.Neg(x), func(i int) float32 { return -f32(all[i]) }},
+		{"sqrt", ops.Sqrt(x), func(i int) float32 { return float32(math.Sqrt(float64(f32(all[i])))) }},
+	}
+	for _, c := range cases {
+		bits, err := c.got.Float16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range bits {
+			v := c.want(i)
+			want := float16.Fromfloat32(v)
+			if want.IsNaN() && float16.Frombits(b).IsNaN() {
+				continue
+			}
+			if b != want.Bits() {
+				t.Fatalf("%s of float16 %#04x: %#04x; want %#04x (float32 %v)", c.name, all[i], b, want.Bits(), v)
+			}
+		}
+	}
+}
+
+// TestWindowFloat16 runs every window kernel on float16 tensors (which
+// read and write float16) and on float32 tensors of the same values: the
+// float16 results are the float32 results rounded, bit for bit, for odd
+// sizes (words shared by two rows or images), offsets into a batch, and
+// col2im starting mid-word (run on float32 stand-ins), columns with a
+// row of ones and padded rows (Pitch); and the float32 results are the
+// CPU backend's.
+func TestWindowFloat16(t *testing.T) {
+	d := fresh(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	geoms := []device.Window2D{
+		{N: 3, C: 3, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},
+		{N: 2, N0: 1, C: 2, H: 9, W: 7, KH: 2, KW: 3, SH: 2, SW: 1, PH: 0, PW: 1, DH: 1, DW: 2},
+		{N: 2, N0: 2, C: 1, H: 6, W: 6, KH: 2, KW: 2, SH: 2, SW: 2, DH: 1, DW: 1},
+		{N: 1, N0: 1, C: 3, H: 5, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1},
+		{N: 2, N0: 1, C: 2, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1, Pitch: 37},
+		{N: 3, C: 2, H: 6, W: 6, KH: 3, KW: 3, SH: 1, SW: 1, DH: 1, DW: 1, Ones: true, Pitch: 20},
+		// Windows that do not overlap, padded, leaving pixels in no window.
+		{N: 2, C: 2, H: 7, W: 8, KH: 2, KW: 2, SH: 3, SW: 2, PH: 1, PW: 1, DH: 1, DW: 1},
+		{N: 1, C: 3, H: 9, W: 10, KH: 2, KW: 2, SH: 3, SW: 3, DH: 2, DW: 2},
+		// The same whose cells' rows are whole float16 words (SW, PW and W
+		// even): max_pool_grad's invocation per cell on float16 too.
+		{N: 2, C: 2, H: 7, W: 8, KH: 2, KW: 4, SH: 3, SW: 4, PH: 1, PW: 2, DH: 1, DW: 1},
+		{N: 1, C: 2, H: 9, W: 10, KH: 3, KW: 3, SH: 4, SW: 4, DH: 1, DW: 1},
+	}
+	for gi, w := range geoms {
+		oh, ow := w.Out()
+		kk := w.KH * w.KW
+		all := w.N0 + w.N // images of the batch that im2col reads and col2im writes
+		for _, op := range []device.WindowOp{device.Im2Col, device.Col2Im, device.MaxPool, device.AvgPool, device.MaxPoolGrad, device.AvgPoolGrad} {
+			g := w
+			var xn, gn, on int
+			switch op {
+			case device.Im2Col:
+				xn, on = all*w.C*w.H*w.W, w.N*w.C*kk*w.RowLen()
+				if w.Ones {
+					on += w.N * w.RowLen()
+				}
+			case device.Col2Im:
+				xn, on = w.N*w.C*kk*w.RowLen(), all*w.C*w.H*w.W
+			case device.MaxPool, device.AvgPool:
+				g.N0, xn, on = 0, w.N*w.C*w.H*w.W, w.N*w.C*oh*ow
+			case device.MaxPoolGrad:
+				g.N0, xn, gn, on = 0, w.N*w.C*w.H*w.W, w.N*w.C*oh*ow, w.N*w.C*w.H*w.W
+			case device.AvgPoolGrad:
+				g.N0, gn, on = 0, w.N*w.C*oh*ow, w.N*w.C*w.H*w.W
+			}
+			vals := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float16.Fromfloat32(float32(r.IntN(16)-8) / 4 * float32(1+r.Float64())).Float32()
+				}
+				return v
+			}
+			xv, gv, ov := vals(xn), vals(gn), vals(on)
+			run := func(d device.Device, dt device.DType) []float32 {
+				buf := func(v []float32) device.Buffer {
+					if len(v) == 0 {
+						return nil
+					}
+					b, err := d.Alloc(dt, len(v))
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { d.Free(b) })
+					var src any = v
+					if dt == device.Float16 {
+						h := make([]uint16, len(v))
+						for i, x := range v {
+							h[i] = float16.Fromfloat32(x).Bits()
+						}
+						src = h
+					}
+					if err := d.Write(b, src); err != nil {
+						t.Fatal(err)
+					}
+					return b
+				}
+				out := buf(ov)
+				d.Window(op, out, buf(xv), buf(gv), g)
+				got := make([]float32, on)
+				if dt == device.Float32 {
+					if err := d.Read(out, got); err != nil {
+						t.Fatal(err)
+					}
+					return got
+				}
+				h := make([]uint16, on)
+				if err := d.Read(out, h); err != nil {
+					t.Fatal(err)
+				}
+				for i, b := range h {
+					got[i] = float16.Frombits(b).Float32()
+				}
+				return got
+			}
+			want, got, ref := run(d, device.Float32), run(d, device.Float16), run(cpu.New(), device.Float32)
+			for i := range want {
+				if math.Abs(float64(want[i]-ref[i])) > 1e-6*max(1, math.Abs(float64(ref[i]))) {
+					t.Errorf("geometry %d %v: float32 element %d of %d is %v; the CPU backend's %v", gi, op, i, on, want[i], ref[i])
+					break
+				}
+			}
+			for i := range want {
+				if w := float16.Fromfloat32(want[i]).Float32(); math.Float32bits(got[i]) != math.Float32bits(w) {
+					t.Errorf("geometry %d %v: float16 element %d of %d is %v; want %v (float32 %v)", gi, op, i, on, got[i], w, want[i])
+					break
+				}
+			}
+		}
+	}
+}
