@@ -1,8 +1,7 @@
 // out (M×N) = op(a)·op(b); each invocation computes a {{.TM}}×{{.TN}} block with
 // straight-line code (loops over local arrays are slow on llvmpipe).
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}{{if .VecA}}, read as vec4{{end}};
-// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}
-// (a vec4 of float16 is a vec2<u32>: four at a load).{{if .DotK}}
+// b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}{{if .VecB}}, read as vec4{{end}}.{{if .DotK}}
 // Both are read as vec4s along k (their rows of K consecutive, K a
 // multiple of 4): 4 terms of k an iteration, added in the order of the
 // scalar loop's, and the offsets, batch strides and p[14] count vec4s.{{end}}

@@ -92,8 +92,9 @@ func (d *Device) convStep(g device.Window2D, f, hp int) int {
 }
 
 // dtypesTaken reports whether the direct kernels take these buffers:
-// float32 or float16 (read and written as it is, but for the filters'
-// gradient: see Conv2dBackward).
+// float32 or float16 (WGSL's f16 read and written as it is, but for the
+// filters' gradient: see Conv2dBackward; packed words on float32
+// stand-ins).
 func dtypesTaken(bufs ...device.Buffer) bool {
 	for _, b := range bufs {
 		if b != nil && b.DType() != device.Float32 && b.DType() != device.Float16 {
@@ -117,9 +118,8 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 	if b != nil {
 		kinds = append(kinds, storageRO)
 	}
-	// A float16 out (and bias: ops gives them one dtype) is written as it
-	// is: WGSL's f16, or packed words with atomics where two invocations
-	// share a word.
+	// A float16 out (and bias: ops gives them one dtype) is WGSL's f16,
+	// written as it is (Conv2d widens packed words).
 	st := d.storeOf(o.dt)
 	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy, F16: st.native()}, kinds...)
 	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
@@ -134,7 +134,8 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 // Conv2d sets out (N, F, OH, OW) to the convolution of the images x (N,
 // C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not nil,
 // and reports whether it could: the direct kernels take images of at
-// least 4 channels and 8 filters, on CPU adapters, float32 or float16.
+// least 4 channels and 8 filters, of enough work (convFits), on CPU
+// adapters, float32 or float16.
 func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
 	if !dtypesTaken(out, x, w, b) || b != nil && b.DType() != out.DType() {
 		return false

@@ -128,14 +128,13 @@ func (d *Device) registerName(s device.GEMM) string {
 }
 
 // vec4s reports which of the products' matrices kernels may access as
-// aligned vec4s (of float16, four entries a vec2<u32>): op(a) when it is
+// aligned vec4s: op(a) when it is
 // stored transposed (K×M, its rows of M consecutive), op(b) when it is
 // not (K×N), and out (M×N), each with its stored rows' lengths, offsets
 // and batch strides multiples of 4. A vec4 of b's may run into the
 // padding of a row LdB apart, never past it, and b's binding must hold
 // the last row's padding too (a kernel's index past a binding is clamped
-// into it, onto other entries). A float16 out so written shares no word
-// between invocations: no atomics.
+// into it, onto other entries).
 func vec4s(y *buffer, s device.GEMM) (va, vb, vo bool) {
 	va = s.TransA && s.M%4 == 0 && s.StrideA%4 == 0 && s.OffA%4 == 0
 	vb = !s.TransB && s.RowB()%4 == 0 && s.StrideB%4 == 0 && s.OffB%4 == 0 &&
