@@ -151,7 +151,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	spec.Chunks, spec.OF16 = true, false // partial results in float32
 	spec.F16 = xs.native()
 	lanes := reduceLanes(d.loopLimited)
-	spec.Group, spec.SubgroupOp, spec.L = d.group(), subgroupOps[op], lanes
+	spec.Group, spec.SubgroupOp, spec.L = d.reduceGroup(op), subgroupOps[op], lanes
 	length, r4 := chunkPerLane*lanes, r
 	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
 		spec.Vec, spec.Unroll, spec.Coalesce = true, vecUnroll, !d.loopLimited
@@ -189,6 +189,19 @@ func reduceLanes(cpu bool) int {
 
 // subgroupOps are the WGSL subgroup operations of the reductions.
 var subgroupOps = map[device.ReduceOp]string{device.Sum: "subgroupAdd", device.Max: "subgroupMax", device.Min: "subgroupMin"}
+
+// reduceGroup is group for a chunked reduction by op, except that on GPUs
+// max and min combine through workgroup memory: their subgroup form ran
+// slower there, 314 against 416 GB/s for max 16M on an H100 (2026-11-26,
+// commit f638872) and 514 against 737 on an H200 (2026-11-27, commit
+// 1d10190), while sum's ran as fast or faster. CPU adapters keep the
+// subgroup form of all three, so that lavapipe tests it.
+func (d *Device) reduceGroup(op device.ReduceOp) string {
+	if op != device.Sum && !d.loopLimited {
+		return "workgroup"
+	}
+	return d.group()
+}
 
 // group names how the device combines a workgroup's values in a
 // reduction: "subgroup" (subgroup operations, then workgroup memory
