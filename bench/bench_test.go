@@ -45,11 +45,17 @@ func devices(b *testing.B) []device.Device {
 	return devs
 }
 
-// steps times step, run once first to compile its kernels, and reports
-// ms/step, which it returns.
+// steps times step, run once first to compile its kernels (and on a GPU
+// to time the matmul variants of new shape classes), and reports ms/step,
+// which it returns. The kernel profile (webgpu.EnvProfile) restarts after
+// that first step: printProfile's table holds the timed steps of the last
+// step benchmark run.
 func steps(b *testing.B, dev device.Device, step func()) float64 {
 	step()
 	wait(b, dev)
+	if p, ok := dev.(interface{ ResetProfile() }); ok {
+		p.ResetProfile()
+	}
 	b.ResetTimer()
 	for range b.N {
 		step()

@@ -113,7 +113,8 @@ func writeChart(path string) error {
 }
 
 // printProfile prints the kernels that took most of the WebGPU device's
-// time in the benchmarks run, when webgpu.EnvProfile is set.
+// time since its profile last restarted (steps restarts it), when
+// webgpu.EnvProfile is set.
 func printProfile() {
 	dev, err := gputest.Try()
 	if err != nil {
