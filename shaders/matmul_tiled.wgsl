@@ -27,20 +27,17 @@
 // The tiles, k-major: tile_a[k][m] and tile_b[k][n], as vec4s along m and n,
 // their rows SA and SB vec4s long (a vec4 more than the block where a
 // thread stores a vec4 along k as four values down a column, so that the
-// threads' stores fall in different banks){{if .Dbl}}, twice over: the products of
-// one step read one copy while the next step's values are stored into the
-// other, one barrier a step{{end}}. Rows of rows: the products index rows by
+// threads' stores fall in different banks). Rows of rows: the products index rows by
 // constants and within a row by the thread's (naga clamps each index that
 // is not a constant; these clamps are the same at every step).
 {{- $sa := div .BM 4}}{{if and .VecA (not .TransA)}}{{$sa = add $sa 1}}{{end}}
 {{- $sb := div .BN 4}}{{if and .VecB .TransB}}{{$sb = add $sb 1}}{{end}}
-{{- $copies := 1}}{{if .Dbl}}{{$copies = 2}}{{end}}
-var<workgroup> tile_a: array<array<vec4<f32>, {{$sa}}>, {{mul $copies .BK}}>;
-var<workgroup> tile_b: array<array<vec4<f32>, {{$sb}}>, {{mul $copies .BK}}>;
+var<workgroup> tile_a: array<array<vec4<f32>, {{$sa}}>, {{.BK}}>;
+var<workgroup> tile_b: array<array<vec4<f32>, {{$sb}}>, {{.BK}}>;
 
 @compute @workgroup_size({{div .BN .TN}}, {{div .BM .TM}}, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(local_invocation_index) li: u32) {
     let M = p[0];
     let K = p[1];
     let N = p[2];
@@ -50,20 +47,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- else}}
     let k1 = p[5];
 {{- end}}
-{{- if .Swz}}
-    // Blocks in groups of 8 block rows, taken a column of 8 at a time, so
-    // that the workgroups that run together share rows of op(a) and
-    // columns of op(b) in the cache.
-    let per = 8u * nwg.x;
-    let lin = wid.y * nwg.x + wid.x;
-    let first = lin / per * 8u;
-    let rows = min(nwg.y - first, 8u);
-    let by = first + lin % per % rows;
-    let bx = lin % per / rows;
-{{- else}}
     let by = wid.y;
     let bx = wid.x;
-{{- end}}
     let row0 = p[3] + by * {{.BM}}u;
     let col0 = bx * {{.BN}}u;
     let z = p[6] + wid.z{{if .Split}} / p[18]{{end}};
@@ -74,8 +59,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
 {{- $lda := "K"}}{{if .TransA}}{{$lda = "M"}}{{end}}
-{{- $fa := dict "Tile" "tile_a" "Src" "a" "Reg" "ra" "V" .VecA "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA "Off" ""}}
-{{- $fb := dict "Tile" "tile_b" "Src" "b" "Reg" "rb" "V" .VecB "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB) "Off" ""}}
+{{- $fa := dict "Tile" "tile_a" "Src" "a" "Reg" "ra" "V" .VecA "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA}}
+{{- $fb := dict "Tile" "tile_b" "Src" "b" "Reg" "rb" "V" .VecB "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB)}}
     // Each thread fetches its share of the next step's slices into
     // registers ({{if .Pre}}before the products of this step, so that the loads overlap
     // them{{else}}after this step's products{{end}}), and stores them into the tiles at the step's
@@ -86,32 +71,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var k0 = p[4]{{if .Split}} + part * p[19]{{end}};
 {{- template "fetch" $fa}}
 {{- template "fetch" $fb}}
-{{- if .Dbl}}
-{{- template "stash" $fa}}
-{{- template "stash" $fb}}
-    workgroupBarrier();
-    // Two steps an iteration, the first reading copy 0 and storing the
-    // next step's values into copy 1, the second the other way round: the
-    // copies' rows are constants.
-    loop {
-{{- range $c := seq 2}}
-        {
-            let next = k0 + {{$.BK}}u;
-{{- template "fetch_next" dict "A" $fa "B" $fb}}
-{{- template "products" dict "T" $ "Base" (mul $c $.BK)}}
-            if (next < k1) {
-{{- template "stash" (set $fa "Off" (printf "%du + " (mul (sub 1 $c) $.BK)))}}
-{{- template "stash" (set $fb "Off" (printf "%du + " (mul (sub 1 $c) $.BK)))}}
-            }
-            workgroupBarrier();
-            k0 = next;
-            if (k0 >= k1) {
-                break;
-            }
-        }
-{{- end}}
-    }
-{{- else}}
     for (; k0 < k1; k0 += {{.BK}}u) {
 {{- template "stash" $fa}}
 {{- template "stash" $fb}}
@@ -120,13 +79,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- if .Pre}}
 {{- template "fetch_next" dict "A" $fa "B" $fb}}
 {{- end}}
-{{- template "products" dict "T" . "Base" 0}}
+{{- template "products" .}}
         workgroupBarrier();
 {{- if not .Pre}}
 {{- template "fetch_next" dict "A" $fa "B" $fb}}
 {{- end}}
     }
-{{- end}}
     let r0 = row0 + lid.y * {{.TM}}u;
 {{- range $j := seq (div .TN 4)}}
     let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
@@ -144,17 +102,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- end}}
 }
 
-{{- /* The products of one step: each thread's TM×TN block from the tiles
-       (from row Base on). */}}
+{{- /* The products of one step: each thread's TM×TN block from the tiles. */}}
 {{- define "products"}}
-{{- $t := .T}}{{$d := .}}
+{{- $t := .}}
 {{- range $kk := seq $t.BK}}
         {
 {{- range $q := seq (div $t.TM 4)}}
-            let av{{$q}} = tile_a[{{add $d.Base $kk}}u][lid.y * {{div $t.TM 4}}u + {{$q}}u];
+            let av{{$q}} = tile_a[{{$kk}}u][lid.y * {{div $t.TM 4}}u + {{$q}}u];
 {{- end}}
 {{- range $j := seq (div $t.TN 4)}}
-            let b{{$j}} = tile_b[{{add $d.Base $kk}}u][{{if $t.Spread}}{{mul $j (div $t.BN $t.TN)}}u + lid.x{{else}}lid.x * {{div $t.TN 4}}u + {{$j}}u{{end}}];
+            let b{{$j}} = tile_b[{{$kk}}u][{{if $t.Spread}}{{mul $j (div $t.BN $t.TN)}}u + lid.x{{else}}lid.x * {{div $t.TN 4}}u + {{$j}}u{{end}}];
 {{- end}}
 {{- range $i := seq $t.TM}}{{range $j := seq (div $t.TN 4)}}
             acc{{$i}}_{{$j}} += b{{$j}} * av{{div $i 4}}[{{mod $i 4}}];
@@ -222,12 +179,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         {
 {{- template "coords" dict "D" $d "L" $l}}
 {{- if not $d.V}}
-            {{$d.Tile}}[{{$d.Off}}kk][x / 4u][x % 4u] = {{$d.Reg}}{{$l}};
+            {{$d.Tile}}[kk][x / 4u][x % 4u] = {{$d.Reg}}{{$l}};
 {{- else if $d.KMajor}}
-            {{$d.Tile}}[{{$d.Off}}kk][x / 4u] = {{$d.Reg}}{{$l}};
+            {{$d.Tile}}[kk][x / 4u] = {{$d.Reg}}{{$l}};
 {{- else}}
 {{- range $c := seq 4}}
-            {{$d.Tile}}[{{$d.Off}}kk + {{$c}}u][x / 4u][x % 4u] = {{$d.Reg}}{{$l}}[{{$c}}];
+            {{$d.Tile}}[kk + {{$c}}u][x / 4u][x % 4u] = {{$d.Reg}}{{$l}}[{{$c}}];
 {{- end}}
 {{- end}}
         }

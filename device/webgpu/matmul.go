@@ -30,8 +30,8 @@ import (
 //
 // On a CPU adapter the choice is by size. On any other, the tiled
 // variants are timed on the first product of each shape class (the sizes'
-// orders of magnitude and the transposes), and the fastest is kept for
-// the class; the choice is logged by log/slog at debug level and told by
+// orders of magnitude and the transposes), and one is kept for the class
+// (tiles says which); the choice is logged by log/slog at debug level and told by
 // MatMulKernel. EXTENSOR_MATMUL names a family or variant to use instead
 // (for tests, or to compare them): "texture", "register", "tiled" (timed
 // as on a GPU) or one variant such as "tiled/64×64×8/4×4" (an x for ×
@@ -53,8 +53,6 @@ const maxDispatchFlops = 1 << 31
 type tile struct {
 	BM, BN, BK, TM, TN int
 	Spread, Vec, Pre   bool
-	Dbl                bool // two copies of the tiles (suffix d)
-	Swz                bool // blocks in groups of 8 block rows (suffix z)
 }
 
 func (t tile) String() string {
@@ -75,7 +73,7 @@ type tileOption struct {
 
 // options returns t's options.
 func (t *tile) options() []tileOption {
-	return []tileOption{{'s', &t.Spread}, {'v', &t.Vec}, {'p', &t.Pre}, {'d', &t.Dbl}, {'z', &t.Swz}}
+	return []tileOption{{'s', &t.Spread}, {'v', &t.Vec}, {'p', &t.Pre}}
 }
 
 // variant returns the tile of these sizes with the options named by the
@@ -97,13 +95,9 @@ func variant(bm, bn, bk, tm, tn int, opts string) tile {
 func (t tile) threads() int { return t.BM / t.TM * t.BN / t.TN }
 
 // shared is the most workgroup memory t takes, in bytes: its tiles' rows
-// padded by a vec4, once or (Dbl) twice.
+// padded by a vec4.
 func (t tile) shared() int {
-	n := 16 * t.BK * (t.BM/4 + t.BN/4 + 2)
-	if t.Dbl {
-		n *= 2
-	}
-	return n
+	return 16 * t.BK * (t.BM/4 + t.BN/4 + 2)
 }
 
 // fits reports whether the device can run t: its threads and workgroup
@@ -136,34 +130,36 @@ func vecLoads(s device.GEMM, ha, hb bool) (va, vb bool) {
 	return va, vb
 }
 
-// tiles are the tiled kernel's variants, each of at most 256 threads; the
-// first is the default for small products. (Measured and dropped: the
-// two-copy 128×64×16/8×4svpd, at 19.6–21.7 TFLOP/s the slowest of the
-// vec4 variants at 4096³ on the H100.) Those with more than 16 KiB
-// of workgroup memory (WebGPU's default limit) run where the adapter
-// grants it.
+// tiles are the tiled kernel's variants, each of at most 256 threads:
+// the first is the default for products too small to time, the others
+// are the candidates tileFor times, the first of them kept unless another
+// runs in under tuneMargin of its time. The candidates are those chosen
+// or forced in the H100 and H200 runs of 2026-11-24 to 27; the first
+// was the fastest at 1024³ to 4096³ wherever it ran (forced on an H200
+// at commit cca6869: 28.6, 35.0 and 36.4 TFLOP/s, where the timed choices
+// among twenty variants ran 22.0, 35.1 and 33.5). Timing twenty variants
+// compiled each for every layout of the operands, about 70 ms a pipeline
+// on the H200: an MLP's first epoch took 31 s there, its next 0.2 s.
+// (Measured and dropped, on the H100: two copies of the tiles, suffix d,
+// at 19.6–21.7 TFLOP/s the slowest of the vec4 variants at 4096³; and
+// blocks in groups of 8 block rows, suffix z: 128×64×16/8×4svpz, the
+// tuner's choice at 4096³ on an H200 at commit 1d10190, ran 33.4 TFLOP/s,
+// 128×64×16/8×4svp 36.4 forced on another at cca6869.) Those
+// with more than 16 KiB of workgroup memory (WebGPU's default limit) run
+// where the adapter grants it.
 var tiles = []tile{
 	variant(64, 64, 8, 4, 4, ""),
-	variant(32, 32, 8, 4, 4, ""),
-	variant(64, 64, 16, 4, 4, ""),
-	variant(128, 64, 8, 8, 4, ""),
-	variant(64, 128, 8, 4, 8, ""),
-	variant(128, 128, 8, 8, 8, ""),
-	variant(64, 64, 16, 4, 8, "s"),
-	variant(128, 64, 16, 8, 4, "s"),
-	variant(128, 128, 8, 8, 8, "s"),
-	variant(128, 128, 16, 8, 8, "s"),
-	variant(128, 128, 8, 8, 8, "svp"),
-	variant(128, 128, 16, 8, 8, "sv"),
-	variant(128, 128, 16, 8, 8, "svp"),
 	variant(128, 64, 16, 8, 4, "svp"),
 	variant(128, 128, 32, 8, 8, "svp"),
-	variant(128, 128, 8, 8, 8, "svpd"),
-	variant(128, 128, 16, 8, 8, "svpd"),
-	variant(128, 128, 8, 8, 8, "svpz"),
-	variant(128, 64, 16, 8, 4, "svpz"),
-	variant(128, 128, 8, 8, 8, "svpdz"),
+	variant(64, 64, 16, 4, 8, "s"),
+	variant(64, 64, 16, 4, 4, ""),
+	variant(32, 32, 8, 4, 4, ""),
 }
+
+// tuneMargin is how much faster than the first candidate another must
+// time to be chosen: the timed choices have run slower than the first in
+// the benchmarks of the same run.
+const tuneMargin = 0.9
 
 // tuneMinMACs is the smallest product whose class is timed: smaller ones
 // take the first variant (their time is the dispatch's, whatever the
@@ -278,7 +274,7 @@ func (d *Device) MatMulKernel(s device.GEMM) string {
 }
 
 // tileFor returns the tiled variant for s: the forced one, the first for
-// small products, or the one of tuneCandidates chosen for s's class,
+// small products, or the candidate (tiles) chosen for s's class,
 // timed now on these operands if the class is new.
 func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	if strings.HasPrefix(d.mm.force, "tiled/") {
@@ -307,7 +303,7 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	ts := s
 	ts.Accumulate = false
 	var cands []tile
-	for _, t := range tuneCandidates {
+	for _, t := range tiles[1:] {
 		if t.fits(d.limits) {
 			cands = append(cands, t)
 		}
@@ -359,27 +355,6 @@ func (d *Device) tileFor(o, x, y *buffer, s device.GEMM) tile {
 	return cands[best]
 }
 
-// tuneCandidates are the variants tileFor times, the first kept unless
-// another runs in under tuneMargin of its time. They are those chosen or
-// forced on an H100 and an H200 (2026-11-24 to 27), the first the fastest
-// at 1024³ to 4096³ wherever it ran (forced on the H200 at commit cca6869:
-// 28.6, 35.0 and 36.4 TFLOP/s, where the timed choices among all the
-// variants ran 22.0, 35.1 and 33.5). Timing all the variants compiled
-// each of them for every layout of the operands, about 70 ms a pipeline
-// on the H200: an MLP's first epoch took 31 s there, its next 0.2 s.
-var tuneCandidates = []tile{
-	variant(128, 64, 16, 8, 4, "svp"),
-	variant(128, 128, 32, 8, 8, "svp"),
-	variant(64, 64, 16, 4, 8, "s"),
-	variant(64, 64, 16, 4, 4, ""),
-	variant(32, 32, 8, 4, 4, ""),
-}
-
-// tuneMargin is how much faster than the first of tuneCandidates another
-// must time to be chosen: the timed choices have run slower than the
-// first in the benchmarks of the same run.
-const tuneMargin = 0.9
-
 // forcedTile returns the tiled variant EnvMatMul names (parseMatMul
 // checked that one does).
 func (d *Device) forcedTile() tile {
@@ -425,7 +400,7 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	va, vb := vecLoads(s, ha, hb)
 	va, vb = va && t.Vec, vb && t.Vec
 	kern := d.kernel(tiledSpec{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, Spread: t.Spread, TransA: s.TransA, TransB: s.TransB,
-		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre, Dbl: t.Dbl, Swz: t.Swz, Split: parts > 1}, false, false, true)
+		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre, Split: parts > 1}, false, false, true)
 	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, false, false, false, parts)
 }
 

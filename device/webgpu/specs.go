@@ -148,7 +148,7 @@ type tiledSpec struct {
 	BM, BN, BK, TM, TN                  int
 	Spread, TransA, TransB, VecO        bool
 	HalfA, HalfB, Half, F16, VecA, VecB bool
-	Pre, Dbl, Swz, Split                bool
+	Pre, Split                          bool
 }
 
 // sumSpec specialises matmul_sum.wgsl, which adds a split product's parts.
