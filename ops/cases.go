@@ -88,6 +88,12 @@ func nearZero() Case {
 	return c
 }
 
+// wide checks a periodic function over hundreds of periods, where its
+// argument reduction can lose digits.
+func wide() Case {
+	return Case{Name: "(257,) in [-1000, 1000]", Inputs: []Input{{Shape: sh(257), Domain: Domain{Lo: -1000, Hi: 1000}}}}
+}
+
 func unaryOp(name, doc string, f func(x *T) *T, df func(x, g *T) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "unary", Kernel: name, Doc: doc, Forward: fwd1(f), Backward: bwd1(df), Cases: cases}
 }

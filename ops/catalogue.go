@@ -52,8 +52,8 @@ var (
 	AbsOp   = unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
 		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
 	SignOp = unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false))
-	SinOp  = unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero()))
-	CosOp  = unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false))
+	SinOp  = unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero(), wide()))
+	CosOp  = unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, wide()))
 	ClipOp = &Op{Name: "clip", Family: "unary", Kernel: "clip", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",
 		Forward:  func(in []*T, a Attrs) *T { return Clip(in[0], a.Lo, a.Hi) },
 		Backward: clipBwd,
