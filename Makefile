@@ -58,7 +58,10 @@ wasm: deps
 
 # browser runs the WebGPU backend's tests as WebAssembly in headless
 # Chromium, on the browser's WebGPU (SwiftShader, a CPU adapter, where no
-# GPU is), through cmd/wasmbrowser. Left out: TestMatMulKernels (every
+# GPU is), through cmd/wasmbrowser; then the parity suite's subset there
+# (-subset 3: each op's first three cases of at most 4096 elements an
+# input, every op and kernel family), against the CPU backend and the
+# float64 reference, as in native runs. Left out: TestMatMulKernels (every
 # product variant over every case: too slow on SwiftShader; the split and
 # texture tests cover the products), TestSpecs (it reads shaders/ from
 # disk, which the browser has not) and TestAdapterOverride (a browser
@@ -67,7 +70,8 @@ BROWSER_SKIP := TestMatMulKernels|TestSpecs|TestAdapterOverride
 browser: deps
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) build -o "$$d/wasmbrowser" ./cmd/wasmbrowser && \
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
 # test runs every package's tests (unit) beside the race tests (race) and
 # the browser's (browser), each target's output kept together, then the

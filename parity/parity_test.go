@@ -16,7 +16,10 @@ import (
 	"github.com/extensor/extensor/parity"
 )
 
-var update = flag.Bool("update", false, "rewrite the coverage table in ../docs/coverage.md")
+var (
+	update = flag.Bool("update", false, "rewrite the coverage table in ../docs/coverage.md")
+	subset = flag.Int("subset", 0, "check only the first `n` cases of each op whose inputs hold at most 4096 elements each (an op without one: its smallest case); 0 checks every case")
+)
 
 var table parity.Table
 
@@ -50,7 +53,7 @@ func TestParity(t *testing.T) {
 		}
 		fb = &parity.Fallback{Device: d, Full: usesSubgroups}
 	}
-	specs := parity.Specs()
+	specs := subsetOf(parity.Specs(), *subset)
 	results := make([]*parity.Result, len(specs))
 	t.Cleanup(func() {
 		if fb != nil {
@@ -70,6 +73,51 @@ func TestParity(t *testing.T) {
 			results[i] = &r
 		})
 	}
+}
+
+// subsetOf returns specs, or with n > 0 the first n cases of each op
+// whose inputs hold at most 4096 elements each, and for an op without
+// such a case its smallest: every op, and so every kernel family, in a
+// run short enough for the browser's adapter (make browser).
+func subsetOf(specs []parity.Case, n int) []parity.Case {
+	if n <= 0 {
+		return specs
+	}
+	size := func(c parity.Case) int {
+		most := 0
+		for _, in := range c.Inputs {
+			e := 1
+			for _, d := range in.Shape {
+				e *= d
+			}
+			most = max(most, e)
+		}
+		return most
+	}
+	var out []parity.Case
+	for i := 0; i < len(specs); {
+		j := i
+		for j < len(specs) && specs[j].Op == specs[i].Op {
+			j++
+		}
+		taken, smallest := 0, i
+		for _, c := range specs[i:j] {
+			if taken < n && size(c) <= 4096 {
+				out = append(out, c)
+				taken++
+			}
+		}
+		if taken == 0 {
+			for k := i; k < j; k++ {
+				if size(specs[k]) < size(specs[smallest]) {
+					smallest = k
+				}
+			}
+			out = append(out, specs[smallest])
+		}
+		i = j
+	}
+	return out
 }
 
 // subgroupFamilies are the kernel families whose WebGPU kernels combine
