@@ -203,7 +203,8 @@ func class(s device.GEMM) string {
 // MatMul computes the batch of products with the kernel chosen for the
 // adapter and shape. The tiled kernel reads and writes float16 tensors as
 // they are (WGSL's f16, or packed words), unless the product is split
-// over k; the texture and register kernels as WGSL's f16 only.
+// over k; the register kernel as WGSL's f16 only; the texture kernel
+// reads them as WGSL's f16 and writes float32.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	f := d.mm.force
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
@@ -219,6 +220,14 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	// against 2.4 s for a register product, 2026-11-27).
 	if (d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) || (textures || register) && !d.native(dst, a, b)) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+		return
+	}
+	// The texture kernel writes float32: a float16 result takes a float32
+	// stand-in, so that one output type is compiled (each texture product
+	// took llvmpipe up to 35 s to compile; on float16 and float32 outputs,
+	// vec4 and scalar stores, 32 and 16 columns a thread, TestMatMulKernels
+	// compiled eight of them).
+	if textures && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
 		return
 	}
 	if !cpuKernels && f != "register" && d.tiledParts(s) > 1 &&
