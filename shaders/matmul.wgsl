@@ -22,7 +22,7 @@
 // of the dispatch's terms to out at p[20]·part further, not adding to it
 // unless p[4] ≠ 0, and stage sum adds the parts up (a product of few
 // blocks and long k otherwise runs on as few of the CPU's threads).{{end}}
-// a, b and out hold E (f32, or WGSL's f16).
+// a, b and out hold E (f32).
 @group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}E4{{else}}E{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}E4{{else}}E{{end}}>;
 {{template "matmul_out" dict "VecO" .VecO "Half" false}}

@@ -203,8 +203,8 @@ func class(s device.GEMM) string {
 // MatMul computes the batch of products with the kernel chosen for the
 // adapter and shape. The tiled kernel reads and writes float16 tensors as
 // they are (WGSL's f16, or packed words), unless the product is split
-// over k; the register kernel as WGSL's f16 only; the texture kernel
-// reads them as WGSL's f16 and writes float32.
+// over k; the texture kernel reads them as WGSL's f16 and writes
+// float32; the register kernel takes float32 stand-ins.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	f := d.mm.force
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
@@ -218,7 +218,7 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	// products on float32 stand-ins too: unpacking words in their unrolled
 	// loops made them compile 3–5 times as slowly on llvmpipe (11.6 s
 	// against 2.4 s for a register product, 2026-11-27).
-	if (d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) || (textures || register) && !d.native(dst, a, b)) &&
+	if (d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) || register || textures && !d.native(dst, a, b)) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}

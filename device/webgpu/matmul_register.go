@@ -29,10 +29,8 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	if small(s) {
 		va, vb, vo = false, false, false
 	}
-	// MatMul widens float16 products split over k, and those not all
-	// float16 on WGSL's f16.
+	// MatMul widens float16 products: the kernel reads and writes float32.
 	parts := d.kParts(s)
-	nat := o.dt == device.Float16
 	out, ps, finish := d.splitOut(o, s, parts)
 	if out == nil {
 		return
@@ -42,7 +40,7 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		vo = s.N%4 == 0
 	}
 	kern := d.kernel(registerSpec{TM: tm, TN: tn, TransA: s.TransA, TransB: s.TransB, VecA: va, VecB: vb, VecO: vo,
-		DotK: dotK, F16: nat, Flat: flat, Split: parts > 1}, false, false, true)
+		DotK: dotK, Flat: flat, Split: parts > 1}, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
 		bm, bn = tm*registerWG, tn*registerWG
