@@ -92,9 +92,8 @@ func (d *Device) convStep(g device.Window2D, f, hp int) int {
 }
 
 // dtypesTaken reports whether the direct kernels take these buffers:
-// float32 or float16 (WGSL's f16 read and written as it is, but for the
-// filters' gradient: see Conv2dBackward; packed words on float32
-// stand-ins).
+// float32 or float16 (WGSL's f16 read as it is, the results written to
+// float32 stand-ins; packed words wholly on stand-ins).
 func dtypesTaken(bufs ...device.Buffer) bool {
 	for _, b := range bufs {
 		if b != nil && b.DType() != device.Float32 && b.DType() != device.Float16 {
@@ -118,10 +117,8 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 	if b != nil {
 		kinds = append(kinds, storageRO)
 	}
-	// A float16 out (and bias: ops gives them one dtype) is WGSL's f16,
-	// written as it is (Conv2d widens packed words).
-	st := d.storeOf(o.dt)
-	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy, F16: st.native()}, kinds...)
+	// out and bias are float32: Conv2d and Conv2dBackward widen float16.
+	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy}, kinds...)
 	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
 	if b != nil {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
@@ -148,6 +145,13 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 	}
 	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
 		return true // float16 as packed words: on float32 stand-ins (see MatMul)
+	}
+	// The forward writes float32, and reads its bias so: a float16 out and
+	// bias take stand-ins (the images and filters are packed into
+	// textures as they are), one kernel to compile where there were two,
+	// each about 7 s on llvmpipe.
+	if d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], x, w, s[1], g, f) }, out, b) {
+		return true
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -242,15 +246,16 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.Conv2dBackward(s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
 		return true // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
-	// The kernels read and write WGSL's f16 as it is, but for the filters'
-	// gradient (a few values), summed into a float32 stand-in.
-	run := func(gwb device.Buffer) {
+	// The kernels read WGSL's f16 as it is and write float32: a float16
+	// gradient takes a float32 stand-in (the filters' gradient is summed
+	// into one, and the images' is written by the forward's kernel).
+	run := func(gx, gwb device.Buffer) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f)
 	}
-	if !d.widen(1, func(s []device.Buffer) { run(s[0]) }, gwb) {
-		run(gwb)
+	if !d.widen(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {
+		run(gx, gwb)
 	}
 	return true
 }

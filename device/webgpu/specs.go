@@ -164,8 +164,8 @@ type texSpec struct {
 }
 
 // convTexSpec specialises conv_tex.wgsl: the direct convolution's
-// packing of images and filters, its forward and its filters' gradient,
-// on float32 or WGSL's f16 (F16).
+// packing of images and filters, from float32 or WGSL's f16 (F16), and
+// its forward and filters' gradient, which write float32 (Conv2d widens).
 type convTexSpec struct {
 	Stage      string
 	Taps       int
