@@ -148,8 +148,7 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 	}
 	// The forward writes float32, and reads its bias so: a float16 out and
 	// bias take stand-ins (the images and filters are packed into
-	// textures as they are), one kernel to compile where there were two,
-	// each about 7 s on llvmpipe.
+	// textures as they are), one kernel for llvmpipe to compile, not two.
 	if d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], x, w, s[1], g, f) }, out, b) {
 		return true
 	}

@@ -131,22 +131,13 @@ func vecLoads(s device.GEMM, ha, hb bool) (va, vb bool) {
 }
 
 // tiles are the tiled kernel's variants, each of at most 256 threads:
-// the first is the default for products too small to time, the others
-// are the candidates tileFor times, the first of them kept unless another
-// runs in under tuneMargin of its time. The candidates are those chosen
-// or forced in the H100 and H200 runs of 2026-11-24 to 27; the first
-// was the fastest at 1024³ to 4096³ wherever it ran (forced on an H200
-// at commit cca6869: 28.6, 35.0 and 36.4 TFLOP/s, where the timed choices
-// among twenty variants ran 22.0, 35.1 and 33.5). Timing twenty variants
-// compiled each for every layout of the operands, about 70 ms a pipeline
-// on the H200: an MLP's first epoch took 31 s there, its next 0.2 s.
-// (Measured and dropped, on the H100: two copies of the tiles, suffix d,
-// at 19.6–21.7 TFLOP/s the slowest of the vec4 variants at 4096³; and
-// blocks in groups of 8 block rows, suffix z: 128×64×16/8×4svpz, the
-// tuner's choice at 4096³ on an H200 at commit 1d10190, ran 33.4 TFLOP/s,
-// 128×64×16/8×4svp 36.4 forced on another at cca6869.) Those
-// with more than 16 KiB of workgroup memory (WebGPU's default limit) run
-// where the adapter grants it.
+// the first is the default for products too small to time; the others are
+// the candidates tileFor times, the first of them kept unless another runs
+// in under tuneMargin of its time (the first was the fastest at 1024³ to
+// 4096³ on an H100 and an H200: docs/performance*.md). Each variant
+// compiles once for every layout of the operands, so the list is short.
+// Those with more than 16 KiB of workgroup memory (WebGPU's default limit)
+// run where the adapter grants it.
 var tiles = []tile{
 	variant(64, 64, 8, 4, 4, ""),
 	variant(128, 64, 16, 8, 4, "svp"),
@@ -191,10 +182,8 @@ func parseMatMul() (string, error) {
 }
 
 // class names the shape class of s: the orders of magnitude of M, N and K
-// (in powers of 2) and the transposes. Classes of powers of 4 put 1024³
-// and 2048³ together, and the variant timed fastest at 1024³ ran 2048³ at
-// 27 TFLOP/s on an H200, where the H100 had reached 35 with another
-// (2026-11-27, commit 1d10190).
+// (in powers of 2: a GPU's fastest variant for 1024³ need not be its
+// fastest for 2048³) and the transposes.
 func class(s device.GEMM) string {
 	o := func(n int) int { return bits.Len(uint(n)) }
 	return fmt.Sprintf("%d/%d/%d/ta=%v/tb=%v/batch=%v", o(s.M), o(s.N), o(s.K), s.TransA, s.TransB, s.Batch > 1)
@@ -223,10 +212,8 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		return
 	}
 	// The texture kernel writes float32: a float16 result takes a float32
-	// stand-in, so that one output type is compiled (each texture product
-	// took llvmpipe up to 35 s to compile; on float16 and float32 outputs,
-	// vec4 and scalar stores, 32 and 16 columns a thread, TestMatMulKernels
-	// compiled eight of them).
+	// stand-in, so that llvmpipe compiles one output type of a kernel that
+	// takes it seconds to compile.
 	if textures && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
 		return
 	}

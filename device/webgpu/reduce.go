@@ -191,11 +191,10 @@ func reduceLanes(cpu bool) int {
 var subgroupOps = map[device.ReduceOp]string{device.Sum: "subgroupAdd", device.Max: "subgroupMax", device.Min: "subgroupMin"}
 
 // reduceGroup is group for a chunked reduction by op, except that on GPUs
-// max and min combine through workgroup memory: their subgroup form ran
-// slower there, 314 against 416 GB/s for max 16M on an H100 (2026-11-26,
-// commit f638872) and 514 against 737 on an H200 (2026-11-27, commit
-// 1d10190), while sum's ran as fast or faster. CPU adapters keep the
-// subgroup form of all three, so that lavapipe tests it.
+// max and min combine through workgroup memory, where their subgroup form
+// ran slower on an H100 and an H200 (docs/performance*.md) and sum's did
+// not. CPU adapters keep the subgroup form of all three, so that lavapipe
+// tests it.
 func (d *Device) reduceGroup(op device.ReduceOp) string {
 	if op != device.Sum && !d.loopLimited {
 		return "workgroup"

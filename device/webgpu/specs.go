@@ -134,9 +134,8 @@ type attentionSpec struct {
 }
 
 // registerSpec specialises matmul.wgsl, the register-blocked product, on
-// float32: float16 products run on float32 stand-ins (MatMul), one
-// variant of each layout fewer for llvmpipe to compile (0.9–2.7 s each
-// for blocks of 16×16).
+// float32: float16 products run on float32 stand-ins (MatMul), a variant
+// of each layout fewer for llvmpipe to compile.
 type registerSpec struct {
 	TM, TN                                 int
 	TransA, TransB, VecA, VecB, VecO, DotK bool
