@@ -60,31 +60,29 @@ func checkLenOnly(op string, n int, shape []int) {
 // dev. With no shape (a nil one), the tensor is 1-D; for a 0-D tensor pass
 // an empty shape, []int{}..., or use Scalar.
 func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
-	if shape == nil {
-		shape = []int{len(data)}
-	}
-	checkFrom("tensor.FromFloat32", dev, len(data), shape)
-	return newFilled(dev, device.Float32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+	return fromSlice("tensor.FromFloat32", dev, device.Float32, data, shape)
 }
 
 // FromFloat64 copies data into a new float64 tensor of the given shape on
 // dev. With no shape, the tensor is 1-D.
 func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
-	if shape == nil {
-		shape = []int{len(data)}
-	}
-	checkFrom("tensor.FromFloat64", dev, len(data), shape)
-	return newFilled(dev, device.Float64, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+	return fromSlice("tensor.FromFloat64", dev, device.Float64, data, shape)
 }
 
 // FromInt32 copies data into a new int32 tensor of the given shape on dev.
 // With no shape, the tensor is 1-D.
 func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
+	return fromSlice("tensor.FromInt32", dev, device.Int32, data, shape)
+}
+
+// fromSlice copies data into a new tensor of dtype dt (data's element
+// type) and the given shape on dev, 1-D where shape is nil.
+func fromSlice[E float32 | float64 | int32](op string, dev device.Device, dt device.DType, data []E, shape []int) (*Tensor, error) {
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkFrom("tensor.FromInt32", dev, len(data), shape)
-	return newFilled(dev, device.Int32, shape, func(b device.Buffer) error { return dev.Write(b, data) })
+	checkFrom(op, dev, len(data), shape)
+	return newFilled(dev, dt, shape, func(b device.Buffer) error { return dev.Write(b, data) })
 }
 
 // FromFloat16Bits copies float16 values, given by their IEEE binary16

@@ -199,27 +199,21 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
 	textures := cpuKernels && d.texturesFit(s)
 	register := f == "register" || cpuKernels && !textures
-	// Products split over k (loops are bounded on CPU adapters, the
-	// register kernel on CPU adapters and the tiled one on GPUs split
-	// products of few blocks) add up in float32 stand-ins, so that a
-	// float16 result is rounded once.
-	// Without WGSL's f16, the texture and register kernels take float16
-	// products on float32 stand-ins too: unpacking words in their unrolled
-	// loops made them compile 3–5 times as slowly on llvmpipe (11.6 s
-	// against 2.4 s for a register product, 2026-11-27).
-	if (d.loopLimited && (s.K > maxLoop || register && d.kParts(s) > 1) || register || textures && !d.native(dst, a, b)) &&
+	// The register kernel computes in float32 only: its float16 products
+	// take float32 stand-ins, as do, on CPU adapters, products split over
+	// k (so that a float16 result is rounded once) and, without WGSL's
+	// f16, the texture kernel's (unpacking words in its unrolled loops made
+	// it compile 3–5 times as slowly on llvmpipe).
+	if (register || d.loopLimited && s.K > maxLoop || textures && !d.native(dst, a, b)) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}
-	// The texture kernel writes float32: a float16 result takes a float32
-	// stand-in, so that llvmpipe compiles one output type of a kernel that
-	// takes it seconds to compile.
-	if textures && d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
-		return
-	}
-	if !cpuKernels && f != "register" && d.tiledParts(s) > 1 &&
+	// The texture kernel writes float32, and the tiled kernel adds the
+	// parts of a product split over k in float32: a float16 result takes a
+	// float32 stand-in; the operands are read as they are.
+	if (textures || !cpuKernels && f != "register" && d.tiledParts(s) > 1) &&
 		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
-		return // the tiled kernel reads float16 operands as they are
+		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
