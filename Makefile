@@ -8,7 +8,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/...
 
-.PHONY: all deps test unit vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn bench fuzz soak
+.PHONY: all deps test unit vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn web bench fuzz soak
 
 all: test
 
@@ -146,6 +146,12 @@ train-gpt: deps
 # with a checkpoint); without a display it says so at once.
 watch-cnn: deps
 	$(GO) run ./examples/cnn -device webgpu -epochs 3 -window $(ARGS)
+
+# web serves examples/web's page, which trains the MLP on Fashion-MNIST
+# in the browser, on its WebGPU, drawing the dashboard into a canvas: open
+# the URL it prints. ARGS adds flags (ARGS=-addr=127.0.0.1:9000).
+web: deps
+	$(GO) run ./examples/web $(ARGS)
 
 # bench runs every benchmark on both backends; with a Python that imports
 # torch it then runs the same workloads in PyTorch (CUDA where it sees a

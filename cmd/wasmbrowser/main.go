@@ -21,18 +21,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/extensor/extensor/internal/browser"
 )
 
 func main() {
@@ -87,11 +87,11 @@ func run(wasm string, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	execJS, err := os.ReadFile(filepath.Join(goroot(), "lib", "wasm", "wasm_exec.js"))
+	execJS, err := browser.WasmExec()
 	if err != nil {
 		return 0, err
 	}
-	browser, err := chromium()
+	chromium, err := browser.Chromium()
 	if err != nil {
 		return 0, err
 	}
@@ -166,20 +166,14 @@ func run(wasm string, args []string) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log bytes.Buffer
-	// --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers'
-	// /dev/shm is often too small for Chromium.
-	flags := []string{"--headless=new", "--enable-unsafe-webgpu", "--no-sandbox", "--disable-dev-shm-usage",
-		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--user-data-dir=" + profile}
-	if os.Getenv("WASMBROWSER_LOG") != "" {
-		flags = append(flags, "--enable-logging=stderr", "--v=0")
-	}
-	cmd := exec.CommandContext(ctx, browser, append(flags, "http://"+ln.Addr().String()+"/")...)
+	logging := os.Getenv("WASMBROWSER_LOG") != ""
+	cmd := browser.Headless(ctx, chromium, profile, "http://"+ln.Addr().String()+"/", logging)
 	cmd.Stdout, cmd.Stderr = &log, &log
-	if os.Getenv("WASMBROWSER_LOG") != "" {
+	if logging {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting %s: %v", browser, err)
+		return 0, fmt.Errorf("starting %s: %v", chromium, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -188,7 +182,7 @@ func run(wasm string, args []string) (int, error) {
 	case r := <-done:
 		return r.code, r.err
 	case err := <-exited:
-		return 0, fmt.Errorf("%s exited before the program did (%v):\n%s", browser, err, tail(log.String()))
+		return 0, fmt.Errorf("%s exited before the program did (%v):\n%s", chromium, err, tail(log.String()))
 	case <-time.After(timeout):
 		return 0, fmt.Errorf("%s has not exited after %v", wasm, timeout)
 	}
@@ -204,29 +198,6 @@ func environment() map[string]string {
 		}
 	}
 	return env
-}
-
-// chromium returns the browser to run.
-func chromium() (string, error) {
-	if b := os.Getenv("CHROMIUM"); b != "" {
-		return b, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("no Chromium: set CHROMIUM, or install it (Debian: apt-get install chromium; make deps does)")
-}
-
-// goroot returns the Go installation's root, where wasm_exec.js lies
-// ($GOROOT, else go env's).
-func goroot() string {
-	if r := os.Getenv("GOROOT"); r != "" {
-		return r
-	}
-	out, _ := exec.Command("go", "env", "GOROOT").Output()
-	return strings.TrimSpace(string(out))
 }
 
 // tail returns the last lines of a browser's log.

@@ -76,29 +76,42 @@ func (s *Set) Batch(start, size int, dstImages []float32, dstLabels []int32) (n 
 // errors.Is(err, fs.ErrNotExist).
 func Load(dir string) (train, test *Set, err error) { return LoadWith(dir, nil) }
 
-// files are the four files of Fashion-MNIST: train images and labels,
-// test images and labels.
-var files = [4]string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}
+// Files are the four files of Fashion-MNIST, as [LoadFS] reads them:
+// training images and labels, test images and labels.
+var Files = [4]string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}
 
 // LoadWith is Load that tells progress, as it reads and decompresses, how
 // many bytes of the four compressed files it has read of their total (for
 // a progress bar). progress may be nil.
 func LoadWith(dir string, progress func(read, total int64)) (train, test *Set, err error) {
+	return load(os.DirFS(dir), dir, progress)
+}
+
+// LoadFS is LoadWith reading [Files] from fsys: a directory (os.DirFS), an
+// archive, or files fetched over HTTP (as a web page does). Where fsys's
+// files do not tell their size (fs.Stat fails), progress's total counts
+// only those that do.
+func LoadFS(fsys fs.FS, progress func(read, total int64)) (train, test *Set, err error) {
+	return load(fsys, "", progress)
+}
+
+// load reads the sets from fsys, naming the files in errors as dir/name.
+func load(fsys fs.FS, dir string, progress func(read, total int64)) (train, test *Set, err error) {
 	c := &counter{progress: progress}
-	for _, f := range files {
-		if st, err := os.Stat(filepath.Join(dir, f)); err == nil {
+	for _, f := range Files {
+		if st, err := fs.Stat(fsys, f); err == nil {
 			c.total += st.Size()
 		}
 	}
-	train, err = loadSet(filepath.Join(dir, files[0]), filepath.Join(dir, files[1]), c)
-	if err != nil {
-		return nil, nil, err
+	sets := [2]*Set{}
+	for i := range sets {
+		images, labels := Files[2*i], Files[2*i+1]
+		sets[i], err = readSet(func(name string) (io.ReadCloser, error) { return fsys.Open(name) }, dir, images, labels, c)
+		if err != nil {
+			return nil, nil, err
+		}
 	}
-	test, err = loadSet(filepath.Join(dir, files[2]), filepath.Join(dir, files[3]), c)
-	if err != nil {
-		return nil, nil, err
-	}
-	return train, test, nil
+	return sets[0], sets[1], nil
 }
 
 // counter counts the compressed bytes read, telling progress.
@@ -132,18 +145,22 @@ func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 // If a file is missing, the returned error satisfies
 // errors.Is(err, fs.ErrNotExist).
 func LoadSet(imagesPath, labelsPath string) (*Set, error) {
-	return loadSet(imagesPath, labelsPath, nil)
+	open := func(name string) (io.ReadCloser, error) { return os.Open(name) }
+	return readSet(open, "", imagesPath, labelsPath, nil)
 }
 
-func loadSet(imagesPath, labelsPath string, c *counter) (*Set, error) {
-	idims, pixels, err := readGzipIDX(imagesPath, c)
+// readSet reads a set from the files images and labels that open opens,
+// naming them in errors as dir/name.
+func readSet(open func(string) (io.ReadCloser, error), dir, images, labels string, c *counter) (*Set, error) {
+	imagesPath, labelsPath := filepath.Join(dir, images), filepath.Join(dir, labels)
+	idims, pixels, err := readGzipIDX(open, images, imagesPath, c)
 	if err != nil {
 		return nil, err
 	}
 	if len(idims) != 3 {
 		return nil, fmt.Errorf("fashionmnist: %s: images must have 3 dimensions, got %d %v", imagesPath, len(idims), idims)
 	}
-	ldims, labels, err := readGzipIDX(labelsPath, c)
+	ldims, labelBytes, err := readGzipIDX(open, labels, labelsPath, c)
 	if err != nil {
 		return nil, err
 	}
@@ -157,12 +174,12 @@ func loadSet(imagesPath, labelsPath string, c *counter) (*Set, error) {
 
 	s := &Set{
 		Images: make([]float32, len(pixels)),
-		Labels: make([]int32, len(labels)),
+		Labels: make([]int32, len(labelBytes)),
 		N:      idims[0],
 		Rows:   idims[1],
 		Cols:   idims[2],
 	}
-	for i, l := range labels {
+	for i, l := range labelBytes {
 		if l >= numClasses {
 			return nil, fmt.Errorf("fashionmnist: %s: label %d at index %d out of range [0, %d]", labelsPath, l, i, numClasses-1)
 		}
@@ -183,14 +200,15 @@ var pixelScale = func() (t [256]float32) {
 	return t
 }()
 
-// readGzipIDX reads the gzip-compressed IDX file at path.
-func readGzipIDX(path string, c *counter) (dims []int, data []byte, err error) {
-	f, err := os.Open(path)
+// readGzipIDX reads the gzip-compressed IDX file name that open opens,
+// naming it path in errors.
+func readGzipIDX(open func(string) (io.ReadCloser, error), name, path string, c *counter) (dims []int, data []byte, err error) {
+	f, err := open(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("fashionmnist: %s is missing; %s: %w", path, installHint, err)
 		}
-		return nil, nil, fmt.Errorf("fashionmnist: %w", err)
+		return nil, nil, fmt.Errorf("fashionmnist: %s: %w", path, err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(bufio.NewReaderSize(c.reader(f), 1<<16))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // idx builds an uncompressed IDX stream with the given type byte,
@@ -154,7 +155,7 @@ func TestLoadWith(t *testing.T) {
 		t.Fatal(err)
 	}
 	var size int64
-	for _, f := range files {
+	for _, f := range Files {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -163,6 +164,34 @@ func TestLoadWith(t *testing.T) {
 	}
 	if calls == 0 || last != size || total != size {
 		t.Errorf("%d calls, last %d of %d; want the files' %d bytes", calls, last, total, size)
+	}
+}
+
+// TestLoadFS reads the sets from a file system that is no directory and
+// whose files tell no size, as a web page's fetched files; a missing file
+// is named and errors.Is fs.ErrNotExist.
+func TestLoadFS(t *testing.T) {
+	dir := writeSet(t, goodImages, goodLabels)
+	fsys := fstest.MapFS{}
+	for _, f := range Files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[f] = &fstest.MapFile{Data: b}
+	}
+	train, test, err := LoadFS(fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Set{train, test} {
+		if s.N != 3 || !slices.Equal(s.Labels, []int32{7, 0, 9}) || s.Images[1] != 1 {
+			t.Errorf("N %d, labels %v, pixel 1 %v; want 3, [7 0 9], 1", s.N, s.Labels, s.Images[1])
+		}
+	}
+	delete(fsys, Files[3])
+	if _, _, err := LoadFS(fsys, nil); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), Files[3]) {
+		t.Errorf("without %s: %v; want fs.ErrNotExist naming it", Files[3], err)
 	}
 }
 

@@ -26,7 +26,7 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	if want == "" { // the best kind: a discrete GPU, an integrated one, then a CPU
 		best := -1
 		for i, a := range adapters {
-			if best < 0 || rank(a.GetInfo().AdapterType) < rank(adapters[best].GetInfo().AdapterType) {
+			if best < 0 || rank(adapterInfo(a).AdapterType) < rank(adapterInfo(adapters[best]).AdapterType) {
 				best = i
 			}
 		}
@@ -44,7 +44,7 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	pick := -1
 	idx, numeric := strconv.Atoi(want)
 	for i, a := range adapters {
-		name := a.GetInfo().Device
+		name := adapterInfo(a).Device
 		names = append(names, fmt.Sprintf("%d: %s", i, name))
 		if pick < 0 && ((numeric == nil && i == idx) || (numeric != nil && strings.Contains(strings.ToLower(name), strings.ToLower(want)))) {
 			pick = i
@@ -60,11 +60,6 @@ func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, e
 	}
 	return adapters[pick], nil
 }
-
-// primaryBackends are wgpu's primary backends (Vulkan, Metal, D3D12 and
-// a browser's WebGPU): wgpu's GL backend aborted the process on machines
-// with EGL but no display.
-const primaryBackends = wgpu.InstanceBackend(1<<0 | 1<<2 | 1<<3 | 1<<5)
 
 // quietDeviceSelect turns Mesa's device-selection Vulkan layer off
 // (NODEVICE_SELECT=1) unless the environment says otherwise: extensor
@@ -175,7 +170,7 @@ func Adapters() []Adapter {
 	var types []wgpu.AdapterType
 	best := -1
 	for i, a := range inst.EnumerateAdapters(nil) {
-		p := a.GetInfo()
+		p := adapterInfo(a)
 		l := requestable(a.GetLimits())
 		list = append(list, Adapter{Index: i, Name: p.Device, Driver: p.Description, Type: adapterTypeName(p.AdapterType), Backend: backendName(p.BackendType),
 			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})

@@ -17,7 +17,9 @@ import (
 // on an H200 with 4 and 2, the forward over B·H 32, L 128, d 32 (4,096
 // rows, 1,024 invocations) took 202 µs, dq 300 µs (2026-11-27).
 func (d *Device) attnBlocking() (rows, gradRows int) {
-	if d.loopLimited {
+	// SwiftShader (in a browser) compiled the blocked kernels for minutes,
+	// until Chromium ended its GPU process.
+	if d.loopLimited && !browser {
 		return 8, 4
 	}
 	return 1, 1

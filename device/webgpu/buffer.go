@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
@@ -332,14 +331,8 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 // whose copies are done (the queue idle), hands them to read, and unmaps
 // them; a failure to map or unmap is recorded, naming what.
 func (d *Device) readMapped(staging *wgpu.Buffer, size uint64, what string, read func([]byte)) {
-	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
-	status.Store(-1)
-	err := staging.TryMapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
-	// MapAsync hands C a pointer to a Go handle: poll at once, on this
-	// goroutine. The queue is idle, so this blocking poll returns at once.
-	d.dev.Poll(true, nil)
-	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
-		d.fail(fmt.Errorf("webgpu: mapping %s: status %v: %v", what, wgpu.MapAsyncStatus(status.Load()), err))
+	if err := d.mapRead(staging, size); err != nil {
+		d.fail(fmt.Errorf("webgpu: mapping %s: %v", what, err))
 		return
 	}
 	read(staging.GetMappedRange(0, uint(size)))

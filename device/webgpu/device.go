@@ -65,8 +65,9 @@ type Device struct {
 	queue    *wgpu.Queue
 	info     string
 	limits   wgpu.Limits
-	// loopLimited is set on CPU adapters (lavapipe), which silently end a
-	// loop after about 32768 iterations.
+	// loopLimited is set on CPU adapters (lavapipe, a browser's
+	// SwiftShader), which take the kernels chosen for them; lavapipe
+	// silently ends a loop after about 32768 iterations.
 	loopLimited bool
 	// threads is how many threads run a CPU adapter's workgroups: lavapipe
 	// runs LP_NUM_THREADS of them, by default one a processor.
@@ -181,7 +182,7 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		d.instance.Release()
 		return nil, err
 	}
-	props := d.adapter.GetInfo()
+	props := adapterInfo(d.adapter)
 	d.info = fmt.Sprintf("%s: %s, %s, %s", d.id, props.Device, backendName(props.BackendType), adapterTypeName(props.AdapterType))
 	d.loopLimited = props.AdapterType == wgpu.AdapterTypeCPU
 	d.block = wait == "block"

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
+	"github.com/oliverbestmann/webgpu/jsx"
 	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
@@ -125,6 +126,75 @@ func jsValue(p any) (js.Value, bool) {
 		return js.Value{}, false
 	}
 	return *(*js.Value)(unsafe.Pointer(f.UnsafeAddr())), true
+}
+
+// browser is true: this is the browser's WebGPU.
+const browser = true
+
+// adapterInfo returns what the browser tells of a (GPUAdapter.info; the
+// binding's GetInfo returns nothing): its type is CPU where it is a
+// fallback adapter or SwiftShader, which Chromium offers where there is no
+// GPU.
+func adapterInfo(a *wgpu.Adapter) wgpu.AdapterInfo {
+	info := wgpu.AdapterInfo{BackendType: wgpu.BackendTypeWebGPU, AdapterType: wgpu.AdapterTypeUnknown}
+	v, ok := jsValue(a)
+	if !ok || !v.Get("info").Truthy() {
+		return info
+	}
+	in := v.Get("info")
+	str := func(k string) string {
+		if s := in.Get(k); s.Type() == js.TypeString {
+			return s.String()
+		}
+		return ""
+	}
+	info.Vendor, info.Architecture, info.Device, info.Description = str("vendor"), str("architecture"), str("device"), str("description")
+	if in.Get("isFallbackAdapter").Truthy() || strings.Contains(strings.ToLower(info.Architecture+info.Description), "swiftshader") {
+		info.AdapterType = wgpu.AdapterTypeCPU
+	}
+	if info.Device == "" {
+		info.Device = strings.TrimSpace(info.Vendor + " " + info.Architecture)
+	}
+	return info
+}
+
+// preferredFormat returns the browser's preferred canvas format
+// (navigator.gpu.getPreferredCanvasFormat); the binding lists the formats
+// a canvas takes, BGRA first.
+func preferredFormat() (wgpu.TextureFormat, bool) {
+	gpu := js.Global().Get("navigator").Get("gpu")
+	if !gpu.Truthy() || gpu.Get("getPreferredCanvasFormat").Type() != js.TypeFunction {
+		return 0, false
+	}
+	switch gpu.Call("getPreferredCanvasFormat").String() {
+	case "rgba8unorm":
+		return wgpu.TextureFormatRGBA8Unorm, true
+	case "bgra8unorm":
+		return wgpu.TextureFormatBGRA8Unorm, true
+	}
+	return 0, false
+}
+
+// mapRead maps staging's first size bytes for reading: it waits for the
+// browser's mapAsync (the event loop runs meanwhile) and returns its
+// rejection's message, which the binding's TryMapAsync drops.
+func (d *Device) mapRead(staging *wgpu.Buffer, size uint64) error {
+	b, ok := jsValue(staging)
+	if !ok {
+		return errors.New("the browser binding's buffer hides its GPUBuffer")
+	}
+	res, ok := jsx.Await(b.Call("mapAsync", uint32(wgpu.MapModeRead), 0, size))
+	if !ok {
+		msg := res.String()
+		if res.Type() == js.TypeObject && res.Get("message").Truthy() {
+			msg = res.Get("name").String() + ": " + res.Get("message").String()
+		}
+		if err := d.asyncErrors(); err != nil {
+			msg += " (after: " + err.Error() + ")"
+		}
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // computePipeline describes a compute pipeline of module's main (the

@@ -2,9 +2,19 @@
 
 package webgpu
 
-import "github.com/oliverbestmann/webgpu/wgpu"
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
 
 // What differs between wgpu-native and the browser's WebGPU (js.go).
+
+// primaryBackends are wgpu's primary backends (Vulkan, Metal, D3D12 and
+// a browser's WebGPU): wgpu's GL backend aborted the process on machines
+// with EGL but no display.
+const primaryBackends = wgpu.InstanceBackend(1<<0 | 1<<2 | 1<<3 | 1<<5)
 
 // newInstance creates a WebGPU instance of the primary backends.
 func newInstance() (*wgpu.Instance, error) {
@@ -25,6 +35,30 @@ func (d *Device) unwatchErrors() {}
 
 // asyncErrors returns nil: see watchErrors.
 func (d *Device) asyncErrors() error { return nil }
+
+// browser is false: this is wgpu-native (js.go: the browser's WebGPU).
+const browser = false
+
+// adapterInfo returns what wgpu-native tells of a.
+func adapterInfo(a *wgpu.Adapter) wgpu.AdapterInfo { return a.GetInfo() }
+
+// preferredFormat returns false: the surface's first format is its
+// preferred one.
+func preferredFormat() (wgpu.TextureFormat, bool) { return 0, false }
+
+// mapRead maps staging's first size bytes for reading. MapAsync hands C
+// a pointer to a Go handle: poll at once, on this goroutine. The queue is
+// idle, so this blocking poll returns at once.
+func (d *Device) mapRead(staging *wgpu.Buffer, size uint64) error {
+	var status atomic.Int32 // set by the callback, which may run on wgpu's thread
+	status.Store(-1)
+	err := staging.TryMapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.MapAsyncStatus) { status.Store(int32(s)) })
+	d.dev.Poll(true, nil)
+	if err != nil || status.Load() != int32(wgpu.MapAsyncStatusSuccess) {
+		return fmt.Errorf("status %v: %v", wgpu.MapAsyncStatus(status.Load()), err)
+	}
+	return nil
+}
 
 // computePipeline describes a compute pipeline of module's main, labelled.
 func computePipeline(label string, layout *wgpu.PipelineLayout, module *wgpu.ShaderModule) *wgpu.ComputePipelineDescriptor {

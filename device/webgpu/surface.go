@@ -5,6 +5,7 @@ package webgpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/shaders"
@@ -28,7 +29,13 @@ func OpenSurface(sd *wgpu.SurfaceDescriptor, width, height int) (*Device, error)
 		d.mu.Lock()
 		return nil, fmt.Errorf("webgpu: %s cannot present to the window (the surface offers no format)", d.info)
 	}
-	d.screen = &screen{format: caps.Formats[0]}
+	d.screen = &screen{format: caps.Formats[0], alpha: wgpu.CompositeAlphaModeAuto}
+	if f, ok := preferredFormat(); ok && slices.Contains(caps.Formats, f) {
+		d.screen.format = f // a browser's own, which spares it a copy a frame
+	}
+	if len(caps.AlphaModes) > 0 {
+		d.screen.alpha = caps.AlphaModes[0] // a browser's canvas knows no "auto"
+	}
 	if err := d.screen.init(d); err != nil {
 		d.mu.Unlock()
 		d.Close()
@@ -48,6 +55,7 @@ func OpenSurface(sd *wgpu.SurfaceDescriptor, width, height int) (*Device, error)
 // copied into a texture and drawn, scaled to fit, by a render pipeline.
 type screen struct {
 	format     wgpu.TextureFormat
+	alpha      wgpu.CompositeAlphaMode
 	configured bool // the surface is configured, w×h
 	w, h       int
 	tex        *wgpu.Texture
@@ -143,7 +151,7 @@ func (d *Device) resize(width, height int) error {
 		return nil
 	}
 	d.surface.Configure(d.dev, &wgpu.SurfaceConfiguration{Usage: wgpu.TextureUsageRenderAttachment, Format: s.format,
-		Width: uint32(width), Height: uint32(height), PresentMode: wgpu.PresentModeFifo, AlphaMode: wgpu.CompositeAlphaModeAuto})
+		Width: uint32(width), Height: uint32(height), PresentMode: wgpu.PresentModeFifo, AlphaMode: s.alpha})
 	s.configured = true
 	return nil
 }

@@ -229,27 +229,22 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		}
 		start := time.Now()
 		bar := report.NewProgress(cfg.Bar, e, steps)
-		var pending []*tensor.Tensor // losses not yet read back
+		var pending report.Pending
 		var sizes []int
 		sum, last := 0.0, 0.0
 		done := 0
 		// flush reads the pending losses back in one readback.
 		flush := func() error {
-			if len(pending) == 0 {
-				return nil
-			}
-			all := ops.Stack(pending, 0)
-			v, err := all.Float64s()
-			all.Release()
-			for i, l := range pending {
-				l.Release()
-				if err == nil {
-					sum += v[i] * float64(sizes[i]) / float64(n)
-					last = v[i]
-					err = rec.AddSteps(report.Step{Epoch: e, Step: opt.Steps() - len(pending) + i + 1, Loss: v[i]})
+			v, err := pending.Read()
+			for i := range v {
+				if err != nil {
+					break
 				}
+				sum += v[i] * float64(sizes[i]) / float64(n)
+				last = v[i]
+				err = rec.AddSteps(report.Step{Epoch: e, Step: opt.Steps() - len(v) + i + 1, Loss: v[i]})
 			}
-			pending, sizes = pending[:0], sizes[:0]
+			sizes = sizes[:0]
 			return err
 		}
 		for s, b := range data.Epoch(dev) {

@@ -23,9 +23,9 @@ import (
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/gpt/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/examples/internal/window"
-	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
@@ -295,18 +295,9 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 	bar := newBar(cfg.Bar, cfg.Steps-first+1)
 	var trainTime time.Duration
 	start := time.Now()
-	var pending []*tensor.Tensor
+	var pending report.Pending
 	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		all := ops.Stack(pending, 0)
-		v, err := all.Float64s()
-		all.Release()
-		for _, l := range pending {
-			l.Release()
-		}
-		pending = pending[:0]
+		v, err := pending.Read()
 		res.Losses = append(res.Losses, v...)
 		return err
 	}

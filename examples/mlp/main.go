@@ -133,7 +133,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			return nil, err
 		}
 		secs := time.Since(start).Seconds()
-		acc, err := accuracy(dev, m, test)
+		acc, err := m.Accuracy(test)
 		if err != nil {
 			return nil, err
 		}
@@ -143,39 +143,4 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			e, ep.Loss, 100*ep.Accuracy, ep.Seconds, 1000*ep.Seconds/float64(stepsPerEpoch))
 	}
 	return epochs, nil
-}
-
-// accuracy returns the fraction of the set the model classifies right.
-func accuracy(dev device.Device, m *model.MLP, set *fashionmnist.Set) (float64, error) {
-	const batch = 1000
-	feat := set.Features()
-	xb := make([]float32, batch*feat)
-	yb := make([]int32, batch)
-	right := 0
-	for lo := 0; lo < set.N; lo += batch {
-		bs := set.Batch(lo, batch, xb, yb)
-		x, err := tensor.FromFloat32(dev, xb[:bs*feat], bs, feat)
-		if err != nil {
-			return 0, err
-		}
-		logits := m.Logits(x)
-		v, err := logits.Float32s()
-		x.Release()
-		logits.Release()
-		if err != nil {
-			return 0, err
-		}
-		for i := 0; i < bs; i++ {
-			best := 0
-			for c := 1; c < 10; c++ {
-				if v[i*10+c] > v[i*10+best] {
-					best = c
-				}
-			}
-			if int32(best) == yb[i] {
-				right++
-			}
-		}
-	}
-	return float64(right) / float64(set.N), nil
 }

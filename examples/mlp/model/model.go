@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/dataset/fashionmnist"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
@@ -75,6 +76,44 @@ func (m *MLP) Logits(x *tensor.Tensor) *tensor.Tensor {
 	a.logits = nil
 	a.release()
 	return logits
+}
+
+// Predict returns the class the network predicts for each row of x: the
+// index of its largest logit.
+func (m *MLP) Predict(x *tensor.Tensor) ([]int32, error) {
+	logits := m.Logits(x)
+	am := ops.ArgMaxAxis(logits, 1, false)
+	logits.Release()
+	defer am.Release()
+	return am.Int32s()
+}
+
+// Accuracy returns the fraction of set the network classifies right,
+// evaluated in batches of 1000 on the device of its weights.
+func (m *MLP) Accuracy(set *fashionmnist.Set) (float64, error) {
+	const batch = 1000
+	feat := set.Features()
+	xb := make([]float32, batch*feat)
+	yb := make([]int32, batch)
+	right := 0
+	for lo := 0; lo < set.N; lo += batch {
+		n := set.Batch(lo, batch, xb, yb)
+		x, err := tensor.FromFloat32(m.W1.Device(), xb[:n*feat], n, feat)
+		if err != nil {
+			return 0, err
+		}
+		pred, err := m.Predict(x)
+		x.Release()
+		if err != nil {
+			return 0, err
+		}
+		for i, p := range pred {
+			if p == yb[i] {
+				right++
+			}
+		}
+	}
+	return float64(right) / float64(set.N), nil
 }
 
 // Step runs one SGD step with learning rate lr on the batch x with int32
