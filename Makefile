@@ -6,7 +6,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
-WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/...
+WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
 .PHONY: all deps test unit vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn web bench fuzz soak
 

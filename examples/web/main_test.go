@@ -68,7 +68,6 @@ func TestPage(t *testing.T) {
 	defer srv.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var log bytes.Buffer
 	cmd := browser.Headless(ctx, chromium, t.TempDir(), "http://"+ln.Addr().String()+"/?autostart=1&epochs=1&pauseat=20&check=1", false)
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -76,7 +75,7 @@ func TestPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	defer cancel()
+	defer cancel() // before Wait
 
 	var steps []events.Event
 	var epoch, check *events.Event

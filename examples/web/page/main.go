@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -54,48 +53,6 @@ func main() {
 		p.send(events.Event{Event: "error", Text: err.Error()})
 	}
 	select {} // keep serving the button's events
-}
-
-// config is the run the page's query asks for.
-type config struct {
-	epochs, batch, hidden, limit int
-	lr                           float64
-	seed                         uint64
-	autostart, check             bool
-	pauseAt                      int
-}
-
-func parseConfig(q url.Values) (config, error) {
-	c := config{epochs: 5, batch: 128, hidden: 256, lr: 0.1, seed: 2}
-	ints := map[string]*int{"epochs": &c.epochs, "batch": &c.batch, "hidden": &c.hidden, "limit": &c.limit, "pauseat": &c.pauseAt}
-	for k, v := range ints {
-		if s := q.Get(k); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 {
-				return c, fmt.Errorf("?%s=%s: want a count ≥ 0", k, s)
-			}
-			*v = n
-		}
-	}
-	if c.epochs < 1 || c.batch < 1 || c.hidden < 1 {
-		return c, fmt.Errorf("?epochs=%d&batch=%d&hidden=%d: want each ≥ 1", c.epochs, c.batch, c.hidden)
-	}
-	if s := q.Get("lr"); s != "" {
-		lr, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(lr >= 0) || lr > 1e6 {
-			return c, fmt.Errorf("?lr=%s: want a finite learning rate ≥ 0", s)
-		}
-		c.lr = lr
-	}
-	if s := q.Get("seed"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("?seed=%s: %v", s, err)
-		}
-		c.seed = seed
-	}
-	c.autostart, c.check = q.Get("autostart") == "1", q.Get("check") == "1"
-	return c, nil
 }
 
 // page is the page's elements and the button's state.
