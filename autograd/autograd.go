@@ -15,6 +15,7 @@ type Var struct {
 	requires bool
 	keep     bool  // Retain: backward leaves its value alone
 	temp     bool  // Temp: backward releases this leaf's value once used
+	noGrad   bool  // NoGrad, or computed from such a variable: never recorded
 	node     *node // the op that made it; nil for a leaf
 }
 
@@ -104,20 +105,23 @@ func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "nil op; want an entry of the op table, such as ops.AddOp")
 	}
 	ts := make([]*tensor.Tensor, len(in))
-	requires := false
+	requires, noGrad := false, false
 	for i, v := range in {
 		if v == nil {
 			tensor.Panicf("autograd."+op.Name, tensor.ErrArgument, "input %d is nil", i)
 		}
 		ts[i] = v.t
 		requires = requires || v.requires
+		noGrad = noGrad || v.noGrad
 	}
-	rec := recording()
-	if !requires || !rec {
-		// While recording, a result that needs no gradient (a batch cast
-		// to float16, say) is the graph's, like a Temp: Backward releases
-		// it once the ops that read it are differentiated.
-		return &Var{t: op.Forward(ts, a), temp: rec}
+	if noGrad {
+		return &Var{t: op.Forward(ts, a), noGrad: true}
+	}
+	if !requires {
+		// A result that needs no gradient (a batch cast to float16, say)
+		// is the graph's, like a Temp: Backward releases it once the ops
+		// that read it are differentiated.
+		return &Var{t: op.Forward(ts, a), temp: true}
 	}
 	// The op may keep what its backward would compute again (Save).
 	out := &Var{requires: true}

@@ -272,20 +272,30 @@ func TestAccumulateAndErrors(t *testing.T) {
 func TestNoGrad(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), true)
-	var y *autograd.Var
-	autograd.NoGrad(func() { y = autograd.Mul(x, x) })
-	if y.RequiresGrad() {
-		t.Errorf("an op under NoGrad requires a gradient")
-	}
-	done := make(chan bool)
-	autograd.NoGrad(func() {
-		go func() { done <- autograd.Mul(x, x).RequiresGrad() }()
-		if !<-done {
-			t.Errorf("NoGrad on one goroutine stopped another's recording")
+	w := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{3, 4})), true)
+	for _, tt := range []struct {
+		name     string
+		v        *autograd.Var
+		requires bool
+	}{
+		{"x·w", autograd.Mul(x, w), true},
+		{"x.NoGrad()·w", autograd.Mul(x.NoGrad(), w), false},
+		{"an op on a NoGrad result and w", autograd.Add(autograd.Exp(x.NoGrad()), w), false},
+		{"w·w beside a NoGrad computation", autograd.Mul(w, w), true},
+	} {
+		if tt.v.RequiresGrad() != tt.requires {
+			t.Errorf("%s: RequiresGrad() = %v; want %v", tt.name, tt.v.RequiresGrad(), tt.requires)
 		}
-	})
-	if !autograd.Mul(x, x).RequiresGrad() {
-		t.Errorf("recording did not resume after NoGrad")
+	}
+	if !x.RequiresGrad() {
+		t.Error("NoGrad changed the variable it was called on")
+	}
+	y := autograd.Sum(autograd.Mul(x.NoGrad(), w))
+	if err := y.Backward(); err == nil {
+		t.Error("Backward of a NoGrad result: no error")
+	}
+	if w.Grad() != nil {
+		t.Error("Backward of a NoGrad result gave w a gradient")
 	}
 }
 

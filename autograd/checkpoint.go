@@ -14,12 +14,12 @@ import (
 // dropout inside it would draw a new mask). Parameters that fn uses
 // receive their gradients as usual.
 func Checkpoint(fn func(x *Var) *Var, x *Var) *Var {
-	var y *tensor.Tensor
-	NoGrad(func() {
-		y = tensor.Tidy(func() *tensor.Tensor { return fn(x).Value() })
+	y := tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
+		return fn((&Var{t: s.Use(x.t)}).NoGrad()).Value()
 	})
-	if !recording() {
-		return &Var{t: y}
+	tensor.Join(y, x.t)
+	if x.noGrad {
+		return &Var{t: y, noGrad: true}
 	}
 	seg := &ops.Op{Name: "checkpoint", Backward: func(in []*tensor.Tensor, g *tensor.Tensor, _ ops.Attrs) []*tensor.Tensor {
 		xv := Leaf(in[0], x.requires)

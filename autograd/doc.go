@@ -34,8 +34,8 @@
 // Checkpoint trades compute for memory: a segment's activations are not
 // kept but recomputed during backward.
 //
-// NoGrad runs a function without recording (evaluation), on the calling
-// goroutine only, as torch.no_grad does.
+// A variable's NoGrad marks the computation that flows from it as
+// unrecorded (evaluation), as torch.no_grad does for a block of code.
 //
 // Variables are not safe for concurrent use; the devices under them are.
 package autograd

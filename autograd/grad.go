@@ -26,7 +26,7 @@ func Grad(y *Var, wrt []*Var, create bool) ([]*Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	return GradWith(y, Leaf(one, false), wrt, create)
+	return GradWith(y, Leaf(tensor.Join(one, y.t), false), wrt, create)
 }
 
 // GradWith is Grad with the upstream gradient g (shaped like y), for a y

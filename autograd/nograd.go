@@ -1,47 +1,12 @@
 package autograd
 
-import (
-	"sync"
-	"sync/atomic"
-
-	"github.com/extensor/extensor/internal/goid"
-)
-
-// noGrad counts the open NoGrad scopes of each goroutine.
-var noGrad = struct {
-	mu     sync.Mutex
-	active atomic.Int32 // open scopes, on any goroutine
-	byG    map[uint64]int
-}{byG: map[uint64]int{}}
-
-// NoGrad runs fn without recording: ops inside it, on the calling
-// goroutine, give variables that require no gradient, as under PyTorch's
-// torch.no_grad (evaluation, say). Scopes nest; other goroutines record
-// as usual.
-func NoGrad(fn func()) {
-	id := goid.Get()
-	noGrad.mu.Lock()
-	noGrad.byG[id]++
-	noGrad.mu.Unlock()
-	noGrad.active.Add(1)
-	defer func() {
-		noGrad.active.Add(-1)
-		noGrad.mu.Lock()
-		if noGrad.byG[id]--; noGrad.byG[id] == 0 {
-			delete(noGrad.byG, id)
-		}
-		noGrad.mu.Unlock()
-	}()
-	fn()
-}
-
-// recording reports whether the calling goroutine records ops.
-func recording() bool {
-	if noGrad.active.Load() == 0 {
-		return true
-	}
-	id := goid.Get()
-	noGrad.mu.Lock()
-	defer noGrad.mu.Unlock()
-	return noGrad.byG[id] == 0
-}
+// NoGrad returns v's value as a variable that is never recorded, and
+// neither is any op that reads it, nor any op that reads what such an op
+// returns: the explicit form of PyTorch's torch.no_grad, scoped by the
+// data rather than by a block of code. Run a model on x.NoGrad() for
+// evaluation: its results require no gradient, whatever its parameters
+// require, and keep no graph. v itself is unchanged.
+//
+// An op that reads no such variable (one on parameters alone) is recorded
+// as usual; what it records is dropped with its result.
+func (v *Var) NoGrad() *Var { return &Var{t: v.t, noGrad: true} }

@@ -339,35 +339,34 @@ func (c *KVCache) append(k, v *tensor.Tensor) {
 // positions.
 func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.Var {
 	var out *autograd.Var
-	autograd.NoGrad(func() {
-		e := m.InProjW.Value().Dim(1)
-		y := autograd.Linear(x, like(m.InProjW, x), like(m.InProjB, x))
-		q := m.heads(autograd.Slice(y, -1, 0, e, 1))
-		k := m.heads(autograd.Slice(y, -1, e, 2*e, 1)).Value()
-		v := m.heads(autograd.Slice(y, -1, 2*e, 3*e, 1)).Value()
-		p, l := c.Len(), x.Value().Dim(1)
-		c.append(k, v)
-		var mask *autograd.Var
-		causal := m.Causal && l > 1
-		if causal && p > 0 { // new position i sees keys ≤ p + i
-			allow := make([]float64, l*(p+l))
-			for i := range l {
-				for j := range p + i + 1 {
-					allow[i*(p+l)+j] = 1
-				}
+	x = x.NoGrad()
+	e := m.InProjW.Value().Dim(1)
+	y := autograd.Linear(x, like(m.InProjW, x), like(m.InProjB, x))
+	q := m.heads(autograd.Slice(y, -1, 0, e, 1))
+	k := m.heads(autograd.Slice(y, -1, e, 2*e, 1)).Value()
+	v := m.heads(autograd.Slice(y, -1, 2*e, 3*e, 1)).Value()
+	p, l := c.Len(), x.Value().Dim(1)
+	c.append(k, v)
+	var mask *autograd.Var
+	causal := m.Causal && l > 1
+	if causal && p > 0 { // new position i sees keys ≤ p + i
+		allow := make([]float64, l*(p+l))
+		for i := range l {
+			for j := range p + i + 1 {
+				allow[i*(p+l)+j] = 1
 			}
-			t, err := tensor.FromValues(x.Value().Device(), x.Value().DType(), allow, l, p+l)
-			if err != nil {
-				t = tensor.Failed(x.Value().Device(), x.Value().DType(), err, l, p+l)
-			}
-			mask, causal = autograd.Temp(t), false
 		}
-		a := ops.Attention{Causal: causal, BoolMask: mask != nil}
-		o := autograd.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
-		s := o.Value().Shape()
-		o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
-		out = m.OutProj.Forward(o)
-	})
+		t, err := tensor.FromValues(x.Value().Device(), x.Value().DType(), allow, l, p+l)
+		if err != nil {
+			t = tensor.Failed(x.Value().Device(), x.Value().DType(), err, l, p+l)
+		}
+		mask, causal = autograd.Temp(t), false
+	}
+	a := ops.Attention{Causal: causal, BoolMask: mask != nil}
+	o := autograd.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
+	s := o.Value().Shape()
+	o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
+	out = m.OutProj.Forward(o)
 	return out
 }
 
@@ -376,10 +375,9 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 // Decode).
 func (t *TransformerLayer) Decode(x *autograd.Var, c *KVCache) *autograd.Var {
 	var out *autograd.Var
-	autograd.NoGrad(func() {
-		h := autograd.Add(x, t.SelfAttn.Decode(t.Norm1.Forward(x), c))
-		ff := t.Linear2.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h))))
-		out = autograd.Add(h, ff)
-	})
+	x = x.NoGrad()
+	h := autograd.Add(x, t.SelfAttn.Decode(t.Norm1.Forward(x), c))
+	ff := t.Linear2.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h))))
+	out = autograd.Add(h, ff)
 	return out
 }

@@ -81,16 +81,16 @@ func equal(a, b []int) bool {
 	return true
 }
 
-// output allocates an op's result on dev. If an input failed, or the
-// allocation fails, the result carries the error and ok is false: the op
-// must then skip its kernel.
+// output allocates an op's result on dev, in the scope of its inputs
+// (tensor.Join). If an input failed, or the allocation fails, the result
+// carries the error and ok is false: the op must then skip its kernel.
 func output(dev device.Device, dt device.DType, shape []int, inputs ...*tensor.Tensor) (out *tensor.Tensor, ok bool) {
 	for _, in := range inputs {
 		if err := in.Err(); err != nil {
-			return tensor.Failed(dev, dt, err, shape...), false
+			return tensor.Join(tensor.Failed(dev, dt, err, shape...), inputs...), false
 		}
 	}
-	out = tensor.Empty(dev, dt, shape...)
+	out = tensor.Join(tensor.Empty(dev, dt, shape...), inputs...)
 	return out, out.Err() == nil
 }
 

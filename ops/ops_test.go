@@ -822,3 +822,42 @@ func TestClosedDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestResultsJoinScope checks that an op's result joins the scope of its
+// inputs (tensor.Scope): released with the scope when an input belongs to
+// it, left alone when none does.
+func TestResultsJoinScope(t *testing.T) {
+	dev := cpu.New()
+	w := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3))
+	b := tensor.Must(tensor.FromFloat32(dev, []float32{1, 1, 1}, 3))
+	type result struct {
+		name     string
+		t        *tensor.Tensor
+		released bool
+	}
+	var got []result
+	tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
+		x := s.Track(tensor.Must(tensor.FromFloat32(dev, []float32{1, 0, -1, 2}, 2, 2)))
+		h := ops.MatMul(x, w)
+		_, gw := ops.MatMulBackward(x, w, h)
+		got = []result{
+			{"matmul of a tracked x and w", h, true},
+			{"relu of that", ops.Relu(h), true},
+			{"add of it and b (broadcast)", ops.Add(h, b), true},
+			{"softmax, several kernels", ops.Softmax(h, -1), true},
+			{"its gradient", gw, true},
+			{"reshape (a view)", ops.Reshape(h, 6), true},
+			{"add of w and b, no scope's inputs", ops.Add(w, b), false},
+			{"a used w's transpose", ops.Transpose(s.Use(w)), true},
+		}
+		return nil
+	})
+	for _, r := range got {
+		if r.t.Released() != r.released {
+			t.Errorf("%s: Released() = %v; want %v", r.name, r.t.Released(), r.released)
+		}
+	}
+	if w.Released() || b.Released() {
+		t.Error("releasing the scope released a tensor from outside it")
+	}
+}

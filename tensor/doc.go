@@ -4,7 +4,9 @@
 // one device.Device. Tensors are created from Go slices (FromFloat32,
 // FromFloat64, FromInt32) or filled on a device (Zeros, Ones, Full, Uniform,
 // Normal), read back with Float32s, Float64s or Int32s, moved with To, and
-// freed with Release: device memory is not garbage collected.
+// freed with Release, or by the garbage collector once unreachable. A
+// Scope (Tidy) releases a group of tensors at once: those it tracks and
+// those computed from them.
 //
 // # Errors
 //

@@ -98,14 +98,17 @@ func ExampleTidy() {
 		log.Fatal(err)
 	}
 	x := tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3}, 3))
-	var tmp *tensor.Tensor
-	y := tensor.Tidy(func() *tensor.Tensor {
-		tmp = tensor.Must(tensor.Full(dev, device.Float32, 10, 3))
+	var tmp, xv *tensor.Tensor
+	y := tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
+		// A tensor made inside joins by Track, one from outside by Use;
+		// what is computed from them joins by itself.
+		tmp = s.Track(tensor.Must(tensor.Full(dev, device.Float32, 10, 3)))
+		xv = s.Use(x).Reshape(1, 3)
 		return tmp.Reshape(3, 1)
 	})
-	fmt.Println(tmp.Released(), y.Released(), x.Released())
+	fmt.Println(tmp.Released(), xv.Released(), y.Released(), x.Released())
 	fmt.Println(y.Shape())
 	// Output:
-	// true false false
+	// true true false false
 	// [3 1]
 }

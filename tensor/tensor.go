@@ -62,14 +62,13 @@ type Tensor struct {
 	shape    []int
 	dtype    device.DType
 	released atomic.Bool
+	scope    atomic.Pointer[Scope] // the open Scope it belongs to, if any
 }
 
 // newTensor returns a tensor holding a new reference to st.
 func newTensor(st *storage, shape []int, dt device.DType) *Tensor {
 	st.refs.Add(1)
-	t := &Tensor{st: st, shape: shape, dtype: dt}
-	record(t)
-	return t
+	return &Tensor{st: st, shape: shape, dtype: dt}
 }
 
 // checkMake panics unless dev and shape can make a tensor: a device, a
@@ -311,7 +310,7 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 		shape[infer] = t.Len() / known
 	}
 	checkLen(op, t.Len(), shape)
-	return newTensor(t.st, shape, t.dtype)
+	return Join(newTensor(t.st, shape, t.dtype), t)
 }
 
 func (t *Tensor) readErr() error {

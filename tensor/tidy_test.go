@@ -14,20 +14,26 @@ import (
 func TestTidy(t *testing.T) {
 	dev := cpu.New()
 	ones := func() *tensor.Tensor { return tensor.Must(tensor.Ones(dev, device.Float32, 4)) }
-	var a, b, c, inner, view, other *tensor.Tensor
-	kept := tensor.Tidy(func() []*tensor.Tensor {
-		a, b = ones(), ones()
-		c = tensor.Tidy(func() *tensor.Tensor {
-			inner = ones()
-			return ones()
+	param := ones() // outlives the scopes
+	var a, b, c, inner, view, used, fromParam, other *tensor.Tensor
+	var outer *tensor.Scope
+	kept := tensor.Tidy(func(s *tensor.Scope) []*tensor.Tensor {
+		outer = s
+		a, b = s.Track(ones()), s.Track(ones())
+		c = tensor.Tidy(func(s2 *tensor.Scope) *tensor.Tensor {
+			inner = s2.Track(ones())
+			return s2.Track(ones())
 		})
+		view = a.Reshape(2, 2)
+		used = s.Use(param).Reshape(2, 2) // a view of a view: the scope's
+		fromParam = param.Reshape(4)      // computed from no scope's tensor
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); other = ones() }() // not this goroutine's
+		go func() { defer wg.Done(); other = b.Reshape(1, 4) }() // the data's scope, whatever the goroutine
 		wg.Wait()
-		view = a.Reshape(2, 2)
 		return []*tensor.Tensor{b, c, view}
 	})
+
 	for _, tt := range []struct {
 		name     string
 		t        *tensor.Tensor
@@ -36,9 +42,12 @@ func TestTidy(t *testing.T) {
 		{"a, not returned", a, true},
 		{"inner Tidy's intermediate", inner, true},
 		{"b, returned", b, false},
-		{"c, returned through two scopes", c, false},
+		{"c, returned by the inner Tidy", c, false},
 		{"a view of a, returned", view, false},
-		{"another goroutine's tensor", other, false},
+		{"a view of a Use of a parameter", used, true},
+		{"the parameter", param, false},
+		{"a view of the parameter", fromParam, false},
+		{"a view of b made by another goroutine", other, true},
 	} {
 		if tt.t.Released() != tt.released {
 			t.Errorf("%s: Released() = %v; want %v", tt.name, tt.t.Released(), tt.released)
@@ -47,11 +56,21 @@ func TestTidy(t *testing.T) {
 	if len(kept) != 3 {
 		t.Fatalf("Tidy returned %d tensors; want 3", len(kept))
 	}
-	// The view keeps a's memory.
+	// The view keeps a's memory, and the parameter its own.
 	if v, err := view.Float32s(); err != nil || v[3] != 1 {
 		t.Errorf("view of a released tensor: %v, %v", v, err)
 	}
-	for _, x := range []*tensor.Tensor{b, c, view, other} {
+	if v, err := param.Float32s(); err != nil || v[3] != 1 {
+		t.Errorf("the parameter after its Use was released: %v, %v", v, err)
+	}
+	// A closed scope takes in nothing more; what is computed from its
+	// kept tensors belongs to no scope.
+	after := view.Reshape(4)
+	outer.Release()
+	if after.Released() {
+		t.Error("a view made after the scope closed was released by a second Release")
+	}
+	for _, x := range []*tensor.Tensor{b, c, view, param, fromParam, after} {
 		x.Release()
 	}
 	runtime.GC()
@@ -70,17 +89,17 @@ func TestTidyPanics(t *testing.T) {
 				t.Errorf("recovered %v; want the panic of fn", r)
 			}
 		}()
-		tensor.Tidy(func() *tensor.Tensor {
-			a = tensor.Must(tensor.Ones(dev, device.Float32, 4))
+		tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
+			a = s.Track(tensor.Must(tensor.Ones(dev, device.Float32, 4)))
 			panic(boom)
 		})
 	}()
 	if !a.Released() {
-		t.Error("a tensor created before fn panicked was not released")
+		t.Error("a tensor tracked before fn panicked was not released")
 	}
-	// Outside any scope, nothing is recorded or released.
+	// Outside any scope, nothing is tracked or released.
 	b := tensor.Must(tensor.Ones(dev, device.Float32, 4))
-	if b.Released() {
+	if b.Reshape(2, 2); b.Released() {
 		t.Error("a tensor created outside Tidy was released")
 	}
 }

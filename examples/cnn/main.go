@@ -385,13 +385,11 @@ func (b *board) draw(rec *report.Recorder, epoch int, net nn.Sequential) (dashbo
 	var pred []int32
 	var err error
 	net.Train(false)
-	autograd.NoGrad(func() {
-		logits := net.Forward(autograd.Leaf(b.images, false)).Value()
-		am := ops.ArgMaxAxis(logits, 1, false)
-		pred, err = am.Int32s()
-		logits.Release()
-		am.Release()
-	})
+	logits := net.Forward(autograd.Leaf(b.images, false).NoGrad()).Value()
+	am := ops.ArgMaxAxis(logits, 1, false)
+	pred, err = am.Int32s()
+	logits.Release()
+	am.Release()
 	net.Train(true)
 	if err != nil {
 		return dashboard.State{}, err
@@ -501,16 +499,14 @@ func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit
 		bs := min(batch, n-lo)
 		var pred []int32
 		var err error
-		tensor.Tidy(func() *tensor.Tensor {
+		tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
 			x, e := tensor.FromFloat32(dev, set.Images[lo*feat:(lo+bs)*feat], bs, 1, set.Rows, set.Cols)
 			if e != nil {
 				err = e
 				return nil
 			}
-			autograd.NoGrad(func() {
-				logits := net.Forward(autograd.Leaf(x, false)).Value()
-				pred, err = ops.ArgMaxAxis(logits, 1, false).Int32s()
-			})
+			logits := net.Forward(autograd.Leaf(s.Track(x), false).NoGrad()).Value()
+			pred, err = ops.ArgMaxAxis(logits, 1, false).Int32s()
 			return nil
 		})
 		if err != nil {

@@ -468,15 +468,14 @@ func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device) (fl
 	for i := range n {
 		var v []float64
 		var err error
-		tensor.Tidy(func() *tensor.Tensor {
+		tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
 			b := val.Upload(dev, val.Starts(i))
 			if b.Err != nil {
 				err = b.Err
 				return nil
 			}
-			autograd.NoGrad(func() {
-				v, err = net.Loss(autograd.Leaf(b.X, false), autograd.Leaf(b.Y, false)).Value().Float64s()
-			})
+			x, y := autograd.Leaf(s.Track(b.X), false).NoGrad(), autograd.Leaf(s.Track(b.Y), false).NoGrad()
+			v, err = net.Loss(x, y).Value().Float64s()
 			return nil
 		})
 		if err != nil {

@@ -43,7 +43,7 @@ func TestDecodeMatchesForward(t *testing.T) {
 		seq := tokens(10, 4)
 		x, _ := tensor.FromInt32(dev, seq, 1, len(seq))
 		var want []float64
-		autograd.NoGrad(func() { want, err = m.Forward(autograd.Leaf(x, false)).Value().Float64s() })
+		want, err = m.Forward(autograd.Leaf(x, false).NoGrad()).Value().Float64s()
 		if err != nil {
 			t.Fatal(err)
 		}

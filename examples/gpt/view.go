@@ -58,7 +58,7 @@ func (v *viewer) due(step int) bool { return v.d != nil && v.Due(step) }
 func (v *viewer) frame(net *model.GPT, res *Result, step int, final bool) error {
 	start := time.Now()
 	var err error
-	tensor.Tidy(func() *tensor.Tensor {
+	tensor.Tidy(func(sc *tensor.Scope) *tensor.Tensor {
 		val, at := make([]float64, len(res.Evals)), make([]int, len(res.Evals))
 		for i, e := range res.Evals {
 			val[i], at[i] = e.Loss, e.Step
@@ -69,7 +69,7 @@ func (v *viewer) frame(net *model.GPT, res *Result, step int, final bool) error 
 			s.Title += fmt.Sprintf(", loss %.3f", res.Losses[n-1])
 		}
 		if step > 0 {
-			s.Attention = net.AttentionMap(autograd.Leaf(v.window, false), mapLayer, mapHead)
+			s.Attention = net.AttentionMap(autograd.Leaf(sc.Use(v.window), false), mapLayer, mapHead)
 		}
 		if err = v.d.DrawLM(s); err != nil {
 			return nil

@@ -61,13 +61,13 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 		}
 		var last []float64
 		var err error
-		tensor.Tidy(func() []*tensor.Tensor {
+		tensor.Tidy(func(s *tensor.Scope) []*tensor.Tensor {
 			x, e := tensor.FromInt32(dev, feed, 1, len(feed))
 			if e != nil {
 				err = e
 				return nil
 			}
-			in := autograd.Leaf(x, false)
+			in := autograd.Leaf(s.Track(x), false).NoGrad()
 			var logits *autograd.Var
 			if cached {
 				if caches == nil {
@@ -75,7 +75,7 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 				}
 				logits = m.Decode(in, caches)
 			} else {
-				autograd.NoGrad(func() { logits = m.Forward(in) })
+				logits = m.Forward(in)
 			}
 			l := logits.Value()
 			last, err = ops.Slice(l.Reshape(l.Len()), 0, l.Len()-m.Cfg.Vocab, l.Len(), 1).Float64s()

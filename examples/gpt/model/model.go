@@ -199,13 +199,12 @@ func (m *GPT) Caches() []*nn.KVCache {
 // Context.
 func (m *GPT) Decode(idx *autograd.Var, caches []*nn.KVCache) *autograd.Var {
 	var out *autograd.Var
-	autograd.NoGrad(func() {
-		h := m.embed(idx, caches[0].Len())
-		for i, b := range m.Blocks {
-			h = b.Decode(h, caches[i])
-		}
-		out = m.logits(h)
-	})
+	idx = idx.NoGrad()
+	h := m.embed(idx, caches[0].Len())
+	for i, b := range m.Blocks {
+		h = b.Decode(h, caches[i])
+	}
+	out = m.logits(h)
 	return out
 }
 
@@ -253,29 +252,28 @@ func (m *GPT) AttentionMap(idx *autograd.Var, layer, head int) *tensor.Tensor {
 	half := m.Half
 	m.Half = false // in float32, whatever the training's precision
 	defer func() { m.Train(true); m.Half = half }()
-	autograd.NoGrad(func() {
-		h := m.embed(idx, 0)
-		for _, b := range m.Blocks[:layer] {
-			h = b.Forward(h)
-		}
-		b := m.Blocks[layer]
-		x := b.Norm1.Forward(h)
-		y := autograd.Linear(x, b.SelfAttn.InProjW, b.SelfAttn.InProjB)
-		e, d := m.Cfg.Width, m.Cfg.Width/m.Cfg.Heads
-		q := autograd.Slice(y, -1, head*d, (head+1)*d, 1)
-		k := autograd.Slice(y, -1, e+head*d, e+(head+1)*d, 1)
-		l := y.Value().Dim(1)
-		eye := make([]float64, l*l)
-		for i := range l {
-			eye[i*l+i] = 1
-		}
-		dev := y.Value().Device()
-		id, err := tensor.FromValues(dev, y.Value().DType(), eye, 1, l, l)
-		if err != nil {
-			id = tensor.Failed(dev, y.Value().DType(), err, 1, l, l)
-		}
-		p := autograd.ScaledDotProductAttention(q, k, autograd.Temp(id), nil, ops.Attention{Causal: true})
-		out = autograd.Reshape(p, l, l).Value()
-	})
+	idx = idx.NoGrad()
+	h := m.embed(idx, 0)
+	for _, b := range m.Blocks[:layer] {
+		h = b.Forward(h)
+	}
+	b := m.Blocks[layer]
+	x := b.Norm1.Forward(h)
+	y := autograd.Linear(x, b.SelfAttn.InProjW, b.SelfAttn.InProjB)
+	e, d := m.Cfg.Width, m.Cfg.Width/m.Cfg.Heads
+	q := autograd.Slice(y, -1, head*d, (head+1)*d, 1)
+	k := autograd.Slice(y, -1, e+head*d, e+(head+1)*d, 1)
+	l := y.Value().Dim(1)
+	eye := make([]float64, l*l)
+	for i := range l {
+		eye[i*l+i] = 1
+	}
+	dev := y.Value().Device()
+	id, err := tensor.FromValues(dev, y.Value().DType(), eye, 1, l, l)
+	if err != nil {
+		id = tensor.Failed(dev, y.Value().DType(), err, 1, l, l)
+	}
+	p := autograd.ScaledDotProductAttention(q, k, autograd.Temp(id), nil, ops.Attention{Causal: true})
+	out = autograd.Reshape(p, l, l).Value()
 	return out
 }
