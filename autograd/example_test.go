@@ -25,9 +25,15 @@ func ExampleVar_Backward() {
 	}
 	fmt.Println(loss.Value())
 	fmt.Println(w.Grad())
+
+	// Evaluation: what flows from x.NoGrad() is not recorded, though w
+	// requires a gradient.
+	eval := autograd.Sum(autograd.Mul(w, x.NoGrad()))
+	fmt.Println(loss.RequiresGrad(), eval.RequiresGrad())
 	// Output:
 	// Tensor([], float32, cpu)
 	// 32
 	// Tensor([3], float32, cpu)
 	// [4 5 6]
+	// true false
 }

@@ -369,9 +369,8 @@ type Sequential []Layer
 // NaN wins in both), but one: at a NaN input that its window's pooling
 // does not pick (an earlier NaN won), the gradient is 0, as PyTorch's
 // ReLU gives it, not NaN. The ReLU then runs over the pooled tensor, a
-// quarter of the elements for 2×2 windows, forward and backward: on
-// lavapipe that took examples/cnn's training step from 93–107 to 85–99 ms
-// (alternating runs).
+// quarter of the elements for 2×2 windows, forward and backward
+// (docs/kernel-choices.md, convolutions).
 func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
 	for i := 0; i < len(s); i++ {
 		if _, ok := s[i].(ReluLayer); ok && i+1 < len(s) {

@@ -313,15 +313,10 @@ func (p conv) splitBias(dev device.Device, dt device.DType, gw, acc *tensor.Tens
 // (docs/performance.md has their speed). Otherwise it runs as im2col (a window
 // kernel copying each image's taps into a
 // (C·KH·KW)×(OH·OW) matrix, its rows padded with zeros to a multiple of
-// 4 so that the products read them by vec4s: on lavapipe that took the
-// CNN's conv2 products from 91 to 65 ms a step) and one batched matrix
-// product of the filters with every image's matrix (per group), chosen
-// by measurement:
-// the product runs on the register-blocked matmul kernel, the fastest
-// WGSL measured on lavapipe (about 16 GFLOP/s), and on the 64→64, 56×56
-// convolution the copy takes about 30% of the product's time, so that
-// forward and backward reach about 0.7 of the matmul's GFLOP/s (see make
-// bench). Large batches run in chunks of bounded column memory. The
+// 4 so that the products read them by vec4s) and one batched matrix
+// product of the filters with every image's matrix (per group), on the
+// device's matrix-product kernels (docs/kernel-choices.md,
+// convolutions). Large batches run in chunks of bounded column memory. The
 // bias rides in the products (see conv.fused); with groups, the products
 // add to the bias, copied into every pixel first. Either way a float16
 // result (computed in float32) is rounded once.
@@ -332,8 +327,8 @@ func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 
 // conv2dSave is Conv2d that also returns the im2col columns for
 // Conv2dBackward to reuse (the op table's Save), when it runs on im2col
-// and they fit saveBudget: backward then runs no im2col (on lavapipe, 12
-// of the CNN step's 24 ms of im2col, profiled). On a device.Convolver's
+// and they fit saveBudget: backward then runs no im2col, half the step's
+// (docs/kernel-choices.md, convolutions). On a device.Convolver's
 // direct kernels it keeps nothing: there are no columns.
 func conv2dSave(x, w, b *tensor.Tensor, win Window) (*tensor.Tensor, *Saved) {
 	return conv2d(x, w, b, win, true)

@@ -195,12 +195,11 @@ fn pow_real(x: f32, y: f32) -> f32 {
 {{- define "main_unrolled"}}
 // Entry point of an elementwise kernel: {{.N}} elements an invocation (fewer
 // invocations for llvmpipe to schedule, 8 to a SIMD batch, for the same
-// loads: 1.2–1.3× on unary ops), below p[0].
+// loads), below p[0].
 {{- if .Coalesce}} Workgroup w calls elem(i) for
 // i = {{.N}}·256w + l, + l + 256, …, invocation l's: neighbouring invocations
-// read neighbouring items, as GPUs coalesce loads (on llvmpipe 20%
-// slower: Add of 16M, 9.4 against 7.4 GB/s; on the H100 Add ran at
-// 740–750 GB/s queued either way, held back elsewhere).
+// read neighbouring items, as GPUs coalesce loads (slower on llvmpipe;
+// docs/kernel-choices.md, elementwise).
 {{- else}} Invocation k calls elem(i) for i = {{.N}}k…:
 // llvmpipe's fastest order.
 {{- end}}

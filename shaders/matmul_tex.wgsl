@@ -107,7 +107,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
     }
     // Adding to out a choice of the dispatch, not of the kernel: one
-    // kernel where two took llvmpipe 3–35 s each to compile.
+    // kernel to compile where two were (docs/kernel-choices.md).
     let zo = p[6];
     let add = p[7] != 0u;
 {{template "matmul_store" .}}

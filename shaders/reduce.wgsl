@@ -111,8 +111,8 @@ fn at(base: u32, r: u32) -> f32 {
 // read neighbouring vec4s together.
 {{- else -}}
 // Here (CPU adapters) they are the run {{$n}}t, {{$n}}t + 1, …: a run of
-// consecutive vec4s an invocation went faster on llvmpipe than vec4s 256
-// apart (16M floats: 13.2 to 11.6 ms with 16 a run, not 8).
+// consecutive vec4s an invocation is faster on llvmpipe than vec4s 256
+// apart (docs/kernel-choices.md, reductions).
 {{- end}}
 fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     return vec4<f32>({{.Op}}_combine(acc.x, v.x), {{.Op}}_combine(acc.y, v.y), {{.Op}}_combine(acc.z, v.z), {{.Op}}_combine(acc.w, v.w));

@@ -150,9 +150,9 @@ func pressure(n int64) {
 }
 
 // relieve uncounts n bytes that Release freed: memory freed without the
-// collector needs no collection to come back. (Collections for tensors
-// that a loop allocates and releases, 64 MiB a time, made an Add of 16M
-// elements on the H100 wait 300 µs an op, amortised.)
+// collector needs no collection to come back: counted, a loop that
+// releases what it allocates would trigger collections that cost every op
+// (docs/kernel-choices.md, memory).
 func relieve(n int64) {
 	for {
 		old := sinceGC.Load()

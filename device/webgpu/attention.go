@@ -8,14 +8,11 @@ import (
 
 // attnBlocking returns the attention family's blocking: the query rows
 // an invocation of the forward and of dq takes, and the keys one of dk
-// and dv takes (each key chunk of the forward is attnKeys). On lavapipe,
-// at B 8, H 8, L 512, d 64, forward and backward took 2.67 s with 4 and
-// 2, 1.49 with 8 and 2, 1.21 with 8 and 4, 1.30 with 12 and 4, 1.57 with
-// 8 and 8 (2026-11-27): loads cost there, registers do not. GPUs take one
+// and dv takes (each key chunk of the forward is attnKeys). On CPU
+// adapters, 8 and 4: loads cost there, registers do not. GPUs take one
 // row (one key) an invocation, and split the keys (the queries) of each
-// among invocations where the rows alone leave the GPU idle (attnSplit):
-// on an H200 with 4 and 2, the forward over B·H 32, L 128, d 32 (4,096
-// rows, 1,024 invocations) took 202 µs, dq 300 µs (2026-11-27).
+// among invocations where the rows alone leave the GPU idle (attnSplit).
+// docs/kernel-choices.md, attention, has the measurements.
 func (d *Device) attnBlocking() (rows, gradRows int) {
 	// SwiftShader (in a browser) compiled the blocked kernels for minutes,
 	// until Chromium ended its GPU process.
@@ -204,9 +201,8 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 // With split, each invocation takes a chunk of its row's keys (queries),
 // writing partial results (attnSplit); rows must then be 1. On GPUs the
 // causal dk and dv start each invocation's queries where its workgroup's
-// first key's start (Align), so that a warp's loads coincide: on an
-// H200 at B·H 64, L 512, d 64, dkv took 3.3 ms starting each at its own
-// key, against dq's 0.68 ms (2026-11-27).
+// first key's start (Align), so that a warp's loads coincide
+// (docs/kernel-choices.md, attention).
 func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpec, rows int, split bool, writable []bool) *kernel {
 	st := d.storeOf(dt)
 	drop, ds := a.Dropout > 0, stage == "ds"

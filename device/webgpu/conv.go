@@ -64,8 +64,8 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 // filters. Convolutions of less work than directMinFlops (by default,
 // as much as a product of tuneMinMACs) are left to im2col and the small
 // matrix product: their time is about the dispatches', and their kernels
-// compile in a fraction of the direct kernels' 2–37 s on llvmpipe
-// (2026-11-27; float16 as packed words the slowest).
+// compile in a fraction of the direct kernels' time on llvmpipe
+// (docs/kernel-choices.md, convolutions).
 func (d *Device) convFits(g device.Window2D, f int) bool {
 	if d.noDirectConv || g.N*convImageFlops(g, f) < d.directMinFlops {
 		return false

@@ -30,8 +30,7 @@ var DrainTimeout = 10 * time.Minute
 // slot in the parameter buffer is aligned to 256 bytes. The buffer holds
 // paramSlots slots, kept by their contents: a training loop's dispatches
 // repeat their parameters step after step, and find them written already
-// (on the H100 a batch's parameter write added about 15 µs to a wait for
-// the device).
+// (docs/kernel-choices.md, waits).
 const (
 	paramWords = 64
 	paramSlot  = 256
@@ -134,9 +133,8 @@ type Device struct {
 	// either way: two halves a 32-bit word.
 	f16 bool
 	// block: a wait blocks in one poll (EnvWait=block). The default
-	// spins on every adapter: after a tiny op on the H100 a spinning
-	// wait took 51 and 54 µs, a blocking one 71 and 75 (2026-11-26,
-	// alternating in one run).
+	// spins on every adapter, the faster wait on the H100
+	// (docs/kernel-choices.md, waits).
 	block bool
 	// last is the index of the last submission.
 	last wgpu.SubmissionIndex

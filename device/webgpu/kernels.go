@@ -23,8 +23,8 @@ func groupsOf(n, size int) int { return (n + size - 1) / size }
 func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
 
 // unroll is how many elements (vec4s where the kernel reads vec4s) an
-// invocation of an elementwise kernel takes: 4 measured 1.2–1.3× faster
-// than 1 on lavapipe for unary ops.
+// invocation of an elementwise kernel takes: 4 on lavapipe, the faster
+// (docs/kernel-choices.md, elementwise).
 func unroll(vec bool) int {
 	if vec {
 		return 4

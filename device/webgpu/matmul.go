@@ -354,10 +354,7 @@ func (d *Device) forcedTile() tile {
 
 // tuneReps is how many products of s a timing of tileFor runs before its
 // wait: enough for about 2³⁴ multiply-adds, at most 64, so that the wait
-// (50–80 µs on an H200) does not decide the choice. With one product a
-// timing, the 1024³ and 2048³ products chose 64×64×16/4×8s in one run
-// and 128×64×16/8×4svp in another, at 19 and 22 against 29 and 35
-// TFLOP/s (2026-11-27).
+// does not decide the choice (docs/kernel-choices.md, matrix products).
 func tuneReps(s device.GEMM) int {
 	macs := max(int64(s.Batch)*int64(s.M)*int64(s.N)*int64(s.K), 1)
 	return int(min(max((1<<34)/macs, 1), 64))

@@ -13,16 +13,14 @@ import (
 
 // matMulRegister records the products with the register-blocked kernel:
 // blocks of 16×16 where k runs long enough, of 8×16 for short k and for
-// the DotK variant (on lavapipe, the fastest of 8×8, 8×16 and 16×16 in
-// alternating runs: 16×16 took conv2's per-image forward product from
-// 17.5–20.4 to 15.3–16.7 ms and its columns' gradient from 16.4–16.8 to
-// 13.3–13.5 ms, and lost 25% on DotK's and on conv1's k of 10), and of
-// 16×12 or 8×12 for DotK products at most 12 wide (registerBlocks).
+// the DotK variant (on lavapipe, the fastest of 8×8, 8×16 and 16×16 for
+// each), and of 16×12 or 8×12 for DotK products at most 12 wide
+// (registerBlocks); docs/kernel-choices.md, matrix products.
 //
 // Products of fewer than tuneMinMACs multiply-adds, whose time is the
-// dispatch's whatever the block, take blocks of 4×4 and scalar loads: the
-// kernel llvmpipe compiles in 0.13 s, where 16×16 blocks took 0.9–2.7 s
-// (2026-11-27), and fewer variants of it.
+// dispatch's whatever the block, take blocks of 4×4 and scalar loads: a
+// kernel llvmpipe compiles several times faster than 16×16 blocks, and
+// fewer variants of it.
 func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	va, vb, vo := vec4s(y, s)
 	tm, tn, dotK, flat := d.registerBlocks(s)
@@ -74,8 +72,7 @@ func (d *Device) registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
 		// im2col: conv1's 10 columns): 12 columns waste fewer loads than
 		// 16, and 16 rows, where they leave every thread a workgroup,
 		// load 28 vec4s a step for 192 outputs where 8×16 loads 24 for
-		// 128. conv1's gradient (64 images of 32×676 by 676×10) took
-		// 2.2–2.9 ms so against 4.0–4.3 ms, and 3.7–3.9 ms as 8×12.
+		// 128 (docs/kernel-choices.md, matrix products).
 		tn = 12
 		if groupsOf(groupsOf(s.M, 16)*s.Batch, 64) >= d.threads {
 			tm = 16
@@ -86,7 +83,7 @@ func (d *Device) registerBlocks(s device.GEMM) (tm, tn int, dotK, flat bool) {
 
 // minPartK is the fewest terms of k a part of a split product sums, and
 // minSplitMACs the fewest multiply-adds of a product split: below them the
-// second dispatch (about 50 µs on lavapipe) costs what the parts save.
+// second dispatch costs what the parts save.
 const (
 	minPartK     = 128
 	minSplitMACs = 1 << 20
@@ -98,10 +95,8 @@ const (
 // thread one, each of at least minPartK terms (products of at least
 // minSplitMACs); else 1. The parts are written to float32 scratch
 // (Batch·M·N a part) and summed by a second kernel, so their sums add up
-// in another order than a single part's. Measured on lavapipe (2
-// threads): a 64×1600×128 product, rows times rows (examples/cnn's first
-// linear layer, one workgroup), took 2.7 ms whole and 1.5 ms in 2, 4 or 8
-// parts.
+// in another order than a single part's (docs/kernel-choices.md, matrix
+// products).
 func (d *Device) kParts(s device.GEMM) int {
 	if !d.loopLimited || s.K < 2*minPartK || s.Batch*s.M*s.N*s.K < minSplitMACs {
 		return 1

@@ -21,9 +21,9 @@ import (
 // pass of its own whose start and end the GPU stamps, and a wait follows
 // each batch: the times are the GPU's, and the program runs at nearly its
 // speed. Elsewhere every dispatch is its own submission, waited for, and
-// its time is the host's wall clock around it (on lavapipe about 0.1 ms
-// of each is the submission's own cost); the program runs several times
-// slower. ProfileClock says which.
+// its time is the host's wall clock around it, the submission's own cost
+// included; the program runs several times slower. ProfileClock says
+// which.
 const EnvProfile = "EXTENSOR_PROFILE"
 
 // KernelTime is a kernel's share of the time profiled (EnvProfile).

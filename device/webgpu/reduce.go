@@ -132,9 +132,8 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	spec := reduceSpec{Op: op.String(), Half: half, XF16: xs.native(), OF16: os.native(), F16: xs.native() || os.native(), Kept: len(kept), Red: len(red)}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output. On a GPU a row of more than a few dozen elements goes to
-	// a workgroup instead: an invocation's loop over the 1024 partial
-	// results of a 16M sum took about 100 µs on the H100 (sum 16M 327 GB/s,
-	// against 537 with more passes).
+	// a workgroup instead, where one invocation's loop over it would
+	// dominate the sum (docs/kernel-choices.md, reductions).
 	short := 1024
 	if !d.loopLimited {
 		short = 32
@@ -178,8 +177,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 // reduceLanes is the workgroup size of the chunked reductions: 256 on
 // GPUs; on CPU adapters 8, one SIMD batch of llvmpipe's, whose barrier
 // costs little (a workgroup of 256 meets at its barriers 32 batches that
-// llvmpipe runs one after another: on lavapipe, in alternating runs, sum
-// 16M took 45–51 ms with 8 lanes, 54–60 with 256).
+// llvmpipe runs one after another; docs/kernel-choices.md, reductions).
 func reduceLanes(cpu bool) int {
 	if cpu {
 		return 8

@@ -53,9 +53,9 @@ const softmaxBlock = 4
 // than 8: one workgroup a row costs more than the second read, and leaves
 // lanes idle) and long ones (the row would not stay in registers).
 func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
-	// On llvmpipe a workgroup of 8 is one SIMD batch: rows of 1024 took
-	// 22–23 ms for 16M floats, against 26–34 with 16 or 32 a row (their
-	// barriers switch between batches) and 24–26 in two passes.
+	// On llvmpipe a workgroup of 8 is one SIMD batch, whose barriers
+	// switch no batches: faster than 16 or 32 a row, or two passes
+	// (docs/kernel-choices.md, reductions).
 	if d.loopLimited {
 		v = groupsOf(quads, 8)
 		return 8, v, quads >= 64 && v <= 64
@@ -63,9 +63,8 @@ func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On GPUs 64 invocations a row, or the power of two that holds a
 	// shorter row's vec4s (at least 8), at most 16 vec4s of each operand
 	// an invocation (the gradient's y and dy, 128 floats, within a GPU
-	// thread's registers). On an H200 layer_norm over 1024 rows of 128
-	// took 57 µs a dispatch one invocation a row, 6.3 µs a workgroup of
-	// 32 a row (2026-11-27).
+	// thread's registers), where one invocation a row left the GPU idle
+	// (docs/kernel-choices.md, reductions).
 	w = 64
 	for w > 8 && w/2 >= quads {
 		w /= 2

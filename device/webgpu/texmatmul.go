@@ -12,21 +12,17 @@ import (
 // The texture-input matrix product (matmul_tex.wgsl), chosen for CPU
 // adapters (lavapipe): each invocation computes a block of texTM rows by
 // texBlock columns from texel loads, which llvmpipe makes cheaper than
-// storage-buffer loads (1.7–1.9× the storage kernel's GFLOP/s at 1024³ and
-// 2048³ there). GPUs keep the storage kernel. Blocks of 32×32 hold 1,024
-// accumulators an invocation, 32 KiB of spilled registers per SIMD batch
-// on llvmpipe; on this machine's cores (48 KiB of L1 data cache) they ran
-// 1024³ at 62–63 GFLOP/s against 55–57 for 32×16 and 55–59 for 32×24
-// (48×16, 64×16, 40×24, 24×32 and 32×20: 52–58), and 2048³ at 67 against
-// 59–60. Products with fewer workgroups of them than twice the threads
-// running workgroups take 32×16, which gives the threads twice the
-// workgroups.
+// storage-buffer loads. GPUs keep the storage kernel. Blocks of 32×32
+// hold 1,024 accumulators an invocation, 32 KiB of spilled registers per
+// SIMD batch on llvmpipe, and were the fastest block measured
+// (docs/kernel-choices.md, matrix products). Products with fewer
+// workgroups of them than twice the threads running workgroups take
+// 32×16, which gives the threads twice the workgroups.
 const (
 	texTM, texWG = 32, 8
-	// texMinMACs is the smallest product the textures speed up: the
-	// linear layers of examples/cnn (M, K, N of 64, 1600, 128 and their
-	// gradients', 13.1 M multiply-adds) took 7.6–8.0 ms on the register
-	// kernel against 8.9–10.1 ms with packs and textures.
+	// texMinMACs is the smallest product the textures speed up: below
+	// it, packing the operands costs more than the texel loads save
+	// (docs/kernel-choices.md, matrix products).
 	texMinMACs = 1 << 24
 )
 
@@ -117,10 +113,8 @@ type texLayout struct {
 // texOperand records what fills t with the operand of src laid out as l:
 // a copy where its texels are float32 vec4s whose depths lie a multiple
 // of 256 bytes apart (the alignment WebGPU asks of the rows of a copy;
-// lavapipe copies with memcpy), else a pack by vec4s (vec) or by scalars.
-// At 1024³ on lavapipe the copy made the product 6% faster than the pack
-// by vec4s did, and op(a) laid out along k (copied, not packed across k
-// as before) another 15%.
+// lavapipe copies with memcpy), else a pack by vec4s (vec) or by scalars;
+// op(a) is laid out along k (docs/kernel-choices.md, matrix products).
 func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 	st := d.storeOf(src.dt)
 	half := src.dt == device.Float16
@@ -189,8 +183,8 @@ func (d *Device) texture(w, h, slot int) (opTexture, error) {
 	}
 	// No side a power of two: llvmpipe compiles a kernel again for each
 	// combination of its textures' sides being powers of two or not
-	// (TestMatMulKernels' texture products took 140 s on a cold shader
-	// cache, 41 s so). A side at the adapter's limit stays.
+	// (docs/kernel-choices.md, matrix products). A side at the adapter's
+	// limit stays.
 	tw, th := w, h
 	limit := int(d.limits.MaxTextureDimension2D)
 	if tw&(tw-1) == 0 && tw < limit {
