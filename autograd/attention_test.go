@@ -32,7 +32,7 @@ func TestAttentionMatchesComposed(t *testing.T) {
 
 			// The same, composed: a causal mask adds −Inf after the diagonal.
 			q2, k2, v2, m2 := leaf(1, b, h, lq, d), leaf(2, b, h, lk, d), leaf(3, b, h, lk, dv), leaf(4, b, 1, lq, lk)
-			kt := autograd.Apply(ops.PermuteOp, ops.Attrs{Perm: []int{0, 1, 3, 2}}, k2)
+			kt := autograd.Apply(ops.PermuteOp, ops.PermuteAttrs{Perm: []int{0, 1, 3, 2}}, k2)
 			scale := autograd.Leaf(tensor.Must(tensor.Scalar(dev, device.Float64, 1/math.Sqrt(d))), false)
 			s := autograd.Add(autograd.Mul(autograd.MatMul(q2, kt), scale), m2)
 			if causal {

@@ -19,10 +19,11 @@ type Var struct {
 	node     *node // the op that made it; nil for a leaf
 }
 
-// node is one recorded op: the table entry, its attributes and inputs.
+// node is one recorded op: the table entry, its attributes (with the
+// inputs that need a gradient) and inputs.
 type node struct {
 	op    *ops.Op
-	attrs ops.Attrs
+	attrs ops.Backprop
 	in    []*Var
 	saved *ops.Saved // what the op's Save kept for its backward
 	freed bool       // backward consumed it and released what it held
@@ -104,6 +105,14 @@ func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 	if op == nil {
 		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "nil op; want an entry of the op table, such as ops.AddOp")
 	}
+	defer func() { // attributes of another type: name the op
+		if r := recover(); r != nil {
+			if e, ok := r.(*tensor.Error); ok && e.Op == "ops.Attrs" {
+				panic(&tensor.Error{Op: "autograd.Apply(" + op.Name + ")", Kind: e.Kind, Msg: e.Msg})
+			}
+			panic(r)
+		}
+	}()
 	ts := make([]*tensor.Tensor, len(in))
 	requires, noGrad := false, false
 	for i, v := range in {
@@ -132,11 +141,11 @@ func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 		out.t = op.Forward(ts, a)
 	}
 	// Backward skips the gradients of inputs that need none.
-	a.Need = make([]bool, len(in))
+	need := make([]bool, len(in))
 	for i, v := range in {
-		a.Need[i] = v.requires
+		need[i] = v.requires
 	}
-	out.node = &node{op: op, attrs: a, in: in, saved: saved}
+	out.node = &node{op: op, attrs: ops.Backprop{Attrs: a, Need: need}, in: in, saved: saved}
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -258,14 +259,18 @@ func TestAccumulateAndErrors(t *testing.T) {
 	if err := l.Backward(); !errors.Is(err, tensor.ErrReleased) {
 		t.Errorf("a gradient through a released tensor: %v; want ErrReleased", err)
 	}
-	am := autograd.Apply(ops.ArgmaxOp, ops.Attrs{All: true}, x)
+	am := autograd.Apply(ops.ArgmaxOp, ops.ArgAttrs{All: true}, x)
 	one := tensor.Must(tensor.Scalar(dev, device.Int32, 1))
 	if err := am.BackwardWith(one, false); err == nil {
 		t.Errorf("a gradient through argmax: no error")
 	}
-	err := tensor.Maybe(func() { autograd.Apply(nil, ops.Attrs{}, x) })
+	err := tensor.Maybe(func() { autograd.Apply(nil, nil, x) })
 	if !errors.Is(err, tensor.ErrArgument) {
 		t.Errorf("Apply of a nil op: %v; want ErrArgument", err)
+	}
+	err = tensor.Maybe(func() { autograd.Apply(ops.ClipOp, ops.FillAttrs{Value: 1}, x) })
+	if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "autograd.Apply(clip): attributes of type ops.FillAttrs; want ops.ClipAttrs") {
+		t.Errorf("Apply of clip with fill's attributes: %v; want ErrArgument naming the op and both types", err)
 	}
 }
 

@@ -3,7 +3,7 @@
 //
 // Variables wrap tensors. Leaf makes a parameter (requiresGrad true) or an
 // input (false); Apply, given an op's handle (Apply(ops.SoftplusOp,
-// ops.Attrs{Beta: 1, Threshold: 20}, x)), and the one-line functions named
+// ops.SoftplusAttrs{Beta: 1, Threshold: 20}, x)), and the one-line functions named
 // after the ops (Add, MatMul, Relu, Conv2d, …), run an op of the table and
 // record it when any input requires a gradient: an op on inputs that need
 // none is not recorded and costs nothing in backward. Recording and differentiating

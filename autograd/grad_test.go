@@ -70,10 +70,10 @@ var hvpCases = []hvpCase{
 		return autograd.MSE(y, c.uniform(0, 1, 5, 4), ops.MeanReduction)
 	}},
 	{"bce of sigmoid", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Apply(ops.BCEOp, ops.Attrs{}, autograd.Sigmoid(x), c.uniform(0, 1, 6))
+		return autograd.Apply(ops.BCEOp, nil, autograd.Sigmoid(x), c.uniform(0, 1, 6))
 	}},
 	{"bce with logits, sum", []int{2, 3}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Apply(ops.BCEWithLogitsOp, ops.Attrs{Reduction: ops.SumReduction}, autograd.Mul(x, x), c.uniform(0, 1, 2, 3))
+		return autograd.Apply(ops.BCEWithLogitsOp, ops.LossAttrs{Reduction: ops.SumReduction}, autograd.Mul(x, x), c.uniform(0, 1, 2, 3))
 	}},
 	{"cross-entropy of matmul, class indices", []int{4, 5}, func(x *autograd.Var, c consts) *autograd.Var {
 		logits := autograd.MatMul(c.uniform(-1, 1, 6, 4), x)
@@ -83,14 +83,14 @@ var hvpCases = []hvpCase{
 		return autograd.CrossEntropy(autograd.Exp(x), c.uniform(0, 1, 3, 4), ops.SumReduction)
 	}},
 	{"pow of slices, concatenated", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
-		a := autograd.Apply(ops.SliceOp, ops.Attrs{Axis: 0, Start: 0, Stop: 6, Step: 2}, x)
-		b := autograd.Apply(ops.SliceOp, ops.Attrs{Axis: 0, Start: 1, Stop: 6, Step: 2}, x)
-		p := autograd.Apply(ops.PowOp, ops.Attrs{}, autograd.Exp(a), autograd.Tanh(b))
-		j := autograd.Apply(ops.ConcatOp, ops.Attrs{Axis: 0}, p, a)
+		a := autograd.Apply(ops.SliceOp, ops.SliceAttrs{Axis: 0, Start: 0, Stop: 6, Step: 2}, x)
+		b := autograd.Apply(ops.SliceOp, ops.SliceAttrs{Axis: 0, Start: 1, Stop: 6, Step: 2}, x)
+		p := autograd.Apply(ops.PowOp, nil, autograd.Exp(a), autograd.Tanh(b))
+		j := autograd.Apply(ops.ConcatOp, ops.AxisAttrs{Axis: 0}, p, a)
 		return autograd.Sum(autograd.Mul(j, j))
 	}},
 	{"nll of log_softmax, per row", []int{5, 3}, func(x *autograd.Var, c consts) *autograd.Var {
-		l := autograd.Apply(ops.NLLOp, ops.Attrs{Reduction: ops.NoReduction}, autograd.LogSoftmax(autograd.Mul(x, x), 1), c.labels(5, 3))
+		l := autograd.Apply(ops.NLLOp, ops.CrossEntropyAttrs{Reduction: ops.NoReduction}, autograd.LogSoftmax(autograd.Mul(x, x), 1), c.labels(5, 3))
 		return autograd.Sum(autograd.Mul(l, c.uniform(0, 1, 5)))
 	}},
 }
@@ -204,7 +204,7 @@ func TestBCESecondDerivative(t *testing.T) {
 	ps, ys := []float64{0.9999, 0.999, 0.5, 1e-4}, []float64{1, 1, 0.3, 0}
 	p := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, ps, 4)), true)
 	y := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, ys, 4)), false)
-	loss := autograd.Apply(ops.BCEOp, ops.Attrs{Reduction: ops.SumReduction}, p, y)
+	loss := autograd.Apply(ops.BCEOp, ops.LossAttrs{Reduction: ops.SumReduction}, p, y)
 	g, err := autograd.Grad(loss, []*autograd.Var{p}, true)
 	if err != nil {
 		t.Fatal(err)

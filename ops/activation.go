@@ -13,42 +13,44 @@ import (
 // and the rules reach it.
 var (
 	ReluOp = unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
-		unaryCases(offZero, specials, Attrs{}, true, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
+		unaryCases(offZero, specials, nil, true, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
 	LeakyReluOp = &Op{Name: "leaky_relu", Family: "unary", Kernel: "leaky_relu", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
-		Forward:  func(in []*T, a Attrs) *T { return LeakyRelu(in[0], a.Alpha) },
+		Forward:  fwd(func(in []*T, a LeakyReluAttrs) *T { return LeakyRelu(in[0], a.Slope) }),
 		Backward: leakyBwd,
-		Cases: unaryCases(offZero, specials, Attrs{Alpha: DefaultLeakySlope}, false,
-			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0.2}},
-			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Alpha: 0}})}
+		Cases: unaryCases(offZero, specials, LeakyReluAttrs{Slope: DefaultLeakySlope}, false,
+			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: LeakyReluAttrs{Slope: 0.2}},
+			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: LeakyReluAttrs{Slope: 0}})}
 	PreluOp = &Op{Name: "prelu", Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
 		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()}
 	SigmoidOp = unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false)))
+		unaryCases(moderate, specials, nil, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false)))
 	TanhOp = unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero()))
+		unaryCases(moderate, specials, nil, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero()))
 	GeluOp = unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
+		unaryCases(moderate, specials, nil, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
 	GeluTanhOp = unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
+		unaryCases(moderate, specials, nil, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
 	NdtrOp = unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", Ndtr, NdtrBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false)))
+		unaryCases(moderate, specials, nil, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false)))
 	SiluOp = unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
-		unaryCases(moderate, specials, Attrs{}, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
+		unaryCases(moderate, specials, nil, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
 	SoftplusOp = &Op{Name: "softplus", Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
-		Forward:  func(in []*T, a Attrs) *T { return Softplus(in[0], a.Beta, a.Threshold) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{SoftplusBackward(in[0], g, a.Beta, a.Threshold)} },
-		Cases:    softplusCases()}
+		Forward: fwd(func(in []*T, a SoftplusAttrs) *T { return Softplus(in[0], a.Beta, a.Threshold) }),
+		Backward: bwd(func(in []*T, g *T, a SoftplusAttrs) []*T {
+			return []*T{SoftplusBackward(in[0], g, a.Beta, a.Threshold)}
+		}),
+		Cases: softplusCases()}
 	EluOp = &Op{Name: "elu", Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
-		Forward:  func(in []*T, a Attrs) *T { return Elu(in[0], a.Alpha) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} },
-		Cases: unaryCases(moderate, specials, Attrs{Alpha: DefaultEluAlpha}, false, eluNearZero(),
-			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: Attrs{Alpha: 0.5}},
-			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: Attrs{Alpha: 2}, NoFD: true})}
+		Forward:  fwd(func(in []*T, a EluAttrs) *T { return Elu(in[0], a.Alpha) }),
+		Backward: bwd(func(in []*T, g *T, a EluAttrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} }),
+		Cases: unaryCases(moderate, specials, EluAttrs{Alpha: DefaultEluAlpha}, false, eluNearZero(),
+			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: EluAttrs{Alpha: 0.5}},
+			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: EluAttrs{Alpha: 2}, NoFD: true})}
 	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
-		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, Attrs{}, false, nearZero(),
+		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, nil, false, nearZero(),
 			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true)))
 	MishOp = unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", Mish, MishBackward,
-		unaryCases(moderate, specials, Attrs{}, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
+		unaryCases(moderate, specials, nil, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
 )
 
 // activations are the activation functions, in the coverage table's order.
@@ -102,13 +104,15 @@ var (
 		return r.mul(g, r.mul(s, r.add(r.scalar(x, 1), r.mul(x, r.sub(r.scalar(x, 1), s)))))
 	})
 	// σ(βx) where βx ≤ threshold, 1 above it.
-	softplusRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	softplusRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[SoftplusAttrs](at)
 		lin := above(r.b.Tensor(x), a.Beta, a.Threshold)
 		s := r.un(SigmoidOp, r.scale(x, a.Beta))
 		return r.mul(g, r.add(r.mul(s, r.b.Const(complement(lin))), r.b.Const(lin)))
 	})
 	// 1 above 0; alpha·eˣ = y + alpha at and below it.
-	eluRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	eluRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[EluAttrs](at)
 		pos := above(r.b.Tensor(x), 1, 0)
 		neg := r.mul(r.b.Const(complement(pos)), r.add(y, r.scalar(y, a.Alpha)))
 		return r.mul(g, r.add(neg, r.b.Const(pos)))
@@ -125,7 +129,7 @@ var (
 	})
 	// t + x·σ(x)·(1 − t²), t = tanh(softplus(x)).
 	mishRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-		t := r.un(TanhOp, r.op(SoftplusOp, Attrs{Beta: 1, Threshold: math.Inf(1)}, x))
+		t := r.un(TanhOp, r.op(SoftplusOp, SoftplusAttrs{Beta: 1, Threshold: math.Inf(1)}, x))
 		sech2 := r.sub(r.scalar(t, 1), r.mul(t, t))
 		return r.mul(g, r.add(t, r.mul(r.mul(x, r.un(SigmoidOp, x)), sech2)))
 	})
@@ -296,21 +300,21 @@ func SoftplusBackward(x, g *tensor.Tensor, beta, threshold float64) *tensor.Tens
 }
 
 func softplusCases() []Case {
-	def := Attrs{Beta: DefaultSoftplusBeta, Threshold: DefaultSoftplusThreshold}
+	def := SoftplusAttrs{Beta: DefaultSoftplusBeta, Threshold: DefaultSoftplusThreshold}
 	far := values("far below 0, relative", []float64{-10, -20, -50, -80}, false)
 	far.ATol = 1e-300
 	return unaryCases(moderate, specials, def, true, withAttrs(far, def),
 		withAttrs(values("±20, ±100", []float64{20, -20, 19.5, 20.5, 100, -100}, true), def),
-		Case{Name: "(4,5) beta=2 threshold=1", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0.5}, Gap: 0.02}}}, Attrs: Attrs{Beta: 2, Threshold: 1}},
-		Case{Name: "(4,5) beta=-0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: moderate}}, Attrs: Attrs{Beta: -0.5, Threshold: DefaultSoftplusThreshold}},
-		Case{Name: "special values threshold=+Inf", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: Attrs{Beta: 1, Threshold: math.Inf(1)}, NoFD: true})
+		Case{Name: "(4,5) beta=2 threshold=1", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0.5}, Gap: 0.02}}}, Attrs: SoftplusAttrs{Beta: 2, Threshold: 1}},
+		Case{Name: "(4,5) beta=-0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: moderate}}, Attrs: SoftplusAttrs{Beta: -0.5, Threshold: DefaultSoftplusThreshold}},
+		Case{Name: "special values threshold=+Inf", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: SoftplusAttrs{Beta: 1, Threshold: math.Inf(1)}, NoFD: true})
 }
 
 // eluNearZero is nearZero without finite differences: elu's second
 // derivative jumps at 0, so central differences across it are off by
 // O(h) there.
 func eluNearZero() Case {
-	c := withAttrs(nearZero(), Attrs{Alpha: DefaultEluAlpha})
+	c := withAttrs(nearZero(), EluAttrs{Alpha: DefaultEluAlpha})
 	c.NoFD = true
 	return c
 }
@@ -357,7 +361,10 @@ func MishBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.MishBackward", "mish", x, g)
 }
 
-func leakyBwd(in []*T, g *T, a Attrs) []*T { return []*T{LeakyReluBackward(in[0], g, a.Alpha)} }
+func leakyBwd(in []*T, g *T, at Attrs) []*T {
+	a := attrsAs[LeakyReluAttrs](at)
+	return []*T{LeakyReluBackward(in[0], g, a.Slope)}
+}
 
 func preluCases() []Case {
 	c := func(x, alpha []int) Case {
@@ -489,3 +496,21 @@ func Axpy(y, x *tensor.Tensor, alpha float64) {
 	}
 	dev.Axpy(y.Buffer(), x.Buffer(), alpha)
 }
+
+// LeakyReluAttrs are leaky_relu's: the slope below 0 (PyTorch's
+// negative_slope, by default 0.01).
+type LeakyReluAttrs struct{ Slope float64 }
+
+func (LeakyReluAttrs) isAttrs() {}
+
+// EluAttrs are elu's: the scale of eˣ − 1 below 0 (PyTorch's
+// alpha, by default 1).
+type EluAttrs struct{ Alpha float64 }
+
+func (EluAttrs) isAttrs() {}
+
+// SoftplusAttrs are softplus's β (PyTorch's default 1) and the
+// threshold above which β·x returns x (default 20).
+type SoftplusAttrs struct{ Beta, Threshold float64 }
+
+func (SoftplusAttrs) isAttrs() {}

@@ -29,10 +29,11 @@ var (
 		},
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			var out, stats *T
-			if a.Saved.Len() == 2 {
-				stats, out = a.Saved.tensors[0], a.Saved.tensors[1]
+			bp := backprop(a)
+			if bp.Saved.Len() == 2 {
+				stats, out = bp.Saved.tensors[0], bp.Saved.tensors[1]
 			}
-			gq, gk, gv, gm := attentionBackward("ops.ScaledDotProductAttentionBackward", in[0], in[1], in[2], attentionOf(in, a), g, out, stats, a.needs(3))
+			gq, gk, gv, gm := attentionBackward("ops.ScaledDotProductAttentionBackward", in[0], in[1], in[2], attentionOf(in, a), g, out, stats, bp.needs(3))
 			return []*T{gq, gk, gv, gm}[:len(in)]
 		},
 		Cases: attentionCases()}
@@ -48,7 +49,7 @@ var attentions = []*Op{
 // softmax(S), D the dropout's constant factors; dv = (P⊙D)ᵀ·g, dP =
 // (g·vᵀ)⊙D, dS = P⊙(dP − Σ dP⊙P), dq = dS·k·scale, dk = dSᵀ·q·scale, an
 // additive mask's gradient dS summed to its shape.
-var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+var attentionRule = rule(func(b Builder, in []Value, _, g Value, a AttentionAttrs) []Value {
 	r := rb{b}
 	q, k, v := in[0], in[1], in[2]
 	qs := q.Shape()
@@ -63,7 +64,7 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 	s := r.scale(r.matmul(q, r.swap(k)), scale)
 	if len(in) > 3 {
 		if a.BoolMask {
-			s = r.op(WhereOp, Attrs{}, in[3], s, r.scalar(s, math.Inf(-1)))
+			s = r.op(WhereOp, nil, in[3], s, r.scalar(s, math.Inf(-1)))
 		} else {
 			s = r.add(s, in[3])
 		}
@@ -75,9 +76,9 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 				above[i*lk+j] = 1
 			}
 		}
-		s = r.op(MaskedFillOp, Attrs{Value: math.Inf(-1)}, s, b.Const(tensor.Must(tensor.FromValues(dev, dt, above, lq, lk))))
+		s = r.op(MaskedFillOp, FillAttrs{Value: math.Inf(-1)}, s, b.Const(tensor.Must(tensor.FromValues(dev, dt, above, lq, lk))))
 	}
-	p := r.op(SoftmaxOp, Attrs{Axis: rank - 1}, s)
+	p := r.op(SoftmaxOp, AxisAttrs{Axis: rank - 1}, s)
 	pd, gp := p, r.matmul(g, r.swap(v))
 	if a.Dropout > 0 {
 		full := s.Shape()
@@ -92,7 +93,7 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		pd, gp = r.mul(p, dk), r.mul(gp, dk)
 	}
 	gv := r.matmul(r.swap(pd), g)
-	ds := r.mul(p, r.sub(gp, r.op(SumOp, Attrs{Axes: []int{rank - 1}, Keepdims: true}, r.mul(gp, p))))
+	ds := r.mul(p, r.sub(gp, r.op(SumOp, ReduceAttrs{Axes: []int{rank - 1}, Keepdims: true}, r.mul(gp, p))))
 	gq := r.scale(r.matmul(ds, k), scale)
 	gk := r.scale(r.matmul(r.swap(ds), q), scale)
 	grads := []Value{gq, gk, gv}
@@ -104,7 +105,7 @@ var attentionRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		}
 	}
 	return grads
-}
+})
 
 // Attention holds scaled_dot_product_attention's arguments besides q, k
 // and v, with PyTorch's defaults as zero values.
@@ -130,7 +131,8 @@ type Attention struct {
 
 // attentionOf returns the table's attributes and optional fourth input
 // as an Attention.
-func attentionOf(in []*T, a Attrs) Attention {
+func attentionOf(in []*T, at Attrs) Attention {
+	a := attrsAs[AttentionAttrs](at)
 	return Attention{Mask: opt(in, 3), BoolMask: a.BoolMask, Causal: a.Causal, Scale: a.Scale, Dropout: a.Dropout, Seed: a.Seed}
 }
 
@@ -399,13 +401,15 @@ func unpad(x *T, n int) *T {
 }
 
 func attentionCases() []Case {
-	c := func(name string, q, k, v []int, a Attrs) Case {
+	c := func(name string, q, k, v []int, a AttentionAttrs) Case {
 		return Case{Name: name, Inputs: []Input{{Shape: q}, {Shape: k}, {Shape: v}}, Attrs: a}
 	}
-	self := func(s []int, a Attrs) Case { return c(ShapeName(s), s, s, s, a) }
+	self := func(s []int, a AttentionAttrs) Case { return c(ShapeName(s), s, s, s, a) }
 	withMask := func(cs Case, m []int, dom Domain, boolean bool) Case {
 		cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
-		cs.Attrs.BoolMask = boolean
+		a := cs.Attrs.(AttentionAttrs)
+		a.BoolMask = boolean
+		cs.Attrs = a
 		kind := "additive"
 		if boolean {
 			kind = "boolean"
@@ -414,28 +418,28 @@ func attentionCases() []Case {
 		return cs
 	}
 	keys := Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}
-	causal := self(sh(1, 2, 6, 4), Attrs{Causal: true})
+	causal := self(sh(1, 2, 6, 4), AttentionAttrs{Causal: true})
 	causal.Name += " causal"
-	wide := c("q (2,2,5,8) k (2,2,7,8) v (2,2,7,4)", sh(2, 2, 5, 8), sh(2, 2, 7, 8), sh(2, 2, 7, 4), Attrs{})
-	odd := c("q (2,4,3) k (2,6,3) v (2,6,5)", sh(2, 4, 3), sh(2, 6, 3), sh(2, 6, 5), Attrs{})
-	rect := c("q (5,4) k (3,4) v (3,8) causal", sh(5, 4), sh(3, 4), sh(3, 8), Attrs{Causal: true})
-	drop := self(sh(2, 6, 8), Attrs{Dropout: 0.3, Seed: 7})
+	wide := c("q (2,2,5,8) k (2,2,7,8) v (2,2,7,4)", sh(2, 2, 5, 8), sh(2, 2, 7, 8), sh(2, 2, 7, 4), AttentionAttrs{})
+	odd := c("q (2,4,3) k (2,6,3) v (2,6,5)", sh(2, 4, 3), sh(2, 6, 3), sh(2, 6, 5), AttentionAttrs{})
+	rect := c("q (5,4) k (3,4) v (3,8) causal", sh(5, 4), sh(3, 4), sh(3, 8), AttentionAttrs{Causal: true})
+	drop := self(sh(2, 6, 8), AttentionAttrs{Dropout: 0.3, Seed: 7})
 	drop.Name += " dropout=0.3"
-	scaled := self(sh(3, 5, 4), Attrs{Scale: 0.5})
+	scaled := self(sh(3, 5, 4), AttentionAttrs{Scale: 0.5})
 	scaled.Name += " scale=0.5"
-	big := c("q (2,3,37,16) k (2,3,45,16) v (2,3,45,8) causal", sh(2, 3, 37, 16), sh(2, 3, 45, 16), sh(2, 3, 45, 8), Attrs{Causal: true})
+	big := c("q (2,3,37,16) k (2,3,45,16) v (2,3,45,8) causal", sh(2, 3, 37, 16), sh(2, 3, 45, 16), sh(2, 3, 45, 8), AttentionAttrs{Causal: true})
 	big.NoFD = true
-	bigMask := withMask(c("q (2,2,21,8) k, v (2,2,30,8) dropout=0.1", sh(2, 2, 21, 8), sh(2, 2, 30, 8), sh(2, 2, 30, 8), Attrs{Dropout: 0.1, Seed: 3}), sh(2, 1, 21, 30), Domain{}, false)
+	bigMask := withMask(c("q (2,2,21,8) k, v (2,2,30,8) dropout=0.1", sh(2, 2, 21, 8), sh(2, 2, 30, 8), sh(2, 2, 30, 8), AttentionAttrs{Dropout: 0.1, Seed: 3}), sh(2, 1, 21, 30), Domain{}, false)
 	bigMask.NoFD = true
-	dead := withMask(self(sh(1, 3, 4), Attrs{}), sh(3, 3), Domain{Values: []float64{0, 0, 0, -inf, -inf, -inf, 0, -inf, 1}}, false)
+	dead := withMask(self(sh(1, 3, 4), AttentionAttrs{}), sh(3, 3), Domain{Values: []float64{0, 0, 0, -inf, -inf, -inf, 0, -inf, 1}}, false)
 	dead.Name, dead.NoFD = "a row with no key: NaN"+dead.Name[len("(1,3,4)"):], true
-	special := self(sh(2, 3, 4), Attrs{})
+	special := self(sh(2, 3, 4), AttentionAttrs{})
 	special.Name, special.NoFD = "special values (2,3,4)", true
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
 	// Causal, ±Inf and NaN where a query may not look: the first query's
 	// row (which only key 0 meets), the last key and value (which only the
 	// last query sees). They add nothing elsewhere, not even 0·∞.
-	unseen := self(sh(1, 5, 4), Attrs{Causal: true})
+	unseen := self(sh(1, 5, 4), AttentionAttrs{Causal: true})
 	unseen.Name, unseen.NoFD = "special values where unseen (1,5,4) causal", true
 	row := func(last bool, sp ...float64) Domain {
 		v := make([]float64, 20)
@@ -453,12 +457,24 @@ func attentionCases() []Case {
 	unseen.Inputs[1].Domain = row(true, inf, -inf, nan, 1)
 	unseen.Inputs[2].Domain = row(true, inf, nan, 1, 2)
 	return []Case{
-		self(sh(2, 3, 4), Attrs{}), wide, causal, odd, rect, drop, scaled,
-		withMask(self(sh(2, 5, 4), Attrs{}), sh(5, 5), Domain{}, false),
-		withMask(c("q (2,2,3,4) k, v (2,2,7,4)", sh(2, 2, 3, 4), sh(2, 2, 7, 4), sh(2, 2, 7, 4), Attrs{}), sh(2, 1, 1, 7), keys, true),
-		withMask(c("q (3,2,2,4) k, v (3,2,5,4) causal", sh(3, 2, 2, 4), sh(3, 2, 5, 4), sh(3, 2, 5, 4), Attrs{Causal: true}), sh(3, 1, 2, 5), Domain{}, false),
-		c("no query (2,0,4)", sh(2, 0, 4), sh(2, 3, 4), sh(2, 3, 4), Attrs{}),
-		c("no key (2,3,4) k (2,0,4)", sh(2, 3, 4), sh(2, 0, 4), sh(2, 0, 4), Attrs{}),
+		self(sh(2, 3, 4), AttentionAttrs{}), wide, causal, odd, rect, drop, scaled,
+		withMask(self(sh(2, 5, 4), AttentionAttrs{}), sh(5, 5), Domain{}, false),
+		withMask(c("q (2,2,3,4) k, v (2,2,7,4)", sh(2, 2, 3, 4), sh(2, 2, 7, 4), sh(2, 2, 7, 4), AttentionAttrs{}), sh(2, 1, 1, 7), keys, true),
+		withMask(c("q (3,2,2,4) k, v (3,2,5,4) causal", sh(3, 2, 2, 4), sh(3, 2, 5, 4), sh(3, 2, 5, 4), AttentionAttrs{Causal: true}), sh(3, 1, 2, 5), Domain{}, false),
+		c("no query (2,0,4)", sh(2, 0, 4), sh(2, 3, 4), sh(2, 3, 4), AttentionAttrs{}),
+		c("no key (2,3,4) k (2,0,4)", sh(2, 3, 4), sh(2, 0, 4), sh(2, 0, 4), AttentionAttrs{}),
 		big, bigMask, dead, special, unseen,
 	}
 }
+
+// AttentionAttrs are scaled_dot_product_attention's, whose optional
+// fourth input is the mask (see Attention).
+type AttentionAttrs struct {
+	Causal   bool
+	Scale    float64
+	Dropout  float64
+	Seed     uint64
+	BoolMask bool
+}
+
+func (AttentionAttrs) isAttrs() {}

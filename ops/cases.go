@@ -172,15 +172,15 @@ func reduceCases(empty, large bool) []Case {
 		if r.keepdims {
 			name += " keepdims"
 		}
-		cs = append(cs, Case{Name: name, Inputs: []Input{{Shape: r.shape}}, Attrs: Attrs{Axes: r.axes, Keepdims: r.keepdims}})
+		cs = append(cs, Case{Name: name, Inputs: []Input{{Shape: r.shape}}, Attrs: ReduceAttrs{Axes: r.axes, Keepdims: r.keepdims}})
 	}
 	cs = append(cs,
-		Case{Name: "ties (integers) axes=[1]", Inputs: []Input{{Shape: sh(3, 4, 5), Domain: Domain{Lo: -2, Hi: 2, Integers: true}}}, Attrs: Attrs{Axes: []int{1}}, NoFD: true},
+		Case{Name: "ties (integers) axes=[1]", Inputs: []Input{{Shape: sh(3, 4, 5), Domain: Domain{Lo: -2, Hi: 2, Integers: true}}}, Attrs: ReduceAttrs{Axes: []int{1}}, NoFD: true},
 		Case{Name: "special values axes=[1]", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Values: []float64{
 			1, nan, 3, -inf, 2,
 			inf, 1, -1, 0, 5,
 			-inf, -inf, 7, 1e30, -1e30,
-			0, negZero, nan, nan, inf}}}}, Attrs: Attrs{Axes: []int{1}}, NoFD: true},
+			0, negZero, nan, nan, inf}}}}, Attrs: ReduceAttrs{Axes: []int{1}}, NoFD: true},
 	)
 	if large {
 		cs = append(cs, Case{Name: ShapeName(sh(LargeLen)), Inputs: []Input{{Shape: sh(LargeLen)}}, NoFD: true})
@@ -190,27 +190,27 @@ func reduceCases(empty, large bool) []Case {
 
 func reduceOp(name, doc string, f func(x *T, axes []int, keepdims bool) *T, df func(x, g *T, axes []int, keepdims bool) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "reduce", Doc: doc,
-		Forward:  func(in []*T, a Attrs) *T { return f(in[0], a.Axes, a.Keepdims) },
+		Forward:  fwd(func(in []*T, a ReduceAttrs) *T { return f(in[0], a.Axes, a.Keepdims) }),
 		Backward: reduceBwd(df),
 		Cases:    cases,
 	}
 }
 
 func reduceBwd(df func(x, g *T, axes []int, keepdims bool) *T) func([]*T, *T, Attrs) []*T {
-	return func(in []*T, g *T, a Attrs) []*T { return []*T{df(in[0], g, a.Axes, a.Keepdims)} }
+	return bwd(func(in []*T, g *T, a ReduceAttrs) []*T { return []*T{df(in[0], g, a.Axes, a.Keepdims)} })
 }
 
 // argCases are the cases of argmax and argmin.
 func argCases(large bool) []Case {
 	all := func(s []int, dom Domain) Case {
-		return Case{Name: ShapeName(s) + " flattened", Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: Attrs{All: true}}
+		return Case{Name: ShapeName(s) + " flattened", Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: ArgAttrs{All: true}}
 	}
 	axis := func(s []int, ax int, keep bool, dom Domain) Case {
 		name := fmt.Sprintf("%s axis=%d", ShapeName(s), ax)
 		if keep {
 			name += " keepdims"
 		}
-		return Case{Name: name, Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: Attrs{Axis: ax, Keepdims: keep}}
+		return Case{Name: name, Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: ArgAttrs{Axis: ax, Keepdims: keep}}
 	}
 	ints := Domain{Lo: -2, Hi: 2, Integers: true}
 	cs := []Case{
@@ -235,12 +235,12 @@ func named(name string, c Case) Case {
 
 func argOp(name, doc string, flat func(x *T) *T, along func(x *T, axis int, keepdims bool) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "reduce", Doc: doc,
-		Forward: func(in []*T, a Attrs) *T {
+		Forward: fwd(func(in []*T, a ArgAttrs) *T {
 			if a.All {
 				return flat(in[0])
 			}
 			return along(in[0], a.Axis, a.Keepdims)
-		},
+		}),
 		Cases: cases,
 	}
 }
@@ -269,7 +269,7 @@ var (
 // softmaxCases are the cases of softmax and log_softmax.
 func softmaxCases() []Case {
 	c := func(s []int, axis int, dom Domain, noFD bool) Case {
-		return Case{Name: fmt.Sprintf("%s axis=%d", ShapeName(s), axis), Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: Attrs{Axis: axis}, NoFD: noFD}
+		return Case{Name: fmt.Sprintf("%s axis=%d", ShapeName(s), axis), Inputs: []Input{{Shape: s, Domain: dom}}, Attrs: AxisAttrs{Axis: axis}, NoFD: noFD}
 	}
 	big := Domain{Lo: -100, Hi: 100}
 	cs := []Case{
@@ -281,14 +281,14 @@ func softmaxCases() []Case {
 			1, nan, 2, 3,
 			inf, 1, 2, 3,
 			-inf, 1, 2, 3,
-			1e30, -1e30, 100, -100}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+			1e30, -1e30, 100, -100}}}}, Attrs: AxisAttrs{Axis: 1}, NoFD: true},
 		// A +∞, or only −∞, makes x − max NaN, and the row NaN (PyTorch's
 		// answer), in every kernel: rows of 2 and 4, and rows down an axis.
-		{Name: "∞ rows axis=1", Inputs: []Input{{Shape: sh(3, 2), Domain: Domain{Values: []float64{inf, 1, 2, inf, -inf, -inf}}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
-		{Name: "∞ rows axis=0", Inputs: []Input{{Shape: sh(4, 3), Domain: Domain{Values: []float64{inf, 1, -inf, 2, 2, -inf, 3, inf, -inf, 4, 0, -inf}}}}, Attrs: Attrs{Axis: 0}, NoFD: true},
+		{Name: "∞ rows axis=1", Inputs: []Input{{Shape: sh(3, 2), Domain: Domain{Values: []float64{inf, 1, 2, inf, -inf, -inf}}}}, Attrs: AxisAttrs{Axis: 1}, NoFD: true},
+		{Name: "∞ rows axis=0", Inputs: []Input{{Shape: sh(4, 3), Domain: Domain{Values: []float64{inf, 1, -inf, 2, 2, -inf, 3, inf, -inf, 4, 0, -inf}}}}, Attrs: AxisAttrs{Axis: 0}, NoFD: true},
 		c(sh(LargeLen, 1), 1, Domain{}, true),
-		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
-		{Name: "special values in rows of 1000", Inputs: []Input{{Shape: sh(4, 1000), Domain: Domain{Values: rows1000}}}, Attrs: Attrs{Axis: 1}, NoFD: true},
+		{Name: "special values in rows of 32", Inputs: []Input{{Shape: sh(4, 32), Domain: Domain{Values: rows32}}}, Attrs: AxisAttrs{Axis: 1}, NoFD: true},
+		{Name: "special values in rows of 1000", Inputs: []Input{{Shape: sh(4, 1000), Domain: Domain{Values: rows1000}}}, Attrs: AxisAttrs{Axis: 1}, NoFD: true},
 		// The one-pass kernel's longest rows on CPU adapters (64 vec4s an
 		// invocation, the last partly past the row), and rows that take
 		// two passes on every adapter: folding 16 values a step and
@@ -301,8 +301,8 @@ func softmaxCases() []Case {
 
 func softmaxOp(name, doc string, f func(x *T, axis int) *T, df func(x, g *T, axis int) *T) *Op {
 	return &Op{Name: name, Family: "softmax", Doc: doc,
-		Forward:  func(in []*T, a Attrs) *T { return f(in[0], a.Axis) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{df(in[0], g, a.Axis)} },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return f(in[0], a.Axis) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return []*T{df(in[0], g, a.Axis)} }),
 		Cases:    softmaxCases(),
 	}
 }
@@ -314,20 +314,20 @@ func lossCases(dp, dt Domain, special []float64) []Case {
 	var cs []Case
 	for _, s := range [][]int{sh(7), sh(4, 5), sh(), sh(0)} {
 		for _, r := range []Reduction{MeanReduction, SumReduction, NoReduction} {
-			cs = append(cs, Case{Name: ShapeName(s) + " " + r.String(), Inputs: []Input{{Shape: s, Domain: dp}, {Shape: s, Domain: dt}}, Attrs: Attrs{Reduction: r}})
+			cs = append(cs, Case{Name: ShapeName(s) + " " + r.String(), Inputs: []Input{{Shape: s, Domain: dp}, {Shape: s, Domain: dt}}, Attrs: LossAttrs{Reduction: r}})
 		}
 	}
 	n := len(special)
-	return append(cs, Case{Name: "special values none", Inputs: []Input{{Shape: sh(n), Domain: Domain{Values: special}}, {Shape: sh(n), Domain: dt}}, Attrs: Attrs{Reduction: NoReduction}, NoFD: true})
+	return append(cs, Case{Name: "special values none", Inputs: []Input{{Shape: sh(n), Domain: Domain{Values: special}}, {Shape: sh(n), Domain: dt}}, Attrs: LossAttrs{Reduction: NoReduction}, NoFD: true})
 }
 
 func lossOp(name, doc string, f func(p, t *T, r Reduction) *T, df func(p, t, g *T, r Reduction) (*T, *T), cases []Case) *Op {
 	return &Op{Name: name, Family: "binary", Doc: doc,
-		Forward: func(in []*T, a Attrs) *T { return f(in[0], in[1], a.Reduction) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a LossAttrs) *T { return f(in[0], in[1], a.Reduction) }),
+		Backward: bwd(func(in []*T, g *T, a LossAttrs) []*T {
 			gp, gt := df(in[0], in[1], g, a.Reduction)
 			return []*T{gp, gt}
-		},
+		}),
 		Cases: cases,
 	}
 }
@@ -346,7 +346,7 @@ func classCases(dx Domain, probs bool) []Case {
 			cs = append(cs, Case{
 				Name:   fmt.Sprintf("(%d,%d) %v", n, c, r),
 				Inputs: []Input{{Shape: sh(n, c), Domain: dx}, target},
-				Attrs:  Attrs{Reduction: r},
+				Attrs:  CrossEntropyAttrs{Reduction: r},
 				FDATol: 1e-8 * float64(c), // rows of c terms: their log-sum-exp rounds
 			})
 		}
@@ -355,7 +355,7 @@ func classCases(dx Domain, probs bool) []Case {
 		cs = append(cs, Case{Name: "special values none", Inputs: []Input{
 			{Shape: sh(4, 3), Domain: Domain{Values: []float64{nan, -1, -2, -inf, 0, -1e30, negZero, -1e-30, -3, 1e30, -inf, nan}}},
 			{Shape: sh(4), Int: true, Domain: Domain{Values: []float64{0, 1, 2, 1}}}},
-			Attrs: Attrs{Reduction: NoReduction}, NoFD: true})
+			Attrs: CrossEntropyAttrs{Reduction: NoReduction}, NoFD: true})
 	}
 	return cs
 }

@@ -42,29 +42,29 @@ var (
 		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false))
 	ModOp = binaryOp("mod", "a − b·⌊a/b⌋, the sign of b; gradients g and −g·⌊a/b⌋.", Mod, ModBackward,
 		binaryCases(Domain{Lo: -3, Hi: 3}, divisor, finiteSpecials, false))
-	NegOp = unaryOp("neg", "−x.", Neg, NegBackward, unaryCases(anyReal, specials, Attrs{}, false))
-	ExpOp = unaryOp("exp", "eˣ.", Exp, ExpBackward, unaryCases(moderate, specials, Attrs{}, true))
+	NegOp = unaryOp("neg", "−x.", Neg, NegBackward, unaryCases(anyReal, specials, nil, false))
+	ExpOp = unaryOp("exp", "eˣ.", Exp, ExpBackward, unaryCases(moderate, specials, nil, true))
 	LogOp = unaryOp("log", "ln x: −Inf at 0, NaN below; gradient g/x.", Log, LogBackward,
-		unaryCases(positive, specials, Attrs{}, false))
-	Log2Op  = unaryOp("log2", "log₂ x; gradient g/(x·ln 2).", Log2, Log2Backward, unaryCases(positive, specials, Attrs{}, false))
-	Log10Op = unaryOp("log10", "log₁₀ x; gradient g/(x·ln 10).", Log10, Log10Backward, unaryCases(positive, specials, Attrs{}, false))
-	SqrtOp  = unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x).", Sqrt, SqrtBackward, unaryCases(positive, specials, Attrs{}, false))
+		unaryCases(positive, specials, nil, false))
+	Log2Op  = unaryOp("log2", "log₂ x; gradient g/(x·ln 2).", Log2, Log2Backward, unaryCases(positive, specials, nil, false))
+	Log10Op = unaryOp("log10", "log₁₀ x; gradient g/(x·ln 10).", Log10, Log10Backward, unaryCases(positive, specials, nil, false))
+	SqrtOp  = unaryOp("sqrt", "√x, NaN below 0; gradient g/(2√x).", Sqrt, SqrtBackward, unaryCases(positive, specials, nil, false))
 	AbsOp   = unaryOp("abs", "|x|; gradient g·sign(x), 0 at 0.", Abs, AbsBackward,
-		unaryCases(offZero, specials, Attrs{}, false, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
-	SignOp = unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, Attrs{}, false))
-	SinOp  = unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, nearZero(), wide()))
-	CosOp  = unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, Attrs{}, false, wide()))
+		unaryCases(offZero, specials, nil, false, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
+	SignOp = unaryOp("sign", "−1, 0 or 1; NaN at NaN, as NumPy (PyTorch gives 0): every elementwise op maps NaN to NaN, one rule of the unary kernels and their twins; zero gradient.", Sign, SignBackward, unaryCases(offZero, specials, nil, false))
+	SinOp  = unaryOp("sin", "sin x (NaN at ±Inf).", Sin, SinBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, nil, false, nearZero(), wide()))
+	CosOp  = unaryOp("cos", "cos x (NaN at ±Inf).", Cos, CosBackward, unaryCases(Domain{Lo: -4, Hi: 4}, finiteSpecials, nil, false, wide()))
 	ClipOp = &Op{Name: "clip", Family: "unary", Kernel: "clip", Doc: "x clamped to [lo, hi]; gradient passes where lo ≤ x ≤ hi, bounds inclusive; lo > hi panics.",
-		Forward:  func(in []*T, a Attrs) *T { return Clip(in[0], a.Lo, a.Hi) },
+		Forward:  fwd(func(in []*T, a ClipAttrs) *T { return Clip(in[0], a.Lo, a.Hi) }),
 		Backward: clipBwd,
-		Cases: unaryCases(Domain{Lo: -1, Hi: 1, Kinks: []float64{-0.5, 0.5}, Gap: 0.01}, specials, Attrs{Lo: -0.5, Hi: 0.5}, false,
-			Case{Name: "at the bounds", Inputs: []Input{{Shape: sh(5), Domain: Domain{Values: []float64{-0.5, 0.5, 0, -1, 1}}}}, Attrs: Attrs{Lo: -0.5, Hi: 0.5}, NoFD: true},
-			Case{Name: "lo = hi", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: Attrs{Lo: 0.25, Hi: 0.25}, NoFD: true})}
-	CeilOp  = unaryOp("ceil", "⌈x⌉; zero gradient.", Ceil, CeilBackward, unaryCases(integral, specials, Attrs{}, false))
-	FloorOp = unaryOp("floor", "⌊x⌋; zero gradient.", Floor, FloorBackward, unaryCases(integral, specials, Attrs{}, false))
+		Cases: unaryCases(Domain{Lo: -1, Hi: 1, Kinks: []float64{-0.5, 0.5}, Gap: 0.01}, specials, ClipAttrs{Lo: -0.5, Hi: 0.5}, false,
+			Case{Name: "at the bounds", Inputs: []Input{{Shape: sh(5), Domain: Domain{Values: []float64{-0.5, 0.5, 0, -1, 1}}}}, Attrs: ClipAttrs{Lo: -0.5, Hi: 0.5}, NoFD: true},
+			Case{Name: "lo = hi", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: ClipAttrs{Lo: 0.25, Hi: 0.25}, NoFD: true})}
+	CeilOp  = unaryOp("ceil", "⌈x⌉; zero gradient.", Ceil, CeilBackward, unaryCases(integral, specials, nil, false))
+	FloorOp = unaryOp("floor", "⌊x⌋; zero gradient.", Floor, FloorBackward, unaryCases(integral, specials, nil, false))
 	RoundOp = unaryOp("round", "nearest integer, halves to even; zero gradient.", Round, RoundBackward,
-		unaryCases(halves, specials, Attrs{}, false, values("halves", []float64{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5}, true)))
-	TruncOp = unaryOp("trunc", "toward zero; zero gradient.", Trunc, TruncBackward, unaryCases(integral, specials, Attrs{}, false))
+		unaryCases(halves, specials, nil, false, values("halves", []float64{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5}, true)))
+	TruncOp = unaryOp("trunc", "toward zero; zero gradient.", Trunc, TruncBackward, unaryCases(integral, specials, nil, false))
 )
 
 // elementwise are the arithmetic and elementwise math.
@@ -100,8 +100,8 @@ var elementwise = []*Op{
 // and the rules reach it.
 var (
 	PowScalarOp = &Op{Name: "pow_scalar", Family: "unary", Kernel: "pow_scalar", Doc: "xᵉ for a scalar real exponent e, as pow; x⁰ = 1 with gradient 0, NaN included.",
-		Forward:  func(in []*T, a Attrs) *T { return PowScalar(in[0], a.Alpha) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PowScalarBackward(in[0], g, a.Alpha)} },
+		Forward:  fwd(func(in []*T, a PowScalarAttrs) *T { return PowScalar(in[0], a.Exponent) }),
+		Backward: bwd(func(in []*T, g *T, a PowScalarAttrs) []*T { return []*T{PowScalarBackward(in[0], g, a.Exponent)} }),
 		Cases:    powScalarCases()}
 	SoftmaxOp    = softmaxOp("softmax", "along any axis, stable (max subtracted); gradient y·(g − Σg·y), O(n) per row.", Softmax, SoftmaxBackward)
 	LogSoftmaxOp = softmaxOp("log_softmax", "x − logsumexp(x) along any axis; gradient g − softmax·Σg.", LogSoftmax, LogSoftmaxBackward)
@@ -118,28 +118,30 @@ var (
 	BCEWithLogitsOp = lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", BCEWithLogitsLoss, BCEWithLogitsLossBackward,
 		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf}))
 	CrossEntropyOp = &Op{Name: "cross_entropy", Family: "softmax, gather", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
-		Forward: func(in []*T, a Attrs) *T {
+		Forward: fwd(func(in []*T, a CrossEntropyAttrs) *T {
 			return CrossEntropyLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
-		},
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		}),
+		Backward: bwd(func(in []*T, g *T, a CrossEntropyAttrs) []*T {
 			gx, gt := CrossEntropyLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a))
 			return []*T{gx, gt, nil}[:len(in)]
-		},
+		}),
 		Cases: slices.Concat(crossEntropyCases(), smoothingCases(), weightedCases(true))}
 	NLLOp = &Op{Name: "nll", Family: "gather", Doc: "−logp[i, y_i] with int32 class indices; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
-		Forward: func(in []*T, a Attrs) *T { return NLLLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a)) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a CrossEntropyAttrs) *T {
+			return NLLLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
+		}),
+		Backward: bwd(func(in []*T, g *T, a CrossEntropyAttrs) []*T {
 			return []*T{NLLLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a)), nil, nil}[:len(in)]
-		},
+		}),
 		Cases: append(classCases(Domain{Lo: -5, Hi: 0}, false), weightedCases(false)...)}
 	MatmulOp = &Op{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
 		Forward: fwd2(MatMul),
 		Backward: func(in []*T, g *T, a Attrs) []*T {
 			gs := make([]*T, 2)
-			if a.needs(0) {
+			if backprop(a).needs(0) {
 				gs[0] = MatMulBackwardA(in[0], in[1], g)
 			}
-			if a.needs(1) {
+			if backprop(a).needs(1) {
 				gs[1] = MatMulBackwardB(in[0], in[1], g)
 			}
 			return gs
@@ -150,62 +152,62 @@ var (
 	OuterOp = &Op{Name: "outer", Family: "matmul", Doc: "aᵢbⱼ of an m- and an n-vector, m×n.", Forward: fwd2(Outer), Backward: bwd2(OuterBackward),
 		Cases: vectorCases(func(n int) []int { return sh(n + 2) })}
 	TransposeOp = &Op{Name: "transpose", Family: "strided", Doc: "axes reversed (NumPy's x.T); a copy.", Forward: fwd1(Transpose), Backward: bwd1(TransposeBackward),
-		Cases: shapeCases(func(s []int) Attrs { return Attrs{} }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))}
+		Cases: shapeCases(func(s []int) Attrs { return nil }, sh(1, 1), sh(7, 3), sh(257, 7), sh(2, 3, 4), sh(5), sh(), sh(0, 3))}
 	PermuteOp = &Op{Name: "permute", Family: "strided", Doc: "axis k of the result is axis perm[k] of x; a copy.",
-		Forward:  func(in []*T, a Attrs) *T { return Permute(in[0], a.Perm) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PermuteBackward(in[0], g, a.Perm)} },
+		Forward:  fwd(func(in []*T, a PermuteAttrs) *T { return Permute(in[0], a.Perm) }),
+		Backward: bwd(func(in []*T, g *T, a PermuteAttrs) []*T { return []*T{PermuteBackward(in[0], g, a.Perm)} }),
 		Cases:    permuteCases()}
 	SliceOp = &Op{Name: "slice", Family: "strided", Doc: "x[start:stop:step] along an axis, Python's bounds (negative from the end, clamped), step ≥ 1; gradient scattered into zeros.",
-		Forward: func(in []*T, a Attrs) *T { return Slice(in[0], a.Axis, a.Start, a.Stop, a.Step) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a SliceAttrs) *T { return Slice(in[0], a.Axis, a.Start, a.Stop, a.Step) }),
+		Backward: bwd(func(in []*T, g *T, a SliceAttrs) []*T {
 			return []*T{SliceBackward(in[0], g, a.Axis, a.Start, a.Stop, a.Step)}
-		},
+		}),
 		Cases: sliceCases()}
 	PadOp = &Op{Name: "pad", Family: "strided", Doc: "constant padding, {before, after} per axis, not negative; gradient the part over x.",
-		Forward:  func(in []*T, a Attrs) *T { return Pad(in[0], a.Pads, a.Value) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{PadBackward(in[0], g, a.Pads)} },
+		Forward:  fwd(func(in []*T, a PadAttrs) *T { return Pad(in[0], a.Pads, a.Value) }),
+		Backward: bwd(func(in []*T, g *T, a PadAttrs) []*T { return []*T{PadBackward(in[0], g, a.Pads)} }),
 		Cases:    padCases()}
 	ConcatOp = &Op{Name: "concat", Family: "strided", Doc: "tensors joined along an existing axis; gradient split back.",
-		Forward:  func(in []*T, a Attrs) *T { return Concat(in, a.Axis) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return ConcatBackward(in, g, a.Axis) },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return Concat(in, a.Axis) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return ConcatBackward(in, g, a.Axis) }),
 		Cases:    joinCases(false)}
 	StackOp = &Op{Name: "stack", Family: "strided", Doc: "tensors of one shape joined along a new axis; gradient split back.",
-		Forward:  func(in []*T, a Attrs) *T { return Stack(in, a.Axis) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return StackBackward(in, g, a.Axis) },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return Stack(in, a.Axis) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return StackBackward(in, g, a.Axis) }),
 		Cases:    joinCases(true)}
 	ReshapeOp = &Op{Name: "reshape", Family: "view", Doc: "a view with a new shape of as many elements (one −1 inferred); no kernel.",
-		Forward:  func(in []*T, a Attrs) *T { return Reshape(in[0], a.Shape...) },
+		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return Reshape(in[0], a.Shape...) }),
 		Backward: bwd1(ReshapeBackward),
-		Cases:    shapeCases(func(s []int) Attrs { return Attrs{Shape: []int{-1}} }, sh(3, 4, 5), sh(), sh(0, 3), sh(7))}
+		Cases:    shapeCases(func(s []int) Attrs { return ShapeAttrs{Shape: []int{-1}} }, sh(3, 4, 5), sh(), sh(0, 3), sh(7))}
 	SqueezeOp = &Op{Name: "squeeze", Family: "view", Doc: "a view without the given axes of size 1 (without axes: every one); no kernel.",
-		Forward:  func(in []*T, a Attrs) *T { return Squeeze(in[0], a.Axes...) },
+		Forward:  fwd(func(in []*T, a AxesAttrs) *T { return Squeeze(in[0], a.Axes...) }),
 		Backward: bwd1(ReshapeBackward),
-		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{} }, sh(3, 1, 5, 1), sh(1), sh(1, 0)),
-			Case{Name: "axis -1 of (3,1,5,1)", Inputs: []Input{{Shape: sh(3, 1, 5, 1)}}, Attrs: Attrs{Axes: []int{-1}}})}
+		Cases: append(shapeCases(func(s []int) Attrs { return nil }, sh(3, 1, 5, 1), sh(1), sh(1, 0)),
+			Case{Name: "axis -1 of (3,1,5,1)", Inputs: []Input{{Shape: sh(3, 1, 5, 1)}}, Attrs: AxesAttrs{Axes: []int{-1}}})}
 	UnsqueezeOp = &Op{Name: "unsqueeze", Family: "view", Doc: "a view with a new axis of size 1 at an axis in [−rank−1, rank]; no kernel.",
-		Forward:  func(in []*T, a Attrs) *T { return Unsqueeze(in[0], a.Axis) },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return Unsqueeze(in[0], a.Axis) }),
 		Backward: bwd1(ReshapeBackward),
-		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Axis: -1} }, sh(3, 5), sh(), sh(0)),
-			Case{Name: "axis 1 of (3,5)", Inputs: []Input{{Shape: sh(3, 5)}}, Attrs: Attrs{Axis: 1}})}
+		Cases: append(shapeCases(func(s []int) Attrs { return AxisAttrs{Axis: -1} }, sh(3, 5), sh(), sh(0)),
+			Case{Name: "axis 1 of (3,5)", Inputs: []Input{{Shape: sh(3, 5)}}, Attrs: AxisAttrs{Axis: 1}})}
 	FlattenOp = &Op{Name: "flatten", Family: "view", Doc: "a view with axes start…end (inclusive) merged; no kernel.",
-		Forward:  func(in []*T, a Attrs) *T { return Flatten(in[0], a.Start, a.Stop) },
+		Forward:  fwd(func(in []*T, a FlattenAttrs) *T { return Flatten(in[0], a.Start, a.End) }),
 		Backward: bwd1(ReshapeBackward),
-		Cases: append(shapeCases(func(s []int) Attrs { return Attrs{Start: 0, Stop: -1} }, sh(2, 3, 4), sh(), sh(2, 0, 3)),
-			Case{Name: "axes 1…2 of (2,3,4,5)", Inputs: []Input{{Shape: sh(2, 3, 4, 5)}}, Attrs: Attrs{Start: 1, Stop: 2}})}
+		Cases: append(shapeCases(func(s []int) Attrs { return FlattenAttrs{Start: 0, End: -1} }, sh(2, 3, 4), sh(), sh(2, 0, 3)),
+			Case{Name: "axes 1…2 of (2,3,4,5)", Inputs: []Input{{Shape: sh(2, 3, 4, 5)}}, Attrs: FlattenAttrs{Start: 1, End: 2}})}
 	BroadcastToOp = &Op{Name: "broadcast_to", Family: "binary", Doc: "NumPy broadcasting to a shape; gradient summed back.",
-		Forward:  func(in []*T, a Attrs) *T { return BroadcastTo(in[0], a.Shape) },
+		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return BroadcastTo(in[0], a.Shape) }),
 		Backward: bwd1(BroadcastToBackward), Cases: broadcastCases(false)}
 	SumToOp = &Op{Name: "sum_to", Family: "reduce", Doc: "sum over broadcast axes to a shape, the adjoint of broadcast_to.",
-		Forward:  func(in []*T, a Attrs) *T { return SumTo(in[0], a.Shape) },
+		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return SumTo(in[0], a.Shape) }),
 		Backward: bwd1(SumToBackward), Cases: broadcastCases(true)}
 	CastOp = &Op{Name: "cast", Family: "cast", Doc: "to float16 (round to nearest even, ±Inf past 65504, subnormals and NaN kept, bit for bit on every device) or from it (exact); gradient cast back (straight through).",
-		Forward:  func(in []*T, a Attrs) *T { return Cast(in[0], a.DType) },
+		Forward:  fwd(func(in []*T, a CastAttrs) *T { return Cast(in[0], a.DType) }),
 		Backward: bwd1(CastBackward),
 		Cases:    castCases()}
 	LinearOp = &Op{Name: "linear", Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
 		Forward: func(in []*T, _ Attrs) *T { return Linear(in[0], in[1], bias(in)) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gw, gb := linearBackward(in[0], in[1], bias(in), g, a.needs(0))
+			gx, gw, gb := linearBackward(in[0], in[1], bias(in), g, backprop(a).needs(0))
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}
@@ -213,10 +215,13 @@ var (
 		},
 		Cases: linearCases()}
 	Conv2dOp = &Op{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
-		Forward: func(in []*T, a Attrs) *T { return Conv2d(in[0], in[1], bias(in), a.Window) },
-		Save:    func(in []*T, a Attrs) (*T, *Saved) { return conv2dSave(in[0], in[1], bias(in), a.Window) },
+		Forward: fwd(func(in []*T, a Window) *T { return Conv2d(in[0], in[1], bias(in), a) }),
+		Save: func(in []*T, a Attrs) (*T, *Saved) {
+			return conv2dSave(in[0], in[1], bias(in), attrsAs[Window](a))
+		},
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gw, gb := conv2dBackward(in[0], in[1], bias(in), g, a.Window, a.needs(0), a.Saved)
+			bp := backprop(a)
+			gx, gw, gb := conv2dBackward(in[0], in[1], bias(in), g, attrsAs[Window](a), bp.needs(0), bp.Saved)
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}
@@ -228,37 +233,37 @@ var (
 		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
 		Cases:    embeddingCases()}
 	MaxPool2dOp = &Op{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
-		Forward:  func(in []*T, a Attrs) *T { return MaxPool2d(in[0], a.Window) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{MaxPool2dBackward(in[0], g, a.Window)} },
+		Forward:  fwd(func(in []*T, w Window) *T { return MaxPool2d(in[0], w) }),
+		Backward: bwd(func(in []*T, g *T, w Window) []*T { return []*T{MaxPool2dBackward(in[0], g, w)} }),
 		Cases:    poolCases(true)}
 	AvgPool2dOp = &Op{Name: "avg_pool2d", Family: "window", Doc: "window means over KH·KW, padding counted as zeros (count_include_pad).",
-		Forward:  func(in []*T, a Attrs) *T { return AvgPool2d(in[0], a.Window) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AvgPool2dBackward(in[0], g, a.Window)} },
+		Forward:  fwd(func(in []*T, w Window) *T { return AvgPool2d(in[0], w) }),
+		Backward: bwd(func(in []*T, g *T, w Window) []*T { return []*T{AvgPool2dBackward(in[0], g, w)} }),
 		Cases:    poolCases(false)}
 	ClipGradValueOp = &Op{Name: "clip_grad_value", Family: "unary", Kernel: "clip", Doc: "each element clamped to [−limit, limit] in place.",
-		Forward: func(in []*T, a Attrs) *T {
+		Forward: fwd(func(in []*T, a LimitAttrs) *T {
 			cs := clones(in)
-			ClipGradValue(cs, a.Alpha)
+			ClipGradValue(cs, a.Limit)
 			return joined(nil, cs)
-		},
+		}),
 		Cases: clipCases(false)}
 	ClipGradNormOp = &Op{Name: "clip_grad_norm", Family: "reduce", Doc: "scaled in place by min(1, max/(‖all‖₂ + 1e-6)); returns the norm, computed on the device.",
-		Forward: func(in []*T, a Attrs) *T {
+		Forward: fwd(func(in []*T, a LimitAttrs) *T {
 			cs := clones(in)
-			norm := ClipGradNorm(cs, a.Alpha)
+			norm := ClipGradNorm(cs, a.Limit)
 			return joined(norm, cs)
-		},
+		}),
 		Cases: clipCases(true)}
 	SGDMomentumOp = &Op{Name: "sgd_momentum", Family: "update", Doc: "PyTorch's SGD: weight decay, momentum, dampening, Nesterov; the table's forward runs 10 steps on ½‖p − y‖² and returns the trajectory.",
-		Forward: trajectory, Cases: optimCases(device.SGD)}
+		Forward: fwd(trajectory), Cases: optimCases(device.SGD)}
 	AdamOp = &Op{Name: "adam", Family: "update", Doc: "PyTorch's Adam and AdamW (decoupled weight decay), bias-corrected, AMSGrad optional; the table's forward runs 10 steps as sgd_momentum's.",
-		Forward: trajectory, Cases: optimCases(device.Adam)}
+		Forward: fwd(trajectory), Cases: optimCases(device.Adam)}
 	SGDOp = &Op{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
-		Forward: func(in []*T, a Attrs) *T {
+		Forward: fwd(func(in []*T, a SGDAttrs) *T {
 			w := Clone(in[0])
-			SGD(w, in[1], a.Alpha)
+			SGD(w, in[1], a.LR)
 			return w
-		},
+		}),
 		Cases: sgdCases()}
 )
 
@@ -322,3 +327,88 @@ var others = []*Op{
 	// Updates.
 	SGDOp,
 }
+
+// ClipAttrs are clip's bounds, lo ≤ hi.
+type ClipAttrs struct{ Lo, Hi float64 }
+
+func (ClipAttrs) isAttrs() {}
+
+// PowScalarAttrs are pow_scalar's exponent.
+type PowScalarAttrs struct{ Exponent float64 }
+
+func (PowScalarAttrs) isAttrs() {}
+
+// AxesAttrs name axes: squeeze's (nil: every axis of size 1).
+type AxesAttrs struct{ Axes []int }
+
+func (AxesAttrs) isAttrs() {}
+
+// ArgAttrs are argmax's and argmin's axis, keepdim and whether they
+// look over the flattened tensor instead (All).
+type ArgAttrs struct {
+	Axis          int
+	Keepdims, All bool
+}
+
+func (ArgAttrs) isAttrs() {}
+
+// CrossEntropyAttrs are cross_entropy's and nll's: the reduction, the
+// label smoothing ε (cross_entropy: the target mixed with the uniform
+// distribution, (1 − ε)·target + ε/C) and, when Ignore, the class
+// index whose rows contribute nothing (PyTorch's ignore_index).
+type CrossEntropyAttrs struct {
+	Reduction      Reduction
+	LabelSmoothing float64
+	Ignore         bool
+	IgnoreIndex    int
+}
+
+func (CrossEntropyAttrs) isAttrs() {}
+
+// PermuteAttrs are permute's order: axis k of the result is axis
+// Perm[k].
+type PermuteAttrs struct{ Perm []int }
+
+func (PermuteAttrs) isAttrs() {}
+
+// SliceAttrs are slice's Python bounds x[Start:Stop:Step] along Axis.
+type SliceAttrs struct{ Axis, Start, Stop, Step int }
+
+func (SliceAttrs) isAttrs() {}
+
+// FlattenAttrs are the axes flatten merges, Start…End inclusive.
+type FlattenAttrs struct{ Start, End int }
+
+func (FlattenAttrs) isAttrs() {}
+
+// PadAttrs are pad's {before, after} per axis and its constant.
+type PadAttrs struct {
+	Pads  [][2]int
+	Value float64
+}
+
+func (PadAttrs) isAttrs() {}
+
+// CastAttrs are cast's target dtype.
+type CastAttrs struct{ DType device.DType }
+
+func (CastAttrs) isAttrs() {}
+
+// LimitAttrs are clip_grad_value's and clip_grad_norm's limit.
+type LimitAttrs struct{ Limit float64 }
+
+func (LimitAttrs) isAttrs() {}
+
+// SGDAttrs are sgd's learning rate.
+type SGDAttrs struct{ LR float64 }
+
+func (SGDAttrs) isAttrs() {}
+
+// StepAttrs are an optimiser step's: which optimiser and its
+// hyper-parameters (sgd_momentum, adam).
+type StepAttrs struct {
+	Optimizer device.Optimizer
+	Hyper     device.StepParams
+}
+
+func (StepAttrs) isAttrs() {}

@@ -13,15 +13,15 @@ import (
 // (cases.go has the builders they share): their shapes, values and
 // attributes, and the references some compare against.
 func powScalarCases() []Case {
-	cs := unaryCases(Domain{Lo: 0.1, Hi: 3}, specials, Attrs{Alpha: 2.5}, false)
+	cs := unaryCases(Domain{Lo: 0.1, Hi: 3}, specials, PowScalarAttrs{Exponent: 2.5}, false)
 	for _, e := range []float64{3, -2, 0.5, 0, 1} {
 		dom := Domain{Lo: -2, Hi: 2, Kinks: []float64{0}, Gap: 0.1}
 		if e != math.Trunc(e) {
 			dom = Domain{Lo: 0.1, Hi: 2} // a non-integer exponent needs a positive base
 		}
 		cs = append(cs,
-			Case{Name: fmt.Sprintf("(4,5) e=%v", e), Inputs: []Input{{Shape: sh(4, 5), Domain: dom}}, Attrs: Attrs{Alpha: e}},
-			Case{Name: fmt.Sprintf("special values e=%v", e), Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: Attrs{Alpha: e}, NoFD: true})
+			Case{Name: fmt.Sprintf("(4,5) e=%v", e), Inputs: []Input{{Shape: sh(4, 5), Domain: dom}}, Attrs: PowScalarAttrs{Exponent: e}},
+			Case{Name: fmt.Sprintf("special values e=%v", e), Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: PowScalarAttrs{Exponent: e}, NoFD: true})
 	}
 	return cs
 }
@@ -31,9 +31,9 @@ func crossEntropyCases() []Case {
 	for _, r := range []Reduction{MeanReduction, NoReduction} {
 		cs = append(cs,
 			Case{Name: "(7,10) ±100 " + r.String(), Inputs: []Input{{Shape: sh(7, 10), Domain: bigLogits}, {Shape: sh(7), Int: true, Domain: Domain{Classes: 10}}},
-				Attrs: Attrs{Reduction: r}, FDATol: 1e-6},
+				Attrs: CrossEntropyAttrs{Reduction: r}, FDATol: 1e-6},
 			Case{Name: "(0,5) " + r.String(), Inputs: []Input{{Shape: sh(0, 5), Domain: logits}, {Shape: sh(0), Int: true, Domain: Domain{Classes: 5}}},
-				Attrs: Attrs{Reduction: r}})
+				Attrs: CrossEntropyAttrs{Reduction: r}})
 	}
 	for _, c := range classCases(logits, true) {
 		c.Name = "probabilities " + c.Name
@@ -44,7 +44,7 @@ func crossEntropyCases() []Case {
 		Case{Name: "special values none", Inputs: []Input{
 			{Shape: sh(3, 4), Domain: Domain{Values: []float64{1e30, -1e30, 0, 1, nan, 1, 2, 3, 100, -100, 50, 0}}},
 			{Shape: sh(3), Int: true, Domain: Domain{Values: []float64{1, 2, 3}}}},
-			Attrs: Attrs{Reduction: NoReduction}, NoFD: true},
+			Attrs: CrossEntropyAttrs{Reduction: NoReduction}, NoFD: true},
 	)
 }
 
@@ -117,7 +117,7 @@ func broadcastCases(sum bool) []Case {
 		if sum {
 			from, to = to, from
 		}
-		cs = append(cs, Case{Name: ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from}}, Attrs: Attrs{Shape: to}})
+		cs = append(cs, Case{Name: ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from}}, Attrs: ShapeAttrs{Shape: to}})
 	}
 	from, to := sh(3, 1), sh(3, 4)
 	vals := []float64{nan, inf, math.Copysign(0, -1)}
@@ -125,7 +125,7 @@ func broadcastCases(sum bool) []Case {
 		from, to = sh(2, 3), sh(3)
 		vals = []float64{inf, -inf, nan, 1e30, 1e30, 1}
 	}
-	return append(cs, Case{Name: "special values " + ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from, Domain: Domain{Values: vals}}}, Attrs: Attrs{Shape: to}, NoFD: true})
+	return append(cs, Case{Name: "special values " + ShapeName(from) + "->" + ShapeName(to), Inputs: []Input{{Shape: from, Domain: Domain{Values: vals}}}, Attrs: ShapeAttrs{Shape: to}, NoFD: true})
 }
 
 // shapeCases checks a shape op on each shape, with the attributes attrs
@@ -141,21 +141,21 @@ func shapeCases(attrs func(s []int) Attrs, shapes ...[]int) []Case {
 
 func permuteCases() []Case {
 	c := func(s, p []int) Case {
-		return Case{Name: ShapeName(s) + " perm " + ShapeName(p), Inputs: []Input{{Shape: s}}, Attrs: Attrs{Perm: p}}
+		return Case{Name: ShapeName(s) + " perm " + ShapeName(p), Inputs: []Input{{Shape: s}}, Attrs: PermuteAttrs{Perm: p}}
 	}
 	return []Case{
 		c(sh(2, 3, 4), sh(2, 0, 1)), c(sh(2, 3, 4), sh(0, 2, 1)), c(sh(2, 3, 4, 5), sh(3, 1, 0, 2)), c(sh(2, 3, 4, 5), sh(-1, -2, 0, 1)),
 		c(sh(7), sh(0)), c(sh(), sh()), c(sh(3, 0, 2), sh(1, 2, 0)), c(sh(1, 5, 1), sh(2, 0, 1)),
 		c(sh(2, 1, 3, 1, 2, 1, 2, 3), sh(7, 6, 5, 4, 3, 2, 1, 0)),
-		{Name: "(4099,4097) perm (1,0)", Inputs: []Input{{Shape: sh(4099, 4097)}}, Attrs: Attrs{Perm: sh(1, 0)}, NoFD: true},
-		{Name: "special values (3,5,2) perm (2,0,1)", Inputs: []Input{{Shape: sh(3, 5, 2), Domain: Domain{Values: specials}}}, Attrs: Attrs{Perm: sh(2, 0, 1)}, NoFD: true},
+		{Name: "(4099,4097) perm (1,0)", Inputs: []Input{{Shape: sh(4099, 4097)}}, Attrs: PermuteAttrs{Perm: sh(1, 0)}, NoFD: true},
+		{Name: "special values (3,5,2) perm (2,0,1)", Inputs: []Input{{Shape: sh(3, 5, 2), Domain: Domain{Values: specials}}}, Attrs: PermuteAttrs{Perm: sh(2, 0, 1)}, NoFD: true},
 	}
 }
 
 func sliceCases() []Case {
 	c := func(s []int, axis, start, stop, step int) Case {
 		return Case{Name: fmt.Sprintf("%s axis %d [%d:%d:%d]", ShapeName(s), axis, start, stop, step), Inputs: []Input{{Shape: s}},
-			Attrs: Attrs{Axis: axis, Start: start, Stop: stop, Step: step}}
+			Attrs: SliceAttrs{Axis: axis, Start: start, Stop: stop, Step: step}}
 	}
 	cs := []Case{
 		c(sh(10), 0, 2, 8, 1), c(sh(10), 0, 1, 10, 3), c(sh(10), 0, -4, 100, 2), c(sh(3, 8, 5), 1, 1, 7, 2),
@@ -172,7 +172,7 @@ func sliceCases() []Case {
 
 func padCases() []Case {
 	c := func(s []int, pads [][2]int, v float64) Case {
-		return Case{Name: fmt.Sprintf("%s pads %v value %v", ShapeName(s), pads, v), Inputs: []Input{{Shape: s}}, Attrs: Attrs{Pads: pads, Value: v}}
+		return Case{Name: fmt.Sprintf("%s pads %v value %v", ShapeName(s), pads, v), Inputs: []Input{{Shape: s}}, Attrs: PadAttrs{Pads: pads, Value: v}}
 	}
 	sp := c(sh(3, 5), [][2]int{{1, 0}, {2, 2}}, math.Inf(-1))
 	sp.Name, sp.Inputs[0].Domain, sp.NoFD = "special values "+sp.Name, Domain{Values: specials}, true
@@ -191,7 +191,7 @@ func joinCases(stack bool) []Case {
 		for i, s := range shapes {
 			names[i], in[i] = ShapeName(s), Input{Shape: s}
 		}
-		return Case{Name: strings.Join(names, "+") + fmt.Sprintf(" axis %d", axis), Inputs: in, Attrs: Attrs{Axis: axis}}
+		return Case{Name: strings.Join(names, "+") + fmt.Sprintf(" axis %d", axis), Inputs: in, Attrs: AxisAttrs{Axis: axis}}
 	}
 	var cs []Case
 	if stack {
@@ -258,7 +258,7 @@ func convCases() []Case {
 		} else {
 			name += " no bias"
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Window: win}}
+		return Case{Name: name, Inputs: in, Attrs: win}
 	}
 	s1 := Window{Stride: pair(1, 1)}
 	large := c(sh(64, 1, 28, 28), sh(32, 1, 3, 3), true, s1)
@@ -318,7 +318,7 @@ func poolCases(isMax bool) []Case {
 		if win.Dilation != [2]int{} {
 			name += fmt.Sprintf(" d%v", win.Dilation)
 		}
-		return Case{Name: name, Inputs: []Input{{Shape: x}}, Attrs: Attrs{Window: win}}
+		return Case{Name: name, Inputs: []Input{{Shape: x}}, Attrs: win}
 	}
 	cs := []Case{
 		c(sh(2, 3, 6, 6), Window{Kernel: pair(2, 2), Stride: pair(2, 2)}),
@@ -387,7 +387,7 @@ func clipCases(norm bool) []Case {
 		for i, s := range shapes {
 			in[i], names[i] = Input{Shape: s, Domain: Domain{Lo: -3, Hi: 3}}, ShapeName(s)
 		}
-		return Case{Name: strings.Join(names, ",") + fmt.Sprintf(" limit %v", limit), Inputs: in, Attrs: Attrs{Alpha: limit}, NoFD: true}
+		return Case{Name: strings.Join(names, ",") + fmt.Sprintf(" limit %v", limit), Inputs: in, Attrs: LimitAttrs{Limit: limit}, NoFD: true}
 	}
 	sp := c(1, sh(len(specials)))
 	sp.Name, sp.Inputs[0].Domain = "special values "+sp.Name, Domain{Values: specials}
@@ -400,7 +400,7 @@ func clipCases(norm bool) []Case {
 // ½‖p − in[1]‖² (gradient p − in[1]) and returns p after each, stacked
 // (only the last for parameters of over 2²⁰ elements, whose ten would
 // outgrow a binding).
-func trajectory(in []*T, a Attrs) *T {
+func trajectory(in []*T, a StepAttrs) *T {
 	p := Clone(in[0])
 	defer p.Release()
 	state := make([]*T, StateLen(a.Optimizer, a.Hyper))
@@ -428,7 +428,7 @@ func trajectory(in []*T, a Attrs) *T {
 
 func optimCases(op device.Optimizer) []Case {
 	c := func(name string, s []int, h device.StepParams) Case {
-		return Case{Name: name + " " + ShapeName(s), Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: Attrs{Optimizer: op, Hyper: h}, NoFD: true}
+		return Case{Name: name + " " + ShapeName(s), Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: StepAttrs{Optimizer: op, Hyper: h}, NoFD: true}
 	}
 	sp := func(h device.StepParams) Case {
 		cs := c("special values", sh(len(specials)), h)
@@ -461,20 +461,23 @@ func optimCases(op device.Optimizer) []Case {
 func sgdCases() []Case {
 	var cs []Case
 	for _, s := range [][]int{sh(1), sh(257), sh(3, 4, 5), sh(LargeLen)} {
-		cs = append(cs, Case{Name: ShapeName(s) + " lr=0.1", Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: Attrs{Alpha: 0.1}, NoFD: true})
+		cs = append(cs, Case{Name: ShapeName(s) + " lr=0.1", Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: SGDAttrs{LR: 0.1}, NoFD: true})
 	}
 	return append(cs, Case{Name: "special values lr=0.1", Inputs: []Input{
 		{Shape: sh(5), Domain: Domain{Values: []float64{nan, inf, 1, 0, 1e30}}},
-		{Shape: sh(5), Domain: Domain{Values: []float64{1, 1, inf, nan, -1e30}}}}, Attrs: Attrs{Alpha: 0.1}, NoFD: true})
+		{Shape: sh(5), Domain: Domain{Values: []float64{1, 1, inf, nan, -1e30}}}}, Attrs: SGDAttrs{LR: 0.1}, NoFD: true})
 }
 
-func clipBwd(in []*T, g *T, a Attrs) []*T { return []*T{ClipBackward(in[0], g, a.Lo, a.Hi)} }
+func clipBwd(in []*T, g *T, at Attrs) []*T {
+	a := attrsAs[ClipAttrs](at)
+	return []*T{ClipBackward(in[0], g, a.Lo, a.Hi)}
+}
 
 // castCases cast to float16: ordinary values, and values at its edges
 // (the largest finite, past it, subnormals, ties). Casting is flat almost
 // everywhere, so finite differences do not apply.
 func castCases() []Case {
-	h := Attrs{DType: device.Float16}
+	h := CastAttrs{DType: device.Float16}
 	edges := []float64{65504, 65519, 65520, 70000, -70000, 1e-5, 6e-8, 3e-8, 2.9e-8, 1.0 / 3, 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 0.1}
 	return []Case{
 		{Name: "(257,) to float16", Inputs: []Input{{Shape: sh(257), Domain: moderate}}, Attrs: h, NoFD: true},

@@ -36,7 +36,7 @@ func (o ClassOptions) plain() bool { return o.Weight == nil && !o.Ignore }
 
 // classOptionsOf returns the table's third input and attributes as
 // ClassOptions.
-func classOptionsOf(in []*T, a Attrs) ClassOptions {
+func classOptionsOf(in []*T, a CrossEntropyAttrs) ClassOptions {
 	return ClassOptions{Weight: opt(in, 2), labels: in[1], Ignore: a.Ignore, IgnoreIndex: a.IgnoreIndex, LabelSmoothing: a.LabelSmoothing}
 }
 
@@ -346,7 +346,7 @@ func weightedCases(ce bool) []Case {
 		if weight {
 			in = append(in, Input{Shape: sh(4), Domain: Domain{Lo: 0.2, Hi: 2}, NoGrad: true})
 		}
-		return Case{Name: name + " " + r.String(), Inputs: in, Attrs: Attrs{Reduction: r, Ignore: ignore, IgnoreIndex: -100, LabelSmoothing: eps}}
+		return Case{Name: name + " " + r.String(), Inputs: in, Attrs: CrossEntropyAttrs{Reduction: r, Ignore: ignore, IgnoreIndex: -100, LabelSmoothing: eps}}
 	}
 	var cs []Case
 	for _, r := range []Reduction{MeanReduction, SumReduction, NoReduction} {
@@ -361,7 +361,7 @@ func weightedCases(ce bool) []Case {
 	cs = append(cs, all)
 	if ce {
 		p := Case{Name: "probabilities (4,5) weight smoothing=0.1 mean", Inputs: []Input{{Shape: sh(4, 5), Domain: logits}, {Shape: sh(4, 5), Domain: unit},
-			{Shape: sh(5), Domain: Domain{Lo: 0.2, Hi: 2}, NoGrad: true}}, Attrs: Attrs{LabelSmoothing: 0.1}}
+			{Shape: sh(5), Domain: Domain{Lo: 0.2, Hi: 2}, NoGrad: true}}, Attrs: CrossEntropyAttrs{LabelSmoothing: 0.1}}
 		sp := c("special values weight ignore_index=-100", NoReduction, true, true, 0.1)
 		sp.Inputs[0].Domain = Domain{Values: []float64{1e30, -1e30, 0, 1, math.NaN(), 1, 2, 3, 100, -100, 50, math.Inf(-1)}}
 		sp.NoFD = true

@@ -13,11 +13,11 @@ import (
 // and the rules reach it.
 var (
 	Conv1dOp = &Op{Name: "conv1d", Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
-		Forward: func(in []*T, a Attrs) *T { return Conv1d(in[0], in[1], bias(in), a.Window) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
-			gx, gw, gb := Conv1dBackward(in[0], in[1], bias(in), g, a.Window)
+		Forward: fwd(func(in []*T, a Window) *T { return Conv1d(in[0], in[1], bias(in), a) }),
+		Backward: bwd(func(in []*T, g *T, a Window) []*T {
+			gx, gw, gb := Conv1dBackward(in[0], in[1], bias(in), g, a)
 			return []*T{gx, gw, gb}[:len(in)]
-		},
+		}),
 		Cases: conv1dCases()}
 )
 
@@ -89,7 +89,7 @@ func conv1dCases() []Case {
 		} else {
 			name += " no bias"
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Window: Window{Stride: [2]int{stride}, Padding: [2]int{pad}, Dilation: [2]int{dil}, Groups: groups}}}
+		return Case{Name: name, Inputs: in, Attrs: Window{Stride: [2]int{stride}, Padding: [2]int{pad}, Dilation: [2]int{dil}, Groups: groups}}
 	}
 	special := c(sh(1, 2, 5), sh(3, 2, 2), true, 1, 0, 1, 1)
 	special.Name, special.NoFD = "special values "+special.Name, true
@@ -99,16 +99,17 @@ func conv1dCases() []Case {
 }
 
 // conv1dRule is conv2d's rule over images of height 1.
-var conv1dRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+var conv1dRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
+	a := attrsAs[Window](at)
 	r := rb{b}
 	four := func(v Value) Value {
 		s := v.Shape()
 		return r.reshape(v, []int{s[0], s[1], 1, s[2]})
 	}
-	w := a.Window
+	w := a
 	win2 := Window{Stride: [2]int{1, w.Stride[0]}, Padding: [2]int{0, w.Padding[0]}, Dilation: [2]int{1, max(w.Dilation[0], 1)}, Groups: w.Groups}
 	in4 := append([]Value{four(in[0]), four(in[1])}, in[2:]...)
-	grads := conv2dRule(b, in4, nil, four(g), Attrs{Window: win2})
+	grads := conv2dRule(b, in4, nil, four(g), win2)
 	for i := range 2 {
 		grads[i] = r.reshape(grads[i], in[i].Shape())
 	}

@@ -38,14 +38,14 @@ func TestConv2dDirect(t *testing.T) {
 				t.Cleanup(r.Release)
 			}
 			op, in := ops.Conv2dOp, []*tensor.Tensor{x, w, b}
-			yk, saved := op.Save(in, ops.Attrs{Window: c.win})
+			yk, saved := op.Save(in, c.win)
 			if saved.Len() == 0 {
 				t.Fatal("Save kept no columns")
 			}
 			t.Cleanup(saved.Release)
 			e.keep(yk)
-			gs1 := op.Backward(in, g, ops.Attrs{Window: c.win, Saved: saved})
-			gs2 := op.Backward(in, g, ops.Attrs{Window: c.win, Saved: saved})
+			gs1 := op.Backward(in, g, ops.Backprop{Attrs: c.win, Saved: saved})
+			gs2 := op.Backward(in, g, ops.Backprop{Attrs: c.win, Saved: saved})
 			for _, r := range append(gs1, gs2...) {
 				t.Cleanup(r.Release)
 			}
@@ -115,7 +115,7 @@ func TestConv2dSaveBudget(t *testing.T) {
 	// 29 images of 37 rows (4 channels × 3×3 taps and the ones) of
 	// 128·128 pixels: 17.6 M elements.
 	x, w, b := e.uniform(-1, 1, 1, 29, 4, 130, 130), e.uniform(-1, 1, 2, 2, 4, 3, 3), e.uniform(-1, 1, 3, 2)
-	op, in, a := ops.Conv2dOp, []*tensor.Tensor{x, w, b}, ops.Attrs{Window: ops.Window{Stride: [2]int{1, 1}}}
+	op, in, a := ops.Conv2dOp, []*tensor.Tensor{x, w, b}, ops.Window{Stride: [2]int{1, 1}}
 	y, saved := op.Save(in, a)
 	e.keep(y)
 	if n := saved.Len(); n != 0 {
@@ -123,9 +123,8 @@ func TestConv2dSaveBudget(t *testing.T) {
 		t.Fatalf("Save kept %d tensors of columns past its budget; want none", n)
 	}
 	g := e.uniform(-1, 1, 4, y.Shape()...)
-	a.Saved = saved
-	got := op.Backward(in, g, a)
-	gx, gw, gb := ops.Conv2dBackward(x, w, b, g, a.Window)
+	got := op.Backward(in, g, ops.Backprop{Attrs: a, Saved: saved})
+	gx, gw, gb := ops.Conv2dBackward(x, w, b, g, a)
 	for i, want := range []*tensor.Tensor{gx, gw, gb} {
 		e.keep(got[i])
 		e.keep(want)

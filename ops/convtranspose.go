@@ -19,14 +19,16 @@ import (
 // and the rules reach it.
 var (
 	ConvTranspose2dOp = &Op{Name: "conv_transpose2d", Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
-		Forward: func(in []*T, a Attrs) *T { return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a ConvTransposeAttrs) *T {
+			return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding)
+		}),
+		Backward: bwd(func(in []*T, g *T, a ConvTransposeAttrs) []*T {
 			gx, gw, gb := ConvTranspose2dBackward(in[0], in[1], bias(in), g, a.Window, a.OutputPadding)
 			if len(in) < 3 {
 				return []*T{gx, gw}
 			}
 			return []*T{gx, gw, gb}
-		},
+		}),
 		Cases: convTransposeCases()}
 )
 
@@ -141,7 +143,7 @@ func convTransposeCases() []Case {
 		} else {
 			name += " no bias"
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Window: win, OutputPadding: outPad}}
+		return Case{Name: name, Inputs: in, Attrs: ConvTransposeAttrs{Window: win, OutputPadding: outPad}}
 	}
 	s1 := Window{Stride: pair(1, 1)}
 	special := c(sh(1, 1, 3, 4), sh(1, 1, 2, 2), true, s1, [2]int{})
@@ -165,29 +167,31 @@ func convTransposeCases() []Case {
 var (
 	// conv2d: gx = conv_transpose2d(g, w) (its output padding restores x's
 	// size), gw = convWeightGrad(x, g), gb = Σ g.
-	conv2dRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	conv2dRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[Window](at)
 		r := rb{b}
 		x, w := in[0], in[1]
 		xs, ws := x.Shape(), w.Shape()
-		win := a.Window
+		win := a
 		d := win.dilation()
 		var op [2]int
 		for i := range 2 {
 			op[i] = (xs[2+i] + 2*win.Padding[i] - d[i]*(ws[2+i]-1) - 1) % win.Stride[i]
 		}
-		grads := []Value{r.op(ConvTranspose2dOp, Attrs{Window: win, OutputPadding: op}, g, w), convWeightGrad(r, x, g, win, ws[2], ws[3])}
+		grads := []Value{r.op(ConvTranspose2dOp, ConvTransposeAttrs{Window: win, OutputPadding: op}, g, w), convWeightGrad(r, x, g, win, ws[2], ws[3])}
 		if len(in) > 2 {
-			grads = append(grads, r.op(SumOp, Attrs{Axes: []int{0, 2, 3}}, g))
+			grads = append(grads, r.op(SumOp, ReduceAttrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
 	}
 	// conv_transpose2d: gx = conv2d(g, w), gw = convWeightGrad(g, x), gb = Σ g.
-	convTransposeRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	convTransposeRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[ConvTransposeAttrs](at)
 		r := rb{b}
 		ws := in[1].Shape()
-		grads := []Value{r.op(Conv2dOp, Attrs{Window: a.Window}, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
+		grads := []Value{r.op(Conv2dOp, a.Window, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
 		if len(in) > 2 {
-			grads = append(grads, r.op(SumOp, Attrs{Axes: []int{0, 2, 3}}, g))
+			grads = append(grads, r.op(SumOp, ReduceAttrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
 	}
@@ -207,19 +211,28 @@ func convWeightGrad(r rb, x, g Value, win Window, kh, kw int) Value {
 	for gi := range groups {
 		xg, gg := x, g
 		if groups > 1 {
-			xg = r.op(SliceOp, Attrs{Axis: 1, Start: gi * c, Stop: (gi + 1) * c, Step: 1}, x)
-			gg = r.op(SliceOp, Attrs{Axis: 1, Start: gi * o, Stop: (gi + 1) * o, Step: 1}, g)
+			xg = r.op(SliceOp, SliceAttrs{Axis: 1, Start: gi * c, Stop: (gi + 1) * c, Step: 1}, x)
+			gg = r.op(SliceOp, SliceAttrs{Axis: 1, Start: gi * o, Stop: (gi + 1) * o, Step: 1}, g)
 		}
 		cw := Window{Stride: d, Padding: win.Padding, Dilation: win.Stride}
-		full := r.op(Conv2dOp, Attrs{Window: cw}, r.op(PermuteOp, Attrs{Perm: swap}, xg), r.op(PermuteOp, Attrs{Perm: swap}, gg)) // [C, O, ≥kh, ≥kw]
+		full := r.op(Conv2dOp, cw, r.op(PermuteOp, PermuteAttrs{Perm: swap}, xg), r.op(PermuteOp, PermuteAttrs{Perm: swap}, gg)) // [C, O, ≥kh, ≥kw]
 		if s := full.Shape(); s[2] != kh || s[3] != kw {
-			full = r.op(SliceOp, Attrs{Axis: 2, Start: 0, Stop: kh, Step: 1}, full)
-			full = r.op(SliceOp, Attrs{Axis: 3, Start: 0, Stop: kw, Step: 1}, full)
+			full = r.op(SliceOp, SliceAttrs{Axis: 2, Start: 0, Stop: kh, Step: 1}, full)
+			full = r.op(SliceOp, SliceAttrs{Axis: 3, Start: 0, Stop: kw, Step: 1}, full)
 		}
-		parts[gi] = r.op(PermuteOp, Attrs{Perm: swap}, full)
+		parts[gi] = r.op(PermuteOp, PermuteAttrs{Perm: swap}, full)
 	}
 	if groups == 1 {
 		return parts[0]
 	}
-	return r.op(ConcatOp, Attrs{Axis: 0}, parts...)
+	return r.op(ConcatOp, AxisAttrs{Axis: 0}, parts...)
 }
+
+// ConvTransposeAttrs are conv_transpose2d's geometry and the rows and
+// columns added at the bottom and right.
+type ConvTransposeAttrs struct {
+	Window
+	OutputPadding [2]int
+}
+
+func (ConvTransposeAttrs) isAttrs() {}

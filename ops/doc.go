@@ -19,9 +19,14 @@
 // differentiate a gradient again (Eager runs it on tensors; the parity
 // suite checks it against Backward). An entry's Save, where it has one
 // (conv2d), is a forward that also keeps what backward would compute
-// again (Saved, handed to Backward in Attrs.Saved), as PyTorch's
+// again (Saved, handed to Backward in a Backprop), as PyTorch's
 // save_for_backward; the tape and the parity suite's backward checks go
 // through it.
+//
+// An op's arguments other than tensors are a type of its own (Attrs:
+// SoftplusAttrs, SliceAttrs, Window, …; nil for an op without any), so
+// that a field an op does not read cannot be set, and attributes of
+// another type panic with ErrArgument naming both types.
 //
 // An op is defined in one place: the file of its group holds its
 // functions, its table entry (with its parity cases), and its

@@ -126,7 +126,7 @@ func ExampleTable() {
 	for _, op := range ops.Table()[:3] {
 		fmt.Printf("%s (%s): %s\n", op.Name, op.Family, op.Doc)
 	}
-	exp := ops.ExpOp // an op's handle: autograd.Apply(ops.ExpOp, ops.Attrs{}, x) records it on a tape
+	exp := ops.ExpOp // an op's handle: autograd.Apply(ops.ExpOp, nil, x) records it on a tape
 	fmt.Println(len(exp.Cases) > 0, exp.Backward != nil)
 	// Output:
 	// add (binary): a + b.

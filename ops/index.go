@@ -16,20 +16,20 @@ import (
 // and the rules reach it.
 var (
 	IndexSelectOp = &Op{Name: "index_select", Family: "gather, strided", Doc: "the entries of x along an axis named by 1-D int32 indices, in their order; gradient accumulates repeated indices; an index out of range gives NaN and an error at the readback.",
-		Forward:  func(in []*T, a Attrs) *T { return IndexSelect(in[0], a.Axis, in[1]) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{IndexSelectBackward(in[0], a.Axis, in[1], g), nil} },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return IndexSelect(in[0], a.Axis, in[1]) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return []*T{IndexSelectBackward(in[0], a.Axis, in[1], g), nil} }),
 		Cases:    indexSelectCases()}
 	OneHotOp = &Op{Name: "one_hot", Family: "gather", Doc: "float32 (or the dtype asked for) rows of classes zeros with a 1 at each int32 index (PyTorch's are int64); an index out of range gives a row of NaN and an error at the readback; no gradient.",
-		Forward: func(in []*T, a Attrs) *T { return OneHot(in[0], a.Classes, a.DType) },
+		Forward: fwd(func(in []*T, a OneHotAttrs) *T { return OneHot(in[0], a.Classes, a.DType) }),
 		Cases:   oneHotCases()}
 	ArangeOp = &Op{Name: "arange", Family: "update", Doc: "tensor.Arange: start, start + step, … before stop, on the device and in the dtype of its one input (whose values are not read), as torch.arange(…, device=x.device, dtype=x.dtype); int32 from integer start and step; no gradient.",
-		Forward: func(in []*T, a Attrs) *T {
-			t, err := tensor.Arange(operands("ops.Arange", in[0]), in[0].DType(), a.Range[0], a.Range[1], a.Range[2])
+		Forward: fwd(func(in []*T, a RangeAttrs) *T {
+			t, err := tensor.Arange(operands("ops.Arange", in[0]), in[0].DType(), a.Start, a.Stop, a.Step)
 			if err != nil {
 				return tensor.Failed(in[0].Device(), in[0].DType(), err)
 			}
 			return t
-		},
+		}),
 		Cases: arangeCases()}
 )
 
@@ -47,16 +47,17 @@ var indexing = []*Op{
 func arangeCases() []Case {
 	c := func(start, stop, step float64, isInt bool) Case {
 		return Case{Name: fmt.Sprintf("%g,%g,%g", start, stop, step) + map[bool]string{true: " int32"}[isInt],
-			Inputs: []Input{{Shape: sh(), Int: isInt, Domain: Domain{Classes: 1}}}, Attrs: Attrs{Range: [3]float64{start, stop, step}}}
+			Inputs: []Input{{Shape: sh(), Int: isInt, Domain: Domain{Classes: 1}}}, Attrs: RangeAttrs{Start: start, Stop: stop, Step: step}}
 	}
 	return []Case{c(0, 10, 1, false), c(0, 1, 0.1, false), c(5, -3, -0.5, false), c(-2.5, 7, 0.75, false),
 		c(3, 3, 1, false), c(-7, 20, 3, true), c(1000, -1000, -7, true), c(0, 1<<24+300, 1, false), c(0, 1<<24+300, 1, true),
-		{Name: "special values in the unread input", Inputs: []Input{{Shape: sh(2), Domain: Domain{Values: []float64{math.NaN(), math.Inf(-1)}}}}, Attrs: Attrs{Range: [3]float64{-1, 1, 0.5}}}}
+		{Name: "special values in the unread input", Inputs: []Input{{Shape: sh(2), Domain: Domain{Values: []float64{math.NaN(), math.Inf(-1)}}}}, Attrs: RangeAttrs{Start: -1, Stop: 1, Step: 0.5}}}
 }
 
 // indexSelectRule is index_select's backward in table ops: the rows of g,
 // with the axis first, scattered into the table by a one-hot product.
-var indexSelectRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+var indexSelectRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+	a := attrsAs[AxisAttrs](at)
 	r := rb{b}
 	x, idx := b.Tensor(in[0]), b.Tensor(in[1])
 	ax, perm, inv := axisFirst("ops.IndexSelect", x, a.Axis)
@@ -72,13 +73,13 @@ var indexSelectRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
 		}
 	}
 	gs := g.Shape()
-	gp := r.op(PermuteOp, Attrs{Perm: perm}, g)
+	gp := r.op(PermuteOp, PermuteAttrs{Perm: perm}, g)
 	moved := permuted(gs, perm)
 	g2 := r.reshape(gp, []int{len(ids), device.Numel(moved[1:])})
 	h := b.Const(tensor.Must(tensor.FromValues(x.Device(), x.DType(), hot, rows, len(ids))))
 	t := r.matmul(h, g2)
 	back := append([]int{rows}, moved[1:]...)
-	return []Value{r.op(PermuteOp, Attrs{Perm: inv}, r.reshape(t, back)), nil}
+	return []Value{r.op(PermuteOp, PermuteAttrs{Perm: inv}, r.reshape(t, back)), nil}
 }
 
 // axisFirst returns axis of x normalised, the permutation that moves it
@@ -196,7 +197,7 @@ func OneHot(idx *T, classes int, dt device.DType) *T {
 func indexSelectCases() []Case {
 	c := func(x []int, axis int, idx []float64) Case {
 		return Case{Name: fmt.Sprintf("%s axis=%d %v", ShapeName(x), axis, idx),
-			Inputs: []Input{{Shape: x}, {Shape: sh(len(idx)), Int: true, Domain: Domain{Values: idx}}}, Attrs: Attrs{Axis: axis}}
+			Inputs: []Input{{Shape: x}, {Shape: sh(len(idx)), Int: true, Domain: Domain{Values: idx}}}, Attrs: AxisAttrs{Axis: axis}}
 	}
 	special := c(sh(3, 5), 1, []float64{4, 0, 0})
 	special.Name, special.NoFD = "special values (3,5) axis=1", true
@@ -208,9 +209,22 @@ func indexSelectCases() []Case {
 func oneHotCases() []Case {
 	c := func(s []int, classes int) Case {
 		return Case{Name: fmt.Sprintf("%s classes=%d", ShapeName(s), classes), Inputs: []Input{{Shape: s, Int: true, Domain: Domain{Classes: classes}}},
-			Attrs: Attrs{Classes: classes, DType: device.Float32}}
+			Attrs: OneHotAttrs{Classes: classes, DType: device.Float32}}
 	}
 	half := c(sh(2, 3), 5)
-	half.Name, half.Attrs.DType = half.Name+" float16", device.Float16
+	half.Name, half.Attrs = half.Name+" float16", OneHotAttrs{Classes: 5, DType: device.Float16}
 	return []Case{c(sh(5), 3), c(sh(2, 3), 10), c(sh(), 4), c(sh(0), 2), c(sh(300), 1), half}
 }
+
+// OneHotAttrs are one_hot's number of classes and result dtype.
+type OneHotAttrs struct {
+	Classes int
+	DType   device.DType
+}
+
+func (OneHotAttrs) isAttrs() {}
+
+// RangeAttrs are arange's start, stop and step.
+type RangeAttrs struct{ Start, Stop, Step float64 }
+
+func (RangeAttrs) isAttrs() {}

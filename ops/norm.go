@@ -18,32 +18,32 @@ import (
 // and the rules reach it.
 var (
 	LayerNormOp = &Op{Name: "layer_norm", Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
-		Forward: func(in []*T, a Attrs) *T { return LayerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return LayerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) }),
+		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw, gb := LayerNormBackward(in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
-		},
+		}),
 		Cases: normCases(true)}
 	RMSNormOp = &Op{Name: "rms_norm", Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
-		Forward: func(in []*T, a Attrs) *T { return RMSNorm(in[0], a.Shape, opt(in, 1), a.Eps) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return RMSNorm(in[0], a.Shape, opt(in, 1), a.Eps) }),
+		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw := RMSNormBackward(in[0], a.Shape, opt(in, 1), g, a.Eps)
 			return []*T{gx, gw}[:len(in)]
-		},
+		}),
 		Cases: normCases(false)}
 	BatchNormOp = &Op{Name: "batch_norm", Family: "reduce, binary", Doc: "training mode: (x − mean)/√(var + eps)·w + b per channel (axis 1) over every other axis, biased variance, w and b [C] optional; eps = 1e-5. nn.BatchNorm keeps the running statistics and evaluates with them.",
-		Forward: func(in []*T, a Attrs) *T { return BatchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return BatchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) }),
+		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw, gb := BatchNormBackward(in[0], opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
-		},
+		}),
 		Cases: batchNormCases()}
 	GroupNormOp = &Op{Name: "group_norm", Family: "norm, binary", Doc: "x (N, C, …) normalised over each of Groups groups of C/Groups channels and every other axis, biased variance, times w plus b [C] (optional); eps = 1e-5.",
-		Forward: func(in []*T, a Attrs) *T { return GroupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a GroupNormAttrs) *T { return GroupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) }),
+		Backward: bwd(func(in []*T, g *T, a GroupNormAttrs) []*T {
 			gx, gw, gb := GroupNormBackward(in[0], a.Groups, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
-		},
+		}),
 		Cases: groupNormCases()}
 )
 
@@ -57,7 +57,8 @@ var norms = []*Op{
 
 // groupNormRule is group_norm's backward in table ops (normGrads) over
 // the view [N, G, C/G, rest].
-var groupNormRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+var groupNormRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
+	a := attrsAs[GroupNormAttrs](at)
 	r := rb{b}
 	s := in[0].Shape()
 	view, pshape := groupView(s, a.Groups)
@@ -153,7 +154,7 @@ func groupNormCases() []Case {
 			in = append(in, Input{Shape: sh(x[1]), Domain: Domain{Lo: 0.5, Hi: 1.5}})
 			name += []string{" w", " b"}[i]
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Groups: groups, Eps: DefaultLayerNormEps}}
+		return Case{Name: name, Inputs: in, Attrs: GroupNormAttrs{Groups: groups, Eps: DefaultLayerNormEps}}
 	}
 	big := c(sh(8, 32, 16, 16), 8, 2)
 	big.NoFD = true
@@ -166,7 +167,8 @@ func groupNormCases() []Case {
 
 // batchNormRule is batch_norm's backward in table ops (normGrads), over
 // every axis but the channels'.
-var batchNormRule = func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+var batchNormRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
+	a := attrsAs[NormAttrs](at)
 	axes, pshape := channelAxes(in[0].Shape())
 	return normGrads(rb{b}, in, g, axes, pshape, a.Eps, true)
 }
@@ -328,7 +330,7 @@ func batchNormCases() []Case {
 			in = append(in, Input{Shape: sh(x[1]), Domain: Domain{Lo: 0.5, Hi: 1.5}})
 			name += []string{" w", " b"}[i]
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Eps: DefaultLayerNormEps}}
+		return Case{Name: name, Inputs: in, Attrs: NormAttrs{Eps: DefaultLayerNormEps}}
 	}
 	big := c(sh(16, 8, 16, 16), 2)
 	big.NoFD = true
@@ -336,7 +338,7 @@ func batchNormCases() []Case {
 	special.Name, special.NoFD = "special values (5,3) w b", true
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
 	eps := c(sh(6, 2), 0)
-	eps.Name, eps.Attrs.Eps = eps.Name+" eps=0.5", 0.5
+	eps.Name, eps.Attrs = eps.Name+" eps=0.5", NormAttrs{Eps: 0.5}
 	return []Case{c(sh(4, 3), 2), c(sh(2, 3, 4, 5), 2), c(sh(3, 2, 5), 0), c(sh(5, 4, 3, 3), 1), c(sh(0, 3), 2), eps, big, special}
 }
 
@@ -489,7 +491,8 @@ func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
 // normRule is layer_norm's (center) or rms_norm's backward in table ops
 // (normGrads), over the trailing axes of the normalized shape.
 func normRule(center bool) Rule {
-	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
+	return func(b Builder, in []Value, out, g Value, at Attrs) []Value {
+		a := attrsAs[NormAttrs](at)
 		rank := len(in[0].Shape())
 		var axes []int
 		for ax := rank - len(a.Shape); ax < rank; ax++ {
@@ -506,13 +509,13 @@ func normRule(center bool) Rule {
 // of w the sum of g·x̂ and of b the sum of g.
 func normGrads(r rb, in []Value, g Value, axes, pshape []int, eps float64, center bool) []Value {
 	x := in[0]
-	mean := func(v Value) Value { return r.op(MeanOp, Attrs{Axes: axes, Keepdims: true}, v) }
+	mean := func(v Value) Value { return r.op(MeanOp, ReduceAttrs{Axes: axes, Keepdims: true}, v) }
 	xc := x
 	if center {
 		xc = r.sub(x, mean(x))
 	}
 	v := mean(r.mul(xc, xc))
-	rho := r.op(PowScalarOp, Attrs{Alpha: -0.5}, r.add(v, r.scalar(v, eps)))
+	rho := r.op(PowScalarOp, PowScalarAttrs{Exponent: -0.5}, r.add(v, r.scalar(v, eps)))
 	xh := r.mul(xc, rho)
 	gh := g
 	if len(in) > 1 {
@@ -552,7 +555,7 @@ func normCases(center bool) []Case {
 				name += " b"
 			}
 		}
-		return Case{Name: name, Inputs: in, Attrs: Attrs{Shape: norm, Eps: e}}
+		return Case{Name: name, Inputs: in, Attrs: NormAttrs{Shape: norm, Eps: e}}
 	}
 	params := 2
 	if !center {
@@ -581,3 +584,21 @@ func normCases(center bool) []Case {
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
 	return append(cs, wide, big, long, ragged, special)
 }
+
+// NormAttrs are layer_norm's and rms_norm's normalized shape (the
+// trailing axes), and the ε added to the variance (also batch_norm's,
+// which reads Eps alone).
+type NormAttrs struct {
+	Shape []int
+	Eps   float64
+}
+
+func (NormAttrs) isAttrs() {}
+
+// GroupNormAttrs are group_norm's groups of channels and ε.
+type GroupNormAttrs struct {
+	Groups int
+	Eps    float64
+}
+
+func (GroupNormAttrs) isAttrs() {}

@@ -13,24 +13,26 @@ import (
 // choice that is constant in x almost everywhere: the positions, found on
 // the host, enter as constant indices of a scatter_add.
 var (
-	avgPoolRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	avgPoolRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[Window](at)
 		xt := r.b.Tensor(x)
-		gw := pool("ops.AvgPool2d", xt, a.Window, false)
+		gw := pool("ops.AvgPool2d", xt, a, false)
 		k := make([]float64, gw.C*gw.KH*gw.KW)
 		for i := range k {
 			k[i] = 1 / float64(gw.KH*gw.KW)
 		}
 		kernel := r.b.Const(tensor.Must(tensor.FromValues(xt.Device(), xt.DType(), k, gw.C, 1, gw.KH, gw.KW)))
-		win := Window{Stride: a.Window.Stride, Padding: a.Window.Padding, Groups: gw.C}
+		win := Window{Stride: a.Stride, Padding: a.Padding, Groups: gw.C}
 		var op [2]int
 		for i, n := range []int{gw.H, gw.W} {
 			op[i] = (n + 2*win.Padding[i] - []int{gw.KH, gw.KW}[i]) % win.Stride[i]
 		}
-		return r.op(ConvTranspose2dOp, Attrs{Window: win, OutputPadding: op}, g, kernel)
+		return r.op(ConvTranspose2dOp, ConvTransposeAttrs{Window: win, OutputPadding: op}, g, kernel)
 	})
-	maxPoolRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	maxPoolRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[Window](at)
 		xt := r.b.Tensor(x)
-		gw := pool("ops.MaxPool2d", xt, a.Window, true)
+		gw := pool("ops.MaxPool2d", xt, a, true)
 		oh, ow := gw.Out()
 		vals, err := xt.Float64s()
 		if err != nil {
@@ -40,11 +42,11 @@ var (
 		dev, dt := xt.Device(), xt.DType()
 		flatG := r.reshape(g, []int{gw.N, gw.C, oh * ow})
 		if on != nil { // windows wholly in the padding pass nothing
-			flatG = r.op(WhereOp, Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, gw.N, gw.C, oh*ow))), flatG, r.scalar(flatG, 0))
+			flatG = r.op(WhereOp, nil, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, gw.N, gw.C, oh*ow))), flatG, r.scalar(flatG, 0))
 		}
 		zero := r.b.Const(tensor.Must(tensor.Zeros(dev, dt, gw.N, gw.C, gw.H*gw.W)))
 		ix := r.b.Const(tensor.Must(tensor.FromInt32(dev, idx, gw.N, gw.C, oh*ow)))
-		return r.reshape(r.op(ScatterAddOp, Attrs{Axis: 2}, zero, ix, flatG), xt.Shape())
+		return r.reshape(r.op(ScatterAddOp, AxisAttrs{Axis: 2}, zero, ix, flatG), xt.Shape())
 	})
 )
 

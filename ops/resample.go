@@ -23,14 +23,14 @@ import (
 // and the rules reach it.
 var (
 	InterpolateOp = &Op{Name: "interpolate", Family: "gather, binary, where", Doc: "x [..., H, W] resized to Shape [OH, OW] as PyTorch's interpolate(size=…): Mode nearest (the default: source ⌊i·H/OH⌋, in float32) or bilinear (AlignCorners: corners on corners; else half-pixel centres, clamped at 0).",
-		Forward: func(in []*T, a Attrs) *T { return Interpolate(in[0], a.Shape, a.Mode, a.AlignCorners) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a InterpolateAttrs) *T { return Interpolate(in[0], a.Shape, a.Mode, a.AlignCorners) }),
+		Backward: bwd(func(in []*T, g *T, a InterpolateAttrs) []*T {
 			return []*T{InterpolateBackward(in[0], g, a.Shape, a.Mode, a.AlignCorners)}
-		},
+		}),
 		Cases: interpolateCases()}
 	AdaptiveAvgPool2dOp = &Op{Name: "adaptive_avg_pool2d", Family: "gather, binary, where, reduce", Doc: "the means of x [..., H, W] over Shape [OH, OW] windows, window i of rows ⌊i·H/OH⌋ to ⌈(i+1)·H/OH⌉ − 1 (PyTorch's), columns alike.",
-		Forward:  func(in []*T, a Attrs) *T { return AdaptiveAvgPool2d(in[0], a.Shape) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{AdaptiveAvgPool2dBackward(in[0], g, a.Shape)} },
+		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return AdaptiveAvgPool2d(in[0], a.Shape) }),
+		Backward: bwd(func(in []*T, g *T, a ShapeAttrs) []*T { return []*T{AdaptiveAvgPool2dBackward(in[0], g, a.Shape)} }),
 		Cases:    adaptiveCases()}
 )
 
@@ -44,12 +44,12 @@ var resamplings = []*Op{
 // resampleRule is a resampling's backward in table ops: the transposed
 // taps applied to g.
 func resampleRule(adaptive bool) Rule {
-	return unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
-		mode := a.Mode
+	return unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
 		if adaptive {
-			mode = "adaptive"
+			return resample(r, g, x.Shape(), attrsAs[ShapeAttrs](at).Shape, "adaptive", false, true)
 		}
-		return resample(r, g, x.Shape(), a.Shape, mode, a.AlignCorners, true)
+		a := attrsAs[InterpolateAttrs](at)
+		return resample(r, g, x.Shape(), a.Shape, a.Mode, a.AlignCorners, true)
 	})
 }
 
@@ -152,7 +152,7 @@ func (t taps) apply(r rb, x Value, axis int) Value {
 	var acc Value
 	for n := range t.idx {
 		idx := r.b.Const(tensor.Must(tensor.FromInt32(dev, t.idx[n], out)))
-		take := r.op(IndexSelectOp, Attrs{Axis: axis}, x, idx)
+		take := r.op(IndexSelectOp, AxisAttrs{Axis: axis}, x, idx)
 		w := r.b.Const(tensor.Must(tensor.FromValues(dev, dt, t.w[n], along...)))
 		term := r.mul(take, w)
 		if slices.Contains(t.on[n], false) {
@@ -162,7 +162,7 @@ func (t taps) apply(r rb, x Value, axis int) Value {
 					on[i] = 1
 				}
 			}
-			term = r.op(WhereOp, Attrs{}, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, along...))), term, r.scalar(term, 0))
+			term = r.op(WhereOp, nil, r.b.Const(tensor.Must(tensor.FromValues(dev, dt, on, along...))), term, r.scalar(term, 0))
 		}
 		if acc == nil {
 			acc = term
@@ -211,7 +211,7 @@ func evenPool(r rb, x Value, from, size []int, grad bool) Value {
 		g := r.reshape(x, append(append([]int{}, lead...), oh, 1, ow, 1))
 		return r.reshape(r.scale(r.broadcast(g, blocks), 1/float64(kh*kw)), from)
 	}
-	return r.op(MeanOp, Attrs{Axes: []int{n - 3, n - 1}}, r.reshape(x, blocks))
+	return r.op(MeanOp, ReduceAttrs{Axes: []int{n - 3, n - 1}}, r.reshape(x, blocks))
 }
 
 // resampledShape returns s with its last two axes set to h and w.
@@ -302,7 +302,7 @@ func interpolateCases() []Case {
 		if align {
 			name += " align_corners"
 		}
-		return Case{Name: name, Inputs: []Input{{Shape: x}}, Attrs: Attrs{Shape: size, Mode: mode, AlignCorners: align}}
+		return Case{Name: name, Inputs: []Input{{Shape: x}}, Attrs: InterpolateAttrs{Shape: size, Mode: mode, AlignCorners: align}}
 	}
 	special := c(sh(1, 1, 3, 5), sh(6, 7), "bilinear", false)
 	special.Name, special.NoFD = "special values "+special.Name, true
@@ -320,7 +320,7 @@ func interpolateCases() []Case {
 
 func adaptiveCases() []Case {
 	c := func(x []int, size []int) Case {
-		return Case{Name: fmt.Sprintf("%s→%v", ShapeName(x), size), Inputs: []Input{{Shape: x}}, Attrs: Attrs{Shape: size}}
+		return Case{Name: fmt.Sprintf("%s→%v", ShapeName(x), size), Inputs: []Input{{Shape: x}}, Attrs: ShapeAttrs{Shape: size}}
 	}
 	special := c(sh(1, 2, 5, 5), sh(2, 3))
 	special.Name, special.NoFD = "special values "+special.Name, true
@@ -330,3 +330,13 @@ func adaptiveCases() []Case {
 	return []Case{c(sh(2, 3, 7, 9), sh(3, 4)), c(sh(1, 2, 8, 8), sh(1, 1)), c(sh(2, 5, 5), sh(5, 5)), c(sh(1, 1, 3, 4), sh(5, 6)),
 		c(sh(2, 3, 6, 6), sh(2, 3)), c(sh(0, 3, 4, 4), sh(2, 2)), special, big}
 }
+
+// InterpolateAttrs are interpolate's output size, mode ("nearest", the
+// default, or "bilinear") and align_corners.
+type InterpolateAttrs struct {
+	Shape        []int
+	Mode         string
+	AlignCorners bool
+}
+
+func (InterpolateAttrs) isAttrs() {}

@@ -13,27 +13,27 @@ import (
 // and the rules reach it.
 var (
 	HuberOp = &Op{Name: "huber", Family: "binary, where", Doc: "½d² where |d| < delta, delta·(|d| − ½delta) elsewhere, d = p − t, reduced; delta ≥ 0 (1: PyTorch's default).",
-		Forward: func(in []*T, a Attrs) *T { return HuberLoss(in[0], in[1], a.Delta, a.Reduction) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a HuberAttrs) *T { return HuberLoss(in[0], in[1], a.Delta, a.Reduction) }),
+		Backward: bwd(func(in []*T, g *T, a HuberAttrs) []*T {
 			gp, gt := HuberLossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
-		},
+		}),
 		Cases: robustCases()}
 	SmoothL1Op = &Op{Name: "smooth_l1", Family: "binary, where", Doc: "huber divided by delta (PyTorch's beta), |d| for delta 0.",
-		Forward: func(in []*T, a Attrs) *T { return SmoothL1Loss(in[0], in[1], a.Delta, a.Reduction) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a HuberAttrs) *T { return SmoothL1Loss(in[0], in[1], a.Delta, a.Reduction) }),
+		Backward: bwd(func(in []*T, g *T, a HuberAttrs) []*T {
 			gp, gt := SmoothL1LossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
-		},
-		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0, Reduction: SumReduction}})}
+		}),
+		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: HuberAttrs{Delta: 0, Reduction: SumReduction}})}
 	KLDivOp = &Op{Name: "kl_div", Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
-		Forward: func(in []*T, a Attrs) *T { return KLDivLoss(in[0], in[1], a.Reduction) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a LossAttrs) *T { return KLDivLoss(in[0], in[1], a.Reduction) }),
+		Backward: bwd(func(in []*T, g *T, a LossAttrs) []*T {
 			gx, gt := KLDivLossBackward(in[0], in[1], g, a.Reduction)
 			return []*T{gx, gt}
-		},
+		}),
 		Cases: append(lossCases(Domain{Lo: -3, Hi: 0}, Domain{Lo: 0.05, Hi: 1}, []float64{nan, inf, -inf, 0, -1, -2}),
-			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: Attrs{Reduction: SumReduction}, NoFD: true})}
+			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: LossAttrs{Reduction: SumReduction}, NoFD: true})}
 )
 
 // divergences are huber, smooth_l1 and kl_div, in the coverage table's
@@ -48,7 +48,8 @@ var divergences = []*Op{
 // table ops: d where |d| < delta and delta·sign(d) elsewhere (constant
 // masks of d), its negation for t.
 func huberRule(smooth bool) Rule {
-	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[HuberAttrs](at)
 		r := rb{b}
 		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 		d := r.sub(in[0], in[1])
@@ -72,7 +73,8 @@ func huberRule(smooth bool) Rule {
 // klDivRule is kl_div's backward in table ops: −t for x; ln t + 1 − x for
 // t where t > 0, and 0 elsewhere (a constant mask; the rule serves
 // finite, positive targets).
-var klDivRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+var klDivRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+	a := attrsAs[LossAttrs](at)
 	r := rb{b}
 	gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 	x, t := in[0], in[1]
@@ -262,9 +264,18 @@ func KLDivLossBackward(x, t, g *T, r Reduction) (gx, gt *T) {
 func robustCases() []Case {
 	cs := lossCases(Domain{Lo: -3, Hi: 3}, anyReal, []float64{nan, inf, -inf, 1e30, -1e30, 0, 1, -1, 0.5})
 	for i := range cs {
-		cs[i].Attrs.Delta = 1
+		cs[i].Attrs = HuberAttrs{Delta: 1, Reduction: cs[i].Attrs.(LossAttrs).Reduction}
 	}
 	return append(cs,
-		Case{Name: "(4,5) delta=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3}}, {Shape: sh(4, 5), Domain: Domain{Values: []float64{0}}}}, Attrs: Attrs{Delta: 0.5}},
-		Case{Name: "at |d| = delta", Inputs: []Input{{Shape: sh(4), Domain: Domain{Values: []float64{1, -1, 2, -2}}}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0, 1, -1}}}}, Attrs: Attrs{Delta: 1, Reduction: NoReduction}, NoFD: true})
+		Case{Name: "(4,5) delta=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3}}, {Shape: sh(4, 5), Domain: Domain{Values: []float64{0}}}}, Attrs: HuberAttrs{Delta: 0.5}},
+		Case{Name: "at |d| = delta", Inputs: []Input{{Shape: sh(4), Domain: Domain{Values: []float64{1, -1, 2, -2}}}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0, 1, -1}}}}, Attrs: HuberAttrs{Delta: 1, Reduction: NoReduction}, NoFD: true})
 }
+
+// HuberAttrs are huber's and smooth_l1's: where the square turns
+// linear (smooth_l1's beta) and the reduction.
+type HuberAttrs struct {
+	Delta     float64
+	Reduction Reduction
+}
+
+func (HuberAttrs) isAttrs() {}

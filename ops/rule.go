@@ -61,20 +61,20 @@ func (op *Op) with(r Rule) *Op {
 type rb struct{ b Builder }
 
 func (r rb) op(op *Op, a Attrs, in ...Value) Value { return r.b.Apply(op, a, in...) }
-func (r rb) add(x, y Value) Value                  { return r.op(AddOp, Attrs{}, x, y) }
-func (r rb) sub(x, y Value) Value                  { return r.op(SubOp, Attrs{}, x, y) }
-func (r rb) mul(x, y Value) Value                  { return r.op(MulOp, Attrs{}, x, y) }
-func (r rb) div(x, y Value) Value                  { return r.op(DivOp, Attrs{}, x, y) }
-func (r rb) neg(x Value) Value                     { return r.op(NegOp, Attrs{}, x) }
-func (r rb) un(op *Op, x Value) Value              { return r.op(op, Attrs{}, x) }
-func (r rb) reshape(x Value, s []int) Value        { return r.op(ReshapeOp, Attrs{Shape: s}, x) }
-func (r rb) sumTo(x Value, s []int) Value          { return r.op(SumToOp, Attrs{Shape: s}, x) }
-func (r rb) broadcast(x Value, s []int) Value      { return r.op(BroadcastToOp, Attrs{Shape: s}, x) }
-func (r rb) matmul(x, y Value) Value               { return r.op(MatmulOp, Attrs{}, x, y) }
+func (r rb) add(x, y Value) Value                  { return r.op(AddOp, nil, x, y) }
+func (r rb) sub(x, y Value) Value                  { return r.op(SubOp, nil, x, y) }
+func (r rb) mul(x, y Value) Value                  { return r.op(MulOp, nil, x, y) }
+func (r rb) div(x, y Value) Value                  { return r.op(DivOp, nil, x, y) }
+func (r rb) neg(x Value) Value                     { return r.op(NegOp, nil, x) }
+func (r rb) un(op *Op, x Value) Value              { return r.op(op, nil, x) }
+func (r rb) reshape(x Value, s []int) Value        { return r.op(ReshapeOp, ShapeAttrs{Shape: s}, x) }
+func (r rb) sumTo(x Value, s []int) Value          { return r.op(SumToOp, ShapeAttrs{Shape: s}, x) }
+func (r rb) broadcast(x Value, s []int) Value      { return r.op(BroadcastToOp, ShapeAttrs{Shape: s}, x) }
+func (r rb) matmul(x, y Value) Value               { return r.op(MatmulOp, nil, x, y) }
 
 // sum sums x over axes (every axis when nil), keeping them as size 1.
 func (r rb) sum(x Value, axes []int) Value {
-	return r.op(SumOp, Attrs{Axes: axes, Keepdims: true}, x)
+	return r.op(SumOp, ReduceAttrs{Axes: axes, Keepdims: true}, x)
 }
 
 // scalar returns a 0-D constant v of like's device and dtype.
@@ -94,7 +94,7 @@ func (r rb) swap(x Value) Value {
 		perm[i] = i
 	}
 	perm[n-2], perm[n-1] = n-1, n-2
-	return r.op(PermuteOp, Attrs{Perm: perm}, x)
+	return r.op(PermuteOp, PermuteAttrs{Perm: perm}, x)
 }
 
 // Rules of the table's ops, in the catalogue's order. Each is the op's
@@ -134,7 +134,7 @@ var (
 		return []Value{zerosLike(b, in[0]), zerosLike(b, in[1])}
 	}
 	modRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
-		return g, r.neg(r.mul(g, r.op(FloorDivideOp, Attrs{}, x, y)))
+		return g, r.neg(r.mul(g, r.op(FloorDivideOp, nil, x, y)))
 	})
 	sqrtRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
 		return r.div(g, r.scale(y, 2))
@@ -142,29 +142,37 @@ var (
 	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(SignOp, x)) })
 	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(CosOp, x)) })
 	cosRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un(SinOp, x))) })
-	powScalarRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
-		if a.Alpha == 0 { // x⁰ is 1 everywhere
+	powScalarRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[PowScalarAttrs](at)
+		if a.Exponent == 0 { // x⁰ is 1 everywhere
 			return zerosLike(r.b, x)
 		}
-		return r.mul(g, r.scale(r.op(PowScalarOp, Attrs{Alpha: a.Alpha - 1}, x), a.Alpha))
+		return r.mul(g, r.scale(r.op(PowScalarOp, PowScalarAttrs{Exponent: a.Exponent - 1}, x), a.Exponent))
 	})
 	// y·(g − Σg·y) and g − softmax·Σg along the axis.
-	softmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	softmaxRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[AxisAttrs](at)
 		return r.mul(y, r.sub(g, r.sum(r.mul(g, y), softmaxAxes(x, a.Axis))))
 	})
-	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[AxisAttrs](at)
 		return r.sub(g, r.mul(r.un(ExpOp, y), r.sum(g, softmaxAxes(x, a.Axis))))
 	})
-	sumRule  = unaryRule(func(r rb, x, y, g Value, a Attrs) Value { return r.unreduce(x, g, a) })
-	meanRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	sumRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[ReduceAttrs](at)
+		return r.unreduce(x, g, a.Axes)
+	})
+	meanRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[ReduceAttrs](at)
 		n := device.Numel(x.Shape()) / max(1, device.Numel(y.Shape()))
-		return r.scale(r.unreduce(x, g, a), 1/float64(max(n, 1)))
+		return r.scale(r.unreduce(x, g, a.Axes), 1/float64(max(n, 1)))
 	})
 	reshapeRule   = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.reshape(g, x.Shape()) })
 	broadcastRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.sumTo(g, x.Shape()) })
 	sumToRule     = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.broadcast(g, x.Shape()) })
 	transposeRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.un(TransposeOp, g) })
-	permuteRule   = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	permuteRule   = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[PermuteAttrs](at)
 		inv := make([]int, len(a.Perm))
 		for k, p := range a.Perm {
 			if p < 0 {
@@ -172,7 +180,7 @@ var (
 			}
 			inv[p] = k
 		}
-		return r.op(PermuteOp, Attrs{Perm: inv}, g)
+		return r.op(PermuteOp, PermuteAttrs{Perm: inv}, g)
 	})
 )
 
@@ -199,7 +207,7 @@ func slopeRule(bwd func(in []*tensor.Tensor, g *tensor.Tensor, a Attrs) []*tenso
 		one := tensor.Must(tensor.Ones(x.Device(), x.DType(), y.Shape()...))
 		slope := bwd([]*tensor.Tensor{x}, one, a)[0]
 		if reduce {
-			g = r.unreduce(in[0], g, a)
+			g = r.unreduce(in[0], g, attrsAs[ReduceAttrs](a).Axes)
 		}
 		return []Value{r.mul(g, b.Const(slope))}
 	}
@@ -215,15 +223,15 @@ func softmaxAxes(x Value, axis int) []int {
 }
 
 // unreduce broadcasts the gradient g of a reduction of x back over x.
-func (r rb) unreduce(x, g Value, a Attrs) Value {
+func (r rb) unreduce(x, g Value, axes []int) Value {
 	s := x.Shape()
 	keep := slices.Clone(s)
-	if a.Axes == nil {
+	if axes == nil {
 		for i := range keep {
 			keep[i] = 1
 		}
 	}
-	for _, ax := range a.Axes {
+	for _, ax := range axes {
 		if ax < 0 {
 			ax += len(s)
 		}
@@ -254,10 +262,10 @@ func matmulRule(b Builder, in []Value, _, g Value, a Attrs) []Value {
 	}
 	g = r.reshape(g, gs)
 	gv := make([]Value, 2)
-	if a.needs(0) {
+	if backprop(a).needs(0) {
 		gv[0] = r.reshape(r.sumTo(r.matmul(g, r.swap(y)), x.Shape()), xs)
 	}
-	if a.needs(1) {
+	if backprop(a).needs(1) {
 		gv[1] = r.reshape(r.sumTo(r.matmul(r.swap(x), g), y.Shape()), ys)
 	}
 	return gv
@@ -282,17 +290,17 @@ func linearRule(b Builder, in []Value, _, g Value, a Attrs) []Value {
 	r := rb{b}
 	x, w := in[0], in[1]
 	gv := make([]Value, len(in))
-	if a.needs(0) {
+	if backprop(a).needs(0) {
 		gv[0] = r.matmul(g, w)
 	}
 	ws, xs := w.Shape(), x.Shape()
-	if a.needs(1) {
+	if backprop(a).needs(1) {
 		rows := device.Numel(xs[:len(xs)-1])
 		g2 := r.reshape(g, []int{rows, ws[0]})
 		x2 := r.reshape(x, []int{rows, ws[1]})
 		gv[1] = r.matmul(r.swap(g2), x2)
 	}
-	if len(in) > 2 && a.needs(2) {
+	if len(in) > 2 && backprop(a).needs(2) {
 		gv[2] = r.sumTo(g, []int{ws[0]})
 	}
 	return gv
@@ -328,9 +336,9 @@ var (
 	// ε-guarded gradient cancelled two terms of size 1/(1−p) (at p =
 	// 0.9999, y = 1, 100.02 for 1.0002).
 	bceRule = lossRule(func(r rb, p, y Value) (Value, Value) {
-		pc := r.op(ClipOp, Attrs{Lo: device.BCEClamp, Hi: 1 - device.BCEClamp}, p)
+		pc := r.op(ClipOp, ClipAttrs{Lo: device.BCEClamp, Hi: 1 - device.BCEClamp}, p)
 		q := r.sub(r.scalar(pc, 1), pc)
-		inv := func(v Value) Value { return r.op(PowScalarOp, Attrs{Alpha: -1}, v) }
+		inv := func(v Value) Value { return r.op(PowScalarOp, PowScalarAttrs{Exponent: -1}, v) }
 		gp := r.sub(r.mul(r.sub(r.scalar(y, 1), y), inv(q)), r.mul(y, inv(pc)))
 		return gp, r.sub(r.un(LogOp, q), r.un(LogOp, pc))
 	})
@@ -340,7 +348,8 @@ var (
 )
 
 func lossRule(f func(r rb, p, t Value) (Value, Value)) Rule {
-	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[LossAttrs](at)
 		r := rb{b}
 		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 		gp, gt := f(r, in[0], in[1])
@@ -352,7 +361,8 @@ func lossRule(f func(r rb, p, t Value) (Value, Value)) Rule {
 // cross-entropy through log_softmax. Class indices enter as a constant
 // −onehot mask, NLLLossBackward's gradient for a unit upstream.
 func classRule(lsm bool) Rule {
-	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[CrossEntropyAttrs](at)
 		r := rb{b}
 		x, t := in[0], in[1]
 		n, c := x.Shape()[0], x.Shape()[1]
@@ -378,7 +388,7 @@ func classRule(lsm bool) Rule {
 			return []Value{gl, nil}
 		}
 		if probs {
-			gt = r.mul(r.neg(r.op(LogSoftmaxOp, Attrs{Axis: 1}, x)), gs)
+			gt = r.mul(r.neg(r.op(LogSoftmaxOp, AxisAttrs{Axis: 1}, x)), gs)
 		}
 		if eps := a.LabelSmoothing; eps != 0 {
 			// The smoothed target (1 − ε)·t + ε/C: its log-probabilities'
@@ -392,7 +402,7 @@ func classRule(lsm bool) Rule {
 			row := b.Const(o.Weight.Reshape(1, c))
 			gl, gt = r.mul(gl, row), r.mul(gt, row)
 		}
-		sm := r.op(SoftmaxOp, Attrs{Axis: 1}, x)
+		sm := r.op(SoftmaxOp, AxisAttrs{Axis: 1}, x)
 		return append([]Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}, make([]Value, len(in)-2)...)
 	}
 }
@@ -424,7 +434,7 @@ func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red
 	}
 	gl := r.mul(r.b.Const(unit), gs)
 	if lsm {
-		sm := r.op(SoftmaxOp, Attrs{Axis: 1}, x)
+		sm := r.op(SoftmaxOp, AxisAttrs{Axis: 1}, x)
 		gl = r.sub(gl, r.mul(sm, r.sum(gl, []int{1})))
 	}
 	return append([]Value{gl}, make([]Value, inputs-1)...)
@@ -434,16 +444,18 @@ func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red
 // stack's slices of g along the joined axis; slice's scatters g back with
 // a constant 0/1 selection matrix along the axis (any step).
 var (
-	padRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	padRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[PadAttrs](at)
 		s := x.Shape()
 		for ax, p := range a.Pads {
 			if p != [2]int{} {
-				g = r.op(SliceOp, Attrs{Axis: ax, Start: p[0], Stop: p[0] + s[ax], Step: 1}, g)
+				g = r.op(SliceOp, SliceAttrs{Axis: ax, Start: p[0], Stop: p[0] + s[ax], Step: 1}, g)
 			}
 		}
 		return g
 	})
-	sliceRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	sliceRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[SliceAttrs](at)
 		s := x.Shape()
 		ax := a.Axis
 		if ax < 0 {
@@ -462,8 +474,8 @@ var (
 			perm[i] = i
 		}
 		perm[ax], perm[last] = last, ax
-		moved := r.op(PermuteOp, Attrs{Perm: perm}, g)
-		return r.op(PermuteOp, Attrs{Perm: perm}, r.matmul(moved, m))
+		moved := r.op(PermuteOp, PermuteAttrs{Perm: perm}, g)
+		return r.op(PermuteOp, PermuteAttrs{Perm: perm}, r.matmul(moved, m))
 	})
 	concatRule = joinRule(false)
 	stackRule  = joinRule(true)
@@ -488,11 +500,11 @@ var (
 	// pow: g·b·a^(b−1) and g·aᵇ·ln a where a > 0 (a constant mask), 0
 	// elsewhere.
 	powRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
-		ga := r.mul(g, r.mul(y, r.op(PowOp, Attrs{}, x, r.sub(y, r.scalar(y, 1)))))
+		ga := r.mul(g, r.mul(y, r.op(PowOp, nil, x, r.sub(y, r.scalar(y, 1)))))
 		xt := r.b.Tensor(x)
 		pos := r.b.Const(Sign(Relu(xt))) // 1 where a > 0
-		lna := r.un(LogOp, r.op(ClipOp, Attrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
-		gb := r.mul(g, r.mul(r.op(PowOp, Attrs{}, x, y), r.mul(lna, pos)))
+		lna := r.un(LogOp, r.op(ClipOp, ClipAttrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
+		gb := r.mul(g, r.mul(r.op(PowOp, nil, x, y), r.mul(lna, pos)))
 		return ga, gb
 	})
 )
@@ -500,7 +512,8 @@ var (
 // joinRule is concat's (or stack's) rule: each input's gradient is its
 // part of g along the axis.
 func joinRule(stack bool) Rule {
-	return func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[AxisAttrs](at)
 		r := rb{b}
 		s0 := in[0].Shape()
 		ax := a.Axis
@@ -518,7 +531,7 @@ func joinRule(stack bool) Rule {
 			if !stack {
 				n = x.Shape()[ax]
 			}
-			part := r.op(SliceOp, Attrs{Axis: ax, Start: off, Stop: off + n, Step: 1}, g)
+			part := r.op(SliceOp, SliceAttrs{Axis: ax, Start: off, Stop: off + n, Step: 1}, g)
 			if stack {
 				part = r.reshape(part, x.Shape())
 			}
@@ -531,5 +544,5 @@ func joinRule(stack bool) Rule {
 
 // castRule casts the gradient back to the input's dtype.
 var castRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value {
-	return r.op(CastOp, Attrs{DType: r.b.Tensor(x).DType()}, g)
+	return r.op(CastOp, CastAttrs{DType: r.b.Tensor(x).DType()}, g)
 })

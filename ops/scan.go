@@ -8,10 +8,10 @@ import "fmt"
 // and the rules reach it.
 var (
 	CumsumOp = &Op{Name: "cumsum", Family: "scan", Doc: "running sums along an axis (Attrs.Reverse: from the end, its gradient); float32 accumulation.",
-		Forward: func(in []*T, a Attrs) *T { return cumsum("ops.Cumsum", in[0], a.Axis, a.Reverse) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a ScanAttrs) *T { return cumsum("ops.Cumsum", in[0], a.Axis, a.Reverse) }),
+		Backward: bwd(func(in []*T, g *T, a ScanAttrs) []*T {
 			return []*T{cumsumBackward("ops.CumsumBackward", in[0], g, a.Axis, a.Reverse)}
-		},
+		}),
 		Cases: cumsumCases()}
 )
 
@@ -21,8 +21,9 @@ var scans = []*Op{
 }
 
 // The gradient of a running sum is the running sum of g the other way.
-var cumsumRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
-	return r.op(CumsumOp, Attrs{Axis: a.Axis, Reverse: !a.Reverse}, g)
+var cumsumRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+	a := attrsAs[ScanAttrs](at)
+	return r.op(CumsumOp, ScanAttrs{Axis: a.Axis, Reverse: !a.Reverse}, g)
 })
 
 // Cumsum returns the running sums of x along axis, as PyTorch's cumsum
@@ -63,7 +64,7 @@ func cumsumCases() []Case {
 		if reverse {
 			name += " reverse"
 		}
-		return Case{Name: name, Inputs: []Input{{Shape: s}}, Attrs: Attrs{Axis: axis, Reverse: reverse}}
+		return Case{Name: name, Inputs: []Input{{Shape: s}}, Attrs: ScanAttrs{Axis: axis, Reverse: reverse}}
 	}
 	big := c(sh(3, 2000), 1, false)
 	big.NoFD = true
@@ -73,3 +74,12 @@ func cumsumCases() []Case {
 	return []Case{c(sh(7), 0, false), c(sh(3, 4), 1, false), c(sh(3, 4), 0, false), c(sh(2, 3, 4), -2, false),
 		c(sh(2, 3, 4), 2, true), c(sh(), 0, false), c(sh(0, 3), 1, false), c(sh(3, 0), 0, false), big, special}
 }
+
+// ScanAttrs are cumsum's axis and whether it runs from the end (its
+// gradient).
+type ScanAttrs struct {
+	Axis    int
+	Reverse bool
+}
+
+func (ScanAttrs) isAttrs() {}

@@ -19,15 +19,15 @@ import (
 // and the rules reach it.
 var (
 	GatherOp = &Op{Name: "gather", Family: "gather, strided", Doc: "out[…, i, …] = x[…, idx[…, i, …], …] along an axis, idx int32 of x's rank and no larger off the axis (PyTorch's gather); gradient scatter-added back; an index out of range gives NaN and an error at the readback.",
-		Forward:  func(in []*T, a Attrs) *T { return Gather(in[0], a.Axis, in[1]) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{GatherBackward(in[0], a.Axis, in[1], g), nil} },
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return Gather(in[0], a.Axis, in[1]) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return []*T{GatherBackward(in[0], a.Axis, in[1], g), nil} }),
 		Cases:    gatherCases()}
 	ScatterAddOp = &Op{Name: "scatter_add", Family: "gather, strided, binary", Doc: "x plus src[…, i, …] added at x[…, idx[…, i, …], …] along an axis, repeated indices summed (PyTorch's scatter_add; src no smaller than idx, which is no larger than x off the axis); gradients g for x, g gathered for src; an index out of range adds nowhere and gives an error at the readback.",
-		Forward: func(in []*T, a Attrs) *T { return ScatterAdd(in[0], a.Axis, in[1], in[2]) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a AxisAttrs) *T { return ScatterAdd(in[0], a.Axis, in[1], in[2]) }),
+		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T {
 			gx, gs := ScatterAddBackward(in[0], a.Axis, in[1], in[2], g)
 			return []*T{gx, nil, gs}
-		},
+		}),
 		Cases: scatterAddCases()}
 )
 
@@ -39,15 +39,17 @@ var axisGathers = []*Op{
 
 var (
 	// gather's gradient is the scatter_add of g into zeros.
-	gatherRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
-		return []Value{rb{b}.op(ScatterAddOp, Attrs{Axis: a.Axis}, zerosLike(b, in[0]), in[1], g), nil}
+	gatherRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[AxisAttrs](at)
+		return []Value{rb{b}.op(ScatterAddOp, AxisAttrs{Axis: a.Axis}, zerosLike(b, in[0]), in[1], g), nil}
 	}
 	// scatter_add's: g for x, g gathered (zeros past idx) for src.
-	scatterAddRule = func(b Builder, in []Value, _, g Value, a Attrs) []Value {
+	scatterAddRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
+		a := attrsAs[AxisAttrs](at)
 		r := rb{b}
-		gs := r.op(GatherOp, Attrs{Axis: a.Axis}, g, in[1])
+		gs := r.op(GatherOp, AxisAttrs{Axis: a.Axis}, g, in[1])
 		if pads := padsTo(in[1].Shape(), in[2].Shape()); pads != nil {
-			gs = r.op(PadOp, Attrs{Pads: pads}, gs)
+			gs = r.op(PadOp, PadAttrs{Pads: pads}, gs)
 		}
 		return []Value{g, nil, gs}
 	}
@@ -274,7 +276,7 @@ func ScatterAddBackward(x *T, axis int, idx, src, g *T) (gx, gsrc *T) {
 func gatherCases() []Case {
 	c := func(x []int, axis int, idx []int, classes int) Case {
 		return Case{Name: fmt.Sprintf("%s axis=%d idx %s", ShapeName(x), axis, ShapeName(idx)),
-			Inputs: []Input{{Shape: x}, {Shape: idx, Int: true, Domain: Domain{Classes: classes}}}, Attrs: Attrs{Axis: axis}}
+			Inputs: []Input{{Shape: x}, {Shape: idx, Int: true, Domain: Domain{Classes: classes}}}, Attrs: AxisAttrs{Axis: axis}}
 	}
 	special := c(sh(3, 5), 1, sh(3, 4), 5)
 	special.Name, special.NoFD = "special values "+special.Name, true
@@ -288,7 +290,7 @@ func gatherCases() []Case {
 func scatterAddCases() []Case {
 	c := func(x []int, axis int, idx []int, classes int, src []int) Case {
 		return Case{Name: fmt.Sprintf("%s axis=%d idx %s src %s", ShapeName(x), axis, ShapeName(idx), ShapeName(src)),
-			Inputs: []Input{{Shape: x}, {Shape: idx, Int: true, Domain: Domain{Classes: classes}}, {Shape: src}}, Attrs: Attrs{Axis: axis}}
+			Inputs: []Input{{Shape: x}, {Shape: idx, Int: true, Domain: Domain{Classes: classes}}, {Shape: src}}, Attrs: AxisAttrs{Axis: axis}}
 	}
 	special := c(sh(3, 5), 1, sh(3, 4), 5, sh(3, 4))
 	special.Name, special.NoFD = "special values "+special.Name, true

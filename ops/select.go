@@ -23,19 +23,19 @@ var (
 		},
 		Cases: whereCases()}
 	MaskedFillOp = &Op{Name: "masked_fill", Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
-		Forward: func(in []*T, a Attrs) *T { return MaskedFill(in[0], in[1], a.Value) },
+		Forward: fwd(func(in []*T, a FillAttrs) *T { return MaskedFill(in[0], in[1], a.Value) }),
 		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gx, gm := MaskedFillBackward(in[0], in[1], g)
 			return []*T{gx, gm}
 		},
 		Cases: maskedFillCases()}
 	TrilOp = &Op{Name: "tril", Family: "where", Doc: "the lower triangle of the last two axes, elements with column − row ≤ diagonal, the rest 0; gradient g there.",
-		Forward:  func(in []*T, a Attrs) *T { return Tril(in[0], a.Diagonal) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{TrilBackward(in[0], g, a.Diagonal)} },
+		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return Tril(in[0], a.Diagonal) }),
+		Backward: bwd(func(in []*T, g *T, a DiagonalAttrs) []*T { return []*T{TrilBackward(in[0], g, a.Diagonal)} }),
 		Cases:    triangleCases()}
 	TriuOp = &Op{Name: "triu", Family: "where", Doc: "the upper triangle, column − row ≥ diagonal, as tril.",
-		Forward:  func(in []*T, a Attrs) *T { return Triu(in[0], a.Diagonal) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{TriuBackward(in[0], g, a.Diagonal)} },
+		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return Triu(in[0], a.Diagonal) }),
+		Backward: bwd(func(in []*T, g *T, a DiagonalAttrs) []*T { return []*T{TriuBackward(in[0], g, a.Diagonal)} }),
 		Cases:    triangleCases()}
 )
 
@@ -49,12 +49,13 @@ var selections = []*Op{
 
 // triangleRule is tril's (lower) or triu's backward: g in the triangle.
 func triangleRule(lower bool) Rule {
-	return unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	return unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[DiagonalAttrs](at)
 		if device.Numel(x.Shape()) == 0 {
 			return g
 		}
 		m := triangle("ops.Tril", r.b.Tensor(x), a.Diagonal, lower)
-		return r.op(WhereOp, Attrs{}, r.b.Const(m), g, r.scalar(g, 0))
+		return r.op(WhereOp, nil, r.b.Const(m), g, r.scalar(g, 0))
 	})
 }
 
@@ -125,7 +126,7 @@ func TriuBackward(x, g *T, diagonal int) *T {
 
 func triangleCases() []Case {
 	c := func(s []int, diagonal int) Case {
-		return Case{Name: fmt.Sprintf("%s diagonal=%d", ShapeName(s), diagonal), Inputs: []Input{{Shape: s}}, Attrs: Attrs{Diagonal: diagonal}}
+		return Case{Name: fmt.Sprintf("%s diagonal=%d", ShapeName(s), diagonal), Inputs: []Input{{Shape: s}}, Attrs: DiagonalAttrs{Diagonal: diagonal}}
 	}
 	special := c(sh(3, 5), 0)
 	special.Name, special.NoFD = "special values (3,5)", true
@@ -139,12 +140,12 @@ var (
 		r := rb{b}
 		zero := r.scalar(g, 0)
 		return []Value{zerosLike(b, in[0]),
-			r.sumTo(r.op(WhereOp, Attrs{}, in[0], g, zero), in[1].Shape()),
-			r.sumTo(r.op(WhereOp, Attrs{}, in[0], zero, g), in[2].Shape())}
+			r.sumTo(r.op(WhereOp, nil, in[0], g, zero), in[1].Shape()),
+			r.sumTo(r.op(WhereOp, nil, in[0], zero, g), in[2].Shape())}
 	}
 	maskedFillRule = func(b Builder, in []Value, _, g Value, _ Attrs) []Value {
 		r := rb{b}
-		return []Value{r.op(WhereOp, Attrs{}, in[1], r.scalar(g, 0), g), zerosLike(b, in[1])}
+		return []Value{r.op(WhereOp, nil, in[1], r.scalar(g, 0), g), zerosLike(b, in[1])}
 	}
 )
 
@@ -253,7 +254,7 @@ func whereCases() []Case {
 
 func maskedFillCases() []Case {
 	c := func(xs, ms []int, v float64) Case {
-		return Case{Name: ShapeName(xs) + " mask " + ShapeName(ms), Inputs: []Input{{Shape: xs}, {Shape: ms, Domain: conds, NoFD: true}}, Attrs: Attrs{Value: v}}
+		return Case{Name: ShapeName(xs) + " mask " + ShapeName(ms), Inputs: []Input{{Shape: xs}, {Shape: ms, Domain: conds, NoFD: true}}, Attrs: FillAttrs{Value: v}}
 	}
 	special := c(sh(len(finiteSpecials)), sh(len(finiteSpecials)), -1)
 	special.Name, special.NoFD = "special values", true
@@ -263,3 +264,13 @@ func maskedFillCases() []Case {
 	ninf.Name, ninf.NoFD = "(4,4) mask (4,4) value=-Inf", true
 	return []Case{c(sh(7), sh(7), 0), c(sh(3, 4), sh(4), 2.5), c(sh(2, 3, 4), sh(3, 1), -1), c(sh(), sh(), 1), c(sh(0, 3), sh(3), 0), special, ninf}
 }
+
+// FillAttrs are masked_fill's value.
+type FillAttrs struct{ Value float64 }
+
+func (FillAttrs) isAttrs() {}
+
+// DiagonalAttrs are tril's and triu's diagonal, 0 the main one.
+type DiagonalAttrs struct{ Diagonal int }
+
+func (DiagonalAttrs) isAttrs() {}

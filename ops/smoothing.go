@@ -114,13 +114,13 @@ func smoothingCases() []Case {
 		for _, eps := range []float64{0.1, 1} {
 			cs = append(cs,
 				Case{Name: fmt.Sprintf("(7,10) smoothing=%v %v", eps, r), Inputs: []Input{{Shape: sh(7, 10), Domain: logits}, {Shape: sh(7), Int: true, Domain: Domain{Classes: 10}}},
-					Attrs: Attrs{Reduction: r, LabelSmoothing: eps}},
+					Attrs: CrossEntropyAttrs{Reduction: r, LabelSmoothing: eps}},
 				Case{Name: fmt.Sprintf("probabilities (4,5) smoothing=%v %v", eps, r), Inputs: []Input{{Shape: sh(4, 5), Domain: logits}, {Shape: sh(4, 5), Domain: unit}},
-					Attrs: Attrs{Reduction: r, LabelSmoothing: eps}})
+					Attrs: CrossEntropyAttrs{Reduction: r, LabelSmoothing: eps}})
 		}
 	}
 	return append(cs, Case{Name: "special values smoothing=0.2 none", Inputs: []Input{
 		{Shape: sh(3, 4), Domain: Domain{Values: []float64{1e30, -1e30, 0, 1, nan, 1, 2, 3, 100, -100, 50, math.Inf(-1)}}},
 		{Shape: sh(3), Int: true, Domain: Domain{Values: []float64{1, 2, 3}}}},
-		Attrs: Attrs{Reduction: NoReduction, LabelSmoothing: 0.2}, NoFD: true})
+		Attrs: CrossEntropyAttrs{Reduction: NoReduction, LabelSmoothing: 0.2}, NoFD: true})
 }

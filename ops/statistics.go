@@ -16,20 +16,20 @@ import (
 // and the rules reach it.
 var (
 	VarOp = &Op{Name: "var", Family: "reduce, binary", Doc: "Σ(x − mean)²/max(0, N − correction) over axes (nil: all), keepdims; correction 1 is PyTorch's default (Bessel's).",
-		Forward: func(in []*T, a Attrs) *T { return Var(in[0], a.Axes, a.Correction, a.Keepdims) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a VarAttrs) *T { return Var(in[0], a.Axes, a.Correction, a.Keepdims) }),
+		Backward: bwd(func(in []*T, g *T, a VarAttrs) []*T {
 			return []*T{VarBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
-		},
+		}),
 		Cases: statCases(true)}
 	StdOp = &Op{Name: "std", Family: "reduce, binary", Doc: "√var, as var; gradient 0 where std is 0 (PyTorch's).",
-		Forward: func(in []*T, a Attrs) *T { return Std(in[0], a.Axes, a.Correction, a.Keepdims) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
+		Forward: fwd(func(in []*T, a VarAttrs) *T { return Std(in[0], a.Axes, a.Correction, a.Keepdims) }),
+		Backward: bwd(func(in []*T, g *T, a VarAttrs) []*T {
 			return []*T{StdBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
-		},
+		}),
 		Cases: statCases(true)}
 	LogsumexpOp = &Op{Name: "logsumexp", Family: "reduce, binary, unary", Doc: "ln Σ eˣ over axes, the maximum subtracted first (kept 0 where it is ±Inf); −Inf for nothing; gradient g·e^(x − y).",
-		Forward:  func(in []*T, a Attrs) *T { return LogSumExp(in[0], a.Axes, a.Keepdims) },
-		Backward: func(in []*T, g *T, a Attrs) []*T { return []*T{LogSumExpBackward(in[0], g, a.Axes, a.Keepdims)} },
+		Forward:  fwd(func(in []*T, a ReduceAttrs) *T { return LogSumExp(in[0], a.Axes, a.Keepdims) }),
+		Backward: bwd(func(in []*T, g *T, a ReduceAttrs) []*T { return []*T{LogSumExpBackward(in[0], g, a.Axes, a.Keepdims)} }),
 		Cases:    statCases(false)}
 )
 
@@ -43,12 +43,13 @@ var statistics = []*Op{
 // varRule is var's (or std's) backward in table ops:
 // g·2(x − mean)/d, or for std g·(x − mean)/(d·std), d = max(0, N − correction).
 func varRule(std bool) Rule {
-	return unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+	return unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[VarAttrs](at)
 		t := r.b.Tensor(x)
 		ax, _, kshape := reduceAxes("ops.Var", t, a.Axes, a.Keepdims)
 		d := math.Max(0, float64(reducedCount(t, ax))-a.Correction)
-		xc := r.sub(x, r.op(MeanOp, Attrs{Axes: a.Axes, Keepdims: true}, x))
-		gu := r.unreduce(x, g, a)
+		xc := r.sub(x, r.op(MeanOp, ReduceAttrs{Axes: a.Axes, Keepdims: true}, x))
+		gu := r.unreduce(x, g, a.Axes)
 		if !std {
 			return r.mul(gu, r.scale(xc, 2/d))
 		}
@@ -58,18 +59,19 @@ func varRule(std bool) Rule {
 		zero := scalarOf(ybt, 0)
 		defer zero.Release()
 		isZero := r.b.Const(binary("ops.Std", device.Equal, ybt, zero))
-		safe := r.op(WhereOp, Attrs{}, isZero, r.scalar(y, 1), yb)
+		safe := r.op(WhereOp, nil, isZero, r.scalar(y, 1), yb)
 		q := r.div(r.mul(gu, xc), r.scale(safe, d))
-		return r.op(WhereOp, Attrs{}, isZero, r.scalar(y, 0), q)
+		return r.op(WhereOp, nil, isZero, r.scalar(y, 0), q)
 	})
 }
 
 // g·e^(x − y), y broadcast back over the reduced axes.
-var logsumexpRule = unaryRule(func(r rb, x, y, g Value, a Attrs) Value {
+var logsumexpRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+	a := attrsAs[ReduceAttrs](at)
 	t := r.b.Tensor(x)
 	_, _, kshape := reduceAxes("ops.LogSumExp", t, a.Axes, a.Keepdims)
 	yb := r.broadcast(r.reshape(y, kshape), t.Shape())
-	return r.mul(r.unreduce(x, g, a), r.un(ExpOp, r.sub(x, yb)))
+	return r.mul(r.unreduce(x, g, a.Axes), r.un(ExpOp, r.sub(x, yb)))
 })
 
 // varDenominator returns max(0, N − correction) for the axes of x.
@@ -289,7 +291,7 @@ func statCases(variance bool) []Case {
 	}
 	var cs []Case
 	for _, s := range list {
-		a := Attrs{Axes: s.axes, Keepdims: s.keepdims}
+		var a Attrs = ReduceAttrs{Axes: s.axes, Keepdims: s.keepdims}
 		name := ShapeName(s.shape)
 		if s.axes != nil {
 			name += fmt.Sprintf(" axes=%v", s.axes)
@@ -298,22 +300,36 @@ func statCases(variance bool) []Case {
 			name += " keepdims"
 		}
 		if variance {
-			a.Correction = s.correction
+			a = VarAttrs{Axes: s.axes, Keepdims: s.keepdims, Correction: s.correction}
 			name += fmt.Sprintf(" correction=%v", s.correction)
 		}
 		cs = append(cs, Case{Name: name, Inputs: []Input{{Shape: s.shape, Domain: dom}}, Attrs: a, NoFD: device.Numel(s.shape) > 4096})
 	}
 	// One row of each kind of special value: NaN, ±Inf, ordinary.
+	var rows Attrs = ReduceAttrs{Axes: []int{1}}
+	if variance {
+		rows = VarAttrs{Axes: []int{1}, Correction: 1}
+	}
 	special := Case{Name: "special values", Inputs: []Input{{Shape: sh(5, 3), Domain: Domain{Values: []float64{
-		nan, 1, 2, inf, 1, 2, -inf, -inf, -inf, inf, -inf, 0, 1, 2, 3}}}}, Attrs: Attrs{Axes: []int{1}, Correction: 1}, NoFD: true}
-	empty := Case{Name: "(3,0) axes=[1]", Inputs: []Input{{Shape: sh(3, 0)}}, Attrs: Attrs{Axes: []int{1}, Correction: 1}, NoFD: true}
+		nan, 1, 2, inf, 1, 2, -inf, -inf, -inf, inf, -inf, 0, 1, 2, 3}}}}, Attrs: rows, NoFD: true}
+	empty := Case{Name: "(3,0) axes=[1]", Inputs: []Input{{Shape: sh(3, 0)}}, Attrs: rows, NoFD: true}
 	cs = append(cs, special, empty)
 	if variance {
 		// A constant row: std 0, whose gradient PyTorch takes as 0.
-		cs = append(cs, Case{Name: "constant rows", Inputs: []Input{{Shape: sh(2, 3), Domain: Domain{Values: []float64{2, 2, 2, -1, -1, -1}}}}, Attrs: Attrs{Axes: []int{1}, Correction: 1}, NoFD: true},
-			Case{Name: "(4,) correction=4", Inputs: []Input{{Shape: sh(4)}}, Attrs: Attrs{Correction: 4}, NoFD: true})
+		cs = append(cs, Case{Name: "constant rows", Inputs: []Input{{Shape: sh(2, 3), Domain: Domain{Values: []float64{2, 2, 2, -1, -1, -1}}}}, Attrs: VarAttrs{Axes: []int{1}, Correction: 1}, NoFD: true},
+			Case{Name: "(4,) correction=4", Inputs: []Input{{Shape: sh(4)}}, Attrs: VarAttrs{Correction: 4}, NoFD: true})
 	} else {
-		cs = append(cs, Case{Name: "±100 rows", Inputs: []Input{{Shape: sh(2, 3), Domain: Domain{Values: []float64{100, 99, 98, -100, -101, -99}}}}, Attrs: Attrs{Axes: []int{1}}})
+		cs = append(cs, Case{Name: "±100 rows", Inputs: []Input{{Shape: sh(2, 3), Domain: Domain{Values: []float64{100, 99, 98, -100, -101, -99}}}}, Attrs: ReduceAttrs{Axes: []int{1}}})
 	}
 	return cs
 }
+
+// VarAttrs are var's and std's axes and keepdim, and the correction:
+// the divisor is N − Correction (PyTorch's default 1).
+type VarAttrs struct {
+	Axes       []int
+	Keepdims   bool
+	Correction float64
+}
+
+func (VarAttrs) isAttrs() {}

@@ -3,7 +3,6 @@ package ops
 import (
 	"math"
 
-	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -46,70 +45,6 @@ type Op struct {
 
 	// Cases are the parity cases: inputs, their domains and attributes.
 	Cases []Case
-}
-
-// Attrs are an op's arguments other than tensors. Each op reads the
-// fields its Doc names and ignores the rest.
-type Attrs struct {
-	Axes      []int   // reductions: the axes (nil: every axis)
-	Axis      int     // softmax, log_softmax, argmax, argmin: the axis
-	Keepdims  bool    // reductions: keep reduced axes with size 1
-	All       bool    // argmax, argmin: over the flattened tensor
-	Alpha     float64 // leaky_relu's slope, elu's alpha, pow_scalar's exponent, sgd's learning rate
-	Beta      float64 // softplus's β
-	Threshold float64 // softplus's threshold
-	Eps       float64 // layer_norm, rms_norm: added to the variance
-	Groups    int     // group_norm: the groups of channels
-	// Correction is var's and std's: the divisor is N − Correction
-	// (PyTorch's default 1).
-	Correction float64
-	Reverse    bool    // cumsum: from the end of the axis (its gradient)
-	Diagonal   int     // tril, triu: the diagonal, 0 the main one
-	Classes    int     // one_hot: the number of classes
-	Delta      float64 // huber, smooth_l1 (PyTorch's beta): where the square turns linear
-	// scaled_dot_product_attention: the causal flag, the scale (0: 1/√D),
-	// dropout's probability and seed, and whether the mask (the fourth
-	// input) is boolean rather than additive.
-	Causal   bool
-	Scale    float64
-	Dropout  float64
-	Seed     uint64
-	BoolMask bool
-	// interpolate: the mode ("nearest", the default, or "bilinear") and
-	// align_corners; its output size, and adaptive_avg_pool2d's, is Shape.
-	Mode         string
-	AlignCorners bool
-	// LabelSmoothing is cross_entropy's ε: the target mixed with the
-	// uniform distribution, (1 − ε)·target + ε/C.
-	LabelSmoothing float64
-	// cross_entropy, nll: rows whose class index is IgnoreIndex contribute
-	// nothing (PyTorch's ignore_index), when Ignore.
-	Ignore      bool
-	IgnoreIndex int
-	Lo, Hi      float64   // clip's bounds
-	Reduction   Reduction // losses
-	Shape       []int     // broadcast_to, sum_to, reshape: the target shape; layer_norm, rms_norm: the normalized shape
-	Perm        []int     // permute: axis k of the result is axis Perm[k]
-	// Slice's Python bounds x[Start:Stop:Step] along Axis; flatten merges
-	// the axes Start…Stop, inclusive.
-	Start, Stop, Step int
-	Pads              [][2]int   // pad: {before, after} per axis
-	Value             float64    // pad: the constant
-	Window            Window     // conv2d and the poolings: the geometry
-	OutputPadding     [2]int     // conv_transpose2d: added at the bottom and right
-	Range             [3]float64 // arange: start, stop, step
-	// Need, for Backward, says which inputs need a gradient (nil: all).
-	// Ops whose gradients cost a kernel of their own (matmul, linear,
-	// conv2d) skip the others and return nil for them; the tape sets it.
-	Need []bool
-	// Saved, for Backward, is what the op's Save kept (nil: Backward
-	// computes it again).
-	Saved *Saved
-	// DType is cast's target dtype.
-	DType device.DType
-	// Optimiser steps: which optimiser and its hyper-parameters.
-	Optimizer device.Optimizer
-	Hyper     device.StepParams
 }
 
 // Saved holds the tensors an op's Save kept for its Backward, in the
@@ -196,9 +131,6 @@ func (r Reduction) String() string {
 	}
 	return "reduction?"
 }
-
-// needs reports whether input i needs a gradient under a.Need.
-func (a Attrs) needs(i int) bool { return a.Need == nil || i >= len(a.Need) || a.Need[i] }
 
 // Table returns every op, in the coverage table's order.
 func Table() []*Op { return append([]*Op(nil), catalogue...) }

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
 )
 
 // TestEveryOpHasSpecialValues checks that the parity suite feeds every op
@@ -216,4 +218,52 @@ func opName(e ast.Expr) string {
 	}
 	s, _ := strconv.Unquote(bl.Value)
 	return s
+}
+
+// TestCasesShareTheirOpsAttrsType checks that all of an op's parity
+// cases give it attributes of one type (or none): an op reads one type.
+func TestCasesShareTheirOpsAttrsType(t *testing.T) {
+	for _, op := range ops.Table() {
+		var want string
+		for _, c := range op.Cases {
+			if c.Attrs == nil {
+				continue
+			}
+			got := fmt.Sprintf("%T", c.Attrs)
+			if want == "" {
+				want = got
+			}
+			if got != want {
+				t.Errorf("%s: case %q has attributes of type %s; other cases %s", op.Name, c.Name, got, want)
+			}
+		}
+	}
+}
+
+// TestAttrsOfAnotherType checks that an op given attributes of a type it
+// does not take panics with ErrArgument naming both types, and that nil
+// stands for the zero value of its type.
+func TestAttrsOfAnotherType(t *testing.T) {
+	e := newEnv(t)
+	x := e.f32([]float64{-2, 0.5, 3}, 3)
+	for _, tt := range []struct {
+		op   *ops.Op
+		a    ops.Attrs
+		want string
+	}{
+		{ops.ClipOp, ops.FillAttrs{Value: 1}, "ops.FillAttrs; want ops.ClipAttrs"},
+		{ops.SoftmaxOp, ops.ReduceAttrs{Axes: []int{0}}, "ops.ReduceAttrs; want ops.AxisAttrs"},
+		{ops.SumOp, ops.Window{}, "ops.Window; want ops.ReduceAttrs"},
+	} {
+		err := tensor.Maybe(func() { tt.op.Forward([]*tensor.Tensor{x}, tt.a) })
+		if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s with %T: %v; want ErrArgument naming %q", tt.op.Name, tt.a, err, tt.want)
+		}
+	}
+	// nil: the zero ClipAttrs, [0, 0].
+	y := ops.ClipOp.Forward([]*tensor.Tensor{x}, nil)
+	e.keep(y)
+	if got := values(t, y); got[0] != 0 || got[1] != 0 || got[2] != 0 {
+		t.Errorf("clip with nil attributes: %v; want the zero ClipAttrs' [0 0 0]", got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -202,81 +203,113 @@ func hostileInputs(in *fuzzin.Bytes, case_ []ops.Input) []inputSpec {
 	return spec
 }
 
-// hostileAttrs mostly keeps the case's attributes and changes one or two
-// to hostile values.
-// attrKinds is how many kinds of attribute change hostileAttrs makes.
-const attrKinds = 21
+// attrKinds is how many kinds of attribute change hostileAttrs makes:
+// one per kind of field (ints, floats, bools, int slices, pairs of ints,
+// strings, dtypes and reductions), and another attribute type altogether.
+const attrKinds = 8
 
+// foreignAttrs are attributes hostileAttrs hands an op instead of its
+// own: a type the op does not take must fail naming both types.
+var foreignAttrs = []ops.Attrs{nil, ops.FillAttrs{Value: 1}, ops.AxisAttrs{Axis: 0}, ops.Window{Stride: [2]int{1, 1}}, ops.ReduceAttrs{}}
+
+// hostileAttrs mostly keeps the case's attributes and changes one or two
+// of their fields to hostile values, or gives the op attributes of
+// another type. Each change takes the same bytes whatever the
+// attributes: a count, then per change an int, a float, the kind, the
+// field and one further choice.
 func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
-	a.Axes = slices.Clone(a.Axes)
-	a.Perm = slices.Clone(a.Perm)
-	a.Shape = slices.Clone(a.Shape)
-	a.Pads = slices.Clone(a.Pads)
 	for range in.Next(0, 2) {
 		h := fuzzin.Pick(in, hostileInts...)
 		v := fuzzin.Pick(in, hostileFloats...)
-		switch in.Next(0, attrKinds-1) {
-		case 0:
-			a.Axis = h
-		case 1:
-			a.Axes = append(a.Axes, h)
-		case 2:
-			a.Start = h
-		case 3:
-			a.Stop = h
-		case 4:
-			a.Step = h
-		case 5:
-			a.Pads = append(a.Pads, [2]int{h, fuzzin.Pick(in, hostileInts...)})
-			if len(a.Pads) > 1 {
-				a.Pads = a.Pads[1:]
-			}
-		case 6:
-			a.Perm = append(a.Perm, h)
-		case 7:
-			a.Shape = append(a.Shape, h)
-		case 8:
-			a.Alpha = v
-		case 9:
-			a.Lo, a.Hi = v, fuzzin.Pick(in, hostileFloats...)
-		case 10:
-			a.Reduction = ops.Reduction(in.Next(0, 4))
-		case 11:
-			k := in.Next(0, 1)
-			switch in.Next(0, 3) {
-			case 0:
-				a.Window.Stride[k] = h
-			case 1:
-				a.Window.Padding[k] = h
-			case 2:
-				a.Window.Dilation[k] = h
-			case 3:
-				a.Window.Kernel[k] = h
-			}
-		case 12:
-			a.Window.Groups = h
-		case 13:
-			// Not float64, which only the CPU backend holds.
-			a.DType = fuzzin.Pick(in, 0, device.Float32, device.Int32, device.Float16, 5, 6)
-			a.Hyper.LR = v
-		case 14:
-			a.Beta, a.Threshold = v, fuzzin.Pick(in, hostileFloats...)
-		case 15:
-			a.Eps = v
-		case 16:
-			a.Correction, a.Diagonal, a.Reverse = v, h, !a.Reverse
-		case 17:
-			a.Delta, a.Classes, a.LabelSmoothing = v, h, fuzzin.Pick(in, hostileFloats...)
-		case 18:
-			a.Ignore, a.IgnoreIndex = !a.Ignore, h
-		case 19:
-			a.Causal, a.Scale, a.Dropout, a.BoolMask = !a.Causal, v, fuzzin.Pick(in, hostileFloats...), !a.BoolMask
-		case 20:
-			a.Mode, a.AlignCorners, a.Groups = fuzzin.Pick(in, "", "nearest", "bilinear", "bicubic", "adaptive"), !a.AlignCorners, h
-			a.OutputPadding = [2]int{h, fuzzin.Pick(in, hostileInts...)}
+		kind := in.Next(0, attrKinds-1)
+		field := in.Next(0, 255)
+		extra := in.Next(0, 255)
+		if kind == attrKinds-1 {
+			a = foreignAttrs[extra%len(foreignAttrs)]
+			continue
 		}
+		if a == nil {
+			continue
+		}
+		rv := reflect.New(reflect.TypeOf(a)).Elem()
+		rv.Set(reflect.ValueOf(a))
+		var leaves []reflect.Value
+		attrLeaves(rv, kind, &leaves)
+		if len(leaves) == 0 {
+			continue
+		}
+		f := leaves[field%len(leaves)]
+		switch kind {
+		case 0:
+			f.SetInt(int64(h))
+		case 1:
+			f.SetFloat(v)
+		case 2:
+			f.SetBool(!f.Bool())
+		case 3: // a copy: the case's slice is shared
+			f.Set(reflect.ValueOf(append(slices.Clone(f.Interface().([]int)), h)))
+		case 4:
+			ps := append(slices.Clone(f.Interface().([][2]int)), [2]int{h, hostileInts[extra%len(hostileInts)]})
+			f.Set(reflect.ValueOf(ps[max(0, len(ps)-2):]))
+		case 5:
+			f.SetString([]string{"", "nearest", "bilinear", "bicubic", "adaptive"}[extra%5])
+		case 6:
+			if f.Type() == reflect.TypeOf(device.DType(0)) {
+				// Not float64, which only the CPU backend holds.
+				f.Set(reflect.ValueOf([]device.DType{0, device.Float32, device.Int32, device.Float16, 5, 6}[extra%6]))
+			} else {
+				f.SetUint(uint64(extra % 5))
+			}
+		}
+		a = rv.Interface().(ops.Attrs)
 	}
 	return a
+}
+
+// attrLeaves appends the settable fields of v, within structs and
+// arrays, that a change of kind k (hostileAttrs) sets.
+func attrLeaves(v reflect.Value, k int, out *[]reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			attrLeaves(v.Field(i), k, out)
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			attrLeaves(v.Index(i), k, out)
+		}
+	default:
+		if leafKind(v) == k {
+			*out = append(*out, v)
+		}
+	}
+}
+
+// leafKind returns the kind of change (hostileAttrs) that sets a field
+// like v, or -1 for none.
+func leafKind(v reflect.Value) int {
+	switch v.Kind() {
+	case reflect.Int:
+		return 0
+	case reflect.Float64:
+		return 1
+	case reflect.Bool:
+		return 2
+	case reflect.Slice:
+		switch v.Type().Elem().Kind() {
+		case reflect.Int:
+			return 3
+		case reflect.Array:
+			return 4
+		}
+	case reflect.String:
+		return 5
+	case reflect.Uint8: // dtypes and reductions; an optimiser's kind stays
+		if v.Type() != reflect.TypeOf(device.Optimizer(0)) {
+			return 6
+		}
+	}
+	return -1
 }
 
 // makeInputs makes the inputs on dev (those marked foreign on another

@@ -73,7 +73,7 @@ func attrChanges(o int) [][]byte {
 		// hostileAttrs takes past one change's count, int, float and kind.
 		probe := fuzzin.Bytes(append([]byte{1, 0, 0, byte(kind)}, make([]byte, 16)...))
 		n := len(probe)
-		hostileAttrs(&probe, ops.Attrs{})
+		hostileAttrs(&probe, nil)
 		further := n - len(probe) - 4
 		for h := range len(hostileInts) {
 			// op, case 0, one change: an int, a float, the kind, its

@@ -200,13 +200,13 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 	err = tensor.Maybe(func() {
 		// As a tape records it: through Save where the op has one, its
 		// backward reading what Save kept.
-		a := c.Attrs
+		a := ops.Backprop{Attrs: c.Attrs}
 		var out *tensor.Tensor
 		if c.Op.Save != nil && c.Op.Backward != nil {
-			out, a.Saved = c.Op.Save(in, a)
+			out, a.Saved = c.Op.Save(in, c.Attrs)
 			defer a.Saved.Release()
 		} else {
-			out = c.Op.Forward(in, a)
+			out = c.Op.Forward(in, c.Attrs)
 		}
 		defer out.Release()
 		if res.out, inner = out.Float64s(); inner != nil {

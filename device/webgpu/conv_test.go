@@ -87,7 +87,7 @@ func TestConv2dDirect(t *testing.T) {
 				if b != nil {
 					in = append(in, b)
 				}
-				gs := ops.Conv2dOp.Backward(in, gy, ops.Attrs{Window: tc.win, Need: []bool{false, true, true}})
+				gs := ops.Conv2dOp.Backward(in, gy, ops.Backprop{Attrs: tc.win, Need: []bool{false, true, true}})
 				if gs[0] != nil {
 					t.Fatal("Backward returned the input's gradient, not asked for")
 				}
