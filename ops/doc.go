@@ -2,9 +2,11 @@
 //
 // Every op has a forward function and a backward function named after it
 // (Add and AddBackward, Softmax and SoftmaxBackward, …). A backward
-// function takes the op's inputs, the upstream gradient g (shaped like the
-// op's output) and the op's other arguments, and returns the gradient of
-// each input, shaped exactly like that input. Ops run on the device of
+// function takes the forward's arguments in their order with the upstream
+// gradient g (shaped like the op's output) after the last tensor —
+// SoftplusBackward(x, g, beta, threshold), IndexSelectBackward(x, axis,
+// idx, g) — and returns the gradient of each input, shaped exactly like
+// that input. Ops run on the device of
 // their inputs; every input must be on the same device and, for
 // floating-point inputs, of the same dtype.
 //
