@@ -177,6 +177,19 @@ var unaryFns = map[device.UnaryOp]unaryFn{
 			}
 			return g * alpha * math.Exp(x)
 		}},
+	"celu": {
+		func(x, alpha, _ float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return alpha * math.Expm1(x/alpha)
+		},
+		func(x, g, alpha, _ float64) float64 {
+			if x > 0 {
+				return g
+			}
+			return g * math.Exp(x/alpha)
+		}},
 	"hardswish": {
 		func(x, _, _ float64) float64 { return x * math.Min(math.Max(x+3, 0), 6) / 6 },
 		func(x, g, _, _ float64) float64 {

@@ -43,9 +43,16 @@ var (
 	EluOp = &Op{Name: "elu", Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
 		Forward:  fwd(func(in []*T, a EluAttrs) *T { return Elu(in[0], a.Alpha) }),
 		Backward: bwd(func(in []*T, g *T, a EluAttrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} }),
-		Cases: unaryCases(moderate, specials, EluAttrs{Alpha: DefaultEluAlpha}, false, eluNearZero(),
+		Cases: unaryCases(moderate, specials, EluAttrs{Alpha: DefaultEluAlpha}, false, nearZeroNoFD(EluAttrs{Alpha: DefaultEluAlpha}),
 			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: EluAttrs{Alpha: 0.5}},
 			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: EluAttrs{Alpha: 2}, NoFD: true})}
+	CeluOp = &Op{Name: "celu", Family: "unary", Kernel: "celu", Doc: "x for x > 0, alpha·(e^(x/alpha) − 1) otherwise (alpha = 1, finite and nonzero), PyTorch's celu; gradient e^(x/alpha) at and below 0.",
+		Forward:  fwd(func(in []*T, a CeluAttrs) *T { return Celu(in[0], a.Alpha) }),
+		Backward: bwd(func(in []*T, g *T, a CeluAttrs) []*T { return []*T{CeluBackward(in[0], g, a.Alpha)} }),
+		Cases: unaryCases(moderate, specials, CeluAttrs{Alpha: DefaultCeluAlpha}, false, nearZeroNoFD(CeluAttrs{Alpha: DefaultCeluAlpha}),
+			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: 0.5}},
+			Case{Name: "(4,5) alpha=-2", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: -2}},
+			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: CeluAttrs{Alpha: 2}, NoFD: true})}
 	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
 		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, nil, false, nearZero(),
 			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true)))
@@ -66,6 +73,7 @@ var activations = []*Op{
 	SiluOp.with(siluRule),
 	SoftplusOp.with(softplusRule),
 	EluOp.with(eluRule),
+	CeluOp.with(celuRule),
 	HardswishOp.with(hardswishRule),
 	MishOp.with(mishRule),
 }
@@ -115,6 +123,13 @@ var (
 		a := attrsAs[EluAttrs](at)
 		pos := above(r.b.Tensor(x), 1, 0)
 		neg := r.mul(r.b.Const(complement(pos)), r.add(y, r.scalar(y, a.Alpha)))
+		return r.mul(g, r.add(neg, r.b.Const(pos)))
+	})
+	// 1 above 0; e^(x/alpha) = y/alpha + 1 at and below it.
+	celuRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
+		a := attrsAs[CeluAttrs](at)
+		pos := above(r.b.Tensor(x), 1, 0)
+		neg := r.mul(r.b.Const(complement(pos)), r.add(r.scale(y, 1/a.Alpha), r.scalar(y, 1)))
 		return r.mul(g, r.add(neg, r.b.Const(pos)))
 	})
 	// x/3 + ½ on [−3, 3], 1 above.
@@ -310,11 +325,11 @@ func softplusCases() []Case {
 		Case{Name: "special values threshold=+Inf", Inputs: []Input{{Shape: sh(len(specials)), Domain: Domain{Values: specials}}}, Attrs: SoftplusAttrs{Beta: 1, Threshold: math.Inf(1)}, NoFD: true})
 }
 
-// eluNearZero is nearZero without finite differences: elu's second
-// derivative jumps at 0, so central differences across it are off by
-// O(h) there.
-func eluNearZero() Case {
-	c := withAttrs(nearZero(), EluAttrs{Alpha: DefaultEluAlpha})
+// nearZeroNoFD is nearZero with attributes a and without finite
+// differences: elu's and celu's second derivatives jump at 0, so central
+// differences across it are off by O(h) there.
+func nearZeroNoFD(a Attrs) Case {
+	c := withAttrs(nearZero(), a)
 	c.NoFD = true
 	return c
 }
@@ -322,24 +337,46 @@ func eluNearZero() Case {
 // DefaultEluAlpha is PyTorch's default alpha for Elu.
 const DefaultEluAlpha = 1.0
 
-func checkAlpha(op string, alpha float64) {
-	if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
+// checkAlpha panics unless alpha is finite, and nonzero where it divides
+// (celu's).
+func checkAlpha(op string, alpha float64, nonzero bool) {
+	switch {
+	case math.IsNaN(alpha) || math.IsInf(alpha, 0):
 		tensor.Panicf(op, tensor.ErrArgument, "alpha %v; want a finite alpha", alpha)
+	case nonzero && alpha == 0:
+		tensor.Panicf(op, tensor.ErrArgument, "alpha 0; want a finite, nonzero alpha")
 	}
 }
 
 // Elu returns x where x > 0 and alpha·(eˣ − 1) elsewhere, as PyTorch's elu
 // (DefaultEluAlpha); alpha must be finite.
 func Elu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.Elu", alpha)
+	checkAlpha("ops.Elu", alpha, false)
 	return unary("ops.Elu", "elu", x, alpha)
 }
 
 // EluBackward returns the gradient of Elu: g where x > 0, g·alpha·eˣ
 // elsewhere.
 func EluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.EluBackward", alpha)
+	checkAlpha("ops.EluBackward", alpha, false)
 	return unaryGrad("ops.EluBackward", "elu", x, g, alpha)
+}
+
+// DefaultCeluAlpha is PyTorch's default alpha for Celu.
+const DefaultCeluAlpha = 1.0
+
+// Celu returns x where x > 0 and alpha·(e^(x/alpha) − 1) elsewhere, as
+// PyTorch's celu (DefaultCeluAlpha); alpha must be finite and nonzero.
+func Celu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkAlpha("ops.Celu", alpha, true)
+	return unary("ops.Celu", "celu", x, alpha)
+}
+
+// CeluBackward returns the gradient of Celu: g where x > 0, g·e^(x/alpha)
+// elsewhere.
+func CeluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
+	checkAlpha("ops.CeluBackward", alpha, true)
+	return unaryGrad("ops.CeluBackward", "celu", x, g, alpha)
 }
 
 // Hardswish returns x·min(max(x + 3, 0), 6)/6, as PyTorch's hardswish
@@ -514,3 +551,9 @@ func (EluAttrs) isAttrs() {}
 type SoftplusAttrs struct{ Beta, Threshold float64 }
 
 func (SoftplusAttrs) isAttrs() {}
+
+// CeluAttrs are celu's: alpha, the scale of e^(x/alpha) − 1 below 0
+// (PyTorch's default 1).
+type CeluAttrs struct{ Alpha float64 }
+
+func (CeluAttrs) isAttrs() {}

@@ -267,6 +267,16 @@ fn op_elu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(g * a * exp(x), g, x > 0.0);
 }
 
+// x for x > 0, a·(e^(x/a) − 1) otherwise: e^z − 1 by expm1_neg where
+// z = x/a ≤ 0 (a > 0), directly where z > 0 (a < 0).
+fn op_celu(x: f32, a: f32, b: f32) -> f32 {
+    let z = x / a;
+    return select(a * select(exp(z) - 1.0, expm1_neg(z), z <= 0.0), x, x > 0.0);
+}
+fn op_celu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
+    return select(g * exp(x / a), g, x > 0.0);
+}
+
 // x·min(max(x + 3, 0), 6)/6 (NaN at −Inf, as PyTorch's).
 fn op_hardswish(x: f32, a: f32, b: f32) -> f32 {
     return x * min(max(x + 3.0, 0.0), 6.0) / 6.0;
