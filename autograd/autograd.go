@@ -105,6 +105,9 @@ func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 	if op == nil {
 		tensor.Panicf("autograd.Apply", tensor.ErrArgument, "nil op; want an entry of the op table, such as ops.AddOp")
 	}
+	if _, ok := a.(ops.Backprop); ok {
+		tensor.Panicf("autograd.Apply("+op.Name+")", tensor.ErrArgument, "an ops.Backprop; want the op's own attributes (the tape makes the Backprop)")
+	}
 	defer func() { // attributes of another type: name the op
 		if r := recover(); r != nil {
 			if e, ok := r.(*tensor.Error); ok && e.Op == "ops.Attrs" {

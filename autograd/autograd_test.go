@@ -268,6 +268,10 @@ func TestAccumulateAndErrors(t *testing.T) {
 	if !errors.Is(err, tensor.ErrArgument) {
 		t.Errorf("Apply of a nil op: %v; want ErrArgument", err)
 	}
+	err = tensor.Maybe(func() { autograd.Apply(ops.ClipOp, ops.Backprop{Attrs: ops.ClipAttrs{Lo: 0, Hi: 1}}, x) })
+	if !errors.Is(err, tensor.ErrArgument) {
+		t.Errorf("Apply with an ops.Backprop: %v; want ErrArgument", err)
+	}
 	err = tensor.Maybe(func() { autograd.Apply(ops.ClipOp, ops.FillAttrs{Value: 1}, x) })
 	if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "autograd.Apply(clip): attributes of type ops.FillAttrs; want ops.ClipAttrs") {
 		t.Errorf("Apply of clip with fill's attributes: %v; want ErrArgument naming the op and both types", err)

@@ -14,10 +14,15 @@ import (
 // dropout inside it would draw a new mask). Parameters that fn uses
 // receive their gradients as usual.
 func Checkpoint(fn func(x *Var) *Var, x *Var) *Var {
+	fresh := false
 	y := tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
-		return fn((&Var{t: s.Use(x.t)}).NoGrad()).Value()
+		out := fn((&Var{t: s.Use(x.t)}).NoGrad()).Value()
+		fresh = s.Owns(out)
+		return out
 	})
-	tensor.Join(y, x.t)
+	if fresh { // computed here, not a tensor fn returned from elsewhere
+		tensor.Join(y, x.t)
+	}
 	if x.noGrad {
 		return &Var{t: y, noGrad: true}
 	}

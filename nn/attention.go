@@ -298,7 +298,9 @@ func (r ResidualLayer) Train(on bool) {
 // KVCache holds one attention layer's keys and values of the positions
 // decoded so far, [N, Heads, L, E/Heads] each, for generation: each new
 // position then costs the work of one position, not of the whole prefix.
-// The cache owns its tensors; Release frees them.
+// The cache owns its tensors; Release frees them. Decoded inside a
+// tensor.Scope, they are computed from the scope's input and join it:
+// return or Keep them to decode on after the scope.
 type KVCache struct {
 	K, V *tensor.Tensor
 }

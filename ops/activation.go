@@ -14,7 +14,7 @@ import (
 var (
 	ReluOp = unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
 		unaryCases(offZero, specials, nil, true, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
-	LeakyReluOp = &Op{Name: "leaky_relu", Family: "unary", Kernel: "leaky_relu", Doc: "x, or alpha·x for x ≤ 0; alpha ≥ 0 (default 0.01).",
+	LeakyReluOp = &Op{Name: "leaky_relu", Family: "unary", Kernel: "leaky_relu", Doc: "x, or slope·x for x ≤ 0; slope ≥ 0 (default 0.01).",
 		Forward:  fwd(func(in []*T, a LeakyReluAttrs) *T { return LeakyRelu(in[0], a.Slope) }),
 		Backward: leakyBwd,
 		Cases: unaryCases(offZero, specials, LeakyReluAttrs{Slope: DefaultLeakySlope}, false,
@@ -51,6 +51,7 @@ var (
 		Backward: bwd(func(in []*T, g *T, a CeluAttrs) []*T { return []*T{CeluBackward(in[0], g, a.Alpha)} }),
 		Cases: unaryCases(moderate, specials, CeluAttrs{Alpha: DefaultCeluAlpha}, false, nearZeroNoFD(CeluAttrs{Alpha: DefaultCeluAlpha}),
 			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: 0.5}},
+			named("near 0, relative alpha=-2", nearZeroNoFD(CeluAttrs{Alpha: -2})),
 			Case{Name: "(4,5) alpha=-2", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: -2}},
 			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: CeluAttrs{Alpha: 2}, NoFD: true})}
 	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,

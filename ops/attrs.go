@@ -9,9 +9,10 @@ import (
 // Attrs are an op's arguments other than tensors: a value of the op's own
 // attribute type (ClipAttrs for clip; each entry's Doc and autograd
 // function say which), or nil for an op that has none, or to take its
-// type's zero value. An op given attributes of another type panics with
-// ErrArgument naming both types. Only the types of this package are
-// Attrs.
+// type's zero value (not PyTorch's defaults: elu's nil is alpha 0; the
+// ops' functions and autograd's name every argument). An op given
+// attributes of another type, or any where it takes none, panics with
+// ErrArgument naming the types. Only the types of this package are Attrs.
 type Attrs interface{ isAttrs() }
 
 // The attribute types that several groups of ops share; the others
@@ -78,6 +79,17 @@ func attrsAs[A Attrs](a Attrs) A {
 		panic(&tensor.Error{Op: "ops.Attrs", Kind: tensor.ErrArgument, Msg: fmt.Sprintf("attributes of type %T; want %T", a, zero)})
 	}
 	return v
+}
+
+// noAttrs panics unless a, or the attributes within a Backprop, is nil:
+// the check of the ops that take no attributes.
+func noAttrs(a Attrs) {
+	if b, ok := a.(Backprop); ok {
+		a = b.Attrs
+	}
+	if a != nil {
+		panic(&tensor.Error{Op: "ops.Attrs", Kind: tensor.ErrArgument, Msg: fmt.Sprintf("attributes of type %T; the op takes none", a)})
+	}
 }
 
 // fwd adapts a forward function of the op's attribute type A to the

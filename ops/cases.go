@@ -36,8 +36,12 @@ type (
 )
 
 // Adapters from the ops' functions to the table's signatures.
+// Adapters from the ops' functions to the table's signatures. The
+// forward ones serve ops that take no attributes and reject any
+// (noAttrs); the backward ones also serve ops whose backward reads none
+// of its attributes (reshape's), checked by the forward.
 func fwd1(f func(x *T) *T) func([]*T, Attrs) *T {
-	return func(in []*T, _ Attrs) *T { return f(in[0]) }
+	return func(in []*T, a Attrs) *T { noAttrs(a); return f(in[0]) }
 }
 
 func bwd1(f func(x, g *T) *T) func([]*T, *T, Attrs) []*T {
@@ -45,7 +49,7 @@ func bwd1(f func(x, g *T) *T) func([]*T, *T, Attrs) []*T {
 }
 
 func fwd2(f func(a, b *T) *T) func([]*T, Attrs) *T {
-	return func(in []*T, _ Attrs) *T { return f(in[0], in[1]) }
+	return func(in []*T, a Attrs) *T { noAttrs(a); return f(in[0], in[1]) }
 }
 
 func bwd2(f func(a, b, g *T) (*T, *T)) func([]*T, *T, Attrs) []*T {

@@ -29,7 +29,7 @@ type Builder interface {
 // computation and differentiate it again (second-order gradients, a
 // Hessian-vector product as two backward passes). in are the op's inputs,
 // out its output and g the upstream gradient; an input that needs no
-// gradient (Attrs.Need) or has none (int32) may get nil.
+// gradient (a Backprop's Need) or has none (int32) may get nil.
 type Rule func(b Builder, in []Value, out, g Value, a Attrs) []Value
 
 // Eager is the Builder that runs a Rule at once on tensors; the parity

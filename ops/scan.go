@@ -7,7 +7,7 @@ import "fmt"
 // The entries of scans. Each var is an op's handle, by which autograd.Apply
 // and the rules reach it.
 var (
-	CumsumOp = &Op{Name: "cumsum", Family: "scan", Doc: "running sums along an axis (Attrs.Reverse: from the end, its gradient); float32 accumulation.",
+	CumsumOp = &Op{Name: "cumsum", Family: "scan", Doc: "running sums along an axis (ScanAttrs.Reverse: from the end, its gradient); float32 accumulation.",
 		Forward: fwd(func(in []*T, a ScanAttrs) *T { return cumsum("ops.Cumsum", in[0], a.Axis, a.Reverse) }),
 		Backward: bwd(func(in []*T, g *T, a ScanAttrs) []*T {
 			return []*T{cumsumBackward("ops.CumsumBackward", in[0], g, a.Axis, a.Reverse)}

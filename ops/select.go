@@ -16,15 +16,17 @@ import (
 // and the rules reach it.
 var (
 	WhereOp = &Op{Name: "where", Family: "where", Doc: "a where cond ≠ 0, else b, the three broadcast as NumPy; gradients g where each was chosen, summed to its shape; zero for cond.",
-		Forward: func(in []*T, _ Attrs) *T { return Where(in[0], in[1], in[2]) },
-		Backward: func(in []*T, g *T, _ Attrs) []*T {
+		Forward: func(in []*T, a Attrs) *T { noAttrs(a); return Where(in[0], in[1], in[2]) },
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			noAttrs(a)
 			gc, ga, gb := WhereBackward(in[0], in[1], in[2], g)
 			return []*T{gc, ga, gb}
 		},
 		Cases: whereCases()}
 	MaskedFillOp = &Op{Name: "masked_fill", Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
 		Forward: fwd(func(in []*T, a FillAttrs) *T { return MaskedFill(in[0], in[1], a.Value) }),
-		Backward: func(in []*T, g *T, _ Attrs) []*T {
+		Backward: func(in []*T, g *T, a Attrs) []*T {
+			attrsAs[FillAttrs](a) // the type's check: the gradient does not read the value
 			gx, gm := MaskedFillBackward(in[0], in[1], g)
 			return []*T{gx, gm}
 		},

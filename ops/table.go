@@ -34,7 +34,7 @@ type Op struct {
 	// Save, when set, is Forward that also keeps what Backward would
 	// otherwise compute again (conv2d's im2col columns). A tape calls it
 	// instead of Forward when it records the op for a gradient, hands
-	// what it kept to Backward in Attrs.Saved and releases it once
+	// what it kept to Backward in a Backprop and releases it once
 	// backward has consumed it; Backward must leave it unchanged (a
 	// retained graph runs backward again).
 	Save func(in []*tensor.Tensor, a Attrs) (*tensor.Tensor, *Saved)

@@ -254,6 +254,7 @@ func TestAttrsOfAnotherType(t *testing.T) {
 		{ops.ClipOp, ops.FillAttrs{Value: 1}, "ops.FillAttrs; want ops.ClipAttrs"},
 		{ops.SoftmaxOp, ops.ReduceAttrs{Axes: []int{0}}, "ops.ReduceAttrs; want ops.AxisAttrs"},
 		{ops.SumOp, ops.Window{}, "ops.Window; want ops.ReduceAttrs"},
+		{ops.ReluOp, ops.LeakyReluAttrs{Slope: 0.2}, "ops.LeakyReluAttrs; the op takes none"},
 	} {
 		err := tensor.Maybe(func() { tt.op.Forward([]*tensor.Tensor{x}, tt.a) })
 		if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), tt.want) {

@@ -268,10 +268,10 @@ fn op_elu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 }
 
 // x for x > 0, a·(e^(x/a) − 1) otherwise: e^z − 1 by expm1_neg where
-// z = x/a ≤ 0 (a > 0), directly where z > 0 (a < 0).
+// z = x/a ≤ 0 (a > 0), and as −e^z·(e^−z − 1) where z > 0 (a < 0).
 fn op_celu(x: f32, a: f32, b: f32) -> f32 {
     let z = x / a;
-    return select(a * select(exp(z) - 1.0, expm1_neg(z), z <= 0.0), x, x > 0.0);
+    return select(a * select(-exp(z) * expm1_neg(-z), expm1_neg(z), z <= 0.0), x, x > 0.0);
 }
 fn op_celu_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(g * exp(x / a), g, x > 0.0);

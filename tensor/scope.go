@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -12,6 +13,12 @@ import (
 // result joins the newest open scope among its inputs' (Join), and a
 // view (Reshape) its tensor's scope. A tensor computed only from tensors
 // of no open scope (parameters, say) joins none.
+//
+// What joins includes gradients computed from a scope's tensors and state
+// built from them (a key-value cache): return such tensors from Tidy, or
+// Keep them, to use them after the scope. The results of a Tidy leave its
+// scope and join no other (TF.js hands them to the enclosing tidy; here
+// Track them into the scope that should hold them).
 //
 // A Scope may be used by many goroutines. The zero value is not usable;
 // use NewScope or Tidy.
@@ -49,6 +56,25 @@ func (s *Scope) Use(t *Tensor) *Tensor {
 	s.add(v)
 	return v
 }
+
+// Keep takes ts out of s: releasing s leaves them alone. A tensor of
+// another scope, or of none, is left as it is.
+func (s *Scope) Keep(ts ...*Tensor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		if t == nil || t.scope.Load() != s {
+			continue
+		}
+		t.scope.Store(nil)
+		if i := slices.Index(s.ts, t); i >= 0 {
+			s.ts = slices.Delete(s.ts, i, i+1)
+		}
+	}
+}
+
+// Owns reports whether t belongs to s.
+func (s *Scope) Owns(t *Tensor) bool { return t != nil && t.scope.Load() == s }
 
 // add records t in s, unless s is closed (an op that finished after
 // Release: its result is the garbage collector's).

@@ -79,6 +79,28 @@ func TestTidy(t *testing.T) {
 	}
 }
 
+func TestScopeKeep(t *testing.T) {
+	dev := cpu.New()
+	s := tensor.NewScope()
+	a := s.Track(tensor.Must(tensor.Ones(dev, device.Float32, 4)))
+	b := a.Reshape(2, 2)
+	other := tensor.Must(tensor.Ones(dev, device.Float32, 4))
+	if !s.Owns(a) || !s.Owns(b) || s.Owns(other) {
+		t.Errorf("Owns: a %v, its view %v, a tensor of no scope %v; want true, true, false", s.Owns(a), s.Owns(b), s.Owns(other))
+	}
+	s.Keep(b, other)
+	if s.Owns(b) {
+		t.Error("a kept tensor still belongs to the scope")
+	}
+	s.Release()
+	if !a.Released() || b.Released() || other.Released() {
+		t.Errorf("after Release: a %v, kept view %v, a tensor of no scope %v; want released, kept, kept", a.Released(), b.Released(), other.Released())
+	}
+	if v, err := b.Float32s(); err != nil || v[3] != 1 {
+		t.Errorf("the kept view: %v, %v", v, err)
+	}
+}
+
 func TestTidyPanics(t *testing.T) {
 	dev := cpu.New()
 	var a *tensor.Tensor

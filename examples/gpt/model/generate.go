@@ -61,13 +61,13 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 		}
 		var last []float64
 		var err error
-		tensor.Tidy(func(s *tensor.Scope) []*tensor.Tensor {
+		tensor.Tidy(func(sc *tensor.Scope) []*tensor.Tensor {
 			x, e := tensor.FromInt32(dev, feed, 1, len(feed))
 			if e != nil {
 				err = e
 				return nil
 			}
-			in := autograd.Leaf(s.Track(x), false).NoGrad()
+			in := autograd.Leaf(sc.Track(x), false).NoGrad()
 			var logits *autograd.Var
 			if cached {
 				if caches == nil {
