@@ -308,6 +308,25 @@ func TestNoGrad(t *testing.T) {
 	}
 }
 
+// TestCheckpointOfNoGrad checks that a checkpointed function that reads
+// a NoGrad variable fails in Backward, as the same function unchecked
+// does, instead of giving no gradient.
+func TestCheckpointOfNoGrad(t *testing.T) {
+	dev := cpu.New()
+	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), true)
+	c := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{3, 4})), false).NoGrad()
+	fn := func(v *autograd.Var) *autograd.Var { return autograd.Mul(v, c) }
+	if err := autograd.Sum(fn(x)).Backward(); err == nil {
+		t.Error("Backward of a loss that reads a NoGrad variable: no error")
+	}
+	if err := autograd.Sum(autograd.Checkpoint(fn, x)).Backward(); err == nil || !strings.Contains(err.Error(), "NoGrad") {
+		t.Errorf("Backward through a checkpoint that reads a NoGrad variable: %v; want an error naming NoGrad", err)
+	}
+	if x.Grad() != nil {
+		t.Error("x got a gradient")
+	}
+}
+
 // TestCheckpoint trains nothing: it compares the gradients of a 16-layer
 // MLP with and without checkpointing every 4 layers (bit for bit on the
 // CPU, close on WebGPU) and the peak device memory of the two.

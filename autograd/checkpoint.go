@@ -30,6 +30,9 @@ func Checkpoint(fn func(x *Var) *Var, x *Var) *Var {
 		xv := Leaf(in[0], x.requires)
 		out := fn(xv)
 		defer out.t.Release()
+		if out.noGrad {
+			tensor.Panicf("autograd.Checkpoint", tensor.ErrArgument, "fn's result reads a NoGrad variable, so no gradient reaches x or the parameters; Detach what fn captures")
+		}
 		if out.requires {
 			if err := out.BackwardWith(g, false); err != nil {
 				tensor.Panicf("autograd.Checkpoint", tensor.ErrArgument, "%v", err)
