@@ -113,22 +113,19 @@ var (
 		return r.mul(g, r.mul(s, r.add(r.scalar(x, 1), r.mul(x, r.sub(r.scalar(x, 1), s)))))
 	})
 	// σ(βx) where βx ≤ threshold, 1 above it.
-	softplusRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[SoftplusAttrs](at)
+	softplusRule = unaryRule(func(r rb, x, y, g Value, a SoftplusAttrs) Value {
 		lin := above(r.b.Tensor(x), a.Beta, a.Threshold)
 		s := r.un(SigmoidOp, r.scale(x, a.Beta))
 		return r.mul(g, r.add(r.mul(s, r.b.Const(complement(lin))), r.b.Const(lin)))
 	})
 	// 1 above 0; alpha·eˣ = y + alpha at and below it.
-	eluRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[EluAttrs](at)
+	eluRule = unaryRule(func(r rb, x, y, g Value, a EluAttrs) Value {
 		pos := above(r.b.Tensor(x), 1, 0)
 		neg := r.mul(r.b.Const(complement(pos)), r.add(y, r.scalar(y, a.Alpha)))
 		return r.mul(g, r.add(neg, r.b.Const(pos)))
 	})
 	// 1 above 0; e^(x/alpha) = y/alpha + 1 at and below it.
-	celuRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[CeluAttrs](at)
+	celuRule = unaryRule(func(r rb, x, y, g Value, a CeluAttrs) Value {
 		pos := above(r.b.Tensor(x), 1, 0)
 		neg := r.mul(r.b.Const(complement(pos)), r.add(r.scale(y, 1/a.Alpha), r.scalar(y, 1)))
 		return r.mul(g, r.add(neg, r.b.Const(pos)))
@@ -338,29 +335,28 @@ func nearZeroNoFD(a Attrs) Case {
 // DefaultEluAlpha is PyTorch's default alpha for Elu.
 const DefaultEluAlpha = 1.0
 
-// checkAlpha panics unless alpha is finite, and nonzero where it divides
-// (celu's).
-func checkAlpha(op string, alpha float64, nonzero bool) {
+// checkAlpha returns alpha, and panics unless it is finite, and nonzero
+// where it divides (celu's).
+func checkAlpha(op string, alpha float64, nonzero bool) float64 {
 	switch {
 	case math.IsNaN(alpha) || math.IsInf(alpha, 0):
 		tensor.Panicf(op, tensor.ErrArgument, "alpha %v; want a finite alpha", alpha)
 	case nonzero && alpha == 0:
 		tensor.Panicf(op, tensor.ErrArgument, "alpha 0; want a finite, nonzero alpha")
 	}
+	return alpha
 }
 
 // Elu returns x where x > 0 and alpha·(eˣ − 1) elsewhere, as PyTorch's elu
 // (DefaultEluAlpha); alpha must be finite.
 func Elu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.Elu", alpha, false)
-	return unary("ops.Elu", "elu", x, alpha)
+	return unary("ops.Elu", "elu", x, checkAlpha("ops.Elu", alpha, false))
 }
 
 // EluBackward returns the gradient of Elu: g where x > 0, g·alpha·eˣ
 // elsewhere.
 func EluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.EluBackward", alpha, false)
-	return unaryGrad("ops.EluBackward", "elu", x, g, alpha)
+	return unaryGrad("ops.EluBackward", "elu", x, g, checkAlpha("ops.EluBackward", alpha, false))
 }
 
 // DefaultCeluAlpha is PyTorch's default alpha for Celu.
@@ -369,15 +365,13 @@ const DefaultCeluAlpha = 1.0
 // Celu returns x where x > 0 and alpha·(e^(x/alpha) − 1) elsewhere, as
 // PyTorch's celu (DefaultCeluAlpha); alpha must be finite and nonzero.
 func Celu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.Celu", alpha, true)
-	return unary("ops.Celu", "celu", x, alpha)
+	return unary("ops.Celu", "celu", x, checkAlpha("ops.Celu", alpha, true))
 }
 
 // CeluBackward returns the gradient of Celu: g where x > 0, g·e^(x/alpha)
 // elsewhere.
 func CeluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
-	checkAlpha("ops.CeluBackward", alpha, true)
-	return unaryGrad("ops.CeluBackward", "celu", x, g, alpha)
+	return unaryGrad("ops.CeluBackward", "celu", x, g, checkAlpha("ops.CeluBackward", alpha, true))
 }
 
 // Hardswish returns x·min(max(x + 3, 0), 6)/6, as PyTorch's hardswish
@@ -399,10 +393,10 @@ func MishBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	return unaryGrad("ops.MishBackward", "mish", x, g)
 }
 
-func leakyBwd(in []*T, g *T, at Attrs) []*T {
-	a := attrsAs[LeakyReluAttrs](at)
+// leakyBwd is leaky_relu's Backward, which its Rule reuses.
+var leakyBwd = bwd(func(in []*T, g *T, a LeakyReluAttrs) []*T {
 	return []*T{LeakyReluBackward(in[0], g, a.Slope)}
-}
+})
 
 func preluCases() []Case {
 	c := func(x, alpha []int) Case {

@@ -137,7 +137,6 @@ var (
 	MatmulOp = &Op{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
 		Forward: fwd2(MatMul),
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			noAttrs(a)
 			gs := make([]*T, 2)
 			if backprop(a).needs(0) {
 				gs[0] = MatMulBackwardA(in[0], in[1], g)
@@ -208,7 +207,6 @@ var (
 	LinearOp = &Op{Name: "linear", Family: "matmul", Doc: "x·Wᵀ + b, W [out, in], x of any leading shape, b [out] or none.",
 		Forward: func(in []*T, a Attrs) *T { noAttrs(a); return Linear(in[0], in[1], bias(in)) },
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			noAttrs(a)
 			gx, gw, gb := linearBackward(in[0], in[1], bias(in), g, backprop(a).needs(0))
 			if len(in) < 3 {
 				return []*T{gx, gw}
@@ -232,7 +230,7 @@ var (
 		Cases: convCases()}
 	EmbeddingOp = &Op{Name: "embedding", Family: "gather", Doc: "rows of a table [rows, features] named by int32 indices of any shape; gradient accumulates repeated indices.",
 		Forward:  fwd2(Embedding),
-		Backward: func(in []*T, g *T, a Attrs) []*T { noAttrs(a); return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
+		Backward: func(in []*T, g *T, _ Attrs) []*T { return []*T{nil, EmbeddingBackward(in[0], in[1], g)} },
 		Cases:    embeddingCases()}
 	MaxPool2dOp = &Op{Name: "max_pool2d", Family: "window", Doc: "window maxima; padding (≤ half the kernel) never chosen, a window wholly in it (dilated) −Inf; gradient to each window's first maximum.",
 		Forward:  fwd(func(in []*T, w Window) *T { return MaxPool2d(in[0], w) }),

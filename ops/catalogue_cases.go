@@ -468,10 +468,10 @@ func sgdCases() []Case {
 		{Shape: sh(5), Domain: Domain{Values: []float64{1, 1, inf, nan, -1e30}}}}, Attrs: SGDAttrs{LR: 0.1}, NoFD: true})
 }
 
-func clipBwd(in []*T, g *T, at Attrs) []*T {
-	a := attrsAs[ClipAttrs](at)
+// clipBwd is clip's Backward, which its Rule reuses.
+var clipBwd = bwd(func(in []*T, g *T, a ClipAttrs) []*T {
 	return []*T{ClipBackward(in[0], g, a.Lo, a.Hi)}
-}
+})
 
 // castCases cast to float16: ordinary values, and values at its edges
 // (the largest finite, past it, subnormals, ties). Casting is flat almost

@@ -99,8 +99,7 @@ func conv1dCases() []Case {
 }
 
 // conv1dRule is conv2d's rule over images of height 1.
-var conv1dRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
-	a := attrsAs[Window](at)
+var conv1dRule = rule(func(b Builder, in []Value, out, g Value, a Window) []Value {
 	r := rb{b}
 	four := func(v Value) Value {
 		s := v.Shape()
@@ -114,4 +113,4 @@ var conv1dRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
 		grads[i] = r.reshape(grads[i], in[i].Shape())
 	}
 	return grads
-}
+})

@@ -167,8 +167,7 @@ func convTransposeCases() []Case {
 var (
 	// conv2d: gx = conv_transpose2d(g, w) (its output padding restores x's
 	// size), gw = convWeightGrad(x, g), gb = Σ g.
-	conv2dRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[Window](at)
+	conv2dRule = rule(func(b Builder, in []Value, _, g Value, a Window) []Value {
 		r := rb{b}
 		x, w := in[0], in[1]
 		xs, ws := x.Shape(), w.Shape()
@@ -183,10 +182,9 @@ var (
 			grads = append(grads, r.op(SumOp, ReduceAttrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
-	}
+	})
 	// conv_transpose2d: gx = conv2d(g, w), gw = convWeightGrad(g, x), gb = Σ g.
-	convTransposeRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[ConvTransposeAttrs](at)
+	convTransposeRule = rule(func(b Builder, in []Value, _, g Value, a ConvTransposeAttrs) []Value {
 		r := rb{b}
 		ws := in[1].Shape()
 		grads := []Value{r.op(Conv2dOp, a.Window, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
@@ -194,7 +192,7 @@ var (
 			grads = append(grads, r.op(SumOp, ReduceAttrs{Axes: []int{0, 2, 3}}, g))
 		}
 		return grads
-	}
+	})
 )
 
 // convWeightGrad returns the gradient of conv2d's weight ([O, C/groups,

@@ -56,8 +56,7 @@ func arangeCases() []Case {
 
 // indexSelectRule is index_select's backward in table ops: the rows of g,
 // with the axis first, scattered into the table by a one-hot product.
-var indexSelectRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-	a := attrsAs[AxisAttrs](at)
+var indexSelectRule = rule(func(b Builder, in []Value, _, g Value, a AxisAttrs) []Value {
 	r := rb{b}
 	x, idx := b.Tensor(in[0]), b.Tensor(in[1])
 	ax, perm, inv := axisFirst("ops.IndexSelect", x, a.Axis)
@@ -80,7 +79,7 @@ var indexSelectRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value 
 	t := r.matmul(h, g2)
 	back := append([]int{rows}, moved[1:]...)
 	return []Value{r.op(PermuteOp, PermuteAttrs{Perm: inv}, r.reshape(t, back)), nil}
-}
+})
 
 // axisFirst returns axis of x normalised, the permutation that moves it
 // first and the inverse permutation.

@@ -57,8 +57,7 @@ var norms = []*Op{
 
 // groupNormRule is group_norm's backward in table ops (normGrads) over
 // the view [N, G, C/G, rest].
-var groupNormRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
-	a := attrsAs[GroupNormAttrs](at)
+var groupNormRule = rule(func(b Builder, in []Value, out, g Value, a GroupNormAttrs) []Value {
 	r := rb{b}
 	s := in[0].Shape()
 	view, pshape := groupView(s, a.Groups)
@@ -66,7 +65,7 @@ var groupNormRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value 
 	grads := normGrads(r, vin, r.reshape(g, view), []int{2, 3}, pshape, a.Eps, true)
 	grads[0] = r.reshape(grads[0], s)
 	return grads
-}
+})
 
 // groupView returns group_norm's view of x's shape s, [N, G, C/G, rest],
 // and the shape its parameters broadcast as there, [1, G, C/G, 1].
@@ -167,11 +166,10 @@ func groupNormCases() []Case {
 
 // batchNormRule is batch_norm's backward in table ops (normGrads), over
 // every axis but the channels'.
-var batchNormRule = func(b Builder, in []Value, out, g Value, at Attrs) []Value {
-	a := attrsAs[NormAttrs](at)
+var batchNormRule = rule(func(b Builder, in []Value, out, g Value, a NormAttrs) []Value {
 	axes, pshape := channelAxes(in[0].Shape())
 	return normGrads(rb{b}, in, g, axes, pshape, a.Eps, true)
-}
+})
 
 // channelAxes returns the axes batch_norm reduces over for x of shape s
 // (N, C, …): all but 1; and the shape [1, C, 1, …] its parameters
@@ -491,15 +489,14 @@ func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
 // normRule is layer_norm's (center) or rms_norm's backward in table ops
 // (normGrads), over the trailing axes of the normalized shape.
 func normRule(center bool) Rule {
-	return func(b Builder, in []Value, out, g Value, at Attrs) []Value {
-		a := attrsAs[NormAttrs](at)
+	return rule(func(b Builder, in []Value, out, g Value, a NormAttrs) []Value {
 		rank := len(in[0].Shape())
 		var axes []int
 		for ax := rank - len(a.Shape); ax < rank; ax++ {
 			axes = append(axes, ax)
 		}
 		return normGrads(rb{b}, in, g, axes, a.Shape, a.Eps, center)
-	}
+	})
 }
 
 // normGrads is a normalisation's backward in table ops over axes, with the

@@ -13,8 +13,7 @@ import (
 // choice that is constant in x almost everywhere: the positions, found on
 // the host, enter as constant indices of a scatter_add.
 var (
-	avgPoolRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[Window](at)
+	avgPoolRule = unaryRule(func(r rb, x, y, g Value, a Window) Value {
 		xt := r.b.Tensor(x)
 		gw := pool("ops.AvgPool2d", xt, a, false)
 		k := make([]float64, gw.C*gw.KH*gw.KW)
@@ -29,8 +28,7 @@ var (
 		}
 		return r.op(ConvTranspose2dOp, ConvTransposeAttrs{Window: win, OutputPadding: op}, g, kernel)
 	})
-	maxPoolRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[Window](at)
+	maxPoolRule = unaryRule(func(r rb, x, y, g Value, a Window) Value {
 		xt := r.b.Tensor(x)
 		gw := pool("ops.MaxPool2d", xt, a, true)
 		oh, ow := gw.Out()

@@ -48,8 +48,7 @@ var divergences = []*Op{
 // table ops: d where |d| < delta and delta·sign(d) elsewhere (constant
 // masks of d), its negation for t.
 func huberRule(smooth bool) Rule {
-	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[HuberAttrs](at)
+	return rule(func(b Builder, in []Value, _, g Value, a HuberAttrs) []Value {
 		r := rb{b}
 		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 		d := r.sub(in[0], in[1])
@@ -67,21 +66,20 @@ func huberRule(smooth bool) Rule {
 		}
 		gp = r.mul(gp, gs)
 		return []Value{gp, r.neg(gp)}
-	}
+	})
 }
 
 // klDivRule is kl_div's backward in table ops: −t for x; ln t + 1 − x for
 // t where t > 0, and 0 elsewhere (a constant mask; the rule serves
 // finite, positive targets).
-var klDivRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-	a := attrsAs[LossAttrs](at)
+var klDivRule = rule(func(b Builder, in []Value, _, g Value, a LossAttrs) []Value {
 	r := rb{b}
 	gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 	x, t := in[0], in[1]
 	pos := b.Const(above(b.Tensor(t), 1, 0))
 	gt := r.mul(r.add(r.sub(r.un(LogOp, t), x), r.scalar(t, 1)), pos)
 	return []Value{r.mul(r.neg(t), gs), r.mul(gt, gs)}
-}
+})
 
 // huberMasks returns, for d, 1 where |d| < delta (NaN at NaN) and 0
 // elsewhere, and sign(d).

@@ -100,9 +100,9 @@ func (r rb) swap(x Value) Value {
 // Rules of the table's ops, in the catalogue's order. Each is the op's
 // Backward written in table ops (compare the Backward's doc comment).
 
-func unaryRule(f func(r rb, x, y, g Value, a Attrs) Value) Rule {
+func unaryRule[A Attrs](f func(r rb, x, y, g Value, a A) Value) Rule {
 	return func(b Builder, in []Value, out, g Value, a Attrs) []Value {
-		return []Value{f(rb{b}, in[0], out, g, a)}
+		return []Value{f(rb{b}, in[0], out, g, attrsAs[A](a))}
 	}
 }
 
@@ -142,28 +142,23 @@ var (
 	absRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(SignOp, x)) })
 	sinRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.mul(g, r.un(CosOp, x)) })
 	cosRule       = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.neg(r.mul(g, r.un(SinOp, x))) })
-	powScalarRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[PowScalarAttrs](at)
+	powScalarRule = unaryRule(func(r rb, x, y, g Value, a PowScalarAttrs) Value {
 		if a.Exponent == 0 { // x⁰ is 1 everywhere
 			return zerosLike(r.b, x)
 		}
 		return r.mul(g, r.scale(r.op(PowScalarOp, PowScalarAttrs{Exponent: a.Exponent - 1}, x), a.Exponent))
 	})
 	// y·(g − Σg·y) and g − softmax·Σg along the axis.
-	softmaxRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[AxisAttrs](at)
+	softmaxRule = unaryRule(func(r rb, x, y, g Value, a AxisAttrs) Value {
 		return r.mul(y, r.sub(g, r.sum(r.mul(g, y), softmaxAxes(x, a.Axis))))
 	})
-	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[AxisAttrs](at)
+	logSoftmaxRule = unaryRule(func(r rb, x, y, g Value, a AxisAttrs) Value {
 		return r.sub(g, r.mul(r.un(ExpOp, y), r.sum(g, softmaxAxes(x, a.Axis))))
 	})
-	sumRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[ReduceAttrs](at)
+	sumRule = unaryRule(func(r rb, x, y, g Value, a ReduceAttrs) Value {
 		return r.unreduce(x, g, a.Axes)
 	})
-	meanRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[ReduceAttrs](at)
+	meanRule = unaryRule(func(r rb, x, y, g Value, a ReduceAttrs) Value {
 		n := device.Numel(x.Shape()) / max(1, device.Numel(y.Shape()))
 		return r.scale(r.unreduce(x, g, a.Axes), 1/float64(max(n, 1)))
 	})
@@ -171,8 +166,7 @@ var (
 	broadcastRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.sumTo(g, x.Shape()) })
 	sumToRule     = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.broadcast(g, x.Shape()) })
 	transposeRule = unaryRule(func(r rb, x, y, g Value, _ Attrs) Value { return r.un(TransposeOp, g) })
-	permuteRule   = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[PermuteAttrs](at)
+	permuteRule   = unaryRule(func(r rb, x, y, g Value, a PermuteAttrs) Value {
 		inv := make([]int, len(a.Perm))
 		for k, p := range a.Perm {
 			if p < 0 {
@@ -348,21 +342,19 @@ var (
 )
 
 func lossRule(f func(r rb, p, t Value) (Value, Value)) Rule {
-	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[LossAttrs](at)
+	return rule(func(b Builder, in []Value, _, g Value, a LossAttrs) []Value {
 		r := rb{b}
 		gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 		gp, gt := f(r, in[0], in[1])
 		return []Value{r.mul(gp, gs), r.mul(gt, gs)}
-	}
+	})
 }
 
 // classRule is the rule of the losses over classes: nll, or (lsm)
 // cross-entropy through log_softmax. Class indices enter as a constant
 // −onehot mask, NLLLossBackward's gradient for a unit upstream.
 func classRule(lsm bool) Rule {
-	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[CrossEntropyAttrs](at)
+	return rule(func(b Builder, in []Value, _, g Value, a CrossEntropyAttrs) []Value {
 		r := rb{b}
 		x, t := in[0], in[1]
 		n, c := x.Shape()[0], x.Shape()[1]
@@ -404,7 +396,7 @@ func classRule(lsm bool) Rule {
 		}
 		sm := r.op(SoftmaxOp, AxisAttrs{Axis: 1}, x)
 		return append([]Value{r.sub(gl, r.mul(sm, r.sum(gl, []int{1}))), gt}, make([]Value, len(in)-2)...)
-	}
+	})
 }
 
 // weightedClassRule is classRule with class indices and class weights or
@@ -444,8 +436,7 @@ func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red
 // stack's slices of g along the joined axis; slice's scatters g back with
 // a constant 0/1 selection matrix along the axis (any step).
 var (
-	padRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[PadAttrs](at)
+	padRule = unaryRule(func(r rb, x, y, g Value, a PadAttrs) Value {
 		s := x.Shape()
 		for ax, p := range a.Pads {
 			if p != [2]int{} {
@@ -454,8 +445,7 @@ var (
 		}
 		return g
 	})
-	sliceRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[SliceAttrs](at)
+	sliceRule = unaryRule(func(r rb, x, y, g Value, a SliceAttrs) Value {
 		s := x.Shape()
 		ax := a.Axis
 		if ax < 0 {
@@ -512,8 +502,7 @@ var (
 // joinRule is concat's (or stack's) rule: each input's gradient is its
 // part of g along the axis.
 func joinRule(stack bool) Rule {
-	return func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[AxisAttrs](at)
+	return rule(func(b Builder, in []Value, _, g Value, a AxisAttrs) []Value {
 		r := rb{b}
 		s0 := in[0].Shape()
 		ax := a.Axis
@@ -539,7 +528,7 @@ func joinRule(stack bool) Rule {
 			off += n
 		}
 		return gs
-	}
+	})
 }
 
 // castRule casts the gradient back to the input's dtype.

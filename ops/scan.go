@@ -21,8 +21,7 @@ var scans = []*Op{
 }
 
 // The gradient of a running sum is the running sum of g the other way.
-var cumsumRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-	a := attrsAs[ScanAttrs](at)
+var cumsumRule = unaryRule(func(r rb, x, y, g Value, a ScanAttrs) Value {
 	return r.op(CumsumOp, ScanAttrs{Axis: a.Axis, Reverse: !a.Reverse}, g)
 })
 

@@ -39,20 +39,18 @@ var axisGathers = []*Op{
 
 var (
 	// gather's gradient is the scatter_add of g into zeros.
-	gatherRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[AxisAttrs](at)
+	gatherRule = rule(func(b Builder, in []Value, _, g Value, a AxisAttrs) []Value {
 		return []Value{rb{b}.op(ScatterAddOp, AxisAttrs{Axis: a.Axis}, zerosLike(b, in[0]), in[1], g), nil}
-	}
+	})
 	// scatter_add's: g for x, g gathered (zeros past idx) for src.
-	scatterAddRule = func(b Builder, in []Value, _, g Value, at Attrs) []Value {
-		a := attrsAs[AxisAttrs](at)
+	scatterAddRule = rule(func(b Builder, in []Value, _, g Value, a AxisAttrs) []Value {
 		r := rb{b}
 		gs := r.op(GatherOp, AxisAttrs{Axis: a.Axis}, g, in[1])
 		if pads := padsTo(in[1].Shape(), in[2].Shape()); pads != nil {
 			gs = r.op(PadOp, PadAttrs{Pads: pads}, gs)
 		}
 		return []Value{g, nil, gs}
-	}
+	})
 )
 
 // padsTo returns the pads that take shape from to shape to (each axis no

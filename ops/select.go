@@ -17,16 +17,14 @@ import (
 var (
 	WhereOp = &Op{Name: "where", Family: "where", Doc: "a where cond ≠ 0, else b, the three broadcast as NumPy; gradients g where each was chosen, summed to its shape; zero for cond.",
 		Forward: func(in []*T, a Attrs) *T { noAttrs(a); return Where(in[0], in[1], in[2]) },
-		Backward: func(in []*T, g *T, a Attrs) []*T {
-			noAttrs(a)
+		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gc, ga, gb := WhereBackward(in[0], in[1], in[2], g)
 			return []*T{gc, ga, gb}
 		},
 		Cases: whereCases()}
 	MaskedFillOp = &Op{Name: "masked_fill", Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
 		Forward: fwd(func(in []*T, a FillAttrs) *T { return MaskedFill(in[0], in[1], a.Value) }),
-		Backward: func(in []*T, g *T, a Attrs) []*T {
-			attrsAs[FillAttrs](a) // the type's check: the gradient does not read the value
+		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gx, gm := MaskedFillBackward(in[0], in[1], g)
 			return []*T{gx, gm}
 		},
@@ -51,8 +49,7 @@ var selections = []*Op{
 
 // triangleRule is tril's (lower) or triu's backward: g in the triangle.
 func triangleRule(lower bool) Rule {
-	return unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[DiagonalAttrs](at)
+	return unaryRule(func(r rb, x, y, g Value, a DiagonalAttrs) Value {
 		if device.Numel(x.Shape()) == 0 {
 			return g
 		}

@@ -43,8 +43,7 @@ var statistics = []*Op{
 // varRule is var's (or std's) backward in table ops:
 // g·2(x − mean)/d, or for std g·(x − mean)/(d·std), d = max(0, N − correction).
 func varRule(std bool) Rule {
-	return unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-		a := attrsAs[VarAttrs](at)
+	return unaryRule(func(r rb, x, y, g Value, a VarAttrs) Value {
 		t := r.b.Tensor(x)
 		ax, _, kshape := reduceAxes("ops.Var", t, a.Axes, a.Keepdims)
 		d := math.Max(0, float64(reducedCount(t, ax))-a.Correction)
@@ -66,8 +65,7 @@ func varRule(std bool) Rule {
 }
 
 // g·e^(x − y), y broadcast back over the reduced axes.
-var logsumexpRule = unaryRule(func(r rb, x, y, g Value, at Attrs) Value {
-	a := attrsAs[ReduceAttrs](at)
+var logsumexpRule = unaryRule(func(r rb, x, y, g Value, a ReduceAttrs) Value {
 	t := r.b.Tensor(x)
 	_, _, kshape := reduceAxes("ops.LogSumExp", t, a.Axes, a.Keepdims)
 	yb := r.broadcast(r.reshape(y, kshape), t.Shape())

@@ -65,6 +65,8 @@ func badInput(t *testing.T, dev device.Device) {
 		{"MaskedFill with a mask larger than x", func() { ops.MaskedFill(v3, m23, 0) }, "ops.MaskedFill", tensor.ErrShape, "want a mask that broadcasts to x's shape"},
 		{"Softplus with beta 0", func() { ops.Softplus(m23, 0, 20) }, "ops.Softplus", tensor.ErrArgument, "nonzero beta"},
 		{"Elu with an infinite alpha", func() { ops.Elu(m23, math.Inf(1)) }, "ops.Elu", tensor.ErrArgument, "want a finite alpha"},
+		{"Celu with alpha 0", func() { ops.Celu(m23, 0) }, "ops.Celu", tensor.ErrArgument, "finite, nonzero alpha"},
+		{"CeluBackward with a NaN alpha", func() { ops.CeluBackward(m23, m23, math.NaN()) }, "ops.CeluBackward", tensor.ErrArgument, "want a finite alpha"},
 		{"Var with a NaN correction", func() { ops.Var(m23, nil, math.NaN(), false) }, "ops.Var", tensor.ErrArgument, "want a finite correction"},
 		{"Cumsum along a missing axis", func() { ops.Cumsum(m23, 2) }, "ops.Cumsum", tensor.ErrArgument, "axis 2 out of range for rank 2"},
 		{"IndexSelect with float indices", func() { ops.IndexSelect(m23, 0, v3) }, "ops.IndexSelect", tensor.ErrArgument, "want 1-D int32"},

@@ -51,8 +51,7 @@ func (s *Scope) Track(t *Tensor) *Tensor {
 func (s *Scope) Use(t *Tensor) *Tensor {
 	t.notNil("Scope.Use")
 	t.live("Scope.Use")
-	v := &Tensor{st: t.st, shape: t.shape, dtype: t.dtype}
-	t.st.refs.Add(1)
+	v := newTensor(t.st, t.shape, t.dtype)
 	s.add(v)
 	return v
 }
