@@ -27,14 +27,14 @@ func TestAttentionMatchesComposed(t *testing.T) {
 		t.Run(fmt.Sprintf("causal=%v", causal), func(t *testing.T) {
 			q, k, v, m := leaf(1, b, h, lq, d), leaf(2, b, h, lk, d), leaf(3, b, h, lk, dv), leaf(4, b, 1, lq, lk)
 			w := tensor.Must(tensor.Uniform(dev, device.Float64, -1, 1, 5, b, h, lq, dv))
-			fused := autograd.ScaledDotProductAttention(q, k, v, m, ops.Attention{Causal: causal})
+			fused := ops.ScaledDotProductAttention(q, k, v, m, ops.AttentionAttrs{Causal: causal})
 			want := grads(t, fused, w, q, k, v, m)
 
 			// The same, composed: a causal mask adds −Inf after the diagonal.
 			q2, k2, v2, m2 := leaf(1, b, h, lq, d), leaf(2, b, h, lk, d), leaf(3, b, h, lk, dv), leaf(4, b, 1, lq, lk)
 			kt := autograd.Apply(ops.PermuteOp, ops.PermuteAttrs{Perm: []int{0, 1, 3, 2}}, k2)
 			scale := autograd.Leaf(tensor.Must(tensor.Scalar(dev, device.Float64, 1/math.Sqrt(d))), false)
-			s := autograd.Add(autograd.Mul(autograd.MatMul(q2, kt), scale), m2)
+			s := ops.Add(ops.Mul(ops.MatMul(q2, kt), scale), m2)
 			if causal {
 				above := make([]float64, lq*lk)
 				for i := range lq {
@@ -42,9 +42,9 @@ func TestAttentionMatchesComposed(t *testing.T) {
 						above[i*lk+j] = 1
 					}
 				}
-				s = autograd.MaskedFill(s, autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float64, above, lq, lk)), false), math.Inf(-1))
+				s = ops.MaskedFill(s, autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float64, above, lq, lk)), false), math.Inf(-1))
 			}
-			composed := autograd.MatMul(autograd.Softmax(s, -1), v2)
+			composed := ops.MatMul(ops.Softmax(s, -1), v2)
 			got := grads(t, composed, w, q2, k2, v2, m2)
 			for i := range want {
 				for j := range want[i] {
@@ -60,7 +60,7 @@ func TestAttentionMatchesComposed(t *testing.T) {
 // grads returns out's values and the gradients of sum(out·w) for each leaf.
 func grads(t *testing.T, out *autograd.Var, w *tensor.Tensor, leaves ...*autograd.Var) [][]float64 {
 	t.Helper()
-	loss := autograd.Sum(autograd.Mul(out, autograd.Leaf(w, false)))
+	loss := ops.Sum(ops.Mul(out, autograd.Leaf(w, false)))
 	vals := [][]float64{must(out.Value().Float64s())}
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)

@@ -48,33 +48,33 @@ func (g graph) eval(dev device.Device, dt device.DType, vals [][]float64) (leave
 		var v *autograd.Var
 		switch st[0] {
 		case 0:
-			v = autograd.Add(a, b)
+			v = ops.Add(a, b)
 		case 1:
-			v = autograd.Mul(a, b)
+			v = ops.Mul(a, b)
 		case 2:
-			v = autograd.Sub(a, b)
+			v = ops.Sub(a, b)
 		case 3:
-			v = autograd.Tanh(a)
+			v = ops.Tanh(a)
 		case 4:
-			v = autograd.Sigmoid(a)
+			v = ops.Sigmoid(a)
 		case 5:
-			v = autograd.Tanh(a)
+			v = ops.Tanh(a)
 			if a.Value().Rank() > 0 {
-				v = autograd.Softmax(a, -1)
+				v = ops.Softmax(a, -1)
 			}
 		case 6:
-			v = autograd.Mean(a)
+			v = ops.Mean(a)
 			if a.Value().Rank() > 0 {
-				v = autograd.Mean(a, 0)
+				v = ops.Mean(a, 0)
 			}
 		case 7:
-			v = autograd.Exp(autograd.Mul(a, autograd.Sigmoid(b))) // a value used twice via reuse
+			v = ops.Exp(ops.Mul(a, ops.Sigmoid(b))) // a value used twice via reuse
 		default:
-			v = autograd.Sum(a)
+			v = ops.Sum(a)
 		}
 		vs = append(vs, v)
 	}
-	return leaves, autograd.Sum(vs[len(vs)-1])
+	return leaves, ops.Sum(vs[len(vs)-1])
 }
 
 // TestRandomGraphs checks the tape's gradients of random graphs against
@@ -170,8 +170,8 @@ func TestMLPMatchesHandWritten(t *testing.T) {
 
 	// By the tape.
 	vw1, vb1, vw2, vb2 := autograd.Leaf(w1, true), autograd.Leaf(b1, true), autograd.Leaf(w2, true), autograd.Leaf(b2, true)
-	hidden := autograd.Relu(autograd.Linear(autograd.Leaf(x, false), vw1, vb1))
-	loss := autograd.CrossEntropy(autograd.Linear(hidden, vw2, vb2), autograd.Leaf(labels, false), ops.MeanReduction)
+	hidden := ops.Relu(ops.Linear(autograd.Leaf(x, false), vw1, vb1))
+	loss := ops.CrossEntropyLoss(ops.Linear(hidden, vw2, vb2), autograd.Leaf(labels, false), ops.MeanReduction)
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +203,11 @@ func TestNoGradIntermediateReleased(t *testing.T) {
 	for _, retain := range []bool{false, true} {
 		x := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3})), false)
 		w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{4, 5, 6})), true)
-		data := autograd.Relu(x)
+		data := ops.Relu(x)
 		if retain {
 			data.Retain()
 		}
-		if err := autograd.Sum(autograd.Mul(data, w)).Backward(); err != nil {
+		if err := ops.Sum(ops.Mul(data, w)).Backward(); err != nil {
 			t.Fatal(err)
 		}
 		if got := data.Value().Released(); got == retain {
@@ -225,7 +225,7 @@ func TestNoGradIntermediateReleased(t *testing.T) {
 func TestAccumulateAndErrors(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2, 3})), true)
-	sq := func() *autograd.Var { return autograd.Sum(autograd.Mul(x, x)) }
+	sq := func() *autograd.Var { return ops.Sum(ops.Mul(x, x)) }
 	for range 2 {
 		if err := sq().Backward(); err != nil {
 			t.Fatal(err)
@@ -246,15 +246,15 @@ func TestAccumulateAndErrors(t *testing.T) {
 	if err := loss.Backward(); err == nil {
 		t.Errorf("a second Backward through a consumed graph: no error")
 	}
-	if err := autograd.Mul(x, x).Backward(); err == nil {
+	if err := ops.Mul(x, x).Backward(); err == nil {
 		t.Errorf("Backward of a non-scalar: no error")
 	}
 	c := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), false)
-	if err := autograd.Sum(c).Backward(); err == nil {
+	if err := ops.Sum(c).Backward(); err == nil {
 		t.Errorf("Backward of a loss that requires no gradient: no error")
 	}
-	y := autograd.Mul(x, x)
-	l := autograd.Sum(y)
+	y := ops.Mul(x, x)
+	l := ops.Sum(y)
 	y.Value().Release()
 	if err := l.Backward(); !errors.Is(err, tensor.ErrReleased) {
 		t.Errorf("a gradient through a released tensor: %v; want ErrReleased", err)
@@ -287,10 +287,10 @@ func TestNoGrad(t *testing.T) {
 		v        *autograd.Var
 		requires bool
 	}{
-		{"x·w", autograd.Mul(x, w), true},
-		{"x.NoGrad()·w", autograd.Mul(x.NoGrad(), w), false},
-		{"an op on a NoGrad result and w", autograd.Add(autograd.Exp(x.NoGrad()), w), false},
-		{"w·w beside a NoGrad computation", autograd.Mul(w, w), true},
+		{"x·w", ops.Mul(x, w), true},
+		{"x.NoGrad()·w", ops.Mul(x.NoGrad(), w), false},
+		{"an op on a NoGrad result and w", ops.Add(ops.Exp(x.NoGrad()), w), false},
+		{"w·w beside a NoGrad computation", ops.Mul(w, w), true},
 	} {
 		if tt.v.RequiresGrad() != tt.requires {
 			t.Errorf("%s: RequiresGrad() = %v; want %v", tt.name, tt.v.RequiresGrad(), tt.requires)
@@ -299,7 +299,7 @@ func TestNoGrad(t *testing.T) {
 	if !x.RequiresGrad() {
 		t.Error("NoGrad changed the variable it was called on")
 	}
-	y := autograd.Sum(autograd.Mul(x.NoGrad(), w))
+	y := ops.Sum(ops.Mul(x.NoGrad(), w))
 	if err := y.Backward(); err == nil {
 		t.Error("Backward of a NoGrad result: no error")
 	}
@@ -315,11 +315,11 @@ func TestCheckpointOfNoGrad(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2})), true)
 	c := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{3, 4})), false).NoGrad()
-	fn := func(v *autograd.Var) *autograd.Var { return autograd.Mul(v, c) }
-	if err := autograd.Sum(fn(x)).Backward(); err == nil {
+	fn := func(v *autograd.Var) *autograd.Var { return ops.Mul(v, c) }
+	if err := ops.Sum(fn(x)).Backward(); err == nil {
 		t.Error("Backward of a loss that reads a NoGrad variable: no error")
 	}
-	if err := autograd.Sum(autograd.Checkpoint(fn, x)).Backward(); err == nil || !strings.Contains(err.Error(), "NoGrad") {
+	if err := ops.Sum(autograd.Checkpoint(fn, x)).Backward(); err == nil || !strings.Contains(err.Error(), "NoGrad") {
 		t.Errorf("Backward through a checkpoint that reads a NoGrad variable: %v; want an error naming NoGrad", err)
 	}
 	if x.Grad() != nil {
@@ -351,7 +351,7 @@ func TestCheckpoint(t *testing.T) {
 			block := func(lo int) func(*autograd.Var) *autograd.Var {
 				return func(h *autograd.Var) *autograd.Var {
 					for _, w := range ws[lo : lo+4] {
-						h = autograd.Tanh(autograd.MatMul(h, w))
+						h = ops.Tanh(ops.MatMul(h, w))
 					}
 					return h
 				}
@@ -369,7 +369,7 @@ func TestCheckpoint(t *testing.T) {
 						h = block(lo)(h)
 					}
 				}
-				loss := autograd.Mean(h)
+				loss := ops.Mean(h)
 				if err := loss.Backward(); err != nil {
 					t.Fatal(err)
 				}
@@ -439,11 +439,11 @@ func TestSavedReleased(t *testing.T) {
 	const cols = 4 * 28 * 64 * 4
 	for _, retain := range []bool{false, true} {
 		before := dev.MemoryInUse()
-		y := autograd.Conv2d(x, w, b, win)
+		y := ops.Conv2d(x, w, b, win)
 		if held := dev.MemoryInUse() - before; held < cols+4*5*64*4 {
 			t.Fatalf("retain=%v: the recorded conv2d holds %d bytes; want its output and its columns, %d", retain, held, cols+4*5*64*4)
 		}
-		loss := autograd.Sum(y)
+		loss := ops.Sum(y)
 		g := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
 		if err := loss.BackwardWith(g, retain); err != nil {
 			t.Fatal(err)

@@ -2,9 +2,10 @@
 // a tape over the op table of package ops.
 //
 // Variables wrap tensors. Leaf makes a parameter (requiresGrad true) or an
-// input (false); Apply, given an op's handle (Apply(ops.SoftplusOp,
-// ops.SoftplusAttrs{Beta: 1, Threshold: 20}, x)), and the one-line functions named
-// after the ops (Add, MatMul, Relu, Conv2d, …), run an op of the table and
+// input (false). The functions of package ops, given variables
+// (ops.MatMul(x, w), ops.Relu(h)), and Apply, given an op's handle
+// (Apply(ops.SoftplusOp, ops.SoftplusAttrs{Beta: 1, Threshold: 20}, x)),
+// run an op of the table and
 // record it when any input requires a gradient: an op on inputs that need
 // none is not recorded and costs nothing in backward. Recording and differentiating
 // come from the op's table entry (its Forward and Backward), never from

@@ -6,6 +6,7 @@ import (
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -19,7 +20,7 @@ func ExampleVar_Backward() {
 	// loss = Σ w·x with x given: the gradient of w is x.
 	w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3})), true)
 	x := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{4, 5, 6})), false)
-	loss := autograd.Sum(autograd.Mul(w, x))
+	loss := ops.Sum(ops.Mul(w, x))
 	if err := loss.Backward(); err != nil {
 		log.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func ExampleVar_Backward() {
 
 	// Evaluation: what flows from x.NoGrad() is not recorded, though w
 	// requires a gradient.
-	eval := autograd.Sum(autograd.Mul(w, x.NoGrad()))
+	eval := ops.Sum(ops.Mul(w, x.NoGrad()))
 	fmt.Println(loss.RequiresGrad(), eval.RequiresGrad())
 	// Output:
 	// Tensor([], float32, cpu)

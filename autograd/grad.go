@@ -47,7 +47,7 @@ func GradWith(y, g *Var, wrt []*Var, create bool) (gs []*Var, err error) {
 				continue
 			}
 			if prev, ok := grads[in]; ok {
-				gy = Add(prev, gy)
+				gy = ops.Add(prev, gy)
 			}
 			grads[in] = gy
 		}
@@ -123,3 +123,8 @@ func reverse[G any](order []*Var, grads map[*Var]G, visit func(x *Var, g G)) err
 		}
 	})
 }
+
+// Builder returns the tape as an ops.Builder: the op functions (ops.Add,
+// ops.Linear, ...) given variables apply themselves through it, so they
+// run and are recorded by Apply.
+func (*Var) Builder() ops.Builder { return tape{} }

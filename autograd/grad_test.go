@@ -48,50 +48,50 @@ func (c consts) labels(n, classes int) *autograd.Var {
 }
 
 func scaled(x *autograd.Var, c consts) *autograd.Var {
-	return autograd.Mul(x, c.uniform(0.5, 1.5, x.Shape()...))
+	return ops.Mul(x, c.uniform(0.5, 1.5, x.Shape()...))
 }
 
 var hvpCases = []hvpCase{
 	{"mul exp", []int{3, 4}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Sum(autograd.Mul(autograd.Exp(scaled(x, c)), x))
+		return ops.Sum(ops.Mul(ops.Exp(scaled(x, c)), x))
 	}},
 	{"tanh sigmoid", []int{7}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Sum(autograd.Mul(autograd.Tanh(x), autograd.Sigmoid(scaled(x, c))))
+		return ops.Sum(ops.Mul(ops.Tanh(x), ops.Sigmoid(scaled(x, c))))
 	}},
 	{"softmax", []int{3, 5}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Sum(autograd.Mul(autograd.Softmax(x, -1), c.uniform(-1, 1, 3, 5)))
+		return ops.Sum(ops.Mul(ops.Softmax(x, -1), c.uniform(-1, 1, 3, 5)))
 	}},
 	{"matmul tanh matmul", []int{4, 3}, func(x *autograd.Var, c consts) *autograd.Var {
-		h := autograd.Tanh(autograd.MatMul(c.uniform(-1, 1, 5, 4), x))
-		return autograd.Sum(autograd.MatMul(h, c.uniform(-1, 1, 3)))
+		h := ops.Tanh(ops.MatMul(c.uniform(-1, 1, 5, 4), x))
+		return ops.Sum(ops.MatMul(h, c.uniform(-1, 1, 3)))
 	}},
 	{"linear mse", []int{4, 6}, func(x *autograd.Var, c consts) *autograd.Var {
-		y := autograd.Sigmoid(autograd.Linear(c.uniform(-1, 1, 5, 6), x, c.uniform(-1, 1, 4)))
-		return autograd.MSE(y, c.uniform(0, 1, 5, 4), ops.MeanReduction)
+		y := ops.Sigmoid(ops.Linear(c.uniform(-1, 1, 5, 6), x, c.uniform(-1, 1, 4)))
+		return ops.MSELoss(y, c.uniform(0, 1, 5, 4), ops.MeanReduction)
 	}},
 	{"bce of sigmoid", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Apply(ops.BCEOp, nil, autograd.Sigmoid(x), c.uniform(0, 1, 6))
+		return autograd.Apply(ops.BCEOp, nil, ops.Sigmoid(x), c.uniform(0, 1, 6))
 	}},
 	{"bce with logits, sum", []int{2, 3}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.Apply(ops.BCEWithLogitsOp, ops.LossAttrs{Reduction: ops.SumReduction}, autograd.Mul(x, x), c.uniform(0, 1, 2, 3))
+		return autograd.Apply(ops.BCEWithLogitsOp, ops.LossAttrs{Reduction: ops.SumReduction}, ops.Mul(x, x), c.uniform(0, 1, 2, 3))
 	}},
 	{"cross-entropy of matmul, class indices", []int{4, 5}, func(x *autograd.Var, c consts) *autograd.Var {
-		logits := autograd.MatMul(c.uniform(-1, 1, 6, 4), x)
-		return autograd.CrossEntropy(logits, c.labels(6, 5), ops.MeanReduction)
+		logits := ops.MatMul(c.uniform(-1, 1, 6, 4), x)
+		return ops.CrossEntropyLoss(logits, c.labels(6, 5), ops.MeanReduction)
 	}},
 	{"cross-entropy, probabilities", []int{3, 4}, func(x *autograd.Var, c consts) *autograd.Var {
-		return autograd.CrossEntropy(autograd.Exp(x), c.uniform(0, 1, 3, 4), ops.SumReduction)
+		return ops.CrossEntropyLoss(ops.Exp(x), c.uniform(0, 1, 3, 4), ops.SumReduction)
 	}},
 	{"pow of slices, concatenated", []int{6}, func(x *autograd.Var, c consts) *autograd.Var {
 		a := autograd.Apply(ops.SliceOp, ops.SliceAttrs{Axis: 0, Start: 0, Stop: 6, Step: 2}, x)
 		b := autograd.Apply(ops.SliceOp, ops.SliceAttrs{Axis: 0, Start: 1, Stop: 6, Step: 2}, x)
-		p := autograd.Apply(ops.PowOp, nil, autograd.Exp(a), autograd.Tanh(b))
+		p := autograd.Apply(ops.PowOp, nil, ops.Exp(a), ops.Tanh(b))
 		j := autograd.Apply(ops.ConcatOp, ops.AxisAttrs{Axis: 0}, p, a)
-		return autograd.Sum(autograd.Mul(j, j))
+		return ops.Sum(ops.Mul(j, j))
 	}},
 	{"nll of log_softmax, per row", []int{5, 3}, func(x *autograd.Var, c consts) *autograd.Var {
-		l := autograd.Apply(ops.NLLOp, ops.CrossEntropyAttrs{Reduction: ops.NoReduction}, autograd.LogSoftmax(autograd.Mul(x, x), 1), c.labels(5, 3))
-		return autograd.Sum(autograd.Mul(l, c.uniform(0, 1, 5)))
+		l := autograd.Apply(ops.NLLOp, ops.CrossEntropyAttrs{Reduction: ops.NoReduction}, ops.LogSoftmax(ops.Mul(x, x), 1), c.labels(5, 3))
+		return ops.Sum(ops.Mul(l, c.uniform(0, 1, 5)))
 	}},
 }
 
@@ -106,7 +106,7 @@ func (h hvpCase) hvp(t *testing.T, dev device.Device, dt device.DType, x, v []fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := autograd.Grad(autograd.Sum(autograd.Mul(gs[0], vv)), []*autograd.Var{xv}, false)
+	hs, err := autograd.Grad(ops.Sum(ops.Mul(gs[0], vv)), []*autograd.Var{xv}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +178,14 @@ func TestGradErrors(t *testing.T) {
 	dev := cpu.New()
 	x := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1, 2, 3, 4}, 1, 1, 2, 2)), true)
 	unused := autograd.Leaf(tensor.Must(tensor.FromValues(dev, device.Float32, []float64{1}, 1)), true)
-	y := autograd.Sum(autograd.MaxPool2d(x, ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}}))
+	y := ops.Sum(ops.MaxPool2d(x, ops.Window{Kernel: [2]int{2, 2}, Stride: [2]int{2, 2}}))
 	if _, err := autograd.Grad(y, []*autograd.Var{x}, true); err != nil {
 		t.Errorf("create through max_pool2d: %v", err)
 	}
 	if _, err := autograd.Grad(y, []*autograd.Var{x, unused}, false); err == nil || !contains(err.Error(), "variable 1") {
 		t.Errorf("unused variable: %v; want an error naming it", err)
 	}
-	if _, err := autograd.Grad(autograd.Exp(x), []*autograd.Var{x}, false); err == nil {
+	if _, err := autograd.Grad(ops.Exp(x), []*autograd.Var{x}, false); err == nil {
 		t.Error("Grad of a non-scalar: no error")
 	}
 	gs, err := autograd.Grad(y, []*autograd.Var{x}, false)
@@ -209,7 +209,7 @@ func TestBCESecondDerivative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := autograd.Grad(autograd.Sum(g[0]), []*autograd.Var{p}, false)
+	h, err := autograd.Grad(ops.Sum(g[0]), []*autograd.Var{p}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,18 +238,18 @@ func TestActivationSecondDerivatives(t *testing.T) {
 		f    func(*autograd.Var) *autograd.Var
 		want func(x float64) float64
 	}{
-		{"silu", autograd.Silu, func(x float64) float64 { s := sig(x); return s * (1 - s) * (2 + x*(1-2*s)) }},
-		{"softplus", func(v *autograd.Var) *autograd.Var { return autograd.Softplus(v, beta, 20) },
+		{"silu", ops.Silu[*autograd.Var], func(x float64) float64 { s := sig(x); return s * (1 - s) * (2 + x*(1-2*s)) }},
+		{"softplus", func(v *autograd.Var) *autograd.Var { return ops.Softplus(v, beta, 20) },
 			func(x float64) float64 { s := sig(beta * x); return beta * s * (1 - s) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			x := autograd.Leaf(tensor.Must(tensor.FromFloat64(c, xs, len(xs))), true)
-			g, err := autograd.Grad(autograd.Sum(tt.f(x)), []*autograd.Var{x}, true)
+			g, err := autograd.Grad(ops.Sum(tt.f(x)), []*autograd.Var{x}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := autograd.Grad(autograd.Sum(g[0]), []*autograd.Var{x}, false)
+			h, err := autograd.Grad(ops.Sum(g[0]), []*autograd.Var{x}, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -426,7 +426,7 @@ func BenchmarkTrainStep(b *testing.B) {
 					opt := optim.Adam(layers.Params(), 1e-3)
 					defer opt.Release()
 					step = func() {
-						loss := autograd.CrossEntropy(layers.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
+						loss := ops.CrossEntropyLoss(layers.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
 						if err := loss.Backward(); err != nil {
 							b.Fatal(err)
 						}
@@ -675,7 +675,7 @@ func attention(b *testing.B, bt, h, l, d int) {
 					var gs []*tensor.Tensor
 					if way == "fused" {
 						a := ops.Attention{Causal: true}
-						ops.ScaledDotProductAttention(q, k, v, a).Release()
+						ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true}).Release()
 						gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(q, k, v, a, g)
 						gs = []*tensor.Tensor{gq, gk, gv}
 					} else {
@@ -707,7 +707,7 @@ func attention(b *testing.B, bt, h, l, d int) {
 // backward through the same ops' gradients.
 func composedAttention(q, k, v, mask, g *tensor.Tensor, scale float64) []*tensor.Tensor {
 	perm := []int{0, 1, 3, 2}
-	kt := ops.Permute(k, perm)
+	kt := ops.Permute(k, perm...)
 	defer kt.Release()
 	qk := ops.MatMul(q, kt)
 	defer qk.Release()
@@ -730,5 +730,5 @@ func composedAttention(q, k, v, mask, g *tensor.Tensor, scale float64) []*tensor
 	defer gqk.Release()
 	gq, gkt := ops.MatMulBackward(q, kt, gqk)
 	defer gkt.Release()
-	return []*tensor.Tensor{gq, ops.Permute(gkt, perm), gv}
+	return []*tensor.Tensor{gq, ops.Permute(gkt, perm...), gv}
 }

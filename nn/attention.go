@@ -37,7 +37,7 @@ func Embedding(dev device.Device, dt device.DType, num, dim int, seed uint64) (*
 // Forward returns the rows of W named by idx, int32 of any shape:
 // [idx's shape..., dim].
 func (e *EmbeddingLayer) Forward(idx *autograd.Var) *autograd.Var {
-	return autograd.Embedding(idx, e.W)
+	return ops.Embedding(idx, e.W)
 }
 
 // Params returns W.
@@ -106,22 +106,22 @@ func (m *MultiheadAttentionLayer) Attend(q, k, v, mask *autograd.Var) *autograd.
 	w, b := like(m.InProjW, q), like(m.InProjB, q)
 	var qp, kp, vp *autograd.Var
 	if q == k && k == v { // one product for the three
-		y := autograd.Linear(q, w, b)
-		qp, kp, vp = autograd.Slice(y, -1, 0, e, 1), autograd.Slice(y, -1, e, 2*e, 1), autograd.Slice(y, -1, 2*e, 3*e, 1)
+		y := ops.Linear(q, w, b)
+		qp, kp, vp = ops.Slice(y, -1, 0, e, 1), ops.Slice(y, -1, e, 2*e, 1), ops.Slice(y, -1, 2*e, 3*e, 1)
 	} else {
 		proj := func(x *autograd.Var, i int) *autograd.Var {
-			return autograd.Linear(x, autograd.Slice(w, 0, i*e, (i+1)*e, 1), autograd.Slice(b, 0, i*e, (i+1)*e, 1))
+			return ops.Linear(x, ops.Slice(w, 0, i*e, (i+1)*e, 1), ops.Slice(b, 0, i*e, (i+1)*e, 1))
 		}
 		qp, kp, vp = proj(q, 0), proj(k, 1), proj(v, 2)
 	}
-	a := ops.Attention{Causal: m.Causal}
+	a := ops.AttentionAttrs{Causal: m.Causal}
 	if m.Training && m.Dropout > 0 {
 		a.Dropout, a.Seed = m.Dropout, m.Seed+m.calls
 		m.calls++
 	}
-	o := autograd.ScaledDotProductAttention(m.heads(qp), m.heads(kp), m.heads(vp), mask, a)
+	o := ops.ScaledDotProductAttention(m.heads(qp), m.heads(kp), m.heads(vp), mask, a)
 	s := o.Value().Shape()
-	o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
+	o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
 	return m.OutProj.Forward(o)
 }
 
@@ -131,7 +131,7 @@ func (m *MultiheadAttentionLayer) heads(x *autograd.Var) *autograd.Var {
 	if len(s) != 3 {
 		tensor.Panicf("nn.MultiheadAttention", tensor.ErrShape, "input of shape %v; want [N, L, E] (batch first)", s)
 	}
-	return autograd.Permute(autograd.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
+	return ops.Permute(ops.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
 }
 
 // Params returns InProjW, InProjB and OutProj's W and B.
@@ -189,9 +189,9 @@ func Transformer(dev device.Device, dt device.DType, embed, heads, hidden int, p
 
 // Forward applies the layer to x [N, L, E].
 func (t *TransformerLayer) Forward(x *autograd.Var) *autograd.Var {
-	h := autograd.Add(x, t.Dropout1.Forward(t.SelfAttn.Forward(t.Norm1.Forward(x))))
-	ff := t.Linear2.Forward(t.Dropout.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h)))))
-	return autograd.Add(h, t.Dropout2.Forward(ff))
+	h := ops.Add(x, t.Dropout1.Forward(t.SelfAttn.Forward(t.Norm1.Forward(x))))
+	ff := t.Linear2.Forward(t.Dropout.Forward(ops.Gelu(t.Linear1.Forward(t.Norm2.Forward(h)))))
+	return ops.Add(h, t.Dropout2.Forward(ff))
 }
 
 // Params returns the parameters in ParamNames' order.
@@ -249,7 +249,7 @@ func GroupNorm(dev device.Device, dt device.DType, groups, c int) (*GroupNormLay
 
 // Forward normalises x (N, C, …).
 func (l *GroupNormLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.GroupNorm(x, like(l.W, x), like(l.B, x), l.Groups, l.Eps)
+	return ops.GroupNorm(x, l.Groups, like(l.W, x), like(l.B, x), l.Eps)
 }
 
 // Params returns W and B.
@@ -267,7 +267,7 @@ func Residual(l Layer) ResidualLayer { return ResidualLayer{Layer: l} }
 
 // Forward returns x + Layer(x).
 func (r ResidualLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Add(x, r.Layer.Forward(x))
+	return ops.Add(x, r.Layer.Forward(x))
 }
 
 // Params returns the layer's parameters.
@@ -343,10 +343,10 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 	var out *autograd.Var
 	x = x.NoGrad()
 	e := m.InProjW.Value().Dim(1)
-	y := autograd.Linear(x, like(m.InProjW, x), like(m.InProjB, x))
-	q := m.heads(autograd.Slice(y, -1, 0, e, 1))
-	k := m.heads(autograd.Slice(y, -1, e, 2*e, 1)).Value()
-	v := m.heads(autograd.Slice(y, -1, 2*e, 3*e, 1)).Value()
+	y := ops.Linear(x, like(m.InProjW, x), like(m.InProjB, x))
+	q := m.heads(ops.Slice(y, -1, 0, e, 1))
+	k := m.heads(ops.Slice(y, -1, e, 2*e, 1)).Value()
+	v := m.heads(ops.Slice(y, -1, 2*e, 3*e, 1)).Value()
 	p, l := c.Len(), x.Value().Dim(1)
 	c.append(k, v)
 	var mask *autograd.Var
@@ -364,10 +364,10 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 		}
 		mask, causal = autograd.Temp(t), false
 	}
-	a := ops.Attention{Causal: causal, BoolMask: mask != nil}
-	o := autograd.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
+	a := ops.AttentionAttrs{Causal: causal, BoolMask: mask != nil}
+	o := ops.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
 	s := o.Value().Shape()
-	o = autograd.Reshape(autograd.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
+	o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
 	out = m.OutProj.Forward(o)
 	return out
 }
@@ -378,8 +378,8 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 func (t *TransformerLayer) Decode(x *autograd.Var, c *KVCache) *autograd.Var {
 	var out *autograd.Var
 	x = x.NoGrad()
-	h := autograd.Add(x, t.SelfAttn.Decode(t.Norm1.Forward(x), c))
-	ff := t.Linear2.Forward(autograd.Gelu(t.Linear1.Forward(t.Norm2.Forward(h))))
-	out = autograd.Add(h, ff)
+	h := ops.Add(x, t.SelfAttn.Decode(t.Norm1.Forward(x), c))
+	ff := t.Linear2.Forward(ops.Gelu(t.Linear1.Forward(t.Norm2.Forward(h))))
+	out = ops.Add(h, ff)
 	return out
 }

@@ -33,7 +33,7 @@ func Conv1d(dev device.Device, dt device.DType, in, out, k int, seed uint64) (*C
 
 // Forward convolves x (N, C, L).
 func (c *Conv1dLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Conv1d(x, like(c.W, x), like(c.B, x), c.Window)
+	return ops.Conv1d(x, like(c.W, x), like(c.B, x), c.Window)
 }
 
 // Params returns W and B.
@@ -69,7 +69,7 @@ func ConvTranspose2d(dev device.Device, dt device.DType, in, out, k, stride int,
 
 // Forward returns the transposed convolution of x (N, C, H, W).
 func (c *ConvTranspose2dLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.ConvTranspose2d(x, like(c.W, x), like(c.B, x), c.Window, c.OutputPadding)
+	return ops.ConvTranspose2d(x, like(c.W, x), like(c.B, x), c.Window, c.OutputPadding)
 }
 
 // Params returns W and B.

@@ -29,7 +29,7 @@ func ExampleSequential() {
 
 	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 5, 4)), false)
 	y := autograd.Leaf(tensor.Must(tensor.FromInt32(dev, []int32{0, 2, 1, 1, 0}, 5)), false)
-	loss := autograd.CrossEntropy(net.Forward(x), y, ops.MeanReduction)
+	loss := ops.CrossEntropyLoss(net.Forward(x), y, ops.MeanReduction)
 	if err := loss.Backward(); err != nil {
 		log.Fatal(err)
 	}

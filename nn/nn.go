@@ -59,7 +59,7 @@ func Linear(dev device.Device, dt device.DType, in, out int, seed uint64) (*Line
 // Forward returns x·Wᵀ + b.
 // A float16 x (mixed precision) computes with float16 copies of W and b.
 func (l *LinearLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Linear(x, like(l.W, x), like(l.B, x))
+	return ops.Linear(x, like(l.W, x), like(l.B, x))
 }
 
 // like returns p in x's dtype: a layer given float16 inputs (mixed
@@ -69,7 +69,7 @@ func like(p, x *autograd.Var) *autograd.Var {
 	if p == nil || p.Value().DType() == x.Value().DType() {
 		return p
 	}
-	return autograd.Cast(p, x.Value().DType())
+	return ops.Cast(p, x.Value().DType())
 }
 
 // Params returns W and b.
@@ -99,7 +99,7 @@ func Conv2d(dev device.Device, dt device.DType, in, out, k int, seed uint64) (*C
 // Forward convolves x. A float16 x (mixed precision) computes with
 // float16 copies of W and b.
 func (c *Conv2dLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Conv2d(x, like(c.W, x), like(c.B, x), c.Window)
+	return ops.Conv2d(x, like(c.W, x), like(c.B, x), c.Window)
 }
 
 // Params returns W and b.
@@ -118,7 +118,7 @@ func (f Func) Params() []*autograd.Var { return nil }
 type ReluLayer struct{}
 
 // Forward applies ReLU.
-func (ReluLayer) Forward(x *autograd.Var) *autograd.Var { return autograd.Relu(x) }
+func (ReluLayer) Forward(x *autograd.Var) *autograd.Var { return ops.Relu(x) }
 
 // Params returns none.
 func (ReluLayer) Params() []*autograd.Var { return nil }
@@ -128,13 +128,13 @@ func (ReluLayer) Params() []*autograd.Var { return nil }
 var Relu ReluLayer
 
 // Tanh is the tanh layer.
-var Tanh = Func(autograd.Tanh)
+var Tanh = Func(ops.Tanh[*autograd.Var])
 
 // Sigmoid is the sigmoid layer.
-var Sigmoid = Func(autograd.Sigmoid)
+var Sigmoid = Func(ops.Sigmoid[*autograd.Var])
 
 // Gelu is the GELU layer.
-var Gelu = Func(autograd.Gelu)
+var Gelu = Func(ops.Gelu[*autograd.Var])
 
 // NormLayer is a LayerNorm or an RMSNorm over the last axes of its input
 // (Shape), with an elementwise affine transform: W (PyTorch's weight,
@@ -180,9 +180,9 @@ func RMSNorm(dev device.Device, dt device.DType, shape ...int) (*NormLayer, erro
 // float16 copies of W and B.
 func (l *NormLayer) Forward(x *autograd.Var) *autograd.Var {
 	if l.Center {
-		return autograd.LayerNorm(x, like(l.W, x), like(l.B, x), l.Shape, l.Eps)
+		return ops.LayerNorm(x, l.Shape, like(l.W, x), like(l.B, x), l.Eps)
 	}
-	return autograd.RMSNorm(x, like(l.W, x), l.Shape, l.Eps)
+	return ops.RMSNorm(x, l.Shape, like(l.W, x), l.Eps)
 }
 
 // Params returns W and, for a LayerNorm, B.
@@ -231,7 +231,7 @@ func (l *BatchNormLayer) Forward(x *autograd.Var) *autograd.Var {
 	if !l.Training {
 		return l.eval(x)
 	}
-	y := autograd.BatchNorm(x, like(l.W, x), like(l.B, x), l.Eps)
+	y := ops.BatchNorm(x, like(l.W, x), like(l.B, x), l.Eps)
 	l.track(x.Value())
 	return y
 }
@@ -245,7 +245,7 @@ func (l *BatchNormLayer) track(x *tensor.Tensor) {
 		}
 	}
 	dt := l.RunningMean.DType()
-	mean, variance := ops.MeanAxes(x, axes, false), ops.Var(x, axes, 1, false)
+	mean, variance := ops.Mean(x, axes...), ops.Var(x, axes, 1, false)
 	for _, s := range []struct {
 		run  **tensor.Tensor
 		stat *tensor.Tensor
@@ -282,20 +282,20 @@ func (l *BatchNormLayer) eval(x *autograd.Var) *autograd.Var {
 	stat := func(t *tensor.Tensor) *autograd.Var {
 		return like(autograd.Temp(t.Reshape(shape...)), x)
 	}
-	w, b := autograd.Reshape(like(l.W, x), shape...), autograd.Reshape(like(l.B, x), shape...)
-	xn := autograd.Mul(autograd.Sub(x, stat(l.RunningMean)), stat(rho))
+	w, b := ops.Reshape(like(l.W, x), shape...), ops.Reshape(like(l.B, x), shape...)
+	xn := ops.Mul(ops.Sub(x, stat(l.RunningMean)), stat(rho))
 	rho.Release()
-	return autograd.Add(autograd.Mul(xn, w), b)
+	return ops.Add(ops.Mul(xn, w), b)
 }
 
 // Params returns W and B.
 func (l *BatchNormLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
 
 // SiLU is the SiLU (swish) layer, x·σ(x).
-var SiLU = Func(autograd.Silu)
+var SiLU = Func(ops.Silu[*autograd.Var])
 
 // Flatten flattens every axis after the first (the batch).
-var Flatten = Func(func(x *autograd.Var) *autograd.Var { return autograd.Flatten(x, 1, -1) })
+var Flatten = Func(func(x *autograd.Var) *autograd.Var { return ops.Flatten(x, 1, -1) })
 
 // MaxPool2dLayer is a max pooling over the window Win.
 type MaxPool2dLayer struct{ Win ops.Window }
@@ -306,7 +306,7 @@ func MaxPool2d(k int) MaxPool2dLayer {
 }
 
 // Forward applies the pooling.
-func (p MaxPool2dLayer) Forward(x *autograd.Var) *autograd.Var { return autograd.MaxPool2d(x, p.Win) }
+func (p MaxPool2dLayer) Forward(x *autograd.Var) *autograd.Var { return ops.MaxPool2d(x, p.Win) }
 
 // Params returns none.
 func (MaxPool2dLayer) Params() []*autograd.Var { return nil }
@@ -314,7 +314,7 @@ func (MaxPool2dLayer) Params() []*autograd.Var { return nil }
 // AvgPool2d returns a k×k average pooling of stride k.
 func AvgPool2d(k int) Func {
 	win := ops.Window{Kernel: [2]int{k, k}, Stride: [2]int{k, k}}
-	return func(x *autograd.Var) *autograd.Var { return autograd.AvgPool2d(x, win) }
+	return func(x *autograd.Var) *autograd.Var { return ops.AvgPool2d(x, win) }
 }
 
 // DropoutLayer zeroes each element with probability P while training and
@@ -351,7 +351,7 @@ func (d *DropoutLayer) Forward(x *autograd.Var) *autograd.Var {
 	if err != nil {
 		m = tensor.Failed(v.Device(), v.DType(), err, v.Shape()...)
 	}
-	return autograd.Mul(x, autograd.Temp(m))
+	return ops.Mul(x, autograd.Temp(m))
 }
 
 // Params returns none.
@@ -375,7 +375,7 @@ func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
 	for i := 0; i < len(s); i++ {
 		if _, ok := s[i].(ReluLayer); ok && i+1 < len(s) {
 			if p, ok := s[i+1].(MaxPool2dLayer); ok {
-				x = autograd.Relu(p.Forward(x))
+				x = ops.Relu(p.Forward(x))
 				i++
 				continue
 			}
@@ -475,7 +475,7 @@ func Upsample(oh, ow int, mode string, alignCorners bool) UpsampleLayer {
 
 // Forward resizes x.
 func (u UpsampleLayer) Forward(x *autograd.Var) *autograd.Var {
-	return autograd.Interpolate(x, u.Size[:], u.Mode, u.AlignCorners)
+	return ops.Interpolate(x, u.Size[:], u.Mode, u.AlignCorners)
 }
 
 // Params returns none.
@@ -483,5 +483,5 @@ func (UpsampleLayer) Params() []*autograd.Var { return nil }
 
 // AdaptiveAvgPool2d returns PyTorch's AdaptiveAvgPool2d to [oh, ow].
 func AdaptiveAvgPool2d(oh, ow int) Func {
-	return func(x *autograd.Var) *autograd.Var { return autograd.AdaptiveAvgPool2d(x, []int{oh, ow}) }
+	return func(x *autograd.Var) *autograd.Var { return ops.AdaptiveAvgPool2d(x, []int{oh, ow}) }
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/nn"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -118,7 +119,7 @@ func TestSequentialReluMaxPool(t *testing.T) {
 		return y, gx
 	}
 	pool := nn.MaxPool2d(2)
-	wantY, wantG := run(func(v *autograd.Var) *autograd.Var { return autograd.MaxPool2d(autograd.Relu(v), pool.Win) })
+	wantY, wantG := run(func(v *autograd.Var) *autograd.Var { return ops.MaxPool2d(ops.Relu(v), pool.Win) })
 	gotY, gotG := run(nn.Sequential{nn.Relu, pool}.Forward)
 	same := func(what string, got, want []float64) {
 		for i := range want {
@@ -196,7 +197,7 @@ func TestNormLayers(t *testing.T) {
 			}
 		}
 	}
-	loss := autograd.Sum(autograd.Mul(model.Forward(x), model.Forward(x)))
+	loss := ops.Sum(ops.Mul(model.Forward(x), model.Forward(x)))
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestBatchNorm(t *testing.T) {
 			t.Fatalf("evaluation [%d] = %v; want %v", k, ye[k], want)
 		}
 	}
-	loss := autograd.Sum(autograd.Mul(model.Forward(x), model.Forward(x)))
+	loss := ops.Sum(ops.Mul(model.Forward(x), model.Forward(x)))
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}

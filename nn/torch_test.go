@@ -43,10 +43,10 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 	y := ops.Linear(x, w, b) // [n, l, 3e]
 	heads := func(i int) *tensor.Tensor {
 		p := ops.Slice(y, -1, i*e, (i+1)*e, 1)
-		return ops.Permute(p.Reshape(n, l, h, e/h), []int{0, 2, 1, 3})
+		return ops.Permute(p.Reshape(n, l, h, e/h), 0, 2, 1, 3)
 	}
 	q, k, v := heads(0), heads(1), heads(2)
-	s := ops.MatMul(q, ops.Permute(k, []int{0, 1, 3, 2}))
+	s := ops.MatMul(q, ops.Permute(k, 0, 1, 3, 2))
 	above := make([]float64, l*l)
 	for i := range l {
 		for j := i + 1; j < l; j++ {
@@ -55,7 +55,7 @@ func TestMultiheadAttentionMatchesComposed(t *testing.T) {
 	}
 	s = ops.MaskedFill(ops.Mul(s, tensor.Must(tensor.Scalar(dev, device.Float64, 1/math.Sqrt(e/h)))),
 		tensor.Must(tensor.FromValues(dev, device.Float64, above, l, l)), math.Inf(-1))
-	o := ops.Permute(ops.MatMul(ops.Softmax(s, -1), v), []int{0, 2, 1, 3}).Reshape(n, l, e)
+	o := ops.Permute(ops.MatMul(ops.Softmax(s, -1), v), 0, 2, 1, 3).Reshape(n, l, e)
 	want, err := ops.Linear(o, m.OutProj.W.Value(), m.OutProj.B.Value()).Float64s()
 	if err != nil {
 		t.Fatal(err)
@@ -256,14 +256,15 @@ func TestClassLossesMatchPyTorch(t *testing.T) {
 	for _, r := range []ops.Reduction{ops.MeanReduction, ops.SumReduction, ops.NoReduction} {
 		for _, weight := range []bool{false, true} {
 			for _, eps := range []float64{0, 0.2} {
-				o := ops.ClassOptions{Ignore: true, IgnoreIndex: -100, LabelSmoothing: eps}
+				a := ops.CrossEntropyAttrs{Reduction: r, Ignore: true, IgnoreIndex: -100, LabelSmoothing: eps}
+				var wt *tensor.Tensor
 				if weight {
-					o.Weight = w
+					wt = w
 				}
-				io[fmt.Sprintf("out%d", len(cases))] = ops.CrossEntropyLossWith(x, y, r, o)
+				io[fmt.Sprintf("out%d", len(cases))] = ops.CrossEntropyLossWith(x, y, wt, a)
 				cases = append(cases, spec{"ce", r.String(), weight, eps})
 				if eps == 0 {
-					io[fmt.Sprintf("out%d", len(cases))] = ops.NLLLossWith(ops.LogSoftmax(x, 1), y, r, o)
+					io[fmt.Sprintf("out%d", len(cases))] = ops.NLLLossWith(ops.LogSoftmax(x, 1), y, wt, a)
 					cases = append(cases, spec{"nll", r.String(), weight, 0})
 				}
 			}

@@ -12,52 +12,52 @@ import (
 // The entries of activations. Each var is an op's handle, by which autograd.Apply
 // and the rules reach it.
 var (
-	ReluOp = unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", Relu, ReluBackward,
+	ReluOp = unaryOp("relu", "max(x, 0), relu(NaN) = NaN; gradient 0 at 0.", relu, ReluBackward,
 		unaryCases(offZero, specials, nil, true, values("kink at 0", []float64{0, negZero, 1, -1}, true)))
 	LeakyReluOp = &Op{Name: "leaky_relu", Family: "unary", Kernel: "leaky_relu", Doc: "x, or slope·x for x ≤ 0; slope ≥ 0 (default 0.01).",
-		Forward:  fwd(func(in []*T, a LeakyReluAttrs) *T { return LeakyRelu(in[0], a.Slope) }),
+		Forward:  fwd(func(in []*T, a LeakyReluAttrs) *T { return leakyRelu(in[0], a.Slope) }),
 		Backward: leakyBwd,
 		Cases: unaryCases(offZero, specials, LeakyReluAttrs{Slope: DefaultLeakySlope}, false,
 			Case{Name: "(7,) alpha=0.2", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: LeakyReluAttrs{Slope: 0.2}},
 			Case{Name: "(7,) alpha=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}}, Attrs: LeakyReluAttrs{Slope: 0}})}
 	PreluOp = &Op{Name: "prelu", Family: "binary", Doc: "x, or alpha·x for x ≤ 0; one alpha, or one per channel (axis 1).",
-		Forward: fwd2(Prelu), Backward: bwd2(PreluBackward), Cases: preluCases()}
-	SigmoidOp = unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", Sigmoid, SigmoidBackward,
+		Forward: fwd2(prelu), Backward: bwd2(PreluBackward), Cases: preluCases()}
+	SigmoidOp = unaryOp("sigmoid", "1/(1+e⁻ˣ), stable at any |x|.", sigmoid, SigmoidBackward,
 		unaryCases(moderate, specials, nil, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false)))
-	TanhOp = unaryOp("tanh", "tanh x, stable at any |x|.", Tanh, TanhBackward,
+	TanhOp = unaryOp("tanh", "tanh x, stable at any |x|.", tanh, TanhBackward,
 		unaryCases(moderate, specials, nil, false, values("±20, ±100, ±1000", []float64{20, -20, 100, -100, 1000, -1000}, false), nearZero()))
-	GeluOp = unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", Gelu, GeluBackward,
+	GeluOp = unaryOp("gelu", "x·Φ(x), exact (erf); 0 at −Inf.", gelu, GeluBackward,
 		unaryCases(moderate, specials, nil, true, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
-	GeluTanhOp = unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", GeluTanh, GeluTanhBackward,
+	GeluTanhOp = unaryOp("gelu_tanh", "x/2·(1+tanh(√(2/π)(x+0.044715x³))).", geluTanh, GeluTanhBackward,
 		unaryCases(moderate, specials, nil, false, values("|x| > 10", []float64{-30, -12, -10.5, 10.5, 12, 30}, false), nearZero()))
-	NdtrOp = unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", Ndtr, NdtrBackward,
+	NdtrOp = unaryOp("ndtr", "Φ(x), the standard normal distribution function (torch.special.ndtr), through erfc; gradient φ(x).", ndtr, NdtrBackward,
 		unaryCases(moderate, specials, nil, false, values("far tails", []float64{-12, -8, -5, 5, 8}, false)))
-	SiluOp = unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", Silu, SiluBackward,
+	SiluOp = unaryOp("silu", "x·σ(x) (swish); NaN at −Inf, as PyTorch's x/(1+e⁻ˣ).", silu, SiluBackward,
 		unaryCases(moderate, specials, nil, true, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
 	SoftplusOp = &Op{Name: "softplus", Family: "unary", Kernel: "softplus", Doc: "ln(1 + e^(βx))/β, x where βx > threshold (β = 1, threshold = 20); stable at any βx; β finite and nonzero, threshold not NaN.",
-		Forward: fwd(func(in []*T, a SoftplusAttrs) *T { return Softplus(in[0], a.Beta, a.Threshold) }),
+		Forward: fwd(func(in []*T, a SoftplusAttrs) *T { return softplus(in[0], a.Beta, a.Threshold) }),
 		Backward: bwd(func(in []*T, g *T, a SoftplusAttrs) []*T {
 			return []*T{SoftplusBackward(in[0], g, a.Beta, a.Threshold)}
 		}),
 		Cases: softplusCases()}
 	EluOp = &Op{Name: "elu", Family: "unary", Kernel: "elu", Doc: "x for x > 0, alpha·(eˣ − 1) otherwise (alpha = 1, finite); gradient alpha·eˣ at and below 0.",
-		Forward:  fwd(func(in []*T, a EluAttrs) *T { return Elu(in[0], a.Alpha) }),
+		Forward:  fwd(func(in []*T, a EluAttrs) *T { return elu(in[0], a.Alpha) }),
 		Backward: bwd(func(in []*T, g *T, a EluAttrs) []*T { return []*T{EluBackward(in[0], g, a.Alpha)} }),
 		Cases: unaryCases(moderate, specials, EluAttrs{Alpha: DefaultEluAlpha}, false, nearZeroNoFD(EluAttrs{Alpha: DefaultEluAlpha}),
 			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: EluAttrs{Alpha: 0.5}},
 			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: EluAttrs{Alpha: 2}, NoFD: true})}
 	CeluOp = &Op{Name: "celu", Family: "unary", Kernel: "celu", Doc: "x for x > 0, alpha·(e^(x/alpha) − 1) otherwise (alpha = 1, finite and nonzero), PyTorch's celu; gradient e^(x/alpha) at and below 0.",
-		Forward:  fwd(func(in []*T, a CeluAttrs) *T { return Celu(in[0], a.Alpha) }),
+		Forward:  fwd(func(in []*T, a CeluAttrs) *T { return celu(in[0], a.Alpha) }),
 		Backward: bwd(func(in []*T, g *T, a CeluAttrs) []*T { return []*T{CeluBackward(in[0], g, a.Alpha)} }),
 		Cases: unaryCases(moderate, specials, CeluAttrs{Alpha: DefaultCeluAlpha}, false, nearZeroNoFD(CeluAttrs{Alpha: DefaultCeluAlpha}),
 			Case{Name: "(4,5) alpha=0.5", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: 0.5}},
 			named("near 0, relative alpha=-2", nearZeroNoFD(CeluAttrs{Alpha: -2})),
 			Case{Name: "(4,5) alpha=-2", Inputs: []Input{{Shape: sh(4, 5), Domain: Domain{Lo: -3, Hi: 3, Kinks: []float64{0}, Gap: 0.01}}}, Attrs: CeluAttrs{Alpha: -2}},
 			Case{Name: "-40, -100, -Inf alpha=2", Inputs: []Input{{Shape: sh(3), Domain: Domain{Values: []float64{-40, -100, math.Inf(-1)}}}}, Attrs: CeluAttrs{Alpha: 2}, NoFD: true})}
-	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", Hardswish, HardswishBackward,
+	HardswishOp = unaryOp("hardswish", "x·min(max(x + 3, 0), 6)/6, as PyTorch (NaN at −Inf); gradient 0 below −3, x/3 + ½ on [−3, 3], 1 above.", hardswish, HardswishBackward,
 		unaryCases(Domain{Lo: -5, Hi: 5, Kinks: []float64{-3, 3}, Gap: 0.01}, specials, nil, false, nearZero(),
 			values("at ±3", []float64{-3, 3, -3.5, 3.5}, true)))
-	MishOp = unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", Mish, MishBackward,
+	MishOp = unaryOp("mish", "x·tanh(softplus(x)); NaN at −Inf, as PyTorch.", mish, MishBackward,
 		unaryCases(moderate, specials, nil, false, values("±20, ±100", []float64{20, -20, 100, -100}, false), nearZero()))
 )
 
@@ -135,8 +135,8 @@ var (
 		t := r.b.Tensor(x)
 		hi, lo := above(t, 1, 3), above(t, -1, 3) // x > 3, x < −3
 		mid := tensor.Must(tensor.Ones(t.Device(), t.DType(), t.Shape()...))
-		mid = Sub(mid, hi)
-		mid = Sub(mid, lo)
+		mid = sub(mid, hi)
+		mid = sub(mid, lo)
 		slope := r.add(r.scale(x, 1.0/3), r.scalar(x, 0.5))
 		return r.mul(g, r.add(r.mul(slope, r.b.Const(mid)), r.b.Const(hi)))
 	})
@@ -149,7 +149,9 @@ var (
 )
 
 // Relu returns max(x, 0) elementwise; relu(NaN) is NaN.
-func Relu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Relu", "relu", x) }
+func Relu[V Operand[E], E any](x V) V { return call(ReluOp, nil, x) }
+
+func relu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Relu", "relu", x) }
 
 // ReluBackward returns the gradient of Relu: g where x > 0 and 0 elsewhere
 // (the subgradient at 0 is 0, as in PyTorch).
@@ -168,7 +170,11 @@ func checkSlope(op string, alpha float64) {
 
 // LeakyRelu returns x where x > 0 and alpha·x where x ≤ 0. alpha must be
 // finite and ≥ 0 (DefaultLeakySlope is PyTorch's default).
-func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+func LeakyRelu[V Operand[E], E any](x V, slope float64) V {
+	return call(LeakyReluOp, LeakyReluAttrs{Slope: slope}, x)
+}
+
+func leakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	checkSlope("ops.LeakyRelu", alpha)
 	return unary("ops.LeakyRelu", "leaky_relu", x, alpha)
 }
@@ -182,7 +188,9 @@ func LeakyReluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
 
 // Sigmoid returns 1/(1 + e⁻ˣ), computed from e^−|x| so that it neither
 // overflows nor loses its small values at large |x|.
-func Sigmoid(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sigmoid", "sigmoid", x) }
+func Sigmoid[V Operand[E], E any](x V) V { return call(SigmoidOp, nil, x) }
+
+func sigmoid(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sigmoid", "sigmoid", x) }
 
 // SigmoidBackward returns the gradient of Sigmoid: g·σ(x)·σ(−x).
 func SigmoidBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -190,7 +198,9 @@ func SigmoidBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Tanh returns the hyperbolic tangent, ±1 (never NaN) at large |x|.
-func Tanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Tanh", "tanh", x) }
+func Tanh[V Operand[E], E any](x V) V { return call(TanhOp, nil, x) }
+
+func tanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Tanh", "tanh", x) }
 
 // TanhBackward returns the gradient of Tanh: g·(1 − tanh² x).
 func TanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -200,7 +210,9 @@ func TanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // Gelu returns the exact GELU, x·Φ(x) with Φ the standard normal
 // distribution function (through erf; WGSL's is a Chebyshev fit with a
 // relative error below 1.2e-7). It is 0, not NaN, at −Inf.
-func Gelu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Gelu", "gelu", x) }
+func Gelu[V Operand[E], E any](x V) V { return call(GeluOp, nil, x) }
+
+func gelu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Gelu", "gelu", x) }
 
 // GeluBackward returns the gradient of Gelu: g·(Φ(x) + x·φ(x)).
 func GeluBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -209,7 +221,9 @@ func GeluBackward(x, g *tensor.Tensor) *tensor.Tensor {
 
 // GeluTanh returns the tanh approximation of GELU,
 // x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))), PyTorch's approximate="tanh".
-func GeluTanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.GeluTanh", "gelu_tanh", x) }
+func GeluTanh[V Operand[E], E any](x V) V { return call(GeluTanhOp, nil, x) }
+
+func geluTanh(x *tensor.Tensor) *tensor.Tensor { return unary("ops.GeluTanh", "gelu_tanh", x) }
 
 // GeluTanhBackward returns the gradient of GeluTanh.
 func GeluTanhBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -223,16 +237,16 @@ func above(x *tensor.Tensor, k, c float64) *tensor.Tensor {
 	defer kx.Release()
 	d := shiftBy(kx, -c)
 	defer d.Release()
-	s := Sign(d)
+	s := sign(d)
 	defer s.Release()
-	return Relu(s)
+	return relu(s)
 }
 
 // complement returns 1 − m.
 func complement(m *tensor.Tensor) *tensor.Tensor {
 	one := scalarOf(m, 1)
 	defer one.Release()
-	return Sub(one, m)
+	return sub(one, m)
 }
 
 // withAttrs returns c with attributes a.
@@ -269,7 +283,9 @@ func preluRule(b Builder, in []Value, _, g Value, _ Attrs) []Value {
 // Ndtr returns Φ(x), the standard normal distribution function, as
 // torch.special.ndtr: erfc(−x/√2)/2 (WGSL's erfc a Chebyshev fit with a
 // relative error below 1.2e-7).
-func Ndtr(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Ndtr", "ndtr", x) }
+func Ndtr[V Operand[E], E any](x V) V { return call(NdtrOp, nil, x) }
+
+func ndtr(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Ndtr", "ndtr", x) }
 
 // NdtrBackward returns the gradient of Ndtr: g·φ(x), φ(x) = e^(−x²/2)/√(2π).
 func NdtrBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -277,7 +293,9 @@ func NdtrBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Silu returns x·σ(x) (swish), as PyTorch's silu: NaN at −Inf.
-func Silu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Silu", "silu", x) }
+func Silu[V Operand[E], E any](x V) V { return call(SiluOp, nil, x) }
+
+func silu(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Silu", "silu", x) }
 
 // SiluBackward returns the gradient of Silu: g·σ(x)·(1 + x·(1 − σ(x))).
 func SiluBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -300,7 +318,11 @@ func checkSoftplus(op string, beta, threshold float64) {
 // as PyTorch's softplus (DefaultSoftplusBeta, DefaultSoftplusThreshold).
 // It is computed as max(z, 0) + ln(1 + e^−|z|) with z = β·x, so it
 // neither overflows nor loses its small values far below 0.
-func Softplus(x *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
+func Softplus[V Operand[E], E any](x V, beta, threshold float64) V {
+	return call(SoftplusOp, SoftplusAttrs{Beta: beta, Threshold: threshold}, x)
+}
+
+func softplus(x *tensor.Tensor, beta, threshold float64) *tensor.Tensor {
 	checkSoftplus("ops.Softplus", beta, threshold)
 	return unary("ops.Softplus", "softplus", x, beta, threshold)
 }
@@ -349,7 +371,9 @@ func checkAlpha(op string, alpha float64, nonzero bool) float64 {
 
 // Elu returns x where x > 0 and alpha·(eˣ − 1) elsewhere, as PyTorch's elu
 // (DefaultEluAlpha); alpha must be finite.
-func Elu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+func Elu[V Operand[E], E any](x V, alpha float64) V { return call(EluOp, EluAttrs{Alpha: alpha}, x) }
+
+func elu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	return unary("ops.Elu", "elu", x, checkAlpha("ops.Elu", alpha, false))
 }
 
@@ -364,7 +388,9 @@ const DefaultCeluAlpha = 1.0
 
 // Celu returns x where x > 0 and alpha·(e^(x/alpha) − 1) elsewhere, as
 // PyTorch's celu (DefaultCeluAlpha); alpha must be finite and nonzero.
-func Celu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+func Celu[V Operand[E], E any](x V, alpha float64) V { return call(CeluOp, CeluAttrs{Alpha: alpha}, x) }
+
+func celu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	return unary("ops.Celu", "celu", x, checkAlpha("ops.Celu", alpha, true))
 }
 
@@ -376,7 +402,9 @@ func CeluBackward(x, g *tensor.Tensor, alpha float64) *tensor.Tensor {
 
 // Hardswish returns x·min(max(x + 3, 0), 6)/6, as PyTorch's hardswish
 // (NaN at −Inf, where the product is −Inf·0).
-func Hardswish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Hardswish", "hardswish", x) }
+func Hardswish[V Operand[E], E any](x V) V { return call(HardswishOp, nil, x) }
+
+func hardswish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Hardswish", "hardswish", x) }
 
 // HardswishBackward returns the gradient of Hardswish: 0 for x < −3,
 // g·(x/3 + ½) for −3 ≤ x ≤ 3 and g above, PyTorch's choice at the kinks.
@@ -385,7 +413,9 @@ func HardswishBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Mish returns x·tanh(softplus(x)), as PyTorch's mish (NaN at −Inf).
-func Mish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Mish", "mish", x) }
+func Mish[V Operand[E], E any](x V) V { return call(MishOp, nil, x) }
+
+func mish(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Mish", "mish", x) }
 
 // MishBackward returns the gradient of Mish:
 // g·(t + x·σ(x)·(1 − t²)), t = tanh(softplus(x)).
@@ -427,7 +457,9 @@ func preluAlpha(op string, x, alpha *tensor.Tensor) *tensor.Tensor {
 // Prelu returns x where x > 0 and alpha·x where x ≤ 0, with one learned
 // slope (alpha of shape [] or [1]) or one per channel (alpha of shape [C],
 // x of shape [N, C, ...]), as PyTorch's prelu.
-func Prelu(x, alpha *tensor.Tensor) *tensor.Tensor {
+func Prelu[V Operand[E], E any](x, alpha V) V { return call(PreluOp, nil, x, alpha) }
+
+func prelu(x, alpha *tensor.Tensor) *tensor.Tensor {
 	a := preluAlpha("ops.Prelu", x, alpha)
 	defer a.Release()
 	return binary("ops.Prelu", device.Prelu, x, a)
@@ -482,7 +514,9 @@ func softmaxBackward(op string, x, g *tensor.Tensor, axis int, log bool) *tensor
 // Softmax returns exp(x)/Σ exp(x) along axis (negative axes count from the
 // end), computed stably by subtracting each row's maximum: finite for
 // logits of any size, NaN for a row holding NaN or +Inf, or only −Inf.
-func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+func Softmax[V Operand[E], E any](x V, axis int) V { return call(SoftmaxOp, AxisAttrs{Axis: axis}, x) }
+
+func softmaxOf(x *tensor.Tensor, axis int) *tensor.Tensor {
 	return softmax("ops.Softmax", x, axis, false)
 }
 
@@ -495,7 +529,11 @@ func SoftmaxBackward(x, g *tensor.Tensor, axis int) *tensor.Tensor {
 
 // LogSoftmax returns x − log Σ exp(x) along axis, stably (the log-sum-exp
 // is taken after subtracting each row's maximum).
-func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+func LogSoftmax[V Operand[E], E any](x V, axis int) V {
+	return call(LogSoftmaxOp, AxisAttrs{Axis: axis}, x)
+}
+
+func logSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
 	return softmax("ops.LogSoftmax", x, axis, true)
 }
 

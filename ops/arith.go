@@ -115,13 +115,15 @@ func binaryBackward(op string, kind device.BinaryOp, a, b, g *tensor.Tensor) (ga
 			return full
 		}
 		defer full.Release()
-		return SumTo(full, in.Shape())
+		return sumTo(full, in.Shape())
 	}
 	return grad(0, a), grad(1, b)
 }
 
 // Add returns a + b, broadcasting.
-func Add(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Add", device.Add, a, b) }
+func Add[V Operand[E], E any](a, b V) V { return call(AddOp, nil, a, b) }
+
+func add(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Add", device.Add, a, b) }
 
 // AddBackward returns the gradients of Add with respect to a and b, given
 // the upstream gradient g.
@@ -130,7 +132,9 @@ func AddBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 }
 
 // Sub returns a − b, broadcasting.
-func Sub(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Sub", device.Sub, a, b) }
+func Sub[V Operand[E], E any](a, b V) V { return call(SubOp, nil, a, b) }
+
+func sub(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Sub", device.Sub, a, b) }
 
 // SubBackward returns the gradients of Sub with respect to a and b.
 func SubBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
@@ -138,7 +142,9 @@ func SubBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 }
 
 // Mul returns a · b elementwise, broadcasting.
-func Mul(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Mul", device.Mul, a, b) }
+func Mul[V Operand[E], E any](a, b V) V { return call(MulOp, nil, a, b) }
+
+func mul(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Mul", device.Mul, a, b) }
 
 // MulBackward returns the gradients of Mul with respect to a and b.
 func MulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
@@ -147,7 +153,9 @@ func MulBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 
 // Div returns a / b elementwise, broadcasting. Division by zero follows
 // IEEE 754 (±Inf or NaN), as in NumPy and PyTorch.
-func Div(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Div", device.Div, a, b) }
+func Div[V Operand[E], E any](a, b V) V { return call(DivOp, nil, a, b) }
+
+func div(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Div", device.Div, a, b) }
 
 // DivBackward returns the gradients of Div with respect to a and b,
 // g/b and −g·(a/b)/b, PyTorch's: ±Inf or NaN where b = 0.
@@ -158,7 +166,9 @@ func DivBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 // Pow returns aᵇ elementwise, broadcasting, for real a and b with the
 // special cases of IEEE 754's pow (as Go's math.Pow): a negative base with
 // an integer exponent is defined ((−2)³ = −8), with any other exponent NaN.
-func Pow(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Pow", device.Pow, a, b) }
+func Pow[V Operand[E], E any](a, b V) V { return call(PowOp, nil, a, b) }
+
+func pow(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Pow", device.Pow, a, b) }
 
 // PowBackward returns the gradients of Pow: g·b·aᵇ⁻¹ for a, and g·aᵇ·ln a
 // for b, taken as 0 where a ≤ 0.
@@ -169,7 +179,9 @@ func PowBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 // FloorDivide returns ⌊a / b⌋ elementwise, broadcasting (floor semantics,
 // as Python's // and PyTorch's floor_divide, special values included:
 // ±Inf // 1 is NaN, −1 // Inf is −1).
-func FloorDivide(a, b *tensor.Tensor) *tensor.Tensor {
+func FloorDivide[V Operand[E], E any](a, b V) V { return call(FloorDivideOp, nil, a, b) }
+
+func floorDivide(a, b *tensor.Tensor) *tensor.Tensor {
 	return binary("ops.FloorDivide", device.FloorDiv, a, b)
 }
 
@@ -182,7 +194,9 @@ func FloorDivideBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 // and broadcasting: the result takes the divisor's sign, as Python's % and
 // PyTorch's remainder. Mod(a, ±Inf) is a where a has the sign of b, else
 // ±Inf; Mod(±Inf, b) and Mod(a, 0) are NaN.
-func Mod(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Mod", device.Mod, a, b) }
+func Mod[V Operand[E], E any](a, b V) V { return call(ModOp, nil, a, b) }
+
+func mod(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Mod", device.Mod, a, b) }
 
 // ModBackward returns the gradients of Mod: g for a and −g·⌊a/b⌋ for b.
 func ModBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
@@ -191,7 +205,11 @@ func ModBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 
 // SumTo sums x over the axes along which shape was broadcast to x's shape,
 // returning a tensor of the given shape: the adjoint of BroadcastTo.
-func SumTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
+func SumTo[V Operand[E], E any](x V, shape []int) V {
+	return call(SumToOp, ShapeAttrs{Shape: shape}, x)
+}
+
+func sumTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 	const op = "ops.SumTo"
 	dev := operands(op, x)
 	dt := floats(op, x)
@@ -221,11 +239,15 @@ func SumTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 func SumToBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	operands("ops.SumToBackward", x, g)
 	floats("ops.SumToBackward", x, g)
-	return BroadcastTo(g, x.Shape())
+	return broadcastTo(g, x.Shape())
 }
 
 // BroadcastTo returns x broadcast to shape, as a new contiguous tensor.
-func BroadcastTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
+func BroadcastTo[V Operand[E], E any](x V, shape []int) V {
+	return call(BroadcastToOp, ShapeAttrs{Shape: shape}, x)
+}
+
+func broadcastTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 	return scaledBroadcast("ops.BroadcastTo", x, shape, 1)
 }
 
@@ -234,7 +256,7 @@ func BroadcastTo(x *tensor.Tensor, shape []int) *tensor.Tensor {
 func BroadcastToBackward(x, g *tensor.Tensor) *tensor.Tensor {
 	operands("ops.BroadcastToBackward", x, g)
 	floats("ops.BroadcastToBackward", x, g)
-	return SumTo(g, x.Shape())
+	return sumTo(g, x.Shape())
 }
 
 // scaledBroadcast returns x broadcast to shape and multiplied by scale.

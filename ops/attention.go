@@ -19,7 +19,7 @@ import (
 // and the rules reach it.
 var (
 	ScaledDotProductAttentionOp = &Op{Name: "scaled_dot_product_attention", Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
-		Forward: func(in []*T, a Attrs) *T { return ScaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
+		Forward: func(in []*T, a Attrs) *T { return scaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
 		Save: func(in []*T, a Attrs) (*T, *Saved) {
 			out, stats := attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a))
 			if stats == nil {
@@ -240,7 +240,7 @@ func (p *attnPlan) maskStrides(op string, m *T) {
 						shape[k] = ms[k-lead]
 					}
 				}
-				p.mask, p.ownsMask = BroadcastTo(m, shape), true
+				p.mask, p.ownsMask = broadcastTo(m, shape), true
 				p.maskStrides(op, p.mask)
 				return
 			}
@@ -264,7 +264,7 @@ func padLast(n int, xs ...*T) ([]*T, func()) {
 		if d := x.Dim(-1); d != n {
 			pads := make([][2]int, x.Rank())
 			pads[len(pads)-1][1] = n - d
-			out[i] = Pad(x, pads, 0)
+			out[i] = pad(x, pads, 0)
 			copies = append(copies, out[i])
 		}
 	}
@@ -301,7 +301,7 @@ func attention(op string, q, k, v *T, a Attention) (out, stats *T) {
 		return o, st
 	}
 	defer o.Release()
-	return Slice(o, -1, 0, p.dv, 1), st
+	return slice(o, -1, 0, p.dv, 1), st
 }
 
 // statsDType is the dtype of attention's row statistics.
@@ -324,8 +324,13 @@ func maskBuffer(m *T) device.Buffer {
 // axes): softmax(q·kᵀ·scale + mask)·v, [..., Lq, DV], computed by the
 // fused attention kernels without the Lq×Lk scores in memory. A query row
 // that may attend to no key gives NaN (PyTorch's math backend); with
-// Lk = 0 the output is zeros. On float16 it accumulates in float32.
-func ScaledDotProductAttention(q, k, v *T, a Attention) *T {
+// Lk = 0 the output is zeros. On float16 it accumulates in float32. mask
+// may be nil; a's fields are Attention's but for the mask.
+func ScaledDotProductAttention[V Operand[E], E any](q, k, v, mask V, a AttentionAttrs) V {
+	return call(ScaledDotProductAttentionOp, a, inputs("ops.ScaledDotProductAttention", []V{q, k, v}, mask)...)
+}
+
+func scaledDotProductAttention(q, k, v *T, a Attention) *T {
 	out, stats := attention("ops.ScaledDotProductAttention", q, k, v, a)
 	stats.Release()
 	return out
@@ -385,7 +390,7 @@ func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, mas
 		if ok {
 			p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), gp.Buffer(), s)
 		}
-		gm = SumTo(ds, a.Mask.Shape())
+		gm = sumTo(ds, a.Mask.Shape())
 		ds.Release()
 	}
 	return unpad(dq, p.d), unpad(dk, p.d), unpad(dv, p.dv), gm
@@ -397,7 +402,7 @@ func unpad(x *T, n int) *T {
 		return x
 	}
 	defer x.Release()
-	return Slice(x, -1, 0, n, 1)
+	return slice(x, -1, 0, n, 1)
 }
 
 func attentionCases() []Case {

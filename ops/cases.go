@@ -237,15 +237,10 @@ func named(name string, c Case) Case {
 	return c
 }
 
-func argOp(name, doc string, flat func(x *T) *T, along func(x *T, axis int, keepdims bool) *T, cases []Case) *Op {
+func argOp(name, doc string, f func(x *T, a ArgAttrs) *T, cases []Case) *Op {
 	return &Op{Name: name, Family: "reduce", Doc: doc,
-		Forward: fwd(func(in []*T, a ArgAttrs) *T {
-			if a.All {
-				return flat(in[0])
-			}
-			return along(in[0], a.Axis, a.Keepdims)
-		}),
-		Cases: cases,
+		Forward: fwd(func(in []*T, a ArgAttrs) *T { return f(in[0], a) }),
+		Cases:   cases,
 	}
 }
 

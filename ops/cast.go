@@ -14,7 +14,9 @@ import (
 // float16), computes in float32 and stores float16; an op built of other
 // ops (linear, conv2d, the gradient norm) computes on float32 copies and
 // rounds once at the end.
-func Cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
+func Cast[V Operand[E], E any](x V, dt device.DType) V { return call(CastOp, CastAttrs{DType: dt}, x) }
+
+func cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
 	const op = "ops.Cast"
 	if x == nil {
 		tensor.Panicf(op, tensor.ErrArgument, "operand 0 is nil")
@@ -46,7 +48,7 @@ func Cast(x *tensor.Tensor, dt device.DType) *tensor.Tensor {
 // CastBackward returns the gradient of Cast: g cast back to x's dtype (the
 // straight-through gradient, as PyTorch's).
 func CastBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	return Cast(g, x.DType())
+	return cast(g, x.DType())
 }
 
 // wide32 returns ts with each float16 tensor replaced by a float32 copy
@@ -58,7 +60,7 @@ func wide32(ts ...*tensor.Tensor) ([]*tensor.Tensor, func()) {
 	for i, t := range ts {
 		out[i] = t
 		if t != nil && t.DType() == device.Float16 {
-			out[i] = Cast(t, device.Float32)
+			out[i] = cast(t, device.Float32)
 			copies = append(copies, out[i])
 		}
 	}
@@ -74,7 +76,7 @@ func narrow16(t *tensor.Tensor) *tensor.Tensor {
 	if t == nil {
 		return nil
 	}
-	h := Cast(t, device.Float16)
+	h := cast(t, device.Float16)
 	t.Release()
 	return h
 }

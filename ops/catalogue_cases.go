@@ -373,7 +373,7 @@ func joined(first *T, ts []*T) *T {
 		flat = append(flat, t.Reshape(-1))
 		t.Release()
 	}
-	out := Concat(flat, 0)
+	out := concat(flat, 0)
 	for _, f := range flat {
 		f.Release()
 	}
@@ -410,7 +410,7 @@ func trajectory(in []*T, a StepAttrs) *T {
 	}
 	var snaps []*T
 	for t := 1; t <= 10; t++ {
-		g := Sub(p, in[1])
+		g := sub(p, in[1])
 		h := a.Hyper
 		h.T, h.FirstStep = t, t == 1
 		Step(a.Optimizer, p, g, state, h)
@@ -419,7 +419,7 @@ func trajectory(in []*T, a StepAttrs) *T {
 			snaps = append(snaps, Clone(p))
 		}
 	}
-	out := Stack(snaps, 0)
+	out := stack(snaps, 0)
 	for _, s := range snaps {
 		s.Release()
 	}

@@ -94,7 +94,7 @@ func classPerRow(op string, lp, y *T, o ClassOptions, n, c int) (per, omega *T) 
 		dev.Gather(pick.Buffer(), lp.Buffer(), y.Buffer(), o.take(op, n, c))
 	}
 	defer pick.Release()
-	wp := Mul(pick, omega)
+	wp := mul(pick, omega)
 	defer wp.Release()
 	per = scaleBy(wp, -(1 - o.LabelSmoothing))
 	if o.LabelSmoothing == 0 {
@@ -102,19 +102,19 @@ func classPerRow(op string, lp, y *T, o ClassOptions, n, c int) (per, omega *T) 
 	}
 	var s *T
 	if o.Weight != nil {
-		s = MatMul(lp, o.Weight) // Σ_c lp·w, [N]
+		s = matMul(lp, o.Weight) // Σ_c lp·w, [N]
 	} else {
-		s = SumAxes(lp, []int{1}, false)
+		s = sum(lp, []int{1}, false)
 	}
 	defer s.Release()
 	ss := scaleBy(s, -o.LabelSmoothing/float64(c))
 	defer ss.Release()
 	zero := scalarOf(ss, 0)
 	defer zero.Release()
-	sm := Where(m, ss, zero)
+	sm := where(m, ss, zero)
 	defer sm.Release()
 	defer per.Release()
-	return Add(per, sm), omega
+	return add(per, sm), omega
 }
 
 // reduceWeighted reduces per-row losses: the mean divides by Σ ω.
@@ -123,11 +123,11 @@ func reduceWeighted(op string, per, omega *T, r Reduction) *T {
 		return reduceLoss(op, per, r)
 	}
 	defer per.Release()
-	s := Sum(per)
+	s := sum(per, nil, false)
 	defer s.Release()
-	w := Sum(omega)
+	w := sum(omega, nil, false)
 	defer w.Release()
-	return Div(s, w)
+	return div(s, w)
 }
 
 // weightedUpstream returns each row's upstream gradient γ [N] for g.
@@ -136,18 +136,18 @@ func weightedUpstream(op string, g, omega *T, n int, r Reduction) *T {
 		return lossUpstream(op, g, []int{n}, r)
 	}
 	sameShape(op, "upstream gradient", g, nil)
-	w := Sum(omega)
+	w := sum(omega, nil, false)
 	defer w.Release()
-	q := Div(g, w)
+	q := div(g, w)
 	defer q.Release()
-	return BroadcastTo(q, []int{n})
+	return broadcastTo(q, []int{n})
 }
 
 // classGrad returns the gradient of classPerRow's losses for lp, given
 // the rows' upstream gradients γ.
 func classGrad(op string, lp, y, gamma, omega *T, o ClassOptions, n, c int) *T {
 	dev, dt := lp.Device(), lp.DType()
-	a := Mul(gamma, omega)
+	a := mul(gamma, omega)
 	defer a.Release()
 	gl, ok := output(dev, dt, []int{n, c}, lp, y, a)
 	if ok && n*c > 0 {
@@ -161,7 +161,7 @@ func classGrad(op string, lp, y, gamma, omega *T, o ClassOptions, n, c int) *T {
 	defer gl.Release()
 	_, m := rowWeights(op, y, o, lp, n, c)
 	defer m.Release()
-	b := Mul(gamma, m)
+	b := mul(gamma, m)
 	defer b.Release()
 	bs := scaleBy(b, -o.LabelSmoothing/float64(c))
 	defer bs.Release()
@@ -174,32 +174,38 @@ func classGrad(op string, lp, y, gamma, omega *T, o ClassOptions, n, c int) *T {
 	}
 	row := w.Reshape(1, c)
 	defer row.Release()
-	outer := Mul(col, row)
+	outer := mul(col, row)
 	defer outer.Release()
-	return Add(gl, outer)
+	return add(gl, outer)
 }
 
-// CrossEntropyLossWith returns CrossEntropyLoss with class weights, an
-// ignored label and label smoothing (ClassOptions), as PyTorch's
-// cross_entropy with weight, ignore_index and label_smoothing.
-func CrossEntropyLossWith(logits, target *T, r Reduction, o ClassOptions) *T {
+// CrossEntropyLossWith returns CrossEntropyLoss with class weights (weight
+// [C], or nil; it gets no gradient, as in PyTorch), an ignored label and
+// label smoothing (a's), as PyTorch's cross_entropy with weight,
+// ignore_index and label_smoothing. Unlike PyTorch, no label is ignored
+// by default: a label outside [0, C) is an error unless a.Ignore names it.
+func CrossEntropyLossWith[V Operand[E], E any](logits, target, weight V, a CrossEntropyAttrs) V {
+	return call(CrossEntropyOp, a, inputs("ops.CrossEntropyLossWith", []V{logits, target}, weight)...)
+}
+
+func crossEntropyLossWith(logits, target *T, r Reduction, o ClassOptions) *T {
 	const op = "ops.CrossEntropyLossWith"
 	probs, n, c := weightedArgs(op, logits, target, r, o)
 	if o.plain() {
-		return as(op, func() *T { return CrossEntropyLossSmoothed(logits, target, r, o.LabelSmoothing) })
+		return as(op, func() *T { return crossEntropyLossSmoothed(logits, target, r, o.LabelSmoothing) })
 	}
 	if logits.DType() == device.Float16 {
 		in, done := wide32(logits, target, o.Weight)
 		defer done()
 		o.Weight = in[2]
-		return narrow16(CrossEntropyLossWith(in[0], in[1], r, o))
+		return narrow16(crossEntropyLossWith(in[0], in[1], r, o))
 	}
 	if probs {
 		t := weightedTarget(target, o, c)
 		defer t.Release()
 		return crossEntropy(op, logits, t, r)
 	}
-	lp := LogSoftmax(logits, 1)
+	lp := logSoftmax(logits, 1)
 	defer lp.Release()
 	per, omega := classPerRow(op, lp, target, o, n, c)
 	defer omega.Release()
@@ -218,7 +224,7 @@ func weightedTarget(target *T, o ClassOptions, c int) *T {
 	if o.Weight != nil {
 		row := o.Weight.Reshape(1, c)
 		defer row.Release()
-		w := Mul(t, row)
+		w := mul(t, row)
 		t.Release()
 		t = w
 	}
@@ -240,7 +246,7 @@ func probsBackward(op string, logits, target, g *T, r Reduction, o ClassOptions,
 	defer scaled.Release()
 	row := o.Weight.Reshape(1, c)
 	defer row.Release()
-	return gl, Mul(scaled, row)
+	return gl, mul(scaled, row)
 }
 
 // CrossEntropyLossWithBackward returns the gradients of
@@ -264,7 +270,7 @@ func CrossEntropyLossWithBackward(logits, target, g *T, r Reduction, o ClassOpti
 	if probs {
 		return probsBackward(op, logits, target, g, r, o, c)
 	}
-	lp := LogSoftmax(logits, 1)
+	lp := logSoftmax(logits, 1)
 	defer lp.Release()
 	omega, m := rowWeights(op, target, o, lp, n, c)
 	m.Release()
@@ -276,19 +282,24 @@ func CrossEntropyLossWithBackward(logits, target, g *T, r Reduction, o ClassOpti
 	return LogSoftmaxBackward(logits, gl, 1), nil
 }
 
-// NLLLossWith returns NLLLoss with class weights and an ignored label
-// (ClassOptions; its LabelSmoothing must be 0), as PyTorch's nll_loss.
-func NLLLossWith(logp, target *T, r Reduction, o ClassOptions) *T {
+// NLLLossWith returns NLLLoss with class weights (weight [C], or nil; no
+// gradient) and an ignored label (a's LabelSmoothing must be 0), as
+// PyTorch's nll_loss.
+func NLLLossWith[V Operand[E], E any](logp, target, weight V, a CrossEntropyAttrs) V {
+	return call(NLLOp, a, inputs("ops.NLLLossWith", []V{logp, target}, weight)...)
+}
+
+func nllLossWith(logp, target *T, r Reduction, o ClassOptions) *T {
 	const op = "ops.NLLLossWith"
 	_, n, c := nllArgs(op, logp, target, r, o)
 	if o.plain() {
-		return as(op, func() *T { return NLLLoss(logp, target, r) })
+		return as(op, func() *T { return nllLoss(logp, target, r) })
 	}
 	if logp.DType() == device.Float16 {
 		in, done := wide32(logp, o.Weight)
 		defer done()
 		o.Weight = in[1]
-		return narrow16(NLLLossWith(in[0], target, r, o))
+		return narrow16(nllLossWith(in[0], target, r, o))
 	}
 	per, omega := classPerRow(op, logp, target, o, n, c)
 	defer omega.Release()

@@ -42,7 +42,7 @@ func ClipGradValue(grads []*tensor.Tensor, limit float64) {
 	}
 	gradients(op, grads)
 	for _, g := range grads {
-		assign(g, Clip(g, -limit, limit))
+		assign(g, clip(g, -limit, limit))
 	}
 }
 
@@ -69,25 +69,25 @@ func ClipGradNorm(grads []*tensor.Tensor, maxNorm float64) *tensor.Tensor {
 		defer done()
 		norm := ClipGradNorm(wide, maxNorm)
 		for i, g := range grads {
-			assign(g, Cast(wide[i], device.Float16))
+			assign(g, cast(wide[i], device.Float16))
 		}
 		return narrow16(norm)
 	}
 	var sq *tensor.Tensor
 	for _, g := range grads {
-		g2 := Mul(g, g)
-		s := Sum(g2)
+		g2 := mul(g, g)
+		s := sum(g2, nil, false)
 		g2.Release()
 		if sq == nil {
 			sq = s
 			continue
 		}
-		t := Add(sq, s)
+		t := add(sq, s)
 		sq.Release()
 		s.Release()
 		sq = t
 	}
-	norm := Sqrt(sq)
+	norm := sqrt(sq)
 	sq.Release()
 	dev := grads[0].Device()
 	num, err1 := tensor.Scalar(dev, dt, maxNorm)
@@ -101,14 +101,14 @@ func ClipGradNorm(grads []*tensor.Tensor, maxNorm float64) *tensor.Tensor {
 		norm.Release()
 		return tensor.Failed(dev, dt, err)
 	}
-	den := Add(norm, eps)
-	ratio := Div(num, den)
-	coef := Clip(ratio, math.Inf(-1), 1)
+	den := add(norm, eps)
+	ratio := div(num, den)
+	coef := clip(ratio, math.Inf(-1), 1)
 	for _, t := range []*tensor.Tensor{num, eps, den, ratio} {
 		t.Release()
 	}
 	for _, g := range grads {
-		assign(g, Mul(g, coef))
+		assign(g, mul(g, coef))
 	}
 	coef.Release()
 	return norm

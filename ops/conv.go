@@ -320,7 +320,11 @@ func (p conv) splitBias(dev device.Device, dt device.DType, gw, acc *tensor.Tens
 // bias rides in the products (see conv.fused); with groups, the products
 // add to the bias, copied into every pixel first. Either way a float16
 // result (computed in float32) is rounded once.
-func Conv2d(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
+func Conv2d[V Operand[E], E any](x, w, b V, win Window) V {
+	return call(Conv2dOp, win, inputs("ops.Conv2d", []V{x, w}, b)...)
+}
+
+func conv2dOf(x, w, b *tensor.Tensor, win Window) *tensor.Tensor {
 	out, _ := conv2d(x, w, b, win, false)
 	return out
 }
@@ -501,7 +505,7 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 			}
 			dev.MatMul(part.Buffer(), gp.Buffer(), cols.Buffer(), device.GEMM{Batch: nb * p.groups, M: p.og, K: p.pitch, N: kr, TransB: true,
 				StrideA: p.og * p.pitch, OffA: n0 * p.cout * p.pitch, StrideB: kr * p.pitch})
-			sum := SumAxis(part, 0, false)
+			sum := sum(part, []int{0}, false)
 			part.Release()
 			if err := sum.Err(); err != nil {
 				return err
@@ -548,7 +552,7 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 	case fused:
 		gb = p.splitBias(dev, dt, gw, acc, true)
 	case b != nil:
-		gb = SumAxes(g, []int{0, 2, 3}, false)
+		gb = sum(g, []int{0, 2, 3}, false)
 	}
 	return gx, gw, gb
 }

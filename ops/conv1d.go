@@ -13,7 +13,7 @@ import (
 // and the rules reach it.
 var (
 	Conv1dOp = &Op{Name: "conv1d", Family: "window, conv_tex", Doc: "NCL cross-correlation, weight [out, in/groups, K], stride, zero padding, dilation (Window's first entries), groups; conv2d over height 1.",
-		Forward: fwd(func(in []*T, a Window) *T { return Conv1d(in[0], in[1], bias(in), a) }),
+		Forward: fwd(func(in []*T, a Window) *T { return conv1d(in[0], in[1], bias(in), a) }),
 		Backward: bwd(func(in []*T, g *T, a Window) []*T {
 			gx, gw, gb := Conv1dBackward(in[0], in[1], bias(in), g, a)
 			return []*T{gx, gw, gb}[:len(in)]
@@ -56,11 +56,15 @@ func flat(t *T) *T {
 // Conv1d returns the 1-D cross-correlation of x (N, C, L) with the filters
 // w (F, C/groups, K), plus b (F, or nil), as PyTorch's conv1d; win's first
 // entries (Stride[0], Padding[0], Dilation[0]) and Groups describe it.
-func Conv1d(x, w, b *T, win Window) *T {
+func Conv1d[V Operand[E], E any](x, w, b V, win Window) V {
+	return call(Conv1dOp, win, inputs("ops.Conv1d", []V{x, w}, b)...)
+}
+
+func conv1d(x, w, b *T, win Window) *T {
 	x4, w4, win2 := planes("ops.Conv1d", x, w, win)
 	defer x4.Release()
 	defer w4.Release()
-	return flat(Conv2d(x4, w4, b, win2))
+	return flat(conv2dOf(x4, w4, b, win2))
 }
 
 // Conv1dBackward returns the gradients of Conv1d for x, w and b (nil for

@@ -20,7 +20,7 @@ import (
 var (
 	ConvTranspose2dOp = &Op{Name: "conv_transpose2d", Family: "window, conv_tex", Doc: "the transposed convolution of NCHW x, weight [in, out/groups, KH, KW], stride, padding, output padding (< stride), dilation, groups: output (H − 1)·stride − 2·padding + dilation·(KH − 1) + output padding + 1 high; conv2d's backward for the input, run forward.",
 		Forward: fwd(func(in []*T, a ConvTransposeAttrs) *T {
-			return ConvTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding)
+			return convTranspose2d(in[0], in[1], bias(in), a.Window, a.OutputPadding)
 		}),
 		Backward: bwd(func(in []*T, g *T, a ConvTransposeAttrs) []*T {
 			gx, gw, gb := ConvTranspose2dBackward(in[0], in[1], bias(in), g, a.Window, a.OutputPadding)
@@ -82,13 +82,17 @@ func convTransposeShape(op string, x, w, b *T, win Window, outPad [2]int) []int 
 // the kernel into the output, stride apart, the output cropped by padding
 // on each side and extended by outPad (< stride) at the bottom and right.
 // float16 computes in float32 and rounds once.
-func ConvTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
+func ConvTranspose2d[V Operand[E], E any](x, w, b V, win Window, outPad [2]int) V {
+	return call(ConvTranspose2dOp, ConvTransposeAttrs{Window: win, OutputPadding: outPad}, inputs("ops.ConvTranspose2d", []V{x, w}, b)...)
+}
+
+func convTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
 	const op = "ops.ConvTranspose2d"
 	shape := convTransposeShape(op, x, w, b, win, outPad)
 	if x.DType() == device.Float16 { // summed in float32, rounded once
 		in, done := wide32(x, w, b)
 		defer done()
-		return narrow16(ConvTranspose2d(in[0], in[1], in[2], win, outPad))
+		return narrow16(convTranspose2d(in[0], in[1], in[2], win, outPad))
 	}
 	y := as(op, func() *T { return conv2dInputGrad(op, shape, w, x, win) })
 	if b == nil {
@@ -97,7 +101,7 @@ func ConvTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
 	defer y.Release()
 	bv := b.Reshape(1, shape[1], 1, 1)
 	defer bv.Release()
-	return Add(y, bv)
+	return add(y, bv)
 }
 
 // ConvTranspose2dBackward returns the gradients of ConvTranspose2d for x
@@ -114,13 +118,13 @@ func ConvTranspose2dBackward(x, w, b, g *T, win Window, outPad [2]int) (gx, gw, 
 		gx, gw, gb = ConvTranspose2dBackward(in[0], in[1], in[2], in[3], win, outPad)
 		return narrow16(gx), narrow16(gw), narrow16(gb)
 	}
-	gx = as(op, func() *T { return Conv2d(g, w, nil, win) })
+	gx = as(op, func() *T { return conv2dOf(g, w, nil, win) })
 	gw = as(op, func() (r [3]*T) {
 		r[0], r[1], r[2] = conv2dBackward(g, w, nil, x, win, false, nil)
 		return r
 	})[1]
 	if b != nil {
-		gb = SumAxes(g, []int{0, 2, 3}, false)
+		gb = sum(g, []int{0, 2, 3}, false)
 	}
 	return gx, gw, gb
 }

@@ -1,7 +1,18 @@
 // Package ops holds extensor's operations and their backward functions.
 //
 // Every op has a forward function and a backward function named after it
-// (Add and AddBackward, Softmax and SoftmaxBackward, …). A backward
+// (Add and AddBackward, Softmax and SoftmaxBackward, …). The forward
+// functions are one set for tensors and for the tape: each is generic over
+// its values (Operand), which are all *tensor.Tensor, computed at once,
+// or all package autograd's *Var, computed at once and recorded for
+// backward. ops.Add(a, b) reads the same either way, with the arguments
+// in PyTorch's order (LayerNorm(x, shape, w, b, eps), as
+// F.layer_norm); nil leaves out an optional input (Linear's bias).
+// Reductions take their axes last, none meaning every axis: Sum(x),
+// Sum(x, 1), SumKeepdims(x, 1) for keepdim=True. Each function is a line
+// over its op's table entry, and a function value names its type:
+// ops.Tanh[*autograd.Var]. The backward functions take and return
+// tensors. A backward
 // function takes the forward's arguments in their order with the upstream
 // gradient g (shaped like the op's output) after the last tensor —
 // SoftplusBackward(x, g, beta, threshold), IndexSelectBackward(x, axis,
@@ -45,8 +56,8 @@
 // files, and make parity regenerates the coverage table in docs. Tests
 // fail when an op lacks a part (a handle, special values, a kernel, a
 // Rule), or a WGSL function or CPU twin belongs to no op. The tape
-// reaches every op of the table through autograd.Apply and its handle;
-// package autograd has typed functions for the most used.
+// reaches every op through its function here, and through autograd.Apply
+// and its handle.
 //
 // # Conventions
 //

@@ -112,7 +112,7 @@ func ExampleMaxBackward() {
 	x := tensor.Must(tensor.FromFloat32(dev, []float32{1, 3, 2, 3}))
 	g := tensor.Must(tensor.Scalar(dev, device.Float32, 1))
 	fmt.Println(ops.Max(x), ops.ArgMax(x))
-	fmt.Println(ops.MaxBackward(x, g))
+	fmt.Println(ops.MaxBackward(x, g, nil, false))
 	// Output:
 	// Tensor([], float32, cpu)
 	// 3 Tensor([], int32, cpu)

@@ -8,9 +8,9 @@ import "github.com/extensor/extensor/tensor"
 // The entries of extrema. Each var is an op's handle, by which autograd.Apply
 // and the rules reach it.
 var (
-	MaximumOp = binaryOp("maximum", "the larger of a and b, broadcasting, NaN if either is; gradient to the larger, halved between ties, whole to both at NaN (PyTorch's).", Maximum, MaximumBackward,
+	MaximumOp = binaryOp("maximum", "the larger of a and b, broadcasting, NaN if either is; gradient to the larger, halved between ties, whole to both at NaN (PyTorch's).", maximum, MaximumBackward,
 		binaryCases(anyReal, anyReal, finiteSpecials, false, ties()))
-	MinimumOp = binaryOp("minimum", "as maximum, the smaller.", Minimum, MinimumBackward,
+	MinimumOp = binaryOp("minimum", "as maximum, the smaller.", minimum, MinimumBackward,
 		binaryCases(anyReal, anyReal, finiteSpecials, false, ties()))
 )
 
@@ -43,7 +43,7 @@ func slopeRule2(bwd func(a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor
 // bwdFull returns bwd's gradients before they are summed to the inputs'
 // shapes: of a and b broadcast to g's shape.
 func bwdFull(bwd func(a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor), a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
-	ab, bb := BroadcastTo(a, g.Shape()), BroadcastTo(b, g.Shape())
+	ab, bb := broadcastTo(a, g.Shape()), broadcastTo(b, g.Shape())
 	defer ab.Release()
 	defer bb.Release()
 	return bwd(ab, bb, g)
@@ -51,7 +51,9 @@ func bwdFull(bwd func(a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor), 
 
 // Maximum returns the elementwise larger of a and b, broadcasting as NumPy;
 // NaN where either is NaN, as PyTorch's maximum.
-func Maximum(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Maximum", "maximum", a, b) }
+func Maximum[V Operand[E], E any](a, b V) V { return call(MaximumOp, nil, a, b) }
+
+func maximum(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Maximum", "maximum", a, b) }
 
 // MaximumBackward returns the gradients of Maximum: g where the operand is
 // the larger, g/2 at a tie, 0 where it is the smaller, and g to both at
@@ -61,7 +63,9 @@ func MaximumBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 }
 
 // Minimum returns the elementwise smaller of a and b, as Maximum.
-func Minimum(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Minimum", "minimum", a, b) }
+func Minimum[V Operand[E], E any](a, b V) V { return call(MinimumOp, nil, a, b) }
+
+func minimum(a, b *tensor.Tensor) *tensor.Tensor { return binary("ops.Minimum", "minimum", a, b) }
 
 // MinimumBackward returns the gradients of Minimum, as MaximumBackward's.
 func MinimumBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {

@@ -16,11 +16,11 @@ import (
 // and the rules reach it.
 var (
 	IndexSelectOp = &Op{Name: "index_select", Family: "gather, strided", Doc: "the entries of x along an axis named by 1-D int32 indices, in their order; gradient accumulates repeated indices; an index out of range gives NaN and an error at the readback.",
-		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return IndexSelect(in[0], a.Axis, in[1]) }),
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return indexSelect(in[0], a.Axis, in[1]) }),
 		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return []*T{IndexSelectBackward(in[0], a.Axis, in[1], g), nil} }),
 		Cases:    indexSelectCases()}
 	OneHotOp = &Op{Name: "one_hot", Family: "gather", Doc: "float32 (or the dtype asked for) rows of classes zeros with a 1 at each int32 index (PyTorch's are int64); an index out of range gives a row of NaN and an error at the readback; no gradient.",
-		Forward: fwd(func(in []*T, a OneHotAttrs) *T { return OneHot(in[0], a.Classes, a.DType) }),
+		Forward: fwd(func(in []*T, a OneHotAttrs) *T { return oneHot(in[0], a.Classes, a.DType) }),
 		Cases:   oneHotCases()}
 	ArangeOp = &Op{Name: "arange", Family: "update", Doc: "tensor.Arange: start, start + step, … before stop, on the device and in the dtype of its one input (whose values are not read), as torch.arange(…, device=x.device, dtype=x.dtype); int32 from integer start and step; no gradient.",
 		Forward: fwd(func(in []*T, a RangeAttrs) *T {
@@ -119,18 +119,22 @@ func indexArgs(op string, x, idx *T) {
 // indices idx, in their order, as PyTorch's index_select: x's shape with
 // the axis's length replaced by idx's. An index outside the axis gives NaN
 // and is reported, naming the op, by the next readback or Sync.
-func IndexSelect(x *T, axis int, idx *T) *T {
+func IndexSelect[V Operand[E], E any](x V, axis int, idx V) V {
+	return call(IndexSelectOp, AxisAttrs{Axis: axis}, x, idx)
+}
+
+func indexSelect(x *T, axis int, idx *T) *T {
 	const op = "ops.IndexSelect"
 	indexArgs(op, x, idx)
 	_, perm, inv := axisFirst(op, x, axis)
-	xp := Permute(x, perm)
+	xp := permuteOf(x, perm)
 	defer xp.Release()
 	s := xp.Shape()
 	table := xp.Reshape(s[0], device.Numel(s[1:]))
 	defer table.Release()
 	e := embeddingAs(op, idx, table)
 	defer e.Release()
-	return Permute(e.Reshape(append([]int{idx.Len()}, s[1:]...)...), inv)
+	return permuteOf(e.Reshape(append([]int{idx.Len()}, s[1:]...)...), inv)
 }
 
 // IndexSelectBackward returns the gradient of IndexSelect for x: each row
@@ -145,7 +149,7 @@ func IndexSelectBackward(x *T, axis int, idx, g *T) *T {
 	want := x.Shape()
 	want[ax] = idx.Len()
 	sameShape(op, "upstream gradient", g, want)
-	gp := Permute(g, perm)
+	gp := permuteOf(g, perm)
 	defer gp.Release()
 	moved := permuted(x.Shape(), perm)
 	rest := device.Numel(moved[1:])
@@ -153,7 +157,7 @@ func IndexSelectBackward(x *T, axis int, idx, g *T) *T {
 	defer g2.Release()
 	gt := embeddingGradAs(op, idx, moved[0], rest, g2)
 	defer gt.Release()
-	return Permute(gt.Reshape(moved...), inv)
+	return permuteOf(gt.Reshape(moved...), inv)
 }
 
 // embeddingGradAs is EmbeddingBackward for a table of rows×d, reported as op.
@@ -171,7 +175,11 @@ func embeddingGradAs(op string, idx *T, rows, d int, g *T) *T {
 // (a floating-point dtype; PyTorch's one_hot gives int64). An index
 // outside [0, classes) gives a row of NaN and is reported, naming the op,
 // by the next readback or Sync.
-func OneHot(idx *T, classes int, dt device.DType) *T {
+func OneHot[V Operand[E], E any](idx V, classes int, dt device.DType) V {
+	return call(OneHotOp, OneHotAttrs{Classes: classes, DType: dt}, idx)
+}
+
+func oneHot(idx *T, classes int, dt device.DType) *T {
 	const op = "ops.OneHot"
 	dev := operands(op, idx)
 	if idx.DType() != device.Int32 {

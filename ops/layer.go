@@ -34,13 +34,17 @@ func layerOperands(op string, x, w, b *tensor.Tensor, more ...*tensor.Tensor) (d
 // Linear returns x·Wᵀ + b, PyTorch's linear layer: w is [out, in], x has
 // any leading batch shape and in features last, b is [out] or nil (no
 // bias). The result has x's leading shape and out features last.
-func Linear(x, w, b *tensor.Tensor) *tensor.Tensor {
+func Linear[V Operand[E], E any](x, w, b V) V {
+	return call(LinearOp, nil, inputs("ops.Linear", []V{x, w}, b)...)
+}
+
+func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Linear"
 	dev, dt := layerOperands(op, x, w, b)
 	if dt == device.Float16 {
 		in, done := wide32(x, w, b)
 		defer done()
-		return narrow16(Linear(in[0], in[1], in[2]))
+		return narrow16(linear(in[0], in[1], in[2]))
 	}
 	rows, in, out := linearShape(op, x, w, b)
 	shape := append(x.Shape()[:x.Rank()-1], out)
@@ -51,7 +55,7 @@ func Linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	if b == nil {
 		return y
 	}
-	yb := Add(y, b)
+	yb := add(y, b)
 	y.Release()
 	return yb
 }
@@ -84,7 +88,7 @@ func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.T
 	}
 	if b != nil {
 		g2 := g.Reshape(rows, out)
-		gb = SumTo(g2, b.Shape())
+		gb = sumTo(g2, b.Shape())
 		g2.Release()
 	}
 	return gx, gw, gb
@@ -119,7 +123,9 @@ func embeddingAs(op string, idx, w *T) *T {
 // features last, as PyTorch's embedding. An index outside [0, rows) gives
 // NaN for its row and is reported, naming the op, the index and the row
 // count, by the next readback or Sync.
-func Embedding(idx, w *tensor.Tensor) *tensor.Tensor {
+func Embedding[V Operand[E], E any](idx, w V) V { return call(EmbeddingOp, nil, idx, w) }
+
+func embeddingOf(idx, w *tensor.Tensor) *tensor.Tensor {
 	return embeddingAs("ops.Embedding", idx, w)
 }
 

@@ -70,7 +70,11 @@ func elementwiseLossBackward(op string, kind device.BinaryOp, pred, target, g *t
 
 // MSELoss returns the squared error (pred − target)², reduced by r; pred
 // and target have one shape.
-func MSELoss(pred, target *tensor.Tensor, r Reduction) *tensor.Tensor {
+func MSELoss[V Operand[E], E any](pred, target V, r Reduction) V {
+	return call(MSEOp, LossAttrs{Reduction: r}, pred, target)
+}
+
+func mseLoss(pred, target *tensor.Tensor, r Reduction) *tensor.Tensor {
 	return elementwiseLoss("ops.MSELoss", device.SquaredDiff, pred, target, r)
 }
 
@@ -86,7 +90,11 @@ func MSELossBackward(pred, target, g *tensor.Tensor, r Reduction) (gpred, gtarge
 // p is clamped to [ε, 1 − ε] with ε = device.BCEClamp = 2⁻²⁴ (the
 // smallest ε for which 1 − ε is exact in float32), so the loss stays
 // finite at p = 0 and p = 1 (PyTorch instead clamps the logarithms at −100).
-func BCELoss(p, y *tensor.Tensor, r Reduction) *tensor.Tensor {
+func BCELoss[V Operand[E], E any](p, y V, r Reduction) V {
+	return call(BCEOp, LossAttrs{Reduction: r}, p, y)
+}
+
+func bceLoss(p, y *tensor.Tensor, r Reduction) *tensor.Tensor {
 	return elementwiseLoss("ops.BCELoss", device.BCE, p, y, r)
 }
 
@@ -101,7 +109,11 @@ func BCELossBackward(p, y, g *tensor.Tensor, r Reduction) (gp, gy *tensor.Tensor
 // against targets y, computed stably from the logits as PyTorch does,
 // (1 − y)·x + softplus(−x): finite for logits of any finite size; at
 // x = +∞ it is +∞ for y < 1, at x = −∞ NaN (∞ − ∞), as in PyTorch.
-func BCEWithLogitsLoss(x, y *tensor.Tensor, r Reduction) *tensor.Tensor {
+func BCEWithLogitsLoss[V Operand[E], E any](x, y V, r Reduction) V {
+	return call(BCEWithLogitsOp, LossAttrs{Reduction: r}, x, y)
+}
+
+func bceWithLogitsLoss(x, y *tensor.Tensor, r Reduction) *tensor.Tensor {
 	return elementwiseLoss("ops.BCEWithLogitsLoss", device.BCELogits, x, y, r)
 }
 
@@ -139,8 +151,10 @@ func classLoss(op string, x, target *tensor.Tensor, r Reduction, probs bool) (de
 // gives NaN for its row), or float probabilities of shape [N, C] (as
 // PyTorch's cross_entropy; rows need not sum to 1). It is computed through
 // a log-sum-exp, so it is stable for large logits.
-func CrossEntropyLoss(logits, target *tensor.Tensor, r Reduction) *tensor.Tensor {
-	return crossEntropy("ops.CrossEntropyLoss", logits, target, r)
+func CrossEntropyLoss[V Operand[E], E any](logits, target V, r Reduction) V {
+	return callWith(CrossEntropyOp, CrossEntropyAttrs{Reduction: r}, func(in []*T) *T {
+		return crossEntropy("ops.CrossEntropyLoss", in[0], in[1], r)
+	}, logits, target)
 }
 
 func crossEntropy(op string, logits, target *tensor.Tensor, r Reduction) *tensor.Tensor {
@@ -203,7 +217,13 @@ func crossEntropyBackward(op string, logits, target, g *tensor.Tensor, r Reducti
 
 // SoftmaxCrossEntropy is CrossEntropyLoss with int32 class labels and the
 // mean reduction, as a 0-D tensor.
-func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+func SoftmaxCrossEntropy[V Operand[E], E any](logits, labels V) V {
+	return callWith(CrossEntropyOp, CrossEntropyAttrs{Reduction: MeanReduction}, func(in []*T) *T {
+		return softmaxCrossEntropy(in[0], in[1])
+	}, logits, labels)
+}
+
+func softmaxCrossEntropy(logits, labels *T) *T {
 	const op = "ops.SoftmaxCrossEntropy"
 	checkLabels(op, labels)
 	return crossEntropy(op, logits, labels, MeanReduction)
@@ -227,7 +247,11 @@ func checkLabels(op string, labels *tensor.Tensor) {
 // NLLLoss returns the negative log-likelihood −logp[i, target[i]] of the
 // N×C log-probabilities logp for int32 class indices target of shape [N]
 // (an index outside [0, C) gives NaN for its row), reduced by r.
-func NLLLoss(logp, target *tensor.Tensor, r Reduction) *tensor.Tensor {
+func NLLLoss[V Operand[E], E any](logp, target V, r Reduction) V {
+	return callWith(NLLOp, CrossEntropyAttrs{Reduction: r}, func(in []*T) *T { return nllLoss(in[0], in[1], r) }, logp, target)
+}
+
+func nllLoss(logp, target *T, r Reduction) *T {
 	const op = "ops.NLLLoss"
 	dev, dt, n, c := classLoss(op, logp, target, r, false)
 	rows, ok := output(dev, dt, []int{n}, logp, target)

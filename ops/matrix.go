@@ -87,7 +87,7 @@ func batched(x *tensor.Tensor, batch []int, rows, cols int) operand {
 	case equal(xb, batch):
 		return operand{t: x, stride: rows * cols}
 	default:
-		return operand{t: BroadcastTo(x, append(slices.Clone(batch), rows, cols)), stride: rows * cols, temp: true}
+		return operand{t: broadcastTo(x, append(slices.Clone(batch), rows, cols)), stride: rows * cols, temp: true}
 	}
 }
 
@@ -112,7 +112,9 @@ func gemm(dev device.Device, out *tensor.Tensor, a, b operand, s device.GEMM) {
 // axes broadcast, so (2,1,4,3)@(3,3,2) is (2,3,4,2). 0-D operands are an
 // error (multiply by a scalar with Mul). The batch runs as one batched
 // kernel; a product whose b has one matrix runs as a single matrix product.
-func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
+func MatMul[V Operand[E], E any](a, b V) V { return call(MatmulOp, nil, a, b) }
+
+func matMul(a, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.MatMul"
 	dev := operands(op, a, b)
 	dt := floats(op, a, b)
@@ -208,7 +210,7 @@ func sumBatch(full, x *tensor.Tensor, ok bool) *tensor.Tensor {
 			to[i] = x.Shape()[j]
 		}
 	}
-	s := SumTo(full, to)
+	s := sumTo(full, to)
 	full.Release()
 	return viewAs(s, x)
 }
@@ -233,13 +235,15 @@ func vector(op, what string, t *tensor.Tensor) int {
 
 // Dot returns the inner product Σ aᵢ·bᵢ of two vectors of one length, as
 // a 0-D tensor (MatMul of two vectors).
-func Dot(a, b *tensor.Tensor) *tensor.Tensor {
+func Dot[V Operand[E], E any](a, b V) V { return call(DotOp, nil, a, b) }
+
+func dot(a, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Dot"
 	operands(op, a, b)
 	if n, m := vector(op, "a", a), vector(op, "b", b); n != m {
 		tensor.Panicf(op, tensor.ErrShape, "a has %d elements, b %d; want equal lengths", n, m)
 	}
-	return as(op, func() *tensor.Tensor { return MatMul(a, b) })
+	return as(op, func() *tensor.Tensor { return matMul(a, b) })
 }
 
 // DotBackward returns the gradients of Dot for the 0-D upstream gradient
@@ -256,7 +260,9 @@ func DotBackward(a, b, g *tensor.Tensor) (ga, gb *tensor.Tensor) {
 
 // Outer returns the outer product of the vectors a (m) and b (n): the m×n
 // matrix aᵢ·bⱼ.
-func Outer(a, b *tensor.Tensor) *tensor.Tensor {
+func Outer[V Operand[E], E any](a, b V) V { return call(OuterOp, nil, a, b) }
+
+func outer(a, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Outer"
 	operands(op, a, b)
 	m, n := vector(op, "a", a), vector(op, "b", b)
@@ -264,7 +270,7 @@ func Outer(a, b *tensor.Tensor) *tensor.Tensor {
 		col, row := a.Reshape(m, 1), b.Reshape(1, n)
 		defer col.Release()
 		defer row.Release()
-		return MatMul(col, row)
+		return matMul(col, row)
 	})
 }
 

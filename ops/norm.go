@@ -18,28 +18,28 @@ import (
 // and the rules reach it.
 var (
 	LayerNormOp = &Op{Name: "layer_norm", Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
-		Forward: fwd(func(in []*T, a NormAttrs) *T { return LayerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) }),
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return layerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) }),
 		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw, gb := LayerNormBackward(in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
 		}),
 		Cases: normCases(true)}
 	RMSNormOp = &Op{Name: "rms_norm", Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
-		Forward: fwd(func(in []*T, a NormAttrs) *T { return RMSNorm(in[0], a.Shape, opt(in, 1), a.Eps) }),
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return rmsNorm(in[0], a.Shape, opt(in, 1), a.Eps) }),
 		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw := RMSNormBackward(in[0], a.Shape, opt(in, 1), g, a.Eps)
 			return []*T{gx, gw}[:len(in)]
 		}),
 		Cases: normCases(false)}
 	BatchNormOp = &Op{Name: "batch_norm", Family: "reduce, binary", Doc: "training mode: (x − mean)/√(var + eps)·w + b per channel (axis 1) over every other axis, biased variance, w and b [C] optional; eps = 1e-5. nn.BatchNorm keeps the running statistics and evaluates with them.",
-		Forward: fwd(func(in []*T, a NormAttrs) *T { return BatchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) }),
+		Forward: fwd(func(in []*T, a NormAttrs) *T { return batchNorm(in[0], opt(in, 1), opt(in, 2), a.Eps) }),
 		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
 			gx, gw, gb := BatchNormBackward(in[0], opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
 		}),
 		Cases: batchNormCases()}
 	GroupNormOp = &Op{Name: "group_norm", Family: "norm, binary", Doc: "x (N, C, …) normalised over each of Groups groups of C/Groups channels and every other axis, biased variance, times w plus b [C] (optional); eps = 1e-5.",
-		Forward: fwd(func(in []*T, a GroupNormAttrs) *T { return GroupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) }),
+		Forward: fwd(func(in []*T, a GroupNormAttrs) *T { return groupNorm(in[0], a.Groups, opt(in, 1), opt(in, 2), a.Eps) }),
 		Backward: bwd(func(in []*T, g *T, a GroupNormAttrs) []*T {
 			gx, gw, gb := GroupNormBackward(in[0], a.Groups, opt(in, 1), opt(in, 2), g, a.Eps)
 			return []*T{gx, gw, gb}[:len(in)]
@@ -86,13 +86,17 @@ func groupNormArgs(op string, x *T, groups int, w, b *T, eps float64) {
 // channels, (x − mean)/√(var + eps) with the biased variance, times w
 // plus b (each [C] or nil). On float16 with w or b it computes in
 // float32 and rounds once.
-func GroupNorm(x *T, groups int, w, b *T, eps float64) *T {
+func GroupNorm[V Operand[E], E any](x V, groups int, w, b V, eps float64) V {
+	return call(GroupNormOp, GroupNormAttrs{Groups: groups, Eps: eps}, inputs("ops.GroupNorm", []V{x}, w, b)...)
+}
+
+func groupNorm(x *T, groups int, w, b *T, eps float64) *T {
 	const op = "ops.GroupNorm"
 	groupNormArgs(op, x, groups, w, b, eps)
 	if x.DType() == device.Float16 && (w != nil || b != nil) {
 		in, done := wide32(x, w, b)
 		defer done()
-		return narrow16(GroupNorm(in[0], groups, in[1], in[2], eps))
+		return narrow16(groupNorm(in[0], groups, in[1], in[2], eps))
 	}
 	s := x.Shape()
 	n := device.Numel(s[1:]) / groups
@@ -134,13 +138,13 @@ func GroupNormBackward(x *T, groups int, w, b, g *T, eps float64) (gx, gw, gb *T
 	gx = gr.Reshape(s...)
 	if w != nil {
 		xh := normalize(op, rows, []int{n}, nil, nil, eps, true)
-		gxh := Mul(g, xh.Reshape(s...))
+		gxh := mul(g, xh.Reshape(s...))
 		xh.Release()
-		gw = SumAxes(gxh, axes, false)
+		gw = sum(gxh, axes, false)
 		gxh.Release()
 	}
 	if b != nil {
-		gb = SumAxes(g, axes, false)
+		gb = sum(g, axes, false)
 	}
 	return gx, gw, gb
 }
@@ -227,7 +231,7 @@ func weighted(g, w *T, pshape []int) (*T, func()) {
 	}
 	wv := view(w, pshape)
 	defer wv.Release()
-	gh := Mul(g, wv)
+	gh := mul(g, wv)
 	return gh, gh.Release
 }
 
@@ -242,15 +246,15 @@ func view(t *T, s []int) *T {
 // batchStats returns x − mean and ρ = (var + eps)^−½ over axes, kept.
 func batchStats(x *T, axes []int, eps float64) (xc, rho *T) {
 	xc = centered(x, axes)
-	sq := Mul(xc, xc)
+	sq := mul(xc, xc)
 	defer sq.Release()
-	v := MeanAxes(sq, axes, true)
+	v := mean(sq, axes, true)
 	defer v.Release()
 	e := scalarOf(v, eps)
 	defer e.Release()
-	ve := Add(v, e)
+	ve := add(v, e)
 	defer ve.Release()
-	return xc, PowScalar(ve, -0.5)
+	return xc, powScalar(ve, -0.5)
 }
 
 // BatchNorm returns PyTorch's batch_norm in training mode: x (N, C, …)
@@ -258,13 +262,17 @@ func batchStats(x *T, axes []int, eps float64) (xc, rho *T) {
 // mean and biased variance, (x − mean)/√(var + eps), times w plus b (each
 // [C] or nil). On float16 it computes in float32 and rounds once. The
 // running statistics and evaluation mode are nn.BatchNorm's.
-func BatchNorm(x, w, b *T, eps float64) *T {
+func BatchNorm[V Operand[E], E any](x, w, b V, eps float64) V {
+	return call(BatchNormOp, NormAttrs{Eps: eps}, inputs("ops.BatchNorm", []V{x}, w, b)...)
+}
+
+func batchNorm(x, w, b *T, eps float64) *T {
 	const op = "ops.BatchNorm"
 	axes, pshape := batchNormArgs(op, x, w, b, eps)
 	if x.DType() == device.Float16 {
 		in, done := wide32(x, w, b)
 		defer done()
-		return narrow16(BatchNorm(in[0], in[1], in[2], eps))
+		return narrow16(batchNorm(in[0], in[1], in[2], eps))
 	}
 	xc, rho := batchStats(x, axes, eps)
 	defer xc.Release()
@@ -272,7 +280,7 @@ func BatchNorm(x, w, b *T, eps float64) *T {
 	wv, bv := view(w, pshape), view(b, pshape)
 	defer wv.Release()
 	defer bv.Release()
-	return affine(Mul(xc, rho), wv, bv)
+	return affine(mul(xc, rho), wv, bv)
 }
 
 // BatchNormBackward returns the gradients of BatchNorm for x, w and b (nil
@@ -292,30 +300,30 @@ func BatchNormBackward(x, w, b, g *T, eps float64) (gx, gw, gb *T) {
 	xc, rho := batchStats(x, axes, eps)
 	defer xc.Release()
 	defer rho.Release()
-	xh := Mul(xc, rho)
+	xh := mul(xc, rho)
 	defer xh.Release()
 	gh, done := weighted(g, w, pshape)
 	defer done()
-	mg := MeanAxes(gh, axes, true)
+	mg := mean(gh, axes, true)
 	defer mg.Release()
-	ghx := Mul(gh, xh)
+	ghx := mul(gh, xh)
 	defer ghx.Release()
-	mgx := MeanAxes(ghx, axes, true)
+	mgx := mean(ghx, axes, true)
 	defer mgx.Release()
-	t1 := Sub(gh, mg)
+	t1 := sub(gh, mg)
 	defer t1.Release()
-	t2 := Mul(xh, mgx)
+	t2 := mul(xh, mgx)
 	defer t2.Release()
-	d := Sub(t1, t2)
+	d := sub(t1, t2)
 	defer d.Release()
-	gx = Mul(rho, d)
+	gx = mul(rho, d)
 	if w != nil {
-		gxh := Mul(g, xh)
+		gxh := mul(g, xh)
 		defer gxh.Release()
-		gw = SumAxes(gxh, axes, false)
+		gw = sum(gxh, axes, false)
 	}
 	if b != nil {
-		gb = SumAxes(g, axes, false)
+		gb = sum(g, axes, false)
 	}
 	return gx, gw, gb
 }
@@ -396,11 +404,11 @@ func normalize(op string, x *T, shape []int, w, b *T, eps float64, center bool) 
 func affine(xh, w, b *T) *T {
 	y := xh
 	if w != nil {
-		y = Mul(xh, w)
+		y = mul(xh, w)
 		xh.Release()
 	}
 	if b != nil {
-		z := Add(y, b)
+		z := add(y, b)
 		y.Release()
 		y = z
 	}
@@ -424,7 +432,7 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 	}
 	gh := g
 	if w != nil {
-		gh = Mul(g, w)
+		gh = mul(g, w)
 		defer gh.Release()
 	}
 	gx, ok := output(dev, dt, x.Shape(), x, gh)
@@ -433,13 +441,13 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 	}
 	if w != nil {
 		xh := normalize(op, x, shape, nil, nil, eps, center)
-		gxh := Mul(g, xh)
+		gxh := mul(g, xh)
 		xh.Release()
-		gw = SumTo(gxh, shape)
+		gw = sumTo(gxh, shape)
 		gxh.Release()
 	}
 	if b != nil {
-		gb = SumTo(g, shape)
+		gb = sumTo(g, shape)
 	}
 	return gx, gw, gb
 }
@@ -449,12 +457,16 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 // variance, (x − mean)/√(var + eps), then times w and plus b, each of the
 // normalized shape or nil. eps must be finite and ≥ 0
 // (DefaultLayerNormEps is PyTorch's default).
-func LayerNorm(x *T, shape []int, w, b *T, eps float64) *T {
+func LayerNorm[V Operand[E], E any](x V, shape []int, w, b V, eps float64) V {
+	return call(LayerNormOp, NormAttrs{Shape: shape, Eps: eps}, inputs("ops.LayerNorm", []V{x}, w, b)...)
+}
+
+func layerNorm(x *T, shape []int, w, b *T, eps float64) *T {
 	const op = "ops.LayerNorm"
 	if _, dt, _, _ := normArgs(op, x, shape, w, b, eps); dt == device.Float16 && (w != nil || b != nil) {
 		in, done := wide32(x, w, b)
 		defer done()
-		return narrow16(LayerNorm(in[0], shape, in[1], in[2], eps))
+		return narrow16(layerNorm(in[0], shape, in[1], in[2], eps))
 	}
 	return affine(normalize(op, x, shape, w, b, eps, true), w, b)
 }
@@ -469,12 +481,16 @@ func LayerNormBackward(x *T, shape []int, w, b, g *T, eps float64) (gx, gw, gb *
 // axes, those of the normalized shape, times w (of the normalized shape,
 // or nil). eps must be finite and ≥ 0; PyTorch's default is the dtype's
 // machine epsilon (2⁻²³ for float32).
-func RMSNorm(x *T, shape []int, w *T, eps float64) *T {
+func RMSNorm[V Operand[E], E any](x V, shape []int, w V, eps float64) V {
+	return call(RMSNormOp, NormAttrs{Shape: shape, Eps: eps}, inputs("ops.RMSNorm", []V{x}, w)...)
+}
+
+func rmsNorm(x *T, shape []int, w *T, eps float64) *T {
 	const op = "ops.RMSNorm"
 	if _, dt, _, _ := normArgs(op, x, shape, w, nil, eps); dt == device.Float16 && w != nil {
 		in, done := wide32(x, w)
 		defer done()
-		return narrow16(RMSNorm(in[0], shape, in[1], eps))
+		return narrow16(rmsNorm(in[0], shape, in[1], eps))
 	}
 	return affine(normalize(op, x, shape, w, nil, eps, false), w, nil)
 }

@@ -227,28 +227,28 @@ func TestForward(t *testing.T) {
 		{"Sum empty", func(e *env) *tensor.Tensor { return ops.Sum(e.f64(nil, 0)) }, []int{}, []float64{0}},
 		{"Mean", func(e *env) *tensor.Tensor { return ops.Mean(e.f64(m23, 2, 3)) }, []int{}, []float64{3.5}},
 		{"Mean float32 3-D", func(e *env) *tensor.Tensor { return ops.Mean(e.f32(iota(24), 2, 3, 4)) }, []int{}, []float64{11.5}},
-		{"SumAxis 0", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64(m23, 2, 3), 0, false) },
+		{"Sum 0", func(e *env) *tensor.Tensor { return ops.Sum(e.f64(m23, 2, 3), 0) },
 			[]int{3}, []float64{5, 7, 9}},
-		{"SumAxis 0 keepdims", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64(m23, 2, 3), 0, true) },
+		{"Sum 0 keepdims", func(e *env) *tensor.Tensor { return ops.SumKeepdims(e.f64(m23, 2, 3), 0) },
 			[]int{1, 3}, []float64{5, 7, 9}},
-		{"SumAxis 1", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64(m23, 2, 3), 1, false) },
+		{"Sum 1", func(e *env) *tensor.Tensor { return ops.Sum(e.f64(m23, 2, 3), 1) },
 			[]int{2}, []float64{6, 15}},
-		{"SumAxis -1 keepdims", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64(m23, 2, 3), -1, true) },
+		{"Sum -1 keepdims", func(e *env) *tensor.Tensor { return ops.SumKeepdims(e.f64(m23, 2, 3), -1) },
 			[]int{2, 1}, []float64{6, 15}},
-		{"SumAxis -2", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f32(m23, 2, 3), -2, false) },
+		{"Sum -2", func(e *env) *tensor.Tensor { return ops.Sum(e.f32(m23, 2, 3), -2) },
 			[]int{3}, []float64{5, 7, 9}},
-		{"SumAxis 3-D axis 1", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64(iota(24), 2, 3, 4), 1, false) },
+		{"Sum 3-D axis 1", func(e *env) *tensor.Tensor { return ops.Sum(e.f64(iota(24), 2, 3, 4), 1) },
 			[]int{2, 4}, []float64{12, 15, 18, 21, 48, 51, 54, 57}},
-		{"SumAxis 3-D axis -1 keepdims", func(e *env) *tensor.Tensor {
-			return ops.SumAxis(e.f64(iota(24), 2, 3, 4), -1, true)
+		{"Sum 3-D axis -1 keepdims", func(e *env) *tensor.Tensor {
+			return ops.SumKeepdims(e.f64(iota(24), 2, 3, 4), -1)
 		}, []int{2, 3, 1}, []float64{6, 22, 38, 54, 70, 86}},
-		{"SumAxis 1-D", func(e *env) *tensor.Tensor { return ops.SumAxis(e.f64([]float64{1, 2, 3}, 3), 0, false) },
+		{"Sum 1-D", func(e *env) *tensor.Tensor { return ops.Sum(e.f64([]float64{1, 2, 3}, 3), 0) },
 			[]int{}, []float64{6}},
-		{"MeanAxis 1", func(e *env) *tensor.Tensor { return ops.MeanAxis(e.f64(m23, 2, 3), 1, false) },
+		{"Mean 1", func(e *env) *tensor.Tensor { return ops.Mean(e.f64(m23, 2, 3), 1) },
 			[]int{2}, []float64{2, 5}},
-		{"MeanAxis -2 keepdims", func(e *env) *tensor.Tensor { return ops.MeanAxis(e.f64(m23, 2, 3), -2, true) },
+		{"Mean -2 keepdims", func(e *env) *tensor.Tensor { return ops.MeanKeepdims(e.f64(m23, 2, 3), -2) },
 			[]int{1, 3}, []float64{2.5, 3.5, 4.5}},
-		{"MeanAxis 3-D axis 0", func(e *env) *tensor.Tensor { return ops.MeanAxis(e.f32(iota(24), 2, 3, 4), 0, false) },
+		{"Mean 3-D axis 0", func(e *env) *tensor.Tensor { return ops.Mean(e.f32(iota(24), 2, 3, 4), 0) },
 			[]int{3, 4}, []float64{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}},
 		{"SumTo (3)", func(e *env) *tensor.Tensor { return ops.SumTo(e.f64(m23, 2, 3), []int{3}) },
 			[]int{3}, []float64{5, 7, 9}},
@@ -321,7 +321,7 @@ func TestForwardLeavesInputs(t *testing.T) {
 	for _, x := range []*tensor.Tensor{
 		ops.Add(a, b), ops.Sub(a, b), ops.Mul(a, b), ops.Div(a, b),
 		ops.Relu(a), ops.Transpose(a), ops.MatMul(a, a), ops.Clone(a),
-		ops.Sum(a), ops.SumAxis(a, 0, false), ops.BroadcastTo(b, []int{3, 2}),
+		ops.Sum(a), ops.Sum(a, 0), ops.BroadcastTo(b, []int{3, 2}),
 	} {
 		e.keep(x)
 	}
@@ -387,25 +387,25 @@ func TestBackward(t *testing.T) {
 			return []*tensor.Tensor{ops.ReluBackward(e.f64([]float64{-1, 0, 2, 3}, 2, 2), e.f64([]float64{10, 20, 30, 40}, 2, 2))}
 		}, [][]int{{2, 2}}, [][]float64{{0, 0, 30, 40}}},
 		{"SumBackward", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.SumBackward(e.f64(iota(6), 2, 3), e.f64([]float64{2}))}
+			return []*tensor.Tensor{ops.SumBackward(e.f64(iota(6), 2, 3), e.f64([]float64{2}), nil, false)}
 		}, [][]int{{2, 3}}, [][]float64{{2, 2, 2, 2, 2, 2}}},
 		{"MeanBackward", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.MeanBackward(e.f32(iota(6), 2, 3), e.f32([]float64{3}))}
+			return []*tensor.Tensor{ops.MeanBackward(e.f32(iota(6), 2, 3), e.f32([]float64{3}), nil, false)}
 		}, [][]int{{2, 3}}, [][]float64{{0.5, 0.5, 0.5, 0.5, 0.5, 0.5}}},
-		{"SumAxisBackward axis 1", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.SumAxisBackward(e.f64(iota(6), 2, 3), e.f64([]float64{1, 2}, 2), 1, false)}
+		{"SumBackward axis 1", func(e *env) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.SumBackward(e.f64(iota(6), 2, 3), e.f64([]float64{1, 2}, 2), []int{1}, false)}
 		}, [][]int{{2, 3}}, [][]float64{{1, 1, 1, 2, 2, 2}}},
-		{"SumAxisBackward axis 0 keepdims", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.SumAxisBackward(e.f64(iota(6), 2, 3), e.f64([]float64{1, 2, 3}, 1, 3), 0, true)}
+		{"SumBackward axis 0 keepdims", func(e *env) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.SumBackward(e.f64(iota(6), 2, 3), e.f64([]float64{1, 2, 3}, 1, 3), []int{0}, true)}
 		}, [][]int{{2, 3}}, [][]float64{{1, 2, 3, 1, 2, 3}}},
-		{"SumAxisBackward axis -1 keepdims", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.SumAxisBackward(e.f64(iota(6), 2, 3), e.f64([]float64{4, 5}, 2, 1), -1, true)}
+		{"SumBackward axis -1 keepdims", func(e *env) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.SumBackward(e.f64(iota(6), 2, 3), e.f64([]float64{4, 5}, 2, 1), []int{-1}, true)}
 		}, [][]int{{2, 3}}, [][]float64{{4, 4, 4, 5, 5, 5}}},
-		{"MeanAxisBackward axis 1", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.MeanAxisBackward(e.f64(iota(6), 2, 3), e.f64([]float64{3, 6}, 2), 1, false)}
+		{"MeanBackward axis 1", func(e *env) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.MeanBackward(e.f64(iota(6), 2, 3), e.f64([]float64{3, 6}, 2), []int{1}, false)}
 		}, [][]int{{2, 3}}, [][]float64{{1, 1, 1, 2, 2, 2}}},
-		{"MeanAxisBackward axis -2", func(e *env) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.MeanAxisBackward(e.f64(iota(6), 2, 3), e.f64([]float64{2, 4, 6}, 3), -2, false)}
+		{"MeanBackward axis -2", func(e *env) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.MeanBackward(e.f64(iota(6), 2, 3), e.f64([]float64{2, 4, 6}, 3), []int{-2}, false)}
 		}, [][]int{{2, 3}}, [][]float64{{1, 2, 3, 1, 2, 3}}},
 		{"SumToBackward", func(e *env) []*tensor.Tensor {
 			return []*tensor.Tensor{ops.SumToBackward(e.f64(iota(6), 2, 3), e.f64([]float64{1, 2, 3}, 3))}
@@ -451,10 +451,10 @@ func TestBinaryBackwardBroadcast(t *testing.T) {
 		backward func(a, b, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor)
 	}
 	binops := []binop{
-		{"Add", ops.Add, ops.AddBackward},
-		{"Sub", ops.Sub, ops.SubBackward},
-		{"Mul", ops.Mul, ops.MulBackward},
-		{"Div", ops.Div, ops.DivBackward},
+		{"Add", ops.Add[*tensor.Tensor], ops.AddBackward},
+		{"Sub", ops.Sub[*tensor.Tensor], ops.SubBackward},
+		{"Mul", ops.Mul[*tensor.Tensor], ops.MulBackward},
+		{"Div", ops.Div[*tensor.Tensor], ops.DivBackward},
 	}
 	pairs := []struct{ a, b, out []int }{
 		{[]int{3, 1, 5}, []int{3, 4, 5}, []int{3, 4, 5}},
@@ -564,14 +564,14 @@ func TestErrors(t *testing.T) {
 		{"MatMul 0-D", func() { ops.MatMul(m23, s64) }, "ops.MatMul", tensor.ErrShape},
 		{"MatMul batch dims", func() { ops.MatMul(e.f64(iota(12), 2, 2, 3), e.f64(iota(18), 3, 3, 2)) }, "ops.MatMul", tensor.ErrShape},
 		{"MatMul mixed dtypes", func() { ops.MatMul(f23, m32) }, "ops.MatMul", tensor.ErrDType},
-		{"Permute not a permutation", func() { ops.Permute(m23, []int{0, 0}) }, "ops.Permute", tensor.ErrArgument},
-		{"Permute too few axes", func() { ops.Permute(m23, []int{0}) }, "ops.Permute", tensor.ErrArgument},
+		{"Permute not a permutation", func() { ops.Permute(m23, 0, 0) }, "ops.Permute", tensor.ErrArgument},
+		{"Permute too few axes", func() { ops.Permute(m23, 0) }, "ops.Permute", tensor.ErrArgument},
 		{"Relu int32", func() { ops.Relu(i23) }, "ops.Relu", tensor.ErrDType},
 		{"Sum int32", func() { ops.Sum(i23) }, "ops.Sum", tensor.ErrDType},
-		{"SumAxis axis 2 of rank 2", func() { ops.SumAxis(m23, 2, false) }, "ops.SumAxis", tensor.ErrArgument},
-		{"SumAxis axis -3 of rank 2", func() { ops.SumAxis(m23, -3, true) }, "ops.SumAxis", tensor.ErrArgument},
-		{"MeanAxis of 0-D", func() { ops.MeanAxis(s64, 0, false) }, "ops.MeanAxis", tensor.ErrArgument},
-		{"SumAxisBackward bad axis", func() { ops.SumAxisBackward(m23, v3, 5, false) }, "ops.SumAxisBackward", tensor.ErrArgument},
+		{"Sum axis 2 of rank 2", func() { ops.Sum(m23, 2) }, "ops.Sum", tensor.ErrArgument},
+		{"Sum axis -3 of rank 2", func() { ops.SumKeepdims(m23, -3) }, "ops.Sum", tensor.ErrArgument},
+		{"Mean of 0-D", func() { ops.Mean(s64, 0) }, "ops.Mean", tensor.ErrArgument},
+		{"SumBackward bad axis", func() { ops.SumBackward(m23, v3, []int{5}, false) }, "ops.SumBackward", tensor.ErrArgument},
 		{"SumTo non-broadcastable", func() { ops.SumTo(m23, []int{4}) }, "ops.SumTo", tensor.ErrShape},
 		{"SumTo larger shape", func() { ops.SumTo(v3, []int{2, 3}) }, "ops.SumTo", tensor.ErrShape},
 		{"BroadcastTo smaller shape", func() { ops.BroadcastTo(m23, []int{3}) }, "ops.BroadcastTo", tensor.ErrShape},
@@ -594,10 +594,10 @@ func TestErrors(t *testing.T) {
 		{"MatMulBackwardB inner dims", func() { ops.MatMulBackwardB(m23, m23, e.f64(iota(4), 2, 2)) }, "ops.MatMulBackwardB", tensor.ErrShape},
 		{"TransposeBackward g shape", func() { ops.TransposeBackward(m23, m23) }, "ops.TransposeBackward", tensor.ErrShape},
 		{"ReluBackward g shape", func() { ops.ReluBackward(m23, m32) }, "ops.ReluBackward", tensor.ErrShape},
-		{"SumBackward g not 0-D", func() { ops.SumBackward(m23, v3) }, "ops.SumBackward", tensor.ErrShape},
-		{"MeanBackward g not 0-D", func() { ops.MeanBackward(m23, m23) }, "ops.MeanBackward", tensor.ErrShape},
-		{"SumAxisBackward g shape", func() { ops.SumAxisBackward(m23, v3, 1, false) }, "ops.SumAxisBackward", tensor.ErrShape},
-		{"MeanAxisBackward g keepdims shape", func() { ops.MeanAxisBackward(m23, v3, 0, true) }, "ops.MeanAxisBackward", tensor.ErrShape},
+		{"SumBackward g not 0-D", func() { ops.SumBackward(m23, v3, nil, false) }, "ops.SumBackward", tensor.ErrShape},
+		{"MeanBackward g not 0-D", func() { ops.MeanBackward(m23, m23, nil, false) }, "ops.MeanBackward", tensor.ErrShape},
+		{"SumBackward g shape", func() { ops.SumBackward(m23, v3, []int{1}, false) }, "ops.SumBackward", tensor.ErrShape},
+		{"MeanBackward g keepdims shape", func() { ops.MeanBackward(m23, v3, []int{0}, true) }, "ops.MeanBackward", tensor.ErrShape},
 		{"Add released", func() { ops.Add(released, m23) }, "ops.Add", tensor.ErrReleased},
 		{"Add released second", func() { ops.Add(m23, released) }, "ops.Add", tensor.ErrReleased},
 		{"Relu released", func() { ops.Relu(released) }, "ops.Relu", tensor.ErrReleased},
@@ -694,8 +694,8 @@ func TestFailurePropagation(t *testing.T) {
 		{"Relu of Add", func() []*tensor.Tensor { return list(ops.Relu(e.keep(ops.Add(f, f)))) }, [][]int{{2, 3}}},
 		{"Sum", func() []*tensor.Tensor { return list(ops.Sum(f)) }, [][]int{{}}},
 		{"Mean", func() []*tensor.Tensor { return list(ops.Mean(f)) }, [][]int{{}}},
-		{"SumAxis", func() []*tensor.Tensor { return list(ops.SumAxis(f, 1, false)) }, [][]int{{2}}},
-		{"MeanAxis keepdims", func() []*tensor.Tensor { return list(ops.MeanAxis(f, 0, true)) }, [][]int{{1, 3}}},
+		{"Sum", func() []*tensor.Tensor { return list(ops.Sum(f, 1)) }, [][]int{{2}}},
+		{"Mean keepdims", func() []*tensor.Tensor { return list(ops.MeanKeepdims(f, 0)) }, [][]int{{1, 3}}},
 		{"SumTo", func() []*tensor.Tensor { return list(ops.SumTo(f, []int{3})) }, [][]int{{3}}},
 		{"BroadcastTo", func() []*tensor.Tensor { return list(ops.BroadcastTo(f, []int{4, 2, 3})) }, [][]int{{4, 2, 3}}},
 		{"Clone", func() []*tensor.Tensor { return list(ops.Clone(f)) }, [][]int{{2, 3}}},
@@ -706,8 +706,8 @@ func TestFailurePropagation(t *testing.T) {
 		{"MatMulBackward", func() []*tensor.Tensor { return list(ops.MatMulBackward(f, m32, m22)) }, [][]int{{2, 3}, {3, 2}}},
 		{"MatMulBackwardB", func() []*tensor.Tensor { return list(ops.MatMulBackwardB(m22, f, m23)) }, [][]int{{2, 3}}},
 		{"ReluBackward", func() []*tensor.Tensor { return list(ops.ReluBackward(m23, f)) }, [][]int{{2, 3}}},
-		{"SumAxisBackward", func() []*tensor.Tensor {
-			return list(ops.SumAxisBackward(e.f64(iota(24), 2, 4, 3), f, 1, false))
+		{"SumBackward", func() []*tensor.Tensor {
+			return list(ops.SumBackward(e.f64(iota(24), 2, 4, 3), f, []int{1}, false))
 		}, [][]int{{2, 4, 3}}},
 		{"SoftmaxCrossEntropyBackward", func() []*tensor.Tensor {
 			return list(ops.SoftmaxCrossEntropyBackward(f, labels, e.f64([]float64{1})))

@@ -58,7 +58,9 @@ func runPool(op string, kind device.WindowOp, x, g *tensor.Tensor, win Window) *
 // PyTorch's max_pool2d: win.Kernel, win.Stride, win.Padding (at most half
 // the kernel; never chosen) and win.Dilation. NaN is the maximum of any
 // window that holds one.
-func MaxPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
+func MaxPool2d[V Operand[E], E any](x V, win Window) V { return call(MaxPool2dOp, win, x) }
+
+func maxPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
 	return runPool("ops.MaxPool2d", device.MaxPool, x, nil, win)
 }
 
@@ -73,7 +75,9 @@ func MaxPool2dBackward(x, g *tensor.Tensor, win Window) *tensor.Tensor {
 // AvgPool2d returns the mean of each window of the NCHW images x, as
 // PyTorch's avg_pool2d with its defaults: the padding counts as zeros and
 // every window divides by KH·KW (count_include_pad).
-func AvgPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
+func AvgPool2d[V Operand[E], E any](x V, win Window) V { return call(AvgPool2dOp, win, x) }
+
+func avgPool2d(x *tensor.Tensor, win Window) *tensor.Tensor {
 	return runPool("ops.AvgPool2d", device.AvgPool, x, nil, win)
 }
 

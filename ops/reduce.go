@@ -107,122 +107,82 @@ func extremumBackward(op string, kind device.ReduceOp, x, g *tensor.Tensor, axes
 	return binary(op, device.Mul, mask, share)
 }
 
-// Sum returns the sum of all elements of x as a 0-D tensor; 0 for an
-// empty x.
-func Sum(x *tensor.Tensor) *tensor.Tensor { return reduction("ops.Sum", device.Sum, x, nil, false) }
+// Sum returns the sum of x over axes (negative axes count from the end;
+// none: every axis, a 0-D result), the axes dropped; 0 over an empty set.
+func Sum[V Operand[E], E any](x V, axes ...int) V { return call(SumOp, ReduceAttrs{Axes: axes}, x) }
 
-// SumBackward returns the gradient of Sum: the 0-D g broadcast to x's shape.
-func SumBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	return sumBackward("ops.SumBackward", x, g, nil, false, false)
+// SumKeepdims is Sum keeping the reduced axes, of size 1 (PyTorch's
+// keepdim=True).
+func SumKeepdims[V Operand[E], E any](x V, axes ...int) V {
+	return call(SumOp, ReduceAttrs{Axes: axes, Keepdims: true}, x)
 }
 
-// SumAxis returns the sum of x over one axis (negative axes count from the
-// end). With keepdims the axis stays with size 1.
-func SumAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.SumAxis", device.Sum, x, []int{axis}, keepdims)
+// SumBackward returns the gradient of Sum (keepdims false) or SumKeepdims
+// over axes (nil: every axis): g broadcast to x's shape.
+func SumBackward(x, g *T, axes []int, keepdims bool) *T {
+	return sumBackward("ops.SumBackward", x, g, axes, keepdims, false)
 }
 
-// SumAxisBackward returns the gradient of SumAxis.
-func SumAxisBackward(x, g *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return sumBackward("ops.SumAxisBackward", x, g, []int{axis}, keepdims, false)
+func sum(x *T, axes []int, keepdims bool) *T {
+	return reduction("ops.Sum", device.Sum, x, axes, keepdims)
 }
 
-// SumAxes returns the sum of x over a set of axes (nil: every axis).
-func SumAxes(x *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.SumAxes", device.Sum, x, axes, keepdims)
+// Mean returns the mean of x over axes (none: every axis), as Sum; NaN
+// over an empty set, as in PyTorch.
+func Mean[V Operand[E], E any](x V, axes ...int) V { return call(MeanOp, ReduceAttrs{Axes: axes}, x) }
+
+// MeanKeepdims is Mean keeping the reduced axes, of size 1.
+func MeanKeepdims[V Operand[E], E any](x V, axes ...int) V {
+	return call(MeanOp, ReduceAttrs{Axes: axes, Keepdims: true}, x)
 }
 
-// SumAxesBackward returns the gradient of SumAxes.
-func SumAxesBackward(x, g *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return sumBackward("ops.SumAxesBackward", x, g, axes, keepdims, false)
+// MeanBackward returns the gradient of Mean or MeanKeepdims over axes:
+// g divided by the count, broadcast to x's shape.
+func MeanBackward(x, g *T, axes []int, keepdims bool) *T {
+	return sumBackward("ops.MeanBackward", x, g, axes, keepdims, true)
 }
 
-// Mean returns the mean of all elements of x as a 0-D tensor; NaN for an
-// empty x, as in PyTorch.
-func Mean(x *tensor.Tensor) *tensor.Tensor { return reduction("ops.Mean", device.Mean, x, nil, false) }
-
-// MeanBackward returns the gradient of Mean: g/len(x) everywhere.
-func MeanBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	return sumBackward("ops.MeanBackward", x, g, nil, false, true)
+func mean(x *T, axes []int, keepdims bool) *T {
+	return reduction("ops.Mean", device.Mean, x, axes, keepdims)
 }
 
-// MeanAxis returns the mean of x over one axis.
-func MeanAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MeanAxis", device.Mean, x, []int{axis}, keepdims)
+// Max returns the maximum of x over axes (none: every axis), as Sum:
+// NaN where a NaN is reduced. An empty set panics with ErrShape (a
+// maximum of nothing has no value). PyTorch's amax.
+func Max[V Operand[E], E any](x V, axes ...int) V { return call(MaxOp, ReduceAttrs{Axes: axes}, x) }
+
+// MaxKeepdims is Max keeping the reduced axes, of size 1.
+func MaxKeepdims[V Operand[E], E any](x V, axes ...int) V {
+	return call(MaxOp, ReduceAttrs{Axes: axes, Keepdims: true}, x)
 }
 
-// MeanAxisBackward returns the gradient of MeanAxis.
-func MeanAxisBackward(x, g *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return sumBackward("ops.MeanAxisBackward", x, g, []int{axis}, keepdims, true)
+// MaxBackward returns the gradient of Max or MaxKeepdims over axes: g
+// split equally among the elements equal to the maximum ([1, 3, 2, 3] →
+// [0, g/2, 0, g/2]), as PyTorch's amax does.
+func MaxBackward(x, g *T, axes []int, keepdims bool) *T {
+	return extremumBackward("ops.MaxBackward", device.Max, x, g, axes, keepdims)
 }
 
-// MeanAxes returns the mean of x over a set of axes (nil: every axis).
-func MeanAxes(x *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MeanAxes", device.Mean, x, axes, keepdims)
+func maxOf(x *T, axes []int, keepdims bool) *T {
+	return reduction("ops.Max", device.Max, x, axes, keepdims)
 }
 
-// MeanAxesBackward returns the gradient of MeanAxes.
-func MeanAxesBackward(x, g *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return sumBackward("ops.MeanAxesBackward", x, g, axes, keepdims, true)
+// Min returns the minimum of x over axes, as Max.
+func Min[V Operand[E], E any](x V, axes ...int) V { return call(MinOp, ReduceAttrs{Axes: axes}, x) }
+
+// MinKeepdims is Min keeping the reduced axes, of size 1.
+func MinKeepdims[V Operand[E], E any](x V, axes ...int) V {
+	return call(MinOp, ReduceAttrs{Axes: axes, Keepdims: true}, x)
 }
 
-// Max returns the largest element of x as a 0-D tensor: NaN if x holds a
-// NaN. An empty x panics with ErrShape (a maximum of nothing has no value).
-func Max(x *tensor.Tensor) *tensor.Tensor { return reduction("ops.Max", device.Max, x, nil, false) }
-
-// MaxBackward returns the gradient of Max: g split equally among the
-// elements equal to the maximum ([1, 3, 2, 3] → [0, g/2, 0, g/2]), as
-// PyTorch's amax does.
-func MaxBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	return extremumBackward("ops.MaxBackward", device.Max, x, g, nil, false)
+// MinBackward returns the gradient of Min or MinKeepdims, split equally
+// among ties.
+func MinBackward(x, g *T, axes []int, keepdims bool) *T {
+	return extremumBackward("ops.MinBackward", device.Min, x, g, axes, keepdims)
 }
 
-// MaxAxis returns the maximum of x over one axis.
-func MaxAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MaxAxis", device.Max, x, []int{axis}, keepdims)
-}
-
-// MaxAxisBackward returns the gradient of MaxAxis, split among ties.
-func MaxAxisBackward(x, g *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return extremumBackward("ops.MaxAxisBackward", device.Max, x, g, []int{axis}, keepdims)
-}
-
-// MaxAxes returns the maximum of x over a set of axes (nil: every axis).
-func MaxAxes(x *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MaxAxes", device.Max, x, axes, keepdims)
-}
-
-// MaxAxesBackward returns the gradient of MaxAxes, split among ties.
-func MaxAxesBackward(x, g *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return extremumBackward("ops.MaxAxesBackward", device.Max, x, g, axes, keepdims)
-}
-
-// Min returns the smallest element of x as a 0-D tensor, as Max does.
-func Min(x *tensor.Tensor) *tensor.Tensor { return reduction("ops.Min", device.Min, x, nil, false) }
-
-// MinBackward returns the gradient of Min, split equally among ties.
-func MinBackward(x, g *tensor.Tensor) *tensor.Tensor {
-	return extremumBackward("ops.MinBackward", device.Min, x, g, nil, false)
-}
-
-// MinAxis returns the minimum of x over one axis.
-func MinAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MinAxis", device.Min, x, []int{axis}, keepdims)
-}
-
-// MinAxisBackward returns the gradient of MinAxis, split among ties.
-func MinAxisBackward(x, g *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return extremumBackward("ops.MinAxisBackward", device.Min, x, g, []int{axis}, keepdims)
-}
-
-// MinAxes returns the minimum of x over a set of axes (nil: every axis).
-func MinAxes(x *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return reduction("ops.MinAxes", device.Min, x, axes, keepdims)
-}
-
-// MinAxesBackward returns the gradient of MinAxes, split among ties.
-func MinAxesBackward(x, g *tensor.Tensor, axes []int, keepdims bool) *tensor.Tensor {
-	return extremumBackward("ops.MinAxesBackward", device.Min, x, g, axes, keepdims)
+func minOf(x *T, axes []int, keepdims bool) *T {
+	return reduction("ops.Min", device.Min, x, axes, keepdims)
 }
 
 // argReduce returns int32 indices of x's maximum (or minimum) along axis,
@@ -263,24 +223,34 @@ func ones(n int) []int {
 // ArgMax returns the int32 index of the largest element of the flattened
 // x, as a 0-D tensor: the first among ties, and the first NaN if any (NaN
 // counts as the largest value, as in PyTorch). It has no gradient.
-func ArgMax(x *tensor.Tensor) *tensor.Tensor {
-	return argReduce("ops.ArgMax", device.ArgMax, x, 0, true, false)
-}
+func ArgMax[V Operand[E], E any](x V) V { return call(ArgmaxOp, ArgAttrs{All: true}, x) }
 
 // ArgMaxAxis returns the int32 indices of the largest elements along one
-// axis, the first among ties.
-func ArgMaxAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return argReduce("ops.ArgMaxAxis", device.ArgMax, x, axis, false, keepdims)
+// axis, the first among ties; with keepdims the axis stays, of size 1.
+func ArgMaxAxis[V Operand[E], E any](x V, axis int, keepdims bool) V {
+	return call(ArgmaxOp, ArgAttrs{Axis: axis, Keepdims: keepdims}, x)
 }
 
 // ArgMin returns the int32 index of the smallest element of the flattened
 // x, the first among ties (and the first NaN, if any).
-func ArgMin(x *tensor.Tensor) *tensor.Tensor {
-	return argReduce("ops.ArgMin", device.ArgMin, x, 0, true, false)
-}
+func ArgMin[V Operand[E], E any](x V) V { return call(ArgminOp, ArgAttrs{All: true}, x) }
 
 // ArgMinAxis returns the int32 indices of the smallest elements along one
 // axis, the first among ties.
-func ArgMinAxis(x *tensor.Tensor, axis int, keepdims bool) *tensor.Tensor {
-	return argReduce("ops.ArgMinAxis", device.ArgMin, x, axis, false, keepdims)
+func ArgMinAxis[V Operand[E], E any](x V, axis int, keepdims bool) V {
+	return call(ArgminOp, ArgAttrs{Axis: axis, Keepdims: keepdims}, x)
+}
+
+func argMax(x *T, a ArgAttrs) *T {
+	if a.All {
+		return argReduce("ops.ArgMax", device.ArgMax, x, 0, true, false)
+	}
+	return argReduce("ops.ArgMaxAxis", device.ArgMax, x, a.Axis, false, a.Keepdims)
+}
+
+func argMin(x *T, a ArgAttrs) *T {
+	if a.All {
+		return argReduce("ops.ArgMin", device.ArgMin, x, 0, true, false)
+	}
+	return argReduce("ops.ArgMinAxis", device.ArgMin, x, a.Axis, false, a.Keepdims)
 }

@@ -23,13 +23,13 @@ import (
 // and the rules reach it.
 var (
 	InterpolateOp = &Op{Name: "interpolate", Family: "gather, binary, where", Doc: "x [..., H, W] resized to Shape [OH, OW] as PyTorch's interpolate(size=…): Mode nearest (the default: source ⌊i·H/OH⌋, in float32) or bilinear (AlignCorners: corners on corners; else half-pixel centres, clamped at 0).",
-		Forward: fwd(func(in []*T, a InterpolateAttrs) *T { return Interpolate(in[0], a.Shape, a.Mode, a.AlignCorners) }),
+		Forward: fwd(func(in []*T, a InterpolateAttrs) *T { return interpolate(in[0], a.Shape, a.Mode, a.AlignCorners) }),
 		Backward: bwd(func(in []*T, g *T, a InterpolateAttrs) []*T {
 			return []*T{InterpolateBackward(in[0], g, a.Shape, a.Mode, a.AlignCorners)}
 		}),
 		Cases: interpolateCases()}
 	AdaptiveAvgPool2dOp = &Op{Name: "adaptive_avg_pool2d", Family: "gather, binary, where, reduce", Doc: "the means of x [..., H, W] over Shape [OH, OW] windows, window i of rows ⌊i·H/OH⌋ to ⌈(i+1)·H/OH⌉ − 1 (PyTorch's), columns alike.",
-		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return AdaptiveAvgPool2d(in[0], a.Shape) }),
+		Forward:  fwd(func(in []*T, a ShapeAttrs) *T { return adaptiveAvgPool2d(in[0], a.Shape) }),
 		Backward: bwd(func(in []*T, g *T, a ShapeAttrs) []*T { return []*T{AdaptiveAvgPool2dBackward(in[0], g, a.Shape)} }),
 		Cases:    adaptiveCases()}
 )
@@ -263,7 +263,11 @@ func runResample(op string, x *T, from, size []int, mode string, align, grad boo
 // weighs the two nearest rows and columns, with alignCorners mapping the
 // corner pixels onto each other, else pixel centres (i + ½)·H/OH − ½,
 // clamped at 0.
-func Interpolate(x *T, size []int, mode string, alignCorners bool) *T {
+func Interpolate[V Operand[E], E any](x V, size []int, mode string, alignCorners bool) V {
+	return call(InterpolateOp, InterpolateAttrs{Shape: size, Mode: mode, AlignCorners: alignCorners}, x)
+}
+
+func interpolate(x *T, size []int, mode string, alignCorners bool) *T {
 	const op = "ops.Interpolate"
 	mode = resampleArgs(op, x, size, mode, false)
 	return runResample(op, x, x.Shape(), size, mode, alignCorners, false)
@@ -281,7 +285,11 @@ func InterpolateBackward(x, g *T, size []int, mode string, alignCorners bool) *T
 // AdaptiveAvgPool2d returns PyTorch's adaptive_avg_pool2d of x [..., H, W]
 // to size [OH, OW]: output (i, j) is the mean of rows ⌊i·H/OH⌋ to
 // ⌈(i+1)·H/OH⌉ − 1 and columns alike.
-func AdaptiveAvgPool2d(x *T, size []int) *T {
+func AdaptiveAvgPool2d[V Operand[E], E any](x V, size []int) V {
+	return call(AdaptiveAvgPool2dOp, ShapeAttrs{Shape: size}, x)
+}
+
+func adaptiveAvgPool2d(x *T, size []int) *T {
 	const op = "ops.AdaptiveAvgPool2d"
 	resampleArgs(op, x, size, "adaptive", true)
 	return runResample(op, x, x.Shape(), size, "adaptive", false, false)

@@ -13,21 +13,21 @@ import (
 // and the rules reach it.
 var (
 	HuberOp = &Op{Name: "huber", Family: "binary, where", Doc: "½d² where |d| < delta, delta·(|d| − ½delta) elsewhere, d = p − t, reduced; delta ≥ 0 (1: PyTorch's default).",
-		Forward: fwd(func(in []*T, a HuberAttrs) *T { return HuberLoss(in[0], in[1], a.Delta, a.Reduction) }),
+		Forward: fwd(func(in []*T, a HuberAttrs) *T { return huber(in[0], in[1], a.Delta, a.Reduction) }),
 		Backward: bwd(func(in []*T, g *T, a HuberAttrs) []*T {
 			gp, gt := HuberLossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
 		}),
 		Cases: robustCases()}
 	SmoothL1Op = &Op{Name: "smooth_l1", Family: "binary, where", Doc: "huber divided by delta (PyTorch's beta), |d| for delta 0.",
-		Forward: fwd(func(in []*T, a HuberAttrs) *T { return SmoothL1Loss(in[0], in[1], a.Delta, a.Reduction) }),
+		Forward: fwd(func(in []*T, a HuberAttrs) *T { return smoothL1Loss(in[0], in[1], a.Delta, a.Reduction) }),
 		Backward: bwd(func(in []*T, g *T, a HuberAttrs) []*T {
 			gp, gt := SmoothL1LossBackward(in[0], in[1], g, a.Delta, a.Reduction)
 			return []*T{gp, gt}
 		}),
 		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: HuberAttrs{Delta: 0, Reduction: SumReduction}})}
 	KLDivOp = &Op{Name: "kl_div", Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
-		Forward: fwd(func(in []*T, a LossAttrs) *T { return KLDivLoss(in[0], in[1], a.Reduction) }),
+		Forward: fwd(func(in []*T, a LossAttrs) *T { return klDivLoss(in[0], in[1], a.Reduction) }),
 		Backward: bwd(func(in []*T, g *T, a LossAttrs) []*T {
 			gx, gt := KLDivLossBackward(in[0], in[1], g, a.Reduction)
 			return []*T{gx, gt}
@@ -83,10 +83,10 @@ var klDivRule = rule(func(b Builder, in []Value, _, g Value, a LossAttrs) []Valu
 
 // huberMasks returns, for d, 1 where |d| < delta (NaN at NaN) and 0
 // elsewhere, and sign(d).
-func huberMasks(d *T, delta float64) (small, sign *T) {
-	ad := Abs(d)
+func huberMasks(d *T, delta float64) (small, sgn *T) {
+	ad := abs(d)
 	defer ad.Release()
-	return above(ad, -1, -delta), Sign(d)
+	return above(ad, -1, -delta), sign(d)
 }
 
 func checkDelta(op string, delta float64) {
@@ -98,9 +98,9 @@ func checkDelta(op string, delta float64) {
 // huberPer returns the per-element huber losses, divided by delta for
 // smooth_l1 (|d| for delta 0).
 func huberPer(p, t *T, delta float64, smooth bool) *T {
-	d := Sub(p, t)
+	d := sub(p, t)
 	defer d.Release()
-	ad := Abs(d)
+	ad := abs(d)
 	if smooth && delta == 0 {
 		return ad
 	}
@@ -108,7 +108,7 @@ func huberPer(p, t *T, delta float64, smooth bool) *T {
 	small, sign := huberMasks(d, delta)
 	defer small.Release()
 	sign.Release()
-	sq := Mul(d, d)
+	sq := mul(d, d)
 	defer sq.Release()
 	quad := scaleBy(sq, 0.5)
 	defer quad.Release()
@@ -116,7 +116,7 @@ func huberPer(p, t *T, delta float64, smooth bool) *T {
 	defer shifted.Release()
 	lin := scaleBy(shifted, delta)
 	defer lin.Release()
-	per := Where(small, quad, lin)
+	per := where(small, quad, lin)
 	if !smooth {
 		return per
 	}
@@ -127,13 +127,21 @@ func huberPer(p, t *T, delta float64, smooth bool) *T {
 // HuberLoss returns PyTorch's huber_loss of p against t (one shape):
 // ½d² where |d| < delta and delta·(|d| − ½delta) elsewhere, d = p − t,
 // reduced by r. delta must be finite and ≥ 0.
-func HuberLoss(p, t *T, delta float64, r Reduction) *T {
+func HuberLoss[V Operand[E], E any](p, t V, delta float64, r Reduction) V {
+	return call(HuberOp, HuberAttrs{Delta: delta, Reduction: r}, p, t)
+}
+
+func huber(p, t *T, delta float64, r Reduction) *T {
 	return huberLoss("ops.HuberLoss", p, t, delta, r, false)
 }
 
 // SmoothL1Loss returns PyTorch's smooth_l1_loss with beta = delta: the
 // huber loss divided by delta, |p − t| for delta 0.
-func SmoothL1Loss(p, t *T, delta float64, r Reduction) *T {
+func SmoothL1Loss[V Operand[E], E any](p, t V, delta float64, r Reduction) V {
+	return call(SmoothL1Op, HuberAttrs{Delta: delta, Reduction: r}, p, t)
+}
+
+func smoothL1Loss(p, t *T, delta float64, r Reduction) *T {
 	return huberLoss("ops.SmoothL1Loss", p, t, delta, r, true)
 }
 
@@ -161,7 +169,7 @@ func huberBackward(op string, p, t, g *T, delta float64, r Reduction, smooth boo
 	}
 	ge := lossUpstream(op, g, p.Shape(), r)
 	defer ge.Release()
-	d := Sub(p, t)
+	d := sub(p, t)
 	defer d.Release()
 	small, sign := huberMasks(d, delta)
 	defer small.Release()
@@ -172,7 +180,7 @@ func huberBackward(op string, p, t, g *T, delta float64, r Reduction, smooth boo
 	} else {
 		lin := scaleBy(sign, delta)
 		defer lin.Release()
-		slope = Where(small, d, lin)
+		slope = where(small, d, lin)
 		if smooth {
 			s := scaleBy(slope, 1/delta)
 			slope.Release()
@@ -180,8 +188,8 @@ func huberBackward(op string, p, t, g *T, delta float64, r Reduction, smooth boo
 		}
 	}
 	defer slope.Release()
-	gp = Mul(slope, ge)
-	return gp, Neg(gp)
+	gp = mul(slope, ge)
+	return gp, neg(gp)
 }
 
 // HuberLossBackward returns the gradients of HuberLoss: d where |d| <
@@ -201,23 +209,27 @@ func SmoothL1LossBackward(p, t, g *T, delta float64, r Reduction) (gp, gt *T) {
 // probabilities t (one shape, log_target false): t·ln t − t·x, with
 // t·ln t = 0 at t = 0 (xlogy), reduced by r (PyTorch's batchmean is
 // SumReduction divided by the batch size).
-func KLDivLoss(x, t *T, r Reduction) *T {
+func KLDivLoss[V Operand[E], E any](x, t V, r Reduction) V {
+	return call(KLDivOp, LossAttrs{Reduction: r}, x, t)
+}
+
+func klDivLoss(x, t *T, r Reduction) *T {
 	const op = "ops.KLDivLoss"
 	elementLoss(op, x, t, r)
 	if x.DType() == device.Float16 {
 		in, done := wide32(x, t)
 		defer done()
-		return narrow16(KLDivLoss(in[0], in[1], r))
+		return narrow16(klDivLoss(in[0], in[1], r))
 	}
-	lt := Log(t)
+	lt := log(t)
 	defer lt.Release()
-	tlt := Mul(t, lt)
+	tlt := mul(t, lt)
 	defer tlt.Release()
 	xlogy := zeroWhereZero(t, tlt)
 	defer xlogy.Release()
-	tx := Mul(t, x)
+	tx := mul(t, x)
 	defer tx.Release()
-	return reduceLoss(op, Sub(xlogy, tx), r)
+	return reduceLoss(op, sub(xlogy, tx), r)
 }
 
 // zeroWhereZero returns v where t ≠ 0 (NaN included) and 0 where t = 0.
@@ -225,11 +237,11 @@ func zeroWhereZero(t, v *T) *T {
 	pos, neg := above(t, 1, 0), above(t, -1, 0)
 	defer pos.Release()
 	defer neg.Release()
-	nonzero := Add(pos, neg) // 1, or NaN at NaN: true
+	nonzero := add(pos, neg) // 1, or NaN at NaN: true
 	defer nonzero.Release()
 	zero := scalarOf(t, 0)
 	defer zero.Release()
-	return Where(nonzero, v, zero)
+	return where(nonzero, v, zero)
 }
 
 // KLDivLossBackward returns the gradients of KLDivLoss: −t·g for x, and
@@ -245,18 +257,18 @@ func KLDivLossBackward(x, t, g *T, r Reduction) (gx, gt *T) {
 	}
 	ge := lossUpstream(op, g, x.Shape(), r)
 	defer ge.Release()
-	nt := Neg(t)
+	nt := neg(t)
 	defer nt.Release()
-	gx = Mul(nt, ge)
-	lt := Log(t)
+	gx = mul(nt, ge)
+	lt := log(t)
 	defer lt.Release()
-	d := Sub(lt, x)
+	d := sub(lt, x)
 	defer d.Release()
 	d1 := shiftBy(d, 1)
 	defer d1.Release()
 	sel := zeroWhereZero(t, d1)
 	defer sel.Release()
-	return gx, Mul(sel, ge)
+	return gx, mul(sel, ge)
 }
 
 func robustCases() []Case {

@@ -418,7 +418,7 @@ func weightedClassRule(r rb, x, g Value, o ClassOptions, lsm bool, n, c int, red
 	case SumReduction:
 		gs = g
 	default:
-		sw, err := Sum(omega).Float64s()
+		sw, err := sum(omega, nil, false).Float64s()
 		if err != nil {
 			panic(err)
 		}
@@ -492,7 +492,7 @@ var (
 	powRule = binaryRule(func(r rb, x, y, g Value) (Value, Value) {
 		ga := r.mul(g, r.mul(y, r.op(PowOp, nil, x, r.sub(y, r.scalar(y, 1)))))
 		xt := r.b.Tensor(x)
-		pos := r.b.Const(Sign(Relu(xt))) // 1 where a > 0
+		pos := r.b.Const(sign(relu(xt))) // 1 where a > 0
 		lna := r.un(LogOp, r.op(ClipOp, ClipAttrs{Lo: 1e-30, Hi: math.MaxFloat32}, x))
 		gb := r.mul(g, r.mul(r.op(PowOp, nil, x, y), r.mul(lna, pos)))
 		return ga, gb

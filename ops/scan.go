@@ -27,7 +27,7 @@ var cumsumRule = unaryRule(func(r rb, x, y, g Value, a ScanAttrs) Value {
 
 // Cumsum returns the running sums of x along axis, as PyTorch's cumsum
 // (a 0-D x is its own sum).
-func Cumsum(x *T, axis int) *T { return cumsum("ops.Cumsum", x, axis, false) }
+func Cumsum[V Operand[E], E any](x V, axis int) V { return call(CumsumOp, ScanAttrs{Axis: axis}, x) }
 
 // CumsumBackward returns the gradient of Cumsum: the running sums of g
 // from the end of the axis.

@@ -19,11 +19,11 @@ import (
 // and the rules reach it.
 var (
 	GatherOp = &Op{Name: "gather", Family: "gather, strided", Doc: "out[…, i, …] = x[…, idx[…, i, …], …] along an axis, idx int32 of x's rank and no larger off the axis (PyTorch's gather); gradient scatter-added back; an index out of range gives NaN and an error at the readback.",
-		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return Gather(in[0], a.Axis, in[1]) }),
+		Forward:  fwd(func(in []*T, a AxisAttrs) *T { return gather(in[0], a.Axis, in[1]) }),
 		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T { return []*T{GatherBackward(in[0], a.Axis, in[1], g), nil} }),
 		Cases:    gatherCases()}
 	ScatterAddOp = &Op{Name: "scatter_add", Family: "gather, strided, binary", Doc: "x plus src[…, i, …] added at x[…, idx[…, i, …], …] along an axis, repeated indices summed (PyTorch's scatter_add; src no smaller than idx, which is no larger than x off the axis); gradients g for x, g gathered for src; an index out of range adds nowhere and gives an error at the readback.",
-		Forward: fwd(func(in []*T, a AxisAttrs) *T { return ScatterAdd(in[0], a.Axis, in[1], in[2]) }),
+		Forward: fwd(func(in []*T, a AxisAttrs) *T { return scatterAdd(in[0], a.Axis, in[1], in[2]) }),
 		Backward: bwd(func(in []*T, g *T, a AxisAttrs) []*T {
 			gx, gs := ScatterAddBackward(in[0], a.Axis, in[1], in[2], g)
 			return []*T{gx, nil, gs}
@@ -129,7 +129,7 @@ func (a axisRows) region(t *T, all bool) *T {
 
 // moved returns t with the axis last, as contiguous rows [m, length].
 func (a axisRows) moved(t *T) *T {
-	p := Permute(t, a.perm)
+	p := permuteOf(t, a.perm)
 	defer p.Release()
 	return p.Reshape(a.m, t.Dim(a.ax))
 }
@@ -141,14 +141,18 @@ func (a axisRows) back(rows *T, n int) *T {
 	s[len(s)-1] = n
 	v := rows.Reshape(s...)
 	defer v.Release()
-	return Permute(v, a.inv)
+	return permuteOf(v, a.inv)
 }
 
 // Gather returns PyTorch's gather of x along axis: out has idx's shape
 // and out[…, i, …] = x[…, idx[…, i, …], …], idx int32 of x's rank, no
 // larger than x off the axis. An index outside the axis gives NaN and is
 // reported, naming the op, by the next readback or Sync.
-func Gather(x *T, axis int, idx *T) *T {
+func Gather[V Operand[E], E any](x V, axis int, idx V) V {
+	return call(GatherOp, AxisAttrs{Axis: axis}, x, idx)
+}
+
+func gather(x *T, axis int, idx *T) *T {
 	const op = "ops.Gather"
 	a := axisArgs(op, x, axis, idx)
 	dev := x.Device()
@@ -204,7 +208,7 @@ func scattered(op string, a axisRows, x, idx, src *T) *T {
 		return part
 	}
 	defer part.Release()
-	return Pad(part, pads, 0)
+	return pad(part, pads, 0)
 }
 
 // GatherBackward returns the gradient of Gather for x: g scatter-added
@@ -224,17 +228,21 @@ func GatherBackward(x *T, axis int, idx, g *T) *T {
 // summed in index order (float16 in float32, rounded once). An index
 // outside the axis adds nowhere and is reported by the next readback or
 // Sync.
-func ScatterAdd(x *T, axis int, idx, src *T) *T {
+func ScatterAdd[V Operand[E], E any](x V, axis int, idx, src V) V {
+	return call(ScatterAddOp, AxisAttrs{Axis: axis}, x, idx, src)
+}
+
+func scatterAdd(x *T, axis int, idx, src *T) *T {
 	const op = "ops.ScatterAdd"
 	a := scatterArgs(op, x, axis, idx, src)
 	if x.DType() == device.Float16 { // the sums and x added in float32, rounded once
 		in, done := wide32(x, src)
 		defer done()
-		return narrow16(ScatterAdd(in[0], axis, idx, in[1]))
+		return narrow16(scatterAdd(in[0], axis, idx, in[1]))
 	}
 	s := scattered(op, a, x, idx, src)
 	defer s.Release()
-	return Add(x, s)
+	return add(x, s)
 }
 
 // scatterArgs checks scatter_add's arguments.
@@ -262,9 +270,9 @@ func ScatterAddBackward(x *T, axis int, idx, src, g *T) (gx, gsrc *T) {
 	sameDType(op, x, g)
 	sameShape(op, "upstream gradient", g, x.Shape())
 	gx = Clone(g)
-	gsrc = as(op, func() *T { return Gather(g, axis, idx) })
+	gsrc = as(op, func() *T { return gather(g, axis, idx) })
 	if pads := padsTo(gsrc.Shape(), src.Shape()); pads != nil {
-		p := Pad(gsrc, pads, 0)
+		p := pad(gsrc, pads, 0)
 		gsrc.Release()
 		gsrc = p
 	}

@@ -16,25 +16,25 @@ import (
 // and the rules reach it.
 var (
 	WhereOp = &Op{Name: "where", Family: "where", Doc: "a where cond ≠ 0, else b, the three broadcast as NumPy; gradients g where each was chosen, summed to its shape; zero for cond.",
-		Forward: func(in []*T, a Attrs) *T { noAttrs(a); return Where(in[0], in[1], in[2]) },
+		Forward: func(in []*T, a Attrs) *T { noAttrs(a); return where(in[0], in[1], in[2]) },
 		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gc, ga, gb := WhereBackward(in[0], in[1], in[2], g)
 			return []*T{gc, ga, gb}
 		},
 		Cases: whereCases()}
 	MaskedFillOp = &Op{Name: "masked_fill", Family: "where", Doc: "x with value where mask ≠ 0, mask broadcast to x's shape; gradient g elsewhere; zero for mask.",
-		Forward: fwd(func(in []*T, a FillAttrs) *T { return MaskedFill(in[0], in[1], a.Value) }),
+		Forward: fwd(func(in []*T, a FillAttrs) *T { return maskedFill(in[0], in[1], a.Value) }),
 		Backward: func(in []*T, g *T, _ Attrs) []*T {
 			gx, gm := MaskedFillBackward(in[0], in[1], g)
 			return []*T{gx, gm}
 		},
 		Cases: maskedFillCases()}
 	TrilOp = &Op{Name: "tril", Family: "where", Doc: "the lower triangle of the last two axes, elements with column − row ≤ diagonal, the rest 0; gradient g there.",
-		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return Tril(in[0], a.Diagonal) }),
+		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return tril(in[0], a.Diagonal) }),
 		Backward: bwd(func(in []*T, g *T, a DiagonalAttrs) []*T { return []*T{TrilBackward(in[0], g, a.Diagonal)} }),
 		Cases:    triangleCases()}
 	TriuOp = &Op{Name: "triu", Family: "where", Doc: "the upper triangle, column − row ≥ diagonal, as tril.",
-		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return Triu(in[0], a.Diagonal) }),
+		Forward:  fwd(func(in []*T, a DiagonalAttrs) *T { return triu(in[0], a.Diagonal) }),
 		Backward: bwd(func(in []*T, g *T, a DiagonalAttrs) []*T { return []*T{TriuBackward(in[0], g, a.Diagonal)} }),
 		Cases:    triangleCases()}
 )
@@ -97,13 +97,17 @@ func keepTriangle(op string, x, t *T, diagonal int, lower bool) *T {
 	defer m.Release()
 	zero := scalarOf(t, 0)
 	defer zero.Release()
-	return Where(m, t, zero)
+	return where(m, t, zero)
 }
 
 // Tril returns the lower triangle of x's last two axes, as PyTorch's
 // tril: the elements with column − row ≤ diagonal (0: the main diagonal
 // and below), the others 0 (NaN and ±Inf too).
-func Tril(x *T, diagonal int) *T { return keepTriangle("ops.Tril", x, x, diagonal, true) }
+func Tril[V Operand[E], E any](x V, diagonal int) V {
+	return call(TrilOp, DiagonalAttrs{Diagonal: diagonal}, x)
+}
+
+func tril(x *T, diagonal int) *T { return keepTriangle("ops.Tril", x, x, diagonal, true) }
 
 // TrilBackward returns the gradient of Tril: g in the triangle, 0 outside.
 func TrilBackward(x, g *T, diagonal int) *T {
@@ -114,7 +118,11 @@ func TrilBackward(x, g *T, diagonal int) *T {
 
 // Triu returns the upper triangle of x's last two axes, as PyTorch's
 // triu: the elements with column − row ≥ diagonal, the others 0.
-func Triu(x *T, diagonal int) *T { return keepTriangle("ops.Triu", x, x, diagonal, false) }
+func Triu[V Operand[E], E any](x V, diagonal int) V {
+	return call(TriuOp, DiagonalAttrs{Diagonal: diagonal}, x)
+}
+
+func triu(x *T, diagonal int) *T { return keepTriangle("ops.Triu", x, x, diagonal, false) }
 
 // TriuBackward returns the gradient of Triu: g in the triangle, 0 outside.
 func TriuBackward(x, g *T, diagonal int) *T {
@@ -154,13 +162,15 @@ func expand(t *T, shape []int) (*T, bool) {
 	if equal(t.Shape(), shape) {
 		return t, false
 	}
-	return BroadcastTo(t, shape), true
+	return broadcastTo(t, shape), true
 }
 
 // Where returns a where cond ≠ 0 (NaN counts as true) and b elsewhere, as
 // PyTorch's where; cond, a and b broadcast as NumPy and share a
 // floating-point dtype.
-func Where(cond, a, b *T) *T {
+func Where[V Operand[E], E any](cond, a, b V) V { return call(WhereOp, nil, cond, a, b) }
+
+func where(cond, a, b *T) *T {
 	const op = "ops.Where"
 	dev := operands(op, cond, a, b)
 	dt := floats(op, cond, a, b)
@@ -193,11 +203,11 @@ func WhereBackward(cond, a, b, g *T) (gc, ga, gb *T) {
 	floats(op, cond, a, b, g)
 	zero := scalarOf(g, 0)
 	defer zero.Release()
-	ta := Where(cond, g, zero)
+	ta := where(cond, g, zero)
 	defer ta.Release()
-	tb := Where(cond, zero, g)
+	tb := where(cond, zero, g)
 	defer tb.Release()
-	return filled(cond.Device(), cond.DType(), cond.Shape(), 0, cond), SumTo(ta, a.Shape()), SumTo(tb, b.Shape())
+	return filled(cond.Device(), cond.DType(), cond.Shape(), 0, cond), sumTo(ta, a.Shape()), sumTo(tb, b.Shape())
 }
 
 // maskArgs checks a mask against x: broadcastable to x's shape.
@@ -212,12 +222,16 @@ func maskArgs(op string, x, mask *T) device.Device {
 
 // MaskedFill returns x with value where mask ≠ 0 (NaN counts as true), as
 // PyTorch's masked_fill; mask broadcasts to x's shape.
-func MaskedFill(x, mask *T, value float64) *T {
+func MaskedFill[V Operand[E], E any](x, mask V, value float64) V {
+	return call(MaskedFillOp, FillAttrs{Value: value}, x, mask)
+}
+
+func maskedFill(x, mask *T, value float64) *T {
 	const op = "ops.MaskedFill"
 	maskArgs(op, x, mask)
 	v := scalarOf(x, value)
 	defer v.Release()
-	return Where(mask, v, x)
+	return where(mask, v, x)
 }
 
 // MaskedFillBackward returns the gradients of MaskedFill: g where mask is
@@ -230,7 +244,7 @@ func MaskedFillBackward(x, mask, g *T) (gx, gmask *T) {
 	sameShape(op, "upstream gradient", g, x.Shape())
 	zero := scalarOf(g, 0)
 	defer zero.Release()
-	return Where(mask, zero, g), filled(dev, mask.DType(), mask.Shape(), 0, mask)
+	return where(mask, zero, g), filled(dev, mask.DType(), mask.Shape(), 0, mask)
 }
 
 // conds are a condition's values: zeros, ones, other numbers and NaN.

@@ -32,7 +32,11 @@ func copyInto(dev device.Device, dst, src *tensor.Tensor, s device.Strided) {
 // Permute returns x with its axes reordered: axis k of the result is axis
 // perm[k] of x (NumPy's transpose with axes, PyTorch's permute). perm
 // must hold each of 0…rank−1 once; negative entries count from the end.
-func Permute(x *tensor.Tensor, perm []int) *tensor.Tensor {
+func Permute[V Operand[E], E any](x V, perm ...int) V {
+	return call(PermuteOp, PermuteAttrs{Perm: perm}, x)
+}
+
+func permuteOf(x *tensor.Tensor, perm []int) *tensor.Tensor {
 	return permute("ops.Permute", x, perm)
 }
 
@@ -102,7 +106,9 @@ func reversed(r int) []int {
 // Transpose returns x with its axes reversed: the transpose of a matrix,
 // and of an N-D tensor as NumPy's x.T. A 0-D or 1-D tensor comes back as
 // a copy.
-func Transpose(x *tensor.Tensor) *tensor.Tensor {
+func Transpose[V Operand[E], E any](x V) V { return call(TransposeOp, nil, x) }
+
+func transpose(x *tensor.Tensor) *tensor.Tensor {
 	operands("ops.Transpose", x)
 	return permute("ops.Transpose", x, reversed(x.Rank()))
 }
@@ -147,7 +153,11 @@ func sliceStride(st, n, step int) int {
 // axis, as Python's x[start:stop:step]: negative bounds count from the
 // end, bounds past the ends are clamped, and step must be at least 1.
 // The result is a copy.
-func Slice(x *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
+func Slice[V Operand[E], E any](x V, axis, start, stop, step int) V {
+	return call(SliceOp, SliceAttrs{Axis: axis, Start: start, Stop: stop, Step: step}, x)
+}
+
+func slice(x *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
 	const op = "ops.Slice"
 	dev := operands(op, x)
 	ax := normAxis(op, axis, x.Rank())
@@ -167,11 +177,14 @@ func Slice(x *tensor.Tensor, axis, start, stop, step int) *tensor.Tensor {
 // Narrow returns length elements of x from start along axis (PyTorch's
 // narrow): Slice with step 1. Its gradient is SliceBackward's with stop
 // start+length and step 1.
-func Narrow(x *tensor.Tensor, axis, start, length int) *tensor.Tensor {
+func Narrow[V Operand[E], E any](x V, axis, start, length int) V {
 	if length < 0 {
 		tensor.Panicf("ops.Narrow", tensor.ErrArgument, "length %d; want ≥ 0", length)
 	}
-	return as("ops.Narrow", func() *tensor.Tensor { return Slice(x, axis, start, start+length, 1) })
+	a := SliceAttrs{Axis: axis, Start: start, Stop: start + length, Step: 1}
+	return callWith(SliceOp, a, func(in []*T) *T {
+		return as("ops.Narrow", func() *T { return slice(in[0], axis, start, start+length, 1) })
+	}, x)
 }
 
 // SliceBackward returns the gradient of Slice: g scattered into zeros
@@ -199,7 +212,11 @@ func SliceBackward(x, g *tensor.Tensor, axis, start, stop, step int) *tensor.Ten
 // Pad returns x padded with value: pads[k] = {before, after} elements on
 // each side of axis k (NumPy's pad with constant mode, one pair per axis
 // from the first). Pads are not negative: crop with Slice.
-func Pad(x *tensor.Tensor, pads [][2]int, value float64) *tensor.Tensor {
+func Pad[V Operand[E], E any](x V, pads [][2]int, value float64) V {
+	return call(PadOp, PadAttrs{Pads: pads, Value: value}, x)
+}
+
+func pad(x *tensor.Tensor, pads [][2]int, value float64) *tensor.Tensor {
 	const op = "ops.Pad"
 	dev := operands(op, x)
 	shape, off := padShape(op, x, pads)
@@ -286,7 +303,11 @@ func concatShape(op string, xs []*tensor.Tensor, axis int) (shape []int, ax int)
 
 // Concat returns xs joined along axis (NumPy's concatenate, PyTorch's
 // cat): equal shapes except along axis, one dtype, one device.
-func Concat(xs []*tensor.Tensor, axis int) *tensor.Tensor {
+func Concat[V Operand[E], E any](xs []V, axis int) V {
+	return call(ConcatOp, AxisAttrs{Axis: axis}, xs...)
+}
+
+func concat(xs []*tensor.Tensor, axis int) *tensor.Tensor {
 	const op = "ops.Concat"
 	shape, ax := concatShape(op, xs, axis)
 	dev := operands(op, xs...)
@@ -313,7 +334,7 @@ func ConcatBackward(xs []*tensor.Tensor, g *tensor.Tensor, axis int) []*tensor.T
 	grads := make([]*tensor.Tensor, len(xs))
 	at := 0
 	for i, x := range xs {
-		grads[i] = Slice(g, ax, at, at+x.Dim(ax), 1)
+		grads[i] = slice(g, ax, at, at+x.Dim(ax), 1)
 		at += x.Dim(ax)
 	}
 	return grads
@@ -321,10 +342,14 @@ func ConcatBackward(xs []*tensor.Tensor, g *tensor.Tensor, axis int) []*tensor.T
 
 // Stack returns xs, of one shape, joined along a new axis at position axis
 // (in [−rank−1, rank]; negative counts from the end), as NumPy's stack.
-func Stack(xs []*tensor.Tensor, axis int) *tensor.Tensor {
+func Stack[V Operand[E], E any](xs []V, axis int) V {
+	return call(StackOp, AxisAttrs{Axis: axis}, xs...)
+}
+
+func stack(xs []*tensor.Tensor, axis int) *tensor.Tensor {
 	const op = "ops.Stack"
 	views, ax := stackViews(op, xs, axis)
-	return Concat(views, ax)
+	return concat(views, ax)
 }
 
 // stackViews checks xs and returns them as views with a unit axis at the
@@ -365,7 +390,11 @@ func unsqueezed(x *tensor.Tensor, ax int) *tensor.Tensor {
 // Reshape returns a view of x with a new shape of as many elements; one
 // dimension may be −1 and is inferred. It shares x's memory (every tensor
 // here is contiguous, so every reshape is a view).
-func Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
+func Reshape[V Operand[E], E any](x V, shape ...int) V {
+	return call(ReshapeOp, ShapeAttrs{Shape: shape}, x)
+}
+
+func reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 	operands("ops.Reshape", x)
 	return as("ops.Reshape", func() *tensor.Tensor { return x.Reshape(shape...) })
 }
@@ -383,7 +412,11 @@ func ReshapeBackward(x, g *tensor.Tensor) *tensor.Tensor {
 
 // Squeeze returns a view of x without the given axes, each of size 1;
 // without axes, without every axis of size 1.
-func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
+func Squeeze[V Operand[E], E any](x V, axes ...int) V {
+	return call(SqueezeOp, AxesAttrs{Axes: axes}, x)
+}
+
+func squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
 	const op = "ops.Squeeze"
 	operands(op, x)
 	s := x.Shape()
@@ -411,7 +444,11 @@ func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
 
 // Unsqueeze returns a view of x with a new axis of size 1 at position axis,
 // in [−rank−1, rank].
-func Unsqueeze(x *tensor.Tensor, axis int) *tensor.Tensor {
+func Unsqueeze[V Operand[E], E any](x V, axis int) V {
+	return call(UnsqueezeOp, AxisAttrs{Axis: axis}, x)
+}
+
+func unsqueeze(x *tensor.Tensor, axis int) *tensor.Tensor {
 	const op = "ops.Unsqueeze"
 	operands(op, x)
 	return unsqueezed(x, normAxis(op, axis, x.Rank()+1))
@@ -420,7 +457,11 @@ func Unsqueeze(x *tensor.Tensor, axis int) *tensor.Tensor {
 // Flatten returns a view of x with axes start…end (inclusive; negative
 // counts from the end) merged into one, as PyTorch's flatten; a 0-D
 // tensor becomes shape [1].
-func Flatten(x *tensor.Tensor, start, end int) *tensor.Tensor {
+func Flatten[V Operand[E], E any](x V, start, end int) V {
+	return call(FlattenOp, FlattenAttrs{Start: start, End: end}, x)
+}
+
+func flatten(x *tensor.Tensor, start, end int) *tensor.Tensor {
 	const op = "ops.Flatten"
 	operands(op, x)
 	if x.Rank() == 0 {

@@ -23,7 +23,13 @@ func checkSmoothing(op string, eps float64) {
 // eps ∈ [0, 1] (PyTorch's label_smoothing): for class indices,
 // (1 − eps)·CE + eps·(logsumexp(x) − mean(x)) per row; for probabilities,
 // the CE of (1 − eps)·target + eps/C. eps 0 is CrossEntropyLoss.
-func CrossEntropyLossSmoothed(logits, target *T, r Reduction, eps float64) *T {
+func CrossEntropyLossSmoothed[V Operand[E], E any](logits, target V, r Reduction, eps float64) V {
+	return callWith(CrossEntropyOp, CrossEntropyAttrs{Reduction: r, LabelSmoothing: eps}, func(in []*T) *T {
+		return crossEntropyLossSmoothed(in[0], in[1], r, eps)
+	}, logits, target)
+}
+
+func crossEntropyLossSmoothed(logits, target *T, r Reduction, eps float64) *T {
 	const op = "ops.CrossEntropyLossSmoothed"
 	checkSmoothing(op, eps)
 	if eps == 0 {
@@ -34,7 +40,7 @@ func CrossEntropyLossSmoothed(logits, target *T, r Reduction, eps float64) *T {
 	if dt == device.Float16 {
 		in, done := wide32(logits, target)
 		defer done()
-		return narrow16(CrossEntropyLossSmoothed(in[0], in[1], r, eps))
+		return narrow16(crossEntropyLossSmoothed(in[0], in[1], r, eps))
 	}
 	if probs {
 		t := smoothTarget(target, eps, c)
@@ -43,17 +49,17 @@ func CrossEntropyLossSmoothed(logits, target *T, r Reduction, eps float64) *T {
 	}
 	ce := crossEntropy(op, logits, target, NoReduction)
 	defer ce.Release()
-	lse := LogSumExp(logits, []int{1}, false)
+	lse := logSumExp(logits, []int{1}, false)
 	defer lse.Release()
-	mx := MeanAxes(logits, []int{1}, false)
+	mx := mean(logits, []int{1}, false)
 	defer mx.Release()
-	u := Sub(lse, mx)
+	u := sub(lse, mx)
 	defer u.Release()
 	a := scaleBy(ce, 1-eps)
 	defer a.Release()
 	b := scaleBy(u, eps)
 	defer b.Release()
-	return reduceLoss(op, Add(a, b), r)
+	return reduceLoss(op, add(a, b), r)
 }
 
 // smoothTarget returns (1 − eps)·t + eps/c.
@@ -92,19 +98,19 @@ func CrossEntropyLossSmoothedBackward(logits, target, g *T, r Reduction, eps flo
 	defer ge.Release()
 	gce, _ := crossEntropyBackward(op, logits, target, ge, NoReduction)
 	defer gce.Release()
-	sm := Softmax(logits, 1)
+	sm := softmaxOf(logits, 1)
 	defer sm.Release()
 	d := shiftBy(sm, -1/float64(c))
 	defer d.Release()
 	gk := ge.Reshape(n, 1)
 	defer gk.Release()
-	dg := Mul(d, gk)
+	dg := mul(d, gk)
 	defer dg.Release()
 	a := scaleBy(gce, 1-eps)
 	defer a.Release()
 	b := scaleBy(dg, eps)
 	defer b.Release()
-	return Add(a, b), nil
+	return add(a, b), nil
 }
 
 // smoothingCases are cross_entropy's cases with label smoothing.

@@ -16,19 +16,19 @@ import (
 // and the rules reach it.
 var (
 	VarOp = &Op{Name: "var", Family: "reduce, binary", Doc: "Σ(x − mean)²/max(0, N − correction) over axes (nil: all), keepdims; correction 1 is PyTorch's default (Bessel's).",
-		Forward: fwd(func(in []*T, a VarAttrs) *T { return Var(in[0], a.Axes, a.Correction, a.Keepdims) }),
+		Forward: fwd(func(in []*T, a VarAttrs) *T { return varOf(in[0], a.Axes, a.Correction, a.Keepdims) }),
 		Backward: bwd(func(in []*T, g *T, a VarAttrs) []*T {
 			return []*T{VarBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
 		}),
 		Cases: statCases(true)}
 	StdOp = &Op{Name: "std", Family: "reduce, binary", Doc: "√var, as var; gradient 0 where std is 0 (PyTorch's).",
-		Forward: fwd(func(in []*T, a VarAttrs) *T { return Std(in[0], a.Axes, a.Correction, a.Keepdims) }),
+		Forward: fwd(func(in []*T, a VarAttrs) *T { return std(in[0], a.Axes, a.Correction, a.Keepdims) }),
 		Backward: bwd(func(in []*T, g *T, a VarAttrs) []*T {
 			return []*T{StdBackward(in[0], g, a.Axes, a.Correction, a.Keepdims)}
 		}),
 		Cases: statCases(true)}
 	LogsumexpOp = &Op{Name: "logsumexp", Family: "reduce, binary, unary", Doc: "ln Σ eˣ over axes, the maximum subtracted first (kept 0 where it is ±Inf); −Inf for nothing; gradient g·e^(x − y).",
-		Forward:  fwd(func(in []*T, a ReduceAttrs) *T { return LogSumExp(in[0], a.Axes, a.Keepdims) }),
+		Forward:  fwd(func(in []*T, a ReduceAttrs) *T { return logSumExp(in[0], a.Axes, a.Keepdims) }),
 		Backward: bwd(func(in []*T, g *T, a ReduceAttrs) []*T { return []*T{LogSumExpBackward(in[0], g, a.Axes, a.Keepdims)} }),
 		Cases:    statCases(false)}
 )
@@ -93,26 +93,34 @@ func scaleBy(x *T, k float64) *T { return scaledBroadcast("ops.Mul", x, x.Shape(
 func shiftBy(x *T, k float64) *T {
 	s := scalarOf(x, k)
 	defer s.Release()
-	return Add(x, s)
+	return add(x, s)
 }
 
 // centered returns x − mean(x) over axes (kept), on float32 or float64.
 func centered(x *T, axes []int) *T {
-	mu := MeanAxes(x, axes, true)
+	mu := mean(x, axes, true)
 	defer mu.Release()
-	return Sub(x, mu)
+	return sub(x, mu)
 }
 
 // Var returns the variance of x over axes (nil: every axis), as PyTorch's
 // var: Σ(x − mean)² / max(0, N − correction), N the count of the reduced
 // elements (correction 1: the unbiased estimate; 0: the biased one).
 // Nothing to divide by gives Inf (NaN for 0/0), as PyTorch.
-func Var(x *T, axes []int, correction float64, keepdims bool) *T {
+func Var[V Operand[E], E any](x V, axes []int, correction float64, keepdims bool) V {
+	return call(VarOp, VarAttrs{Axes: axes, Correction: correction, Keepdims: keepdims}, x)
+}
+
+func varOf(x *T, axes []int, correction float64, keepdims bool) *T {
 	return variance("ops.Var", x, axes, correction, keepdims, false)
 }
 
 // Std returns the standard deviation, √Var.
-func Std(x *T, axes []int, correction float64, keepdims bool) *T {
+func Std[V Operand[E], E any](x V, axes []int, correction float64, keepdims bool) V {
+	return call(StdOp, VarAttrs{Axes: axes, Correction: correction, Keepdims: keepdims}, x)
+}
+
+func std(x *T, axes []int, correction float64, keepdims bool) *T {
 	return variance("ops.Std", x, axes, correction, keepdims, true)
 }
 
@@ -127,18 +135,18 @@ func variance(op string, x *T, axes []int, correction float64, keepdims, std boo
 	}
 	xc := centered(x, axes)
 	defer xc.Release()
-	sq := Mul(xc, xc)
+	sq := mul(xc, xc)
 	defer sq.Release()
-	s := SumAxes(sq, axes, keepdims)
+	s := sum(sq, axes, keepdims)
 	defer s.Release()
 	k := scalarOf(s, d)
 	defer k.Release()
-	v := Div(s, k)
+	v := div(s, k)
 	if !std {
 		return v
 	}
 	defer v.Release()
-	return Sqrt(v)
+	return sqrt(v)
 }
 
 // VarBackward returns the gradient of Var: g·2(x − mean)/max(0, N − correction).
@@ -152,7 +160,7 @@ func StdBackward(x, g *T, axes []int, correction float64, keepdims bool) *T {
 	return varianceBackward("ops.StdBackward", x, g, axes, correction, keepdims, true)
 }
 
-func varianceBackward(op string, x, g *T, axes []int, correction float64, keepdims, std bool) *T {
+func varianceBackward(op string, x, g *T, axes []int, correction float64, keepdims, isStd bool) *T {
 	operands(op, x, g)
 	dt := floats(op, x, g)
 	d := varDenominator(op, x, axes, correction)
@@ -161,23 +169,23 @@ func varianceBackward(op string, x, g *T, axes []int, correction float64, keepdi
 	if dt == device.Float16 {
 		in, done := wide32(x, g)
 		defer done()
-		return narrow16(varianceBackward(op, in[0], in[1], axes, correction, keepdims, std))
+		return narrow16(varianceBackward(op, in[0], in[1], axes, correction, keepdims, isStd))
 	}
 	xc := centered(x, axes)
 	defer xc.Release()
 	gk := g.Reshape(kshape...)
 	defer gk.Release()
 	scale := 2 / d
-	if std {
+	if isStd {
 		scale = 1 / d
 	}
 	f := scaledBroadcast(op, gk, x.Shape(), scale)
 	defer f.Release()
-	if !std {
-		return Mul(f, xc)
+	if !isStd {
+		return mul(f, xc)
 	}
 	// ÷ std, 0 where std is 0.
-	s := Std(x, axes, correction, true)
+	s := std(x, axes, correction, true)
 	defer s.Release()
 	zero := scalarOf(s, 0)
 	defer zero.Release()
@@ -185,20 +193,24 @@ func varianceBackward(op string, x, g *T, axes []int, correction float64, keepdi
 	defer isZero.Release()
 	one := scalarOf(s, 1)
 	defer one.Release()
-	safe := Where(isZero, one, s)
+	safe := where(isZero, one, s)
 	defer safe.Release()
-	q := Div(xc, safe)
+	q := div(xc, safe)
 	defer q.Release()
-	fq := Mul(f, q)
+	fq := mul(f, q)
 	defer fq.Release()
-	return Where(isZero, zero, fq)
+	return where(isZero, zero, fq)
 }
 
 // LogSumExp returns ln Σ eˣ over axes (nil: every axis), as PyTorch's
 // logsumexp: the maximum m is subtracted first, and kept 0 where it is
 // ±Inf, so that large values do not overflow and rows of −Inf give −Inf;
 // nothing to sum gives −Inf.
-func LogSumExp(x *T, axes []int, keepdims bool) *T {
+func LogSumExp[V Operand[E], E any](x V, axes []int, keepdims bool) V {
+	return call(LogsumexpOp, ReduceAttrs{Axes: axes, Keepdims: keepdims}, x)
+}
+
+func logSumExp(x *T, axes []int, keepdims bool) *T {
 	const op = "ops.LogSumExp"
 	operands(op, x)
 	dt := floats(op, x)
@@ -206,19 +218,19 @@ func LogSumExp(x *T, axes []int, keepdims bool) *T {
 	if dt == device.Float16 {
 		in, done := wide32(x)
 		defer done()
-		return narrow16(LogSumExp(in[0], axes, keepdims))
+		return narrow16(logSumExp(in[0], axes, keepdims))
 	}
 	m := shift(x, ax)
 	defer m.Release()
-	xm := Sub(x, m)
+	xm := sub(x, m)
 	defer xm.Release()
-	e := Exp(xm)
+	e := exp(xm)
 	defer e.Release()
-	s := SumAxes(e, ax, true)
+	s := sum(e, ax, true)
 	defer s.Release()
-	l := Log(s)
+	l := log(s)
 	defer l.Release()
-	y := Add(l, m)
+	y := add(l, m)
 	if keepdims {
 		return y
 	}
@@ -233,9 +245,9 @@ func shift(x *T, ax []int) *T {
 		_, _, kshape := reduceAxes("ops.LogSumExp", x, ax, true)
 		return filled(x.Device(), x.DType(), kshape, 0, x)
 	}
-	m := MaxAxes(x, ax, true)
+	m := maxOf(x, ax, true)
 	defer m.Release()
-	am := Abs(m)
+	am := abs(m)
 	defer am.Release()
 	inf := scalarOf(m, math.Inf(1))
 	defer inf.Release()
@@ -243,7 +255,7 @@ func shift(x *T, ax []int) *T {
 	defer isInf.Release()
 	zero := scalarOf(m, 0)
 	defer zero.Release()
-	return Where(isInf, zero, m)
+	return where(isInf, zero, m)
 }
 
 // LogSumExpBackward returns the gradient of LogSumExp: g·e^(x − y), the
@@ -259,15 +271,15 @@ func LogSumExpBackward(x, g *T, axes []int, keepdims bool) *T {
 		defer done()
 		return narrow16(LogSumExpBackward(in[0], in[1], axes, keepdims))
 	}
-	y := LogSumExp(x, axes, true)
+	y := logSumExp(x, axes, true)
 	defer y.Release()
-	xy := Sub(x, y)
+	xy := sub(x, y)
 	defer xy.Release()
-	e := Exp(xy)
+	e := exp(xy)
 	defer e.Release()
 	gk := g.Reshape(kshape...)
 	defer gk.Release()
-	return Mul(e, gk)
+	return mul(e, gk)
 }
 
 // statCases are the cases of var and std (with corrections) or logsumexp.

@@ -41,7 +41,9 @@ func unaryOutput(op string, x, g *tensor.Tensor) (dev device.Device, out *tensor
 }
 
 // Neg returns −x.
-func Neg(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Neg", "neg", x) }
+func Neg[V Operand[E], E any](x V) V { return call(NegOp, nil, x) }
+
+func neg(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Neg", "neg", x) }
 
 // NegBackward returns the gradient of Neg: −g.
 func NegBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -49,7 +51,9 @@ func NegBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Exp returns eˣ elementwise.
-func Exp(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Exp", "exp", x) }
+func Exp[V Operand[E], E any](x V) V { return call(ExpOp, nil, x) }
+
+func exp(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Exp", "exp", x) }
 
 // ExpBackward returns the gradient of Exp: g·eˣ.
 func ExpBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -57,7 +61,9 @@ func ExpBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Log returns the natural logarithm: −Inf at 0, NaN below 0.
-func Log(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log", "log", x) }
+func Log[V Operand[E], E any](x V) V { return call(LogOp, nil, x) }
+
+func log(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log", "log", x) }
 
 // LogBackward returns the gradient of Log, g/x: ±Inf or NaN at 0.
 func LogBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -65,7 +71,9 @@ func LogBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Log2 returns the base-2 logarithm: −Inf at 0, NaN below 0.
-func Log2(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log2", "log2", x) }
+func Log2[V Operand[E], E any](x V) V { return call(Log2Op, nil, x) }
+
+func log2(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log2", "log2", x) }
 
 // Log2Backward returns the gradient of Log2, g/(x·ln 2).
 func Log2Backward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -73,7 +81,9 @@ func Log2Backward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Log10 returns the base-10 logarithm: −Inf at 0, NaN below 0.
-func Log10(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log10", "log10", x) }
+func Log10[V Operand[E], E any](x V) V { return call(Log10Op, nil, x) }
+
+func log10(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Log10", "log10", x) }
 
 // Log10Backward returns the gradient of Log10, g/(x·ln 10).
 func Log10Backward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -81,7 +91,9 @@ func Log10Backward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Sqrt returns the square root: NaN below 0.
-func Sqrt(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sqrt", "sqrt", x) }
+func Sqrt[V Operand[E], E any](x V) V { return call(SqrtOp, nil, x) }
+
+func sqrt(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sqrt", "sqrt", x) }
 
 // SqrtBackward returns the gradient of Sqrt, g/(2√x): ±Inf or NaN at 0.
 func SqrtBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -89,7 +101,9 @@ func SqrtBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Abs returns |x|.
-func Abs(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Abs", "abs", x) }
+func Abs[V Operand[E], E any](x V) V { return call(AbsOp, nil, x) }
+
+func abs(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Abs", "abs", x) }
 
 // AbsBackward returns the gradient of Abs, g·sign(x): 0 at the kink x = 0,
 // as in PyTorch.
@@ -100,7 +114,9 @@ func AbsBackward(x, g *tensor.Tensor) *tensor.Tensor {
 // Sign returns −1, 0 or 1 by the sign of x (0 for ±0), and NaN at NaN,
 // as NumPy's sign and every elementwise op here. PyTorch returns 0 there,
 // a divergence from NumPy its issue tracker keeps open (#41245).
-func Sign(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sign", "sign", x) }
+func Sign[V Operand[E], E any](x V) V { return call(SignOp, nil, x) }
+
+func sign(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sign", "sign", x) }
 
 // SignBackward returns the gradient of Sign: zeros.
 func SignBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -108,7 +124,9 @@ func SignBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Sin returns the sine (NaN at ±Inf).
-func Sin(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sin", "sin", x) }
+func Sin[V Operand[E], E any](x V) V { return call(SinOp, nil, x) }
+
+func sin(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Sin", "sin", x) }
 
 // SinBackward returns the gradient of Sin: g·cos x.
 func SinBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -116,7 +134,9 @@ func SinBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Cos returns the cosine (NaN at ±Inf).
-func Cos(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Cos", "cos", x) }
+func Cos[V Operand[E], E any](x V) V { return call(CosOp, nil, x) }
+
+func cos(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Cos", "cos", x) }
 
 // CosBackward returns the gradient of Cos: −g·sin x.
 func CosBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -124,7 +144,9 @@ func CosBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Ceil rounds up to an integer.
-func Ceil(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Ceil", "ceil", x) }
+func Ceil[V Operand[E], E any](x V) V { return call(CeilOp, nil, x) }
+
+func ceil(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Ceil", "ceil", x) }
 
 // CeilBackward returns the gradient of Ceil: zeros.
 func CeilBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -132,7 +154,9 @@ func CeilBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Floor rounds down to an integer.
-func Floor(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Floor", "floor", x) }
+func Floor[V Operand[E], E any](x V) V { return call(FloorOp, nil, x) }
+
+func floor(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Floor", "floor", x) }
 
 // FloorBackward returns the gradient of Floor: zeros.
 func FloorBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -141,7 +165,9 @@ func FloorBackward(x, g *tensor.Tensor) *tensor.Tensor {
 
 // Round rounds to the nearest integer, halves to even (2.5 → 2), as
 // PyTorch and NumPy do.
-func Round(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Round", "round", x) }
+func Round[V Operand[E], E any](x V) V { return call(RoundOp, nil, x) }
+
+func round(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Round", "round", x) }
 
 // RoundBackward returns the gradient of Round: zeros.
 func RoundBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -149,7 +175,9 @@ func RoundBackward(x, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // Trunc rounds toward zero.
-func Trunc(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Trunc", "trunc", x) }
+func Trunc[V Operand[E], E any](x V) V { return call(TruncOp, nil, x) }
+
+func trunc(x *tensor.Tensor) *tensor.Tensor { return unary("ops.Trunc", "trunc", x) }
 
 // TruncBackward returns the gradient of Trunc: zeros.
 func TruncBackward(x, g *tensor.Tensor) *tensor.Tensor {
@@ -164,7 +192,11 @@ func checkBounds(op string, lo, hi float64) {
 
 // Clip clamps x to [lo, hi]; lo > hi (or a NaN bound) panics with
 // ErrArgument. NaN stays NaN.
-func Clip(x *tensor.Tensor, lo, hi float64) *tensor.Tensor {
+func Clip[V Operand[E], E any](x V, lo, hi float64) V {
+	return call(ClipOp, ClipAttrs{Lo: lo, Hi: hi}, x)
+}
+
+func clip(x *tensor.Tensor, lo, hi float64) *tensor.Tensor {
 	checkBounds("ops.Clip", lo, hi)
 	return unary("ops.Clip", "clip", x, lo, hi)
 }
@@ -180,7 +212,11 @@ func ClipBackward(x, g *tensor.Tensor, lo, hi float64) *tensor.Tensor {
 // IEEE 754's pow: a negative base with an integer exponent is defined
 // ((−2)³ = −8), with any other exponent NaN; x⁰ is 1 for every x, NaN
 // included, as in PyTorch.
-func PowScalar(x *tensor.Tensor, e float64) *tensor.Tensor {
+func PowScalar[V Operand[E], E any](x V, e float64) V {
+	return call(PowScalarOp, PowScalarAttrs{Exponent: e}, x)
+}
+
+func powScalar(x *tensor.Tensor, e float64) *tensor.Tensor {
 	if e == 0 {
 		return constant("ops.PowScalar", x, nil, 1)
 	}

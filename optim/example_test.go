@@ -6,6 +6,7 @@ import (
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
@@ -18,8 +19,8 @@ func ExampleAdamW() {
 	opt := optim.AdamW([]*autograd.Var{w}, 0.1, 0)
 	defer opt.Release()
 	for range 200 {
-		d := autograd.Sub(w, three)
-		loss := autograd.Sum(autograd.Mul(d, d))
+		d := ops.Sub(w, three)
+		loss := ops.Sum(ops.Mul(d, d))
 		if err := loss.Backward(); err != nil {
 			log.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
@@ -32,11 +33,11 @@ func TestOneKernelPerParameter(t *testing.T) {
 	loss := func() {
 		var l *autograd.Var
 		for _, p := range params {
-			s := autograd.Sum(autograd.Mul(p, p))
+			s := ops.Sum(ops.Mul(p, p))
 			if l == nil {
 				l = s
 			} else {
-				l = autograd.Add(l, s)
+				l = ops.Add(l, s)
 			}
 		}
 		if err := l.Backward(); err != nil {
@@ -78,8 +79,8 @@ func TestTrainsAQuadratic(t *testing.T) {
 			o := tt.make([]*autograd.Var{p})
 			for range 300 {
 				o.ZeroGrad()
-				d := autograd.Sub(p, target)
-				if err := autograd.Sum(autograd.Mul(d, d)).Backward(); err != nil {
+				d := ops.Sub(p, target)
+				if err := ops.Sum(ops.Mul(d, d)).Backward(); err != nil {
 					t.Fatal(err)
 				}
 				o.Step()
@@ -112,7 +113,7 @@ func TestBadParameters(t *testing.T) {
 	a, b := cpu.New(), cpu.New()
 	p := autograd.Leaf(tensor.Must(tensor.FromFloat64(a, []float64{1})), true)
 	o := optim.Adam([]*autograd.Var{p}, 0.1)
-	if err := autograd.Sum(autograd.Mul(p, p)).Backward(); err != nil {
+	if err := ops.Sum(ops.Mul(p, p)).Backward(); err != nil {
 		t.Fatal(err)
 	}
 	o.Step()
@@ -154,7 +155,7 @@ func TestClipGradNorm(t *testing.T) {
 	a := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2}, 2)), true)
 	b := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{3}, 1)), true)
 	idle := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{5}, 1)), true)
-	loss := autograd.Add(autograd.Sum(autograd.Mul(a, a)), autograd.Sum(autograd.Mul(b, b))) // gradients 2a, 2b: norm √56
+	loss := ops.Add(ops.Sum(ops.Mul(a, a)), ops.Sum(ops.Mul(b, b))) // gradients 2a, 2b: norm √56
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}

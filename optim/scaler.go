@@ -61,7 +61,7 @@ func (s *Scaler) ScaleLoss(loss *autograd.Var) *autograd.Var {
 	if err != nil {
 		k = tensor.Failed(v.Device(), v.DType(), err)
 	}
-	return autograd.Mul(loss, autograd.Temp(k))
+	return ops.Mul(loss, autograd.Temp(k))
 }
 
 // Skipped returns how many steps Step has skipped.

@@ -56,16 +56,16 @@ func TestMixedPrecisionTraining(t *testing.T) {
 				for i := range steps {
 					input := autograd.Leaf(x, false)
 					if amp {
-						input = autograd.Cast(input, device.Float16)
+						input = ops.Cast(input, device.Float16)
 					}
 					logits := net.Forward(input)
 					if amp {
 						if logits.Value().DType() != device.Float16 {
 							t.Fatalf("mixed-precision logits are %v; want float16", logits.Value().DType())
 						}
-						logits = autograd.Cast(logits, device.Float32)
+						logits = ops.Cast(logits, device.Float32)
 					}
-					loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction)
+					loss := ops.CrossEntropyLoss(logits, autograd.Leaf(y, false), ops.MeanReduction)
 					v, err := loss.Value().Float64s()
 					if err != nil {
 						t.Fatal(err)
@@ -119,7 +119,7 @@ func TestScalerSkipsOverflow(t *testing.T) {
 			opt := optim.SGD([]*autograd.Var{w}, 0.1, device.StepParams{})
 			defer opt.Release()
 			s := &optim.Scaler{Scale: 3e38, Growth: 2, Backoff: 0.5, Interval: 2}
-			loss := autograd.Sum(autograd.Mul(w, w)) // gradient 2w·scale: Inf
+			loss := ops.Sum(ops.Mul(w, w)) // gradient 2w·scale: Inf
 			if err := s.ScaleLoss(loss).Backward(); err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestScalerSkipsOverflow(t *testing.T) {
 			opt.ZeroGrad()
 			s.Scale = 4
 			for range 2 {
-				if err := s.ScaleLoss(autograd.Sum(autograd.Mul(w, w))).Backward(); err != nil {
+				if err := s.ScaleLoss(ops.Sum(ops.Mul(w, w))).Backward(); err != nil {
 					t.Fatal(err)
 				}
 				if ok, err := s.Step(opt); !ok || err != nil {
@@ -149,7 +149,7 @@ func TestScalerSkipsOverflow(t *testing.T) {
 				t.Errorf("weights after two unscaled steps: %v; want 0.64·w", got)
 			}
 			for _, bad := range []*optim.Scaler{{Scale: 0, Growth: 2, Backoff: 0.5, Interval: 1}, {Scale: math.Inf(1), Growth: 2, Backoff: 0.5, Interval: 1}, {Scale: math.NaN(), Growth: 2, Backoff: 0.5, Interval: 1}} {
-				err := tensor.Maybe(func() { bad.ScaleLoss(autograd.Sum(w)) })
+				err := tensor.Maybe(func() { bad.ScaleLoss(ops.Sum(w)) })
 				if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "loss scale") {
 					t.Errorf("scale %v: %v; want ErrArgument naming the loss scale", bad.Scale, err)
 				}

@@ -155,7 +155,7 @@ func runLayer(c layerCase, dev device.Device, dt device.DType) (r layerRun, err 
 		if r.out, err = y.Value().Float64s(); err != nil { // before Backward frees it
 			panic(err)
 		}
-		loss := autograd.Sum(autograd.Mul(y, autograd.Leaf(g, false)))
+		loss := ops.Sum(ops.Mul(y, autograd.Leaf(g, false)))
 		if err := loss.Backward(); err != nil {
 			panic(err)
 		}

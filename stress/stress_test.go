@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"runtime/debug"
+
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
@@ -17,7 +19,6 @@ import (
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
-	"runtime/debug"
 )
 
 var soak = flag.Bool("soak", false, "run the long forms (make soak)")
@@ -415,7 +416,7 @@ func TestTapeFreesIntermediates(t *testing.T) {
 			for step := range steps {
 				x := tensor.Must(tensor.Uniform(dev, device.Float32, 0, 1, uint64(step), 16, 1, 28, 28))
 				y := tensor.Must(tensor.FromInt32(dev, labels))
-				loss := autograd.CrossEntropy(net.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
+				loss := ops.CrossEntropyLoss(net.Forward(autograd.Leaf(x, false)), autograd.Leaf(y, false), ops.MeanReduction)
 				if err := loss.Backward(); err != nil {
 					t.Fatal(err)
 				}

@@ -107,8 +107,8 @@ func TestGPUOrder(t *testing.T) {
 		{"exp/float16", []int{20006}, func(x, _ *tensor.Tensor) *tensor.Tensor {
 			return ops.Cast(ops.Exp(ops.Cast(x, device.Float16)), device.Float32)
 		}},
-		{"mul/vec4", []int{3, 13336}, ops.Mul},
-		{"mul", []int{3, 13335}, ops.Mul},
+		{"mul/vec4", []int{3, 13336}, ops.Mul[*tensor.Tensor]},
+		{"mul", []int{3, 13335}, ops.Mul[*tensor.Tensor]},
 		{"softmax/rows-of-1024", []int{5, 1024}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-12", []int{3001, 12}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
 		{"softmax/rows-of-7", []int{301, 7}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(x, -1) }},
@@ -139,11 +139,11 @@ func TestGPUOrder(t *testing.T) {
 		{"softmax-grad/rows-of-8196", []int{3, 8196}, func(x, y *tensor.Tensor) *tensor.Tensor { return ops.SoftmaxBackward(x, y, -1) }},
 		// Long rows of vec4s: the reduction's chunks of 4096 vec4s, the
 		// last partial, each invocation's vec4s 256 apart.
-		{"sum/vec4", []int{3, 4 * 5000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.SumAxis(x, 1, false) }},
-		{"max/vec4", []int{4 * 20001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MaxAxis(x, 0, false) }},
+		{"sum/vec4", []int{3, 4 * 5000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x, 1) }},
+		{"max/vec4", []int{4 * 20001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Max(x, 0) }},
 		// Rows of one chunk: the first pass writes the results, scaled.
-		{"mean/vec4/one-chunk", []int{5, 4000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MeanAxis(x, 1, false) }},
-		{"mean/columns/one-chunk", []int{1024, 100}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.MeanAxis(x, 0, false) }},
+		{"mean/vec4/one-chunk", []int{5, 4000}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(x, 1) }},
+		{"mean/columns/one-chunk", []int{1024, 100}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(x, 0) }},
 		{"sum/all", []int{4 * 300001}, func(x, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(x) }},
 		{"mean/all/float16", []int{6000}, func(x, _ *tensor.Tensor) *tensor.Tensor {
 			return ops.Cast(ops.Mean(ops.Cast(x, device.Float16)), device.Float32)
@@ -151,7 +151,7 @@ func TestGPUOrder(t *testing.T) {
 		// The attention kernels' blocking on GPUs: partial blocks of rows
 		// and keys, causal, dropout; the gradients' sum checked.
 		{"attention", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
-			return ops.ScaledDotProductAttention(x, y, y, ops.Attention{Causal: true, Dropout: 0.2, Seed: 5})
+			return ops.ScaledDotProductAttention(x, y, y, nil, ops.AttentionAttrs{Causal: true, Dropout: 0.2, Seed: 5})
 		}},
 		{"attention-grad", []int{3, 37, 16}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.2, Seed: 5}, y)
@@ -161,7 +161,7 @@ func TestGPUOrder(t *testing.T) {
 		// 20 keys (queries), the last partial, rows past the causal
 		// diagonal's chunks seeing none of theirs; and with a mask.
 		{"attention/split", []int{2, 200, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
-			return ops.ScaledDotProductAttention(x, y, x, ops.Attention{Causal: true})
+			return ops.ScaledDotProductAttention(x, y, x, nil, ops.AttentionAttrs{Causal: true})
 		}},
 		{"attention-grad/split", []int{2, 200, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.1, Seed: 2}, y)
@@ -174,13 +174,13 @@ func TestGPUOrder(t *testing.T) {
 			return ops.Cast(ops.Add(ops.Add(gq, gk), gv), device.Float32)
 		}},
 		{"attention/float16", []int{2, 70, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
-			return ops.Cast(ops.ScaledDotProductAttention(ops.Cast(x, device.Float16), ops.Cast(y, device.Float16), ops.Cast(x, device.Float16), ops.Attention{Causal: true}), device.Float32)
+			return ops.Cast(ops.ScaledDotProductAttention(ops.Cast(x, device.Float16), ops.Cast(y, device.Float16), ops.Cast(x, device.Float16), nil, ops.AttentionAttrs{Causal: true}), device.Float32)
 		}},
 		{"attention/split-masked", []int{2, 150, 12}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			// An additive mask [150, 150]: x's first matrix times y's, transposed.
 			x0 := ops.Reshape(ops.Slice(x, 0, 0, 1, 1), 150, 12)
 			y0 := ops.Reshape(ops.Slice(y, 0, 0, 1, 1), 150, 12)
-			return ops.ScaledDotProductAttention(x, y, y, ops.Attention{Mask: ops.MatMul(x0, ops.Transpose(y0))})
+			return ops.ScaledDotProductAttention(x, y, y, ops.MatMul(x0, ops.Transpose(y0)), ops.AttentionAttrs{})
 		}},
 	}
 	for _, tc := range cases {
@@ -227,7 +227,7 @@ func TestBroadcastRows(t *testing.T) {
 		name string
 		f    func(a, b *tensor.Tensor) *tensor.Tensor
 	}
-	bins := []binOp{{"add", ops.Add}, {"sub", ops.Sub}, {"mul", ops.Mul}, {"div", ops.Div}, {"maximum", ops.Maximum},
+	bins := []binOp{{"add", ops.Add[*tensor.Tensor]}, {"sub", ops.Sub[*tensor.Tensor]}, {"mul", ops.Mul[*tensor.Tensor]}, {"div", ops.Div[*tensor.Tensor]}, {"maximum", ops.Maximum[*tensor.Tensor]},
 		{"mul-grad", func(a, b *tensor.Tensor) *tensor.Tensor {
 			g := ops.Mul(a, b) // any tensor of the output's shape
 			ga, gb := ops.MulBackward(a, b, g)

@@ -47,7 +47,7 @@ func New(dev device.Device, seed uint64) (nn.Sequential, error) {
 func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
 	in := autograd.Leaf(x, false)
 	if scaler == nil {
-		loss := autograd.CrossEntropy(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
+		loss := ops.CrossEntropyLoss(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
 		if err := loss.Backward(); err != nil {
 			return nil, err
 		}
@@ -56,10 +56,10 @@ func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *t
 		return loss.Value(), nil
 	}
 	if x.DType() != device.Float16 { // a batch the loader uploaded as float16 is cast already
-		in = autograd.Cast(in, device.Float16)
+		in = ops.Cast(in, device.Float16)
 	}
-	logits := autograd.Cast(net.Forward(in), device.Float32)
-	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
+	logits := ops.Cast(net.Forward(in), device.Float32)
+	loss := ops.CrossEntropyLoss(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
 	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
 		return nil, err
 	}

@@ -144,10 +144,10 @@ func (m *GPT) embed(idx *autograd.Var, offset int) *autograd.Var {
 	if offset+s[1] > m.Cfg.Context {
 		tensor.Panicf("model.GPT", tensor.ErrShape, "positions %d…%d; the model has %d", offset, offset+s[1]-1, m.Cfg.Context)
 	}
-	pos := autograd.Slice(autograd.Leaf(m.positions, false), 0, offset, offset+s[1], 1)
-	h := autograd.Add(m.Tok.Forward(idx), m.Pos.Forward(pos))
+	pos := ops.Slice(autograd.Leaf(m.positions, false), 0, offset, offset+s[1], 1)
+	h := ops.Add(m.Tok.Forward(idx), m.Pos.Forward(pos))
 	if m.Half {
-		h = autograd.Cast(h, device.Float16)
+		h = ops.Cast(h, device.Float16)
 	}
 	return h
 }
@@ -157,11 +157,11 @@ func (m *GPT) logits(h *autograd.Var) *autograd.Var {
 	h = m.Norm.Forward(h)
 	w := m.Tok.W
 	if m.Half {
-		w = autograd.Cast(w, device.Float16)
+		w = ops.Cast(w, device.Float16)
 	}
-	out := autograd.Linear(h, w, nil)
+	out := ops.Linear(h, w, nil)
 	if m.Half {
-		out = autograd.Cast(out, device.Float32)
+		out = ops.Cast(out, device.Float32)
 	}
 	return out
 }
@@ -181,7 +181,7 @@ func (m *GPT) Forward(idx *autograd.Var) *autograd.Var {
 func (m *GPT) Loss(x, y *autograd.Var) *autograd.Var {
 	logits := m.Forward(x)
 	s := logits.Value().Shape()
-	return autograd.CrossEntropy(autograd.Reshape(logits, s[0]*s[1], s[2]), autograd.Reshape(y, s[0]*s[1]), ops.MeanReduction)
+	return ops.CrossEntropyLoss(ops.Reshape(logits, s[0]*s[1], s[2]), ops.Reshape(y, s[0]*s[1]), ops.MeanReduction)
 }
 
 // Caches returns an empty key-value cache for each block.
@@ -259,10 +259,10 @@ func (m *GPT) AttentionMap(idx *autograd.Var, layer, head int) *tensor.Tensor {
 	}
 	b := m.Blocks[layer]
 	x := b.Norm1.Forward(h)
-	y := autograd.Linear(x, b.SelfAttn.InProjW, b.SelfAttn.InProjB)
+	y := ops.Linear(x, b.SelfAttn.InProjW, b.SelfAttn.InProjB)
 	e, d := m.Cfg.Width, m.Cfg.Width/m.Cfg.Heads
-	q := autograd.Slice(y, -1, head*d, (head+1)*d, 1)
-	k := autograd.Slice(y, -1, e+head*d, e+(head+1)*d, 1)
+	q := ops.Slice(y, -1, head*d, (head+1)*d, 1)
+	k := ops.Slice(y, -1, e+head*d, e+(head+1)*d, 1)
 	l := y.Value().Dim(1)
 	eye := make([]float64, l*l)
 	for i := range l {
@@ -273,7 +273,7 @@ func (m *GPT) AttentionMap(idx *autograd.Var, layer, head int) *tensor.Tensor {
 	if err != nil {
 		id = tensor.Failed(dev, y.Value().DType(), err, 1, l, l)
 	}
-	p := autograd.ScaledDotProductAttention(q, k, autograd.Temp(id), nil, ops.Attention{Causal: true})
-	out = autograd.Reshape(p, l, l).Value()
+	p := ops.ScaledDotProductAttention(q, k, autograd.Temp(id), nil, ops.AttentionAttrs{Causal: true})
+	out = ops.Reshape(p, l, l).Value()
 	return out
 }

@@ -153,9 +153,9 @@ func (m *MLP) Params() []*autograd.Var {
 // and one step of opt (which must be over Params). It returns the loss.
 func (m *MLP) TapeStep(x, y *tensor.Tensor, opt *optim.Optimizer) *tensor.Tensor {
 	p := m.Params()
-	h := autograd.Relu(autograd.Add(autograd.MatMul(autograd.Leaf(x, false), p[0]), p[1]))
-	logits := autograd.Add(autograd.MatMul(h, p[2]), p[3])
-	loss := autograd.CrossEntropy(logits, autograd.Leaf(y, false), ops.MeanReduction)
+	h := ops.Relu(ops.Add(ops.MatMul(autograd.Leaf(x, false), p[0]), p[1]))
+	logits := ops.Add(ops.MatMul(h, p[2]), p[3])
+	loss := ops.CrossEntropyLoss(logits, autograd.Leaf(y, false), ops.MeanReduction)
 	if err := loss.Backward(); err != nil {
 		// Only misuse reaches here (the graph is fresh and the loss 0-D).
 		panic(err)
