@@ -1,15 +1,11 @@
 // The attention family: softmax(scale·q·kᵀ + mask)·v without the scores in
 // memory, and its gradient from the saved log-sum-exps. q [B, Lq, D],
 // k [B, Lk, D], v [B, Lk, DV], contiguous, D = {{mul .D4 4}}, DV = {{mul .DV4 4}}.
-// p[0] = invocations, p[1] = blocks of rows a batch, p[2] = Lq, p[3] = Lk,
-// p[4] = scale (f32 bits), p[5..8] = the mask's strides (outer batch,
-// heads, query, key), p[9] = heads, p[10], p[11] = the seed's halves,
-// p[12] = the dropout threshold, p[13] = 1/(1 − dropout) (f32 bits),
-// p[14] = the rows (keys, for dk and dv) an invocation takes.
+// p: device/webgpu's attnParams.
 {{- if .Split}}
 // Split (GPUs, float32, one row an invocation): the keys (the queries, for
-// dk and dv) are split into chunks of p[15], invocation t taking chunk
-// t / p[16] of its row's (p[16] = B·Lq, or B·Lk, invocations a chunk);
+// dk and dv) are split into chunks of p.Chunk, invocation t taking chunk
+// t / p.ChunkInvocations of its row's (B·Lq, or B·Lk, invocations a chunk);
 // each chunk's partial result goes to a scratch buffer, chunk-major, for
 // stage combine (the forward) or a sum (the gradients) to finish.
 {{- end}}
@@ -23,49 +19,49 @@
         live{{.N}} = live{{.N}} && {{.J}} <= {{.I}};
 {{- end}}
 {{- if eq .Mask 1}}
-        s{{.N}} += f32(mask[mbase + min({{.I}}, lq - 1u) * p[7] + min({{.J}}, lk - 1u) * p[8]]);
+        s{{.N}} += f32(mask[mbase + min({{.I}}, lq - 1u) * p.MaskStride[2] + min({{.J}}, lk - 1u) * p.MaskStride[3]]);
         live{{.N}} = live{{.N}} && !(is_inf(s{{.N}}) && sign_bit(s{{.N}}));
 {{- else if eq .Mask 2}}
-        let mv{{.N}} = f32(mask[mbase + min({{.I}}, lq - 1u) * p[7] + min({{.J}}, lk - 1u) * p[8]]);
+        let mv{{.N}} = f32(mask[mbase + min({{.I}}, lq - 1u) * p.MaskStride[2] + min({{.J}}, lk - 1u) * p.MaskStride[3]]);
         live{{.N}} = live{{.N}} && (mv{{.N}} != 0.0 || is_nan(mv{{.N}}));
 {{- end}}
 {{- end}}
 {{- define "attn_begin"}}
-{{- /* The entry point: invocation t takes p[14] query rows (or keys) from .From of batch b; kend bounds the keys its rows see; with .Split, jbeg starts its chunk of keys (.Keys, kend then bounding the chunk) or queries. */}}
+{{- /* The entry point: invocation t takes p.Rows query rows (or keys) from .From of batch b; kend bounds the keys its rows see; with .Split, jbeg starts its chunk of keys (.Keys, kend then bounding the chunk) or queries. */}}
 {{template "entry_64" "t"}}
-    if (t >= p[0]) {
+    if (t >= p.Invocations) {
         return;
     }
 {{- if .Split}}
-    let chunk = t / p[16];
-    let u = t % p[16];
+    let chunk = t / p.ChunkInvocations;
+    let u = t % p.ChunkInvocations;
 {{- else}}
     let u = t;
 {{- end}}
-    let b = u / p[1];
-    let {{.From}} = (u % p[1]) * p[14];
-    let lq = p[2];
-    let lk = p[3];
+    let b = u / p.Blocks;
+    let {{.From}} = (u % p.Blocks) * p.Rows;
+    let lq = p.Lq;
+    let lk = p.Lk;
 {{- if .Causal}}
-    var kend = min(lk, {{.From}} + p[14]);
+    var kend = min(lk, {{.From}} + p.Rows);
 {{- else}}
     var kend = lk;
 {{- end}}
 {{- if .Split}}
-    let jbeg = chunk * p[15];
+    let jbeg = chunk * p.Chunk;
 {{- if .Keys}}
-    kend = min(kend, jbeg + p[15]);
+    kend = min(kend, jbeg + p.Chunk);
 {{- end}}
 {{- else}}
     let jbeg = 0u;
 {{- end}}
-    let scale = pf(4u);
-    let mbase = (b / p[9]) * p[5] + (b % p[9]) * p[6];
+    let scale = p.Scale;
+    let mbase = (b / p.Heads) * p.MaskStride[0] + (b % p.Heads) * p.MaskStride[1];
 {{- end}}
 {{- define "attn_kept"}}
 {{- /* kept{{.N}}: dropout's factor of row .Row's probability of key .J. */}}
 {{- if .Drop}}
-        let kept{{.N}} = select(pf(13u), 0.0, dropped({{.Row}}, {{.J}}));
+        let kept{{.N}} = select(p.DropScale, 0.0, dropped({{.Row}}, {{.J}}));
 {{- else}}
         let kept{{.N}} = 1.0;
 {{- end}}
@@ -110,8 +106,8 @@ fn pcg(x: u32) -> u32 {
 // dropped reports whether dropout drops the probability of key j for
 // query row r (of the whole batch).
 fn dropped(r: u32, j: u32) -> bool {
-    let h = pcg(p[10] ^ pcg(p[11]));
-    return pcg(pcg(h + r) ^ j) < p[12];
+    let h = pcg(p.Seed[0] ^ pcg(p.Seed[1]));
+    return pcg(pcg(h + r) ^ j) < p.DropThreshold;
 }
 {{- $R := seq .R}}{{$D := seq .D4}}{{$DV := seq .DV4}}
 {{- if eq .Stage "fwd"}}
@@ -185,7 +181,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- if .Split}}
     // The chunk's running max, sum and unnormalised output, for combine.
     if (i0 < lq) {
-        let at = (chunk * p[16] + b * lq + i0) * {{add .DV4 1}}u;
+        let at = (chunk * p.ChunkInvocations + b * lq + i0) * {{add .DV4 1}}u;
 {{- range $c := $DV}}
         out[at + {{$c}}u] = a0_{{$c}};
 {{- end}}
@@ -266,7 +262,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $r := $R}}{{if not $.DS}}
     if (i0 + {{$r}}u < lq) {
 {{- range $c := $D}}
-        dq[{{if $.Split}}(chunk * p[16] + row{{$r}}){{else}}row{{$r}}{{end}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
+        dq[{{if $.Split}}(chunk * p.ChunkInvocations + row{{$r}}){{else}}row{{$r}}{{end}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
 {{- end}}
     }
 {{- end}}{{end}}
@@ -298,7 +294,7 @@ fn dropped(r: u32, j: u32) -> bool {
     let ibegin = jbeg;
 {{- end}}
 {{- if .Split}}
-    let iend = min(lq, jbeg + p[15]);
+    let iend = min(lq, jbeg + p.Chunk);
 {{- else}}
     let iend = lq;
 {{- end}}
@@ -337,7 +333,7 @@ fn dropped(r: u32, j: u32) -> bool {
     }
 {{- range $r := $R}}
     if (j0 + {{$r}}u < lk) {
-        let at{{$r}} = {{if $.Split}}(chunk * p[16] + key{{$r}}){{else}}key{{$r}}{{end}} * {{add $.D4 $.DV4}}u;
+        let at{{$r}} = {{if $.Split}}(chunk * p.ChunkInvocations + key{{$r}}){{else}}key{{$r}}{{end}} * {{add $.D4 $.DV4}}u;
 {{- range $c := $D}}
         dkv[at{{$r}} + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
 {{- end}}
@@ -355,7 +351,7 @@ fn dropped(r: u32, j: u32) -> bool {
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;
 
 {{template "entry_64" "r"}}
-    if (r >= p[0]) {
+    if (r >= p.Invocations) {
         return;
     }
     var acc = 0.0;
@@ -366,8 +362,8 @@ fn dropped(r: u32, j: u32) -> bool {
 }
 {{- else if eq .Stage "combine"}}
 
-// An invocation a row: the forward's chunks combined, p[0] = rows, p[1] =
-// chunks. Each chunk c left its running max m_c, sum l_c and unnormalised
+// An invocation a row: the forward's p.Chunks chunks combined. Each
+// chunk c left its running max m_c, sum l_c and unnormalised
 // output a_c; with M the largest m_c, out = Σ a_c·e^(m_c − M) / Σ l_c·e^(m_c − M)
 // and the row's log-sum-exp is M + ln Σ l_c·e^(m_c − M). A chunk that saw
 // no key (m_c = −Inf) adds nothing; a row that saw none is NaN, its
@@ -377,12 +373,12 @@ fn dropped(r: u32, j: u32) -> bool {
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;
 
 {{template "entry_64" "r"}}
-    let rows = p[0];
+    let rows = p.Invocations;
     if (r >= rows) {
         return;
     }
     var mx = neg_inf();
-    for (var c = 0u; c < p[1]; c++) {
+    for (var c = 0u; c < p.Chunks; c++) {
         mx = max_nan(mx, part[(c * rows + r) * {{add .DV4 1}}u + {{.DV4}}u].x);
     }
     let dead = is_neg_inf(mx);
@@ -390,7 +386,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
     var a{{$c}} = vec4<f32>(0.0);
 {{- end}}
-    for (var c = 0u; c < p[1]; c++) {
+    for (var c = 0u; c < p.Chunks; c++) {
         let at = (c * rows + r) * {{add .DV4 1}}u;
         let ml = part[at + {{.DV4}}u];
         let f = select(exp(ml.x - mx), 0.0, is_neg_inf(ml.x));

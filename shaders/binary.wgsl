@@ -184,7 +184,7 @@ fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
 
 {{template "math"}}
 
-// The kernel. p[0] = count{{if not .Same}}; broadcast parameters as in common.wgsl{{end}}.
+// The kernel over p.N items; p: device/webgpu's {{if .Same}}countParams{{else}}broadcastParams{{end}}.
 fn apply(x: f32, y: f32, g: f32) -> f32 {
     return op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}(x, y, g){{else}}(x, y){{end}};
 }
@@ -202,7 +202,7 @@ fn apply(x: f32, y: f32, g: f32) -> f32 {
 {{- if .Half}}
 
 // float16 storage, operands of one shape: each u32 word holds two
-// values, unpacked to f32, and the results packed back (p[0] counts
+// values, unpacked to f32, and the results packed back (p.N counts
 // words{{if .Vec}} in vec4s{{end}}).
 {{- if .Vec}} By vec4s of words
 // the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
@@ -260,7 +260,7 @@ fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
 // Broadcasting by vec4s along the output's last axis (a multiple of 4
 // long): item i is outputs 4i…4i+3 of one row, whose offsets are
 // computed once; an operand whole along that axis is read by a vec4,
-// one broadcast along it by one element splat (p[0] counts vec4s).
+// one broadcast along it by one element splat (p.N counts vec4s).
 fn elem(i: u32) {
     let off = broadcast_offsets(4u * i);
     let x = {{if .VecA}}vec4<f32>(x_in[off.x / 4u]){{else}}vec4<f32>(f32(x_in[off.x])){{end}};
@@ -282,4 +282,4 @@ fn elem(i: u32) {
 }
 {{- end}}
 {{- end}}
-{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
+{{template "main_unrolled" dict "Count" "p.N" "N" .Unroll "Coalesce" .Coalesce}}

@@ -5,12 +5,12 @@
 // float16 is exact.
 {{- if .Vec}}
 // By vec4s, eight values an invocation (the value count a multiple of 8):
-// p[0] = vec4s of words, with common.wgsl's half4_to_f32 and f32_to_half4.
+// p.Count vec4s of words, with common.wgsl's half4_to_f32 and f32_to_half4.
 @group(0) @binding(1) var<storage, read> src: array<vec4<{{if .ToHalf}}f32{{else}}u32{{end}}>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<{{if .ToHalf}}u32{{else}}f32{{end}}>>;
 {{template "half4"}}
 
-{{template "main_1d"}}
+{{template "main_1d" "p.Count"}}
 {{- if .ToHalf}}
     let a = src[2u * i];
     let b = src[2u * i + 1u];
@@ -24,8 +24,8 @@
 {{- end}}
 }
 {{- else}}
-// {{if .ToHalf}}Each invocation packs two values into a word; p[0] = words, p[1] =
-// values{{else}}Each invocation unpacks one value; p[0] = values{{end}}.
+// {{if .ToHalf}}Each invocation packs two values into a word; p.Count words of
+// p.Values values{{else}}Each invocation unpacks one value; p.Count values{{end}}.
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 {{- if .ToHalf}}
@@ -62,10 +62,10 @@ fn to_half(u: u32) -> u32 {
     return h;
 }
 
-{{template "main_1d"}}
+{{template "main_1d" "p.Count"}}
     let lo = to_half(src[2u * i]);
     var hi = 0u;
-    if (2u * i + 1u < p[1]) {
+    if (2u * i + 1u < p.Values) {
         hi = to_half(src[2u * i + 1u]);
     }
     dst[i] = lo | (hi << 16u);
@@ -90,7 +90,7 @@ fn from_half(h: u32) -> u32 {
     return sign | ((e + 112u) << 23u) | (m << 13u);
 }
 
-{{template "main_1d"}}
+{{template "main_1d" "p.Count"}}
     dst[i] = from_half((src[i / 2u] >> (16u * (i % 2u))) & 0xffffu);
 }
 {{- end}}

@@ -29,23 +29,24 @@ fn udiv(n: u32, d: u32, m: u32) -> u32 {
 {{template "udiv"}}
 
 // Offsets into a and b of output element i, from the broadcast parameters
-// p[1] = rank ({{.}}, unrolled: loops and indexing by a variable are slow
-// on llvmpipe), p[2..10) = output shape, p[10..18) and p[18..26) = strides,
-// p[40..48) = the shape's magic numbers (udiv).
+// (device/webgpu's broadcastParams): the output shape p.Shape of rank {{.}}
+// (unrolled: loops and indexing by a variable are slow on llvmpipe), the
+// strides p.AStrides and p.BStrides, the shape's magic numbers p.Magic
+// (udiv).
 fn broadcast_offsets(i: u32) -> vec2<u32> {
     var rem = i;
     var ia = 0u;
     var ib = 0u;
 {{- range $k := rseq .}}
 {{- if $k}}
-    let q{{$k}} = udiv(rem, p[{{add 2 $k}}], p[{{add 40 $k}}]);
-    let c{{$k}} = rem - q{{$k}} * p[{{add 2 $k}}];
+    let q{{$k}} = udiv(rem, p.Shape[{{$k}}], p.Magic[{{$k}}]);
+    let c{{$k}} = rem - q{{$k}} * p.Shape[{{$k}}];
     rem = q{{$k}};
-    ia += c{{$k}} * p[{{add 10 $k}}];
-    ib += c{{$k}} * p[{{add 18 $k}}];
+    ia += c{{$k}} * p.AStrides[{{$k}}];
+    ib += c{{$k}} * p.BStrides[{{$k}}];
 {{- else}}
-    ia += rem * p[10];
-    ib += rem * p[18];
+    ia += rem * p.AStrides[0];
+    ib += rem * p.BStrides[0];
 {{- end}}
 {{- end}}
     return vec2<u32>(ia, ib);
@@ -54,16 +55,16 @@ fn broadcast_offsets(i: u32) -> vec2<u32> {
 
 {{- define "unravel"}}
 {{- /* Adds to var the offset of rem's coordinates in a shape of rank
-.Rank at p[.Shape…] with strides p[.Strides…] and magic numbers
-p[.Magic…], unrolled. */}}
+.Rank, the parameters' field .Shape, with strides .Strides and magic
+numbers .Magic, unrolled. */}}
 {{- $d := .}}
 {{- range $k := rseq .Rank}}
 {{- if $k}}
-    let q{{$k}} = udiv(rem, p[{{add $d.Shape $k}}], p[{{add $d.Magic $k}}]);
-    {{$d.Var}} += (rem - q{{$k}} * p[{{add $d.Shape $k}}]) * p[{{add $d.Strides $k}}];
+    let q{{$k}} = udiv(rem, p.{{$d.Shape}}[{{$k}}], p.{{$d.Magic}}[{{$k}}]);
+    {{$d.Var}} += (rem - q{{$k}} * p.{{$d.Shape}}[{{$k}}]) * p.{{$d.Strides}}[{{$k}}];
     rem = q{{$k}};
 {{- else}}
-    {{$d.Var}} += rem * p[{{$d.Strides}}];
+    {{$d.Var}} += rem * p.{{$d.Strides}}[0];
 {{- end}}
 {{- end}}
 {{- end}}
@@ -71,23 +72,23 @@ p[.Magic…], unrolled. */}}
 {{- define "reduce_offsets"}}
 {{template "udiv"}}
 
-// Offset in x of reduced element r, from the reduced shape p[21..29) (of
-// rank {{.Red}}, unrolled), strides p[29..37) and magic numbers p[48..56)
-// (udiv).
+// Offset in x of reduced element r, from the reduced shape p.RedShape (of
+// rank {{.Red}}, unrolled), strides p.RedStrides and magic numbers
+// p.RedMagic (udiv).
 fn offset(base: u32, r: u32) -> u32 {
     var rem = r;
     var off = base;
-{{- template "unravel" dict "Rank" .Red "Shape" 21 "Strides" 29 "Magic" 48 "Var" "off"}}
+{{- template "unravel" dict "Rank" .Red "Shape" "RedShape" "Strides" "RedStrides" "Magic" "RedMagic" "Var" "off"}}
     return off;
 }
 
 // Offset in x of the first element reduced into output o, from the kept
-// shape p[5..13) (of rank {{.Kept}}, unrolled), strides p[13..21) and
-// magic numbers p[40..48).
+// shape p.KeptShape (of rank {{.Kept}}, unrolled), strides p.KeptStrides
+// and magic numbers p.KeptMagic.
 fn base_offset(o: u32) -> u32 {
     var rem = o;
     var base = 0u;
-{{- template "unravel" dict "Rank" .Kept "Shape" 5 "Strides" 13 "Magic" 40 "Var" "base"}}
+{{- template "unravel" dict "Rank" .Kept "Shape" "KeptShape" "Strides" "KeptStrides" "Magic" "KeptMagic" "Var" "base"}}
     return base;
 }
 {{- end}}
@@ -195,7 +196,7 @@ fn pow_real(x: f32, y: f32) -> f32 {
 {{- define "main_unrolled"}}
 // Entry point of an elementwise kernel: {{.N}} elements an invocation (fewer
 // invocations for llvmpipe to schedule, 8 to a SIMD batch, for the same
-// loads), below p[0].
+// loads), below {{.Count}}.
 {{- if .Coalesce}} Workgroup w calls elem(i) for
 // i = {{.N}}·256w + l, + l + 256, …, invocation l's: neighbouring invocations
 // read neighbouring items, as GPUs coalesce loads (slower on llvmpipe;
@@ -209,14 +210,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- if .Coalesce}}
     let i0 = linear_index(wid, nwg, 0u, 256u) * {{.N}}u + lid;
 {{- range $u := seq .N}}
-    if (i0 + {{mul $u 256}}u < p[0]) {
+    if (i0 + {{mul $u 256}}u < {{$.Count}}) {
         elem(i0 + {{mul $u 256}}u);
     }
 {{- end}}
 {{- else}}
     let i0 = linear_index(wid, nwg, lid, 256u) * {{.N}}u;
 {{- range $u := seq .N}}
-    if (i0 + {{$u}}u < p[0]) {
+    if (i0 + {{$u}}u < {{$.Count}}) {
         elem(i0 + {{$u}}u);
     }
 {{- end}}
@@ -225,13 +226,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {{- end}}
 
 {{- define "main_1d_count"}}
-// Entry point of a kernel with one invocation per element e < p[0]·p[4]
-// (rows of p[4] elements), over workgroups of 256 spread over x and y.
+{{- /* . is the count: an expression of the parameters. */}}
+// Entry point of a kernel with one invocation per element e < {{.}}, over
+// workgroups of 256 spread over x and y.
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let e = linear_index(wid, nwg, lid, 256u);
-    if (e >= {{if .}}{{.}}{{else}}p[0] * p[4]{{end}}) {
+    if (e >= {{.}}) {
         return;
     }
 {{- end}}
@@ -247,7 +249,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 {{- define "row_main"}}
 // Entry point of a kernel with one workgroup of {{.W}} a row of {{.Quads}}
-// vec4s (p[0] rows), over x and y: row is the workgroup's row, live
+// vec4s ({{.Rows}} rows), over x and y: row is the workgroup's row, live
 // whether it is one (the grid may hold a few workgroups past the last
 // row: they compute it again and store nothing, as every invocation must
 // reach the barriers), base the invocation's first vec4.
@@ -255,18 +257,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32{{if .Sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
     let row = wid.y * nwg.x + wid.x;
-    let live = row < p[0];
-    let base = min(row, p[0] - 1u) * {{.Quads}}u + lid;
+    let live = row < {{.Rows}};
+    let base = min(row, {{.Rows}} - 1u) * {{.Quads}}u + lid;
 {{- end}}
 
 {{- define "main_1d"}}
-// Entry point of a kernel with one invocation per element i < p[0], over
+{{- /* . is the count: an expression of the parameters. */}}
+// Entry point of a kernel with one invocation per element i < {{.}}, over
 // workgroups of 256 spread over x and y.
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let i = linear_index(wid, nwg, lid, 256u);
-    if (i >= p[0]) {
+    if (i >= {{.}}) {
         return;
     }
 {{- end}}

@@ -7,7 +7,9 @@
 // 29 has WGSL's override constants; templates also choose bindings,
 // loops and whole functions, which overrides cannot.) The data is a
 // struct of the kernel's family (device/webgpu's specs), or a map.
-// Every kernel starts with the prelude: binding 0 is a read-only
-// storage array of u32 parameters bound at a dynamic offset, so a dispatch's
-// shapes, strides and scalars need no buffer of their own.
+// Every kernel starts with the prelude. Binding 0, p, holds a dispatch's
+// shapes, strides and scalars, read-only and bound at a dynamic offset, so
+// that they need no buffer of their own: a WGSL struct Params that
+// mirrors the kernel's Go parameter struct field for field (ParamsDecl,
+// Words), read as p.M, p.Scale.
 package shaders

@@ -1,9 +1,7 @@
-// The draw family: {{.Op}}. It paints into a canvas of p[0]×p[1] (W×H)
-// packed RGBA pixels (int32, red in the low byte), one invocation per
-// pixel of the rectangle at (p[2], p[3]) of p[4]×p[5] pixels, clipped to
-// the canvas. Parameters: p[6] = colour, p[7] = N, p[8] = IH, p[9] = IW,
-// p[10] = columns, p[11] = border, p[12] = zoom, p[13], p[14] = lo, hi
-// (f32 bits), p[15] = thickness, p[16], p[17] = glyph width and height.
+// The draw family: {{.Op}}. It paints into a canvas of p.W×p.H packed
+// RGBA pixels (int32, red in the low byte), one invocation per pixel of
+// the rectangle at (p.X, p.Y) of p.RW×p.RH pixels, clipped to the canvas.
+// p: device/webgpu's drawParams, device.Paint's fields.
 @group(0) @binding(1) var<storage, read> src: array<{{if eq .Op "images"}}f32{{else if eq .Op "curve"}}f32{{else}}i32{{end}}>;
 @group(0) @binding(2) var<storage, read> aux: array<i32>;
 @group(0) @binding(3) var<storage, read_write> canvas: array<i32>;
@@ -15,7 +13,7 @@ fn grey(v: f32) -> u32 {
     if (is_nan(v)) {
         return 0xff0000ffu;
     }
-    let g = u32(clamp((v - pf(13u)) / (pf(14u) - pf(13u)), 0.0, 1.0) * 255.0 + 0.5);
+    let g = u32(clamp((v - p.Lo) / (p.Hi - p.Lo), 0.0, 1.0) * 255.0 + 0.5);
     return g | (g << 8u) | (g << 16u) | 0xff000000u;
 }
 {{- end}}
@@ -24,7 +22,7 @@ fn grey(v: f32) -> u32 {
 
 // The curve's value at fractional index f, interpolated.
 fn value_at(f: f32) -> f32 {
-    let n = p[7];
+    let n = p.N;
     let i = min(u32(f), n - 1u);
     let j = min(i + 1u, n - 1u);
     return src[i] + (src[j] - src[i]) * (f - f32(i));
@@ -32,29 +30,29 @@ fn value_at(f: f32) -> f32 {
 
 // The row where value u lies: lo at the bottom, hi at the top.
 fn row_of(u: f32) -> i32 {
-    let t = clamp((u - pf(13u)) / (pf(14u) - pf(13u)), 0.0, 1.0);
-    return i32((1.0 - t) * f32(p[5] - 1u) + 0.5);
+    let t = clamp((u - p.Lo) / (p.Hi - p.Lo), 0.0, 1.0);
+    return i32((1.0 - t) * f32(p.RH - 1u) + 0.5);
 }
 {{- end}}
 
-{{template "main_1d_count" "p[4] * p[5]"}}
-    let rx = e % p[4];
-    let ry = e / p[4];
-    let x = p[2] + rx;
-    let y = p[3] + ry;
-    if (x >= p[0] || y >= p[1]) {
+{{template "main_1d_count" "p.RW * p.RH"}}
+    let rx = e % p.RW;
+    let ry = e / p.RW;
+    let x = p.X + rx;
+    let y = p.Y + ry;
+    if (x >= p.W || y >= p.H) {
         return;
     }
-    let at = y * p[0] + x;
+    let at = y * p.W + x;
 {{- if eq .Op "rect"}}
-    canvas[at] = bitcast<i32>(p[6]);
+    canvas[at] = bitcast<i32>(p.Color);
 {{- else if eq .Op "images"}}
-    let zoom = p[12];
-    let border = p[11];
-    let cw = p[9] * zoom + 2u * border;
-    let ch = p[8] * zoom + 2u * border;
-    let k = (ry / ch) * p[10] + rx / cw;
-    if (rx / cw >= p[10] || k >= p[7]) {
+    let zoom = p.Zoom;
+    let border = p.Border;
+    let cw = p.IW * zoom + 2u * border;
+    let ch = p.IH * zoom + 2u * border;
+    let k = (ry / ch) * p.Cols + rx / cw;
+    if (rx / cw >= p.Cols || k >= p.N) {
         return;
     }
     let cx = rx % cw;
@@ -67,12 +65,12 @@ fn row_of(u: f32) -> i32 {
     }
     let i = (cy - border) / zoom;
     let j = (cx - border) / zoom;
-    canvas[at] = bitcast<i32>(grey(src[(k * p[8] + i) * p[9] + j]));
+    canvas[at] = bitcast<i32>(grey(src[(k * p.IH + i) * p.IW + j]));
 {{- else if eq .Op "curve"}}
-    let n = p[7];
-    let scale = f32(n - 1u) / f32(max(p[4] - 1u, 1u));
+    let n = p.N;
+    let scale = f32(n - 1u) / f32(max(p.RW - 1u, 1u));
     let f0 = f32(rx) * scale;
-    let f1 = f32(min(rx + 1u, p[4] - 1u)) * scale;
+    let f1 = f32(min(rx + 1u, p.RW - 1u)) * scale;
     var lo = inf();
     var hi = -inf();
     var found = false;
@@ -98,18 +96,18 @@ fn row_of(u: f32) -> i32 {
             found = true;
         }
     }
-    let half = (i32(p[15]) - 1) / 2;
+    let half = (i32(p.Thick) - 1) / 2;
     let r = i32(ry);
     if (found && r >= row_of(hi) - half && r <= row_of(lo) + half) {
-        canvas[at] = bitcast<i32>(p[6]);
+        canvas[at] = bitcast<i32>(p.Color);
     }
 {{- else if eq .Op "text"}}
-    let zoom = p[12];
-    let gw = p[16];
-    let gh = p[17];
+    let zoom = p.Zoom;
+    let gw = p.GW;
+    let gh = p.GH;
     let k = rx / (gw * zoom);
     let r = ry / zoom;
-    if (k >= p[7] || r >= gh) {
+    if (k >= p.N || r >= gh) {
         return;
     }
     let code = src[k];
@@ -118,7 +116,7 @@ fn row_of(u: f32) -> i32 {
     }
     let c = (rx % (gw * zoom)) / zoom;
     if (((aux[u32(code - 32) * gh + r] >> c) & 1) != 0) {
-        canvas[at] = bitcast<i32>(p[6]);
+        canvas[at] = bitcast<i32>(p.Color);
     }
 {{- end}}
 }

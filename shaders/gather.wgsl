@@ -1,7 +1,7 @@
 // The gather family, with int32 indices idx, one for each of n rows;
-// p[0] = n, p[1] = c, p[2] = scale (f32 bits), p[3] = site id, p[4] = d
-// (Table) or k (Rows); unless Rows, an index equal to p[8] (i32 bits)
-// when p[7] ≠ 0 is ignored: it takes 0, adds nowhere, is not reported.
+// p: device/webgpu's gatherParams, n = p.N, c = p.C, d (Table) or k
+// (Rows) = p.Width; unless Rows, an index equal to p.IgnoreIndex when
+// p.Ignoring ≠ 0 is ignored: it takes 0, adds nowhere, is not reported.
 {{- if .Table}} Table form: row i takes row idx[i] of a c×d table.{{else if .Rows}} Rows form: row i takes elements idx[i, 0…k) of its own row of an n×c matrix.{{else}} Row i takes element idx[i] of its own row of an n×c matrix.{{end}}
 // An index outside [0, c) gives NaN{{if and .Grad (not .Table)}} for its whole row{{end}}{{if and .Grad .Table}} in the forward and adds nowhere here{{end}}, and is
 // reported in the flags.
@@ -13,50 +13,50 @@
 
 // ignored reports whether k is the ignored index.
 fn ignored(k: i32) -> bool {
-    return p[7] != 0u && k == bitcast<i32>(p[8]);
+    return p.Ignoring != 0u && k == p.IgnoreIndex;
 }
 {{- if .Rows}}
 
 // gather_grad, rows: out[i, j] = scale·Σ g[i, m] over the m < k with
 // idx[i, m] = j (an index outside [0, c) adds nowhere; the first element
 // of each row reports it); one invocation per element of out.
-{{template "main_1d_count" "p[0] * p[1]"}}
-    let c = p[1];
-    let k = p[4];
+{{template "main_1d_count" "p.N * p.C"}}
+    let c = p.C;
+    let k = p.Width;
     let i = e / c;
     let j = i32(e % c);
     var s = 0.0;
     for (var m = 0u; m < k; m++) {
         let q = idx[i * k + m];
         if (e % c == 0u) {
-            check_index(q, c, p[3]);
+            check_index(q, c, p.Site);
         }
         if (q == j) {
             s += f32(g[i * k + m]);
         }
     }
-    out[e] = to_e(pf(2u) * s);
+    out[e] = to_e(p.Scale * s);
 }
 {{- else if .Table}}
 
 // gather_grad, table: out[r, j] = scale·Σ g[i, j] over the i in
-// [p[5], p[6]) with idx[i] = r, in order of i, added to what earlier
-// chunks wrote unless p[5] = 0. One invocation per feature j and block of
+// [p.I0, p.I1) with idx[i] = r, in order of i, added to what earlier
+// chunks wrote unless p.I0 = 0. One invocation per feature j and block of
 // tableRows rows: each pass over the indices serves the block's rows.
 const tableRows = 32u;
-{{template "main_1d_count" "p[4] * ((p[1] + tableRows - 1u) / tableRows)"}}
-    let d = p[4];
-    let c = p[1];
+{{template "main_1d_count" "p.Width * ((p.C + tableRows - 1u) / tableRows)"}}
+    let d = p.Width;
+    let c = p.C;
     let j = e % d;
     let r0 = (e / d) * tableRows;
     var s: array<f32, tableRows>;
-    for (var i = p[5]; i < p[6]; i++) {
+    for (var i = p.I0; i < p.I1; i++) {
         let k = idx[i];
         if (ignored(k)) {
             continue;
         }
         if (e == 0u) {
-            check_index(k, c, p[3]);
+            check_index(k, c, p.Site);
         }
         let t = u32(k) - r0; // wraps past tableRows below r0
         if (k >= 0 && t < tableRows) {
@@ -65,7 +65,7 @@ const tableRows = 32u;
     }
     for (var t = 0u; t < tableRows && r0 + t < c; t++) {
         let o = (r0 + t) * d + j;
-        out[o] = to_e(select(0.0, f32(out[o]), p[5] != 0u) + pf(2u) * s[t]);
+        out[o] = to_e(select(0.0, f32(out[o]), p.I0 != 0u) + p.Scale * s[t]);
     }
 }
 {{- else}}
@@ -76,8 +76,8 @@ const tableRows = 32u;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let e = linear_index(wid, nwg, lid, 256u);
-    let c = p[1];
-    if (e >= p[0] * c) {
+    let c = p.C;
+    if (e >= p.N * c) {
         return;
     }
     let i = e / c;
@@ -86,9 +86,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         out[e] = to_e(0.0);
         return;
     }
-    var v = select(0.0, pf(2u) * f32(g[i]), i32(e % c) == k);
+    var v = select(0.0, p.Scale * f32(g[i]), i32(e % c) == k);
     // Report once per row, from its first element.
-    if ((e % c == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
+    if ((e % c == 0u && !check_index(k, c, p.Site)) || k < 0 || u32(k) >= c) {
         v = nan();
     }
     out[e] = to_e(v);
@@ -102,56 +102,56 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 // ignored reports whether k is the ignored index.
 fn ignored(k: i32) -> bool {
-    return p[7] != 0u && k == bitcast<i32>(p[8]);
+    return p.Ignoring != 0u && k == p.IgnoreIndex;
 }
 {{- if .Rows}}
 
 // gather, rows: out[i, m] = scale·x[i, idx[i, m]]; one invocation per
 // element of out.
-{{template "main_1d_count" "p[0] * p[4]"}}
+{{template "main_1d_count" "p.N * p.Width"}}
     let q = idx[e];
-    let c = p[1];
-    if (!check_index(q, c, p[3])) {
+    let c = p.C;
+    if (!check_index(q, c, p.Site)) {
         out[e] = to_e(nan());
         return;
     }
-    out[e] = to_e(pf(2u) * f32(x[e / p[4] * c + u32(q)]));
+    out[e] = to_e(p.Scale * f32(x[e / p.Width * c + u32(q)]));
 }
 {{- else if .Table}}
 
 // gather, table: out[i, j] = scale·x[idx[i], j]; one invocation per
 // element of out, the first of each row reporting a bad index.
-{{template "main_1d_count"}}
-    let d = p[4];
+{{template "main_1d_count" "p.N * p.Width"}}
+    let d = p.Width;
     let i = e / d;
     let j = e % d;
     let k = idx[i];
-    let c = p[1];
+    let c = p.C;
     if (ignored(k)) {
         out[e] = to_e(0.0);
         return;
     }
-    if ((j == 0u && !check_index(k, c, p[3])) || k < 0 || u32(k) >= c) {
+    if ((j == 0u && !check_index(k, c, p.Site)) || k < 0 || u32(k) >= c) {
         out[e] = to_e(nan());
         return;
     }
-    out[e] = to_e(pf(2u) * f32(x[u32(k) * d + j]));
+    out[e] = to_e(p.Scale * f32(x[u32(k) * d + j]));
 }
 {{- else}}
 
 // gather: out[i] = scale·x[i·c + idx[i]]; one invocation per row.
-{{template "main_1d"}}
-    let c = p[1];
+{{template "main_1d" "p.N"}}
+    let c = p.C;
     let k = idx[i];
     if (ignored(k)) {
         out[i] = to_e(0.0);
         return;
     }
-    if (!check_index(k, c, p[3])) {
+    if (!check_index(k, c, p.Site)) {
         out[i] = to_e(nan());
         return;
     }
-    out[i] = to_e(pf(2u) * f32(x[i * c + u32(k)]));
+    out[i] = to_e(p.Scale * f32(x[i * c + u32(k)]));
 }
 {{- end}}
 {{- end}}

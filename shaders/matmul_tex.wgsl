@@ -21,9 +21,8 @@
 // rgba32float texture, 4 consecutive entries along its wide axis (a row
 // of op(a) along k, or op(b) along its columns) a texel: texel (q, d)
 // holds entries 4q…4q+3 at depth d (op(a)'s row, op(b)'s term of k),
-// zeros past the wide count. p[0] = wide count W, p[1] = depth D, p[2] =
-// offset, p[3] = stride along the wide axis, p[4] = stride along depth
-// (in src's elements), p[5] = texels a row.
+// zeros past the wide count. p: device/webgpu's texPackParams (strides
+// in src's elements).
 {{- if .Vec}}
 // Here src's entries along the wide axis are consecutive and the offset
 // and the depth stride multiples of 4: a texel is one vec4 of src (the
@@ -35,22 +34,22 @@
 {{template "at" dict "Name" "src" "Half" false}}
 
 fn entry(w: u32, k: u32) -> f32 {
-    if (w >= p[0]) {
+    if (w >= p.Wide) {
         return 0.0;
     }
-    return src_at(p[2] + w * p[3] + k * p[4]);
+    return src_at(p.Off + w * p.StrideWide + k * p.StrideDepth);
 }
 {{- end}}
 @group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
 
-{{template "main_1d_count" "p[5] * p[1]"}}
-    let q = e % p[5];
-    let k = e / p[5];
+{{template "main_1d_count" "p.Texels * p.Depth"}}
+    let q = e % p.Texels;
+    let k = e / p.Texels;
     let w = 4u * q;
 {{- if .Vec}}
     var v = vec4<f32>(0.0);
-    if (w < p[0]) {
-        v = src_v((p[2] + w + k * p[4]) / 4u);
+    if (w < p.Wide) {
+        v = src_v((p.Off + w + k * p.StrideDepth) / 4u);
     }
     textureStore(dst, vec2<i32>(i32(q), i32(k)), v);
 {{- else}}
@@ -66,18 +65,17 @@ fn entry(w: u32, k: u32) -> f32 {
 // code: per 4 terms of k, {{.TM}} + {{.TN}} texel loads for {{mul (mul .TM .TN) 4}} products (texel
 // loads are far cheaper than storage loads on llvmpipe, yet still most of
 // the kernel's time).
-// p[0] = M, p[1] = K, p[2] = N, p[3] = first row of this dispatch; the
-// dispatch sums the terms k in [p[4], p[5]) (p[4] a multiple of 4) into
-// out, adding them to it if p[7] ≠ 0; p[6] = the output's offset.
+// p: device/webgpu's texMulParams. The dispatch sums the terms k in
+// [p.K0, p.K1) (p.K0 a multiple of 4) of rows from p.Row0 into out.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" .VecO "Half" false}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let M = p[0];
-    let N = p[2];
-    let row0 = p[3] + gid.y * {{.TM}}u;
+    let M = p.M;
+    let N = p.N;
+    let row0 = p.Row0 + gid.y * {{.TM}}u;
     let col0 = gid.x * {{.TN}}u;
     if (row0 >= M || col0 >= N) {
         return;
@@ -90,11 +88,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Four terms an iteration (eight ran no faster, and took llvmpipe
     // longer to compile), then the terms past the last whole texel one at
     // a time.
-    let kEnd = p[5] / 4u;
-    for (var kq = p[4] / 4u; kq < kEnd; kq++) {
+    let kEnd = p.K1 / 4u;
+    for (var kq = p.K0 / 4u; kq < kEnd; kq++) {
         {{template "mac" dict "K" "i32(kq)" "T" $}}
     }
-    for (var k = 4u * kEnd; k < p[5]; k++) {
+    for (var k = 4u * kEnd; k < p.K1; k++) {
         let c = k % 4u;
 {{- range $j := seq (div .TN 4)}}
         let b{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, i32(k)), 0);
@@ -108,8 +106,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     // Adding to out a choice of the dispatch, not of the kernel: one
     // kernel to compile where two were (docs/kernel-choices.md).
-    let zo = p[6];
-    let add = p[7] != 0u;
+    let zo = p.Out;
+    let add = p.Add != 0u;
 {{template "matmul_store" .}}
 }
 {{- end}}

@@ -8,15 +8,10 @@
 // threads read neighbouring vec4s of tile_b (no bank conflicts) and write
 // neighbouring columns{{end}}.
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}; b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}.
-// The parameters are the matmul kernel's: p[0] = M, p[1] = K, p[2] = N,
-// p[3] = first row of this dispatch; the dispatch sums the terms k in
-// [p[4], p[5]), adding to out unless p[4] = 0. Matrix z = p[6] + wid.z of
-// a batch starts at p[10] + (z, or z mod p[9] if p[9] > 0)·p[7] in a,
-// p[11] + z·p[8] in b and p[12] + z·M·N in out; p[13] ≠ 0 adds to out
-// always; p[14] is the distance between b's stored rows.{{if .Split}}
-// Here k is split into p[18] parts of p[19] terms, the part the grid's z
-// (with the batch: z = part + p[18]·matrix) picks: a part writes its sums
-// to out at p[20]·part further, not adding to it.{{end}}
+// p: device/webgpu's gemmParams, as the register kernel's (matmul.wgsl).{{if .Split}}
+// Here k is split into p.Parts parts, the part the grid's z (with the
+// batch: z = part + p.Parts·matrix) picks: a part writes its sums to out
+// p.PartStride·part further.{{end}}
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
@@ -38,29 +33,29 @@ var<workgroup> tile_b: array<array<vec4<f32>, {{$sb}}>, {{.BK}}>;
 @compute @workgroup_size({{div .BN .TN}}, {{div .BM .TM}}, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
-    let M = p[0];
-    let K = p[1];
-    let N = p[2];
+    let M = p.M;
+    let K = p.K;
+    let N = p.N;
 {{- if .Split}}
-    let part = wid.z % p[18];
-    let k1 = min(p[5], p[4] + (part + 1u) * p[19]);
+    let part = wid.z % p.Parts;
+    let k1 = min(p.K1, p.K0 + (part + 1u) * p.PartTerms);
 {{- else}}
-    let k1 = p[5];
+    let k1 = p.K1;
 {{- end}}
     let by = wid.y;
     let bx = wid.x;
-    let row0 = p[3] + by * {{.BM}}u;
+    let row0 = p.Row0 + by * {{.BM}}u;
     let col0 = bx * {{.BN}}u;
-    let z = p[6] + wid.z{{if .Split}} / p[18]{{end}};
-    let za = p[10] + select(z, z % max(p[9], 1u), p[9] > 0u) * p[7];
-    let zb = p[11] + z * p[8];
-    let zo = p[12] + z * M * N{{if .Split}} + part * p[20]{{end}};
+    let z = p.Batch0 + wid.z{{if .Split}} / p.Parts{{end}};
+    let za = p.OffA + select(z, z % max(p.CycleA, 1u), p.CycleA > 0u) * p.StrideA;
+    let zb = p.OffB + z * p.StrideB;
+    let zo = p.OffOut + z * M * N{{if .Split}} + part * p.PartStride{{end}};
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
 {{- $lda := "K"}}{{if .TransA}}{{$lda = "M"}}{{end}}
 {{- $fa := dict "Tile" "tile_a" "Src" "a" "Reg" "ra" "V" .VecA "Z" "za" "W" .BM "BK" .BK "NT" $nt "X0" "row0" "Len" "M" "Ld" $lda "KMajor" .TransA}}
-{{- $fb := dict "Tile" "tile_b" "Src" "b" "Reg" "rb" "V" .VecB "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p[14]" "KMajor" (not .TransB)}}
+{{- $fb := dict "Tile" "tile_b" "Src" "b" "Reg" "rb" "V" .VecB "Z" "zb" "W" .BN "BK" .BK "NT" $nt "X0" "col0" "Len" "N" "Ld" "p.RowB" "KMajor" (not .TransB)}}
     // Each thread fetches its share of the next step's slices into
     // registers ({{if .Pre}}before the products of this step, so that the loads overlap
     // them{{else}}after this step's products{{end}}), and stores them into the tiles at the step's
@@ -68,7 +63,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // returns early, as all meet at the barriers.
 {{- template "regs" $fa}}
 {{- template "regs" $fb}}
-    var k0 = p[4]{{if .Split}} + part * p[19]{{end}};
+    var k0 = p.K0{{if .Split}} + part * p.PartTerms{{end}};
 {{- template "fetch" $fa}}
 {{- template "fetch" $fb}}
     for (; k0 < k1; k0 += {{.BK}}u) {
@@ -89,7 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $j := seq (div .TN 4)}}
     let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
 {{- end}}
-    let add = p[4] != 0u{{if not .Split}} || p[13] != 0u{{end}};
+    let add = p.K0 != 0u{{if not .Split}} || p.Accumulate != 0u{{end}};
 {{- range $i := seq .TM}}
     if (r0 + {{$i}}u < M) {
         let o{{$i}} = zo + (r0 + {{$i}}u) * N;

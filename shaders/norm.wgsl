@@ -4,7 +4,7 @@
 // lid + {{.W}}, …) in registers while the workgroup reduces the row's sums
 // through {{.Group}} operations: every input is read once. The row is
 // normalised {{if .Center}}to zero mean and unit variance{{else}}to unit root mean square{{end}}, accumulating in
-// f32{{if .Grad}}; this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}. p[0] = rows, p[1] = eps (f32 bits).
+// f32{{if .Grad}}; this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}. p: device/webgpu's normParams.
 @group(0) @binding(1) var<storage, read> x: array<E4>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E4>;
@@ -17,7 +17,7 @@
 var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
 
-{{template "row_main" dict "W" .W "Quads" .Quads "Sub" $sub}}
+{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" .Quads "Sub" $sub}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
@@ -55,7 +55,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- range $v := seq .V}}{{if $v}}
     q += dot(d{{$v}}, d{{$v}});
 {{- end}}{{end}}
-    let rho = 1.0 / sqrt(row_sum(q, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}} + pf(1u));
+    let rho = 1.0 / sqrt(row_sum(q, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}} + p.Eps);
 {{- if .Grad}}
 {{- if .Center}}
     var ga = g0;
@@ -91,7 +91,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 }
 {{- else}}
 // The norm family (layer_norm, rms_norm): one invocation per row of n
-// contiguous elements; p[0] = rows, p[1] = n, p[2] = eps (f32 bits).
+// contiguous elements; p: device/webgpu's normParams.
 // Each row is normalised {{if .Center}}to zero mean and {{end}}to unit {{if .Center}}variance{{else}}root mean square{{end}}, accumulating in f32{{if .Grad}};
 // this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}.
 @group(0) @binding(1) var<storage, read> x: array<E>;
@@ -117,14 +117,14 @@ fn stats(base: u32, n: u32) -> vec2<f32> {
         let d = f32(x[base + j]) - mu;
         v += d * d;
     }
-    return vec2<f32>(mu, 1.0 / sqrt(v / f32(n) + pf(2u)));
+    return vec2<f32>(mu, 1.0 / sqrt(v / f32(n) + p.Eps));
 }
 
 {{template "entry_64" "r"}}
-    if (r >= p[0]) {
+    if (r >= p.Rows) {
         return;
     }
-    let n = p[1];
+    let n = p.N;
     let base = r * n;
     let st = stats(base, n);
 {{- if .Grad}}

@@ -4,15 +4,10 @@
 // says beats the best so far. Max and min propagate NaN; a NaN beats every
 // number for argmax and argmin.
 //
-// Parameters: p[0] = outputs, p[1] = reduced count R, p[2] = kept rank,
-// p[3] = reduced rank, p[4] = scale (f32 bits), p[5..13) kept shape,
-// p[13..21) kept strides, p[21..29) reduced shape, p[29..37) reduced strides
-// (strides in x; x holds float16, two to a word, where Half is set, or
-// WGSL's f16 where XF16 is; out holds f16 where OF16 is),
-// p[40..48) and p[48..56) the kept and reduced shapes' magic numbers (udiv
-// in common.wgsl){{if .Chunks}}, p[37] = chunks per output, p[38] = chunk length{{end}}{{if .Vec}};
-// here x is rows of contiguous vec4s, p[1] = vec4s per row and the chunk
-// length p[38] = {{.Unroll}}·{{.L}} vec4s{{end}}.
+// p: device/webgpu's reduceParams (strides in x; x holds float16, two to
+// a word, where Half is set, or WGSL's f16 where XF16 is; out holds f16
+// where OF16 is){{if .Vec}}; here x is rows of contiguous vec4s, p.R =
+// vec4s per row and the chunk length p.ChunkLen = {{.Unroll}}·{{.L}} vec4s{{end}}.
 // No loop runs more than 16384 times: lavapipe (llvmpipe) silently ends a
 // loop after about 32768 iterations, counting those of loops nested in it.
 {{- if .Group}}
@@ -20,7 +15,7 @@
 // workgroup's {{.L}} partial results
 // {{if eq .Group "subgroup"}}with subgroup operations, then across subgroups through workgroup
 // memory{{else}}through workgroup memory, by halves{{end}}, and write one result a workgroup,
-// times the scale p[4] (1 for a partial result).
+// times the scale p.Scale (1 for a partial result).
 {{- end}}
 
 fn sum_init() -> f32 {
@@ -104,7 +99,7 @@ fn at(base: u32, r: u32) -> f32 {
 {{- $n := .Unroll}}{{$step := 1}}{{if .Coalesce}}{{$step = .L}}{{end}}
 // One workgroup per (output o, chunk c), invocation t of it folding {{$n}}
 // of the chunk's vec4s (those inside the row), in straight-line code
-// (loops are slow on CPU adapters), p[0] = outputs·chunks·{{.L}}; the
+// (loops are slow on CPU adapters), p.N = outputs·chunks·{{.L}}; the
 // workgroup combines them into out[o·chunks + c]. Another pass reduces
 // the partials. {{if .Coalesce -}}
 // Here (GPUs) they are vec4s t, t + {{.L}}, …: neighbouring invocations
@@ -119,10 +114,10 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
 }
 
 {{template "main_group" .}}
-    let o = w / p[37];
-    let first = (w % p[37]) * p[38] + lid{{if not .Coalesce}} * {{$n}}u{{end}};
-    let row = o * p[1];
-    let last = p[1] - 1u;
+    let o = w / p.Chunks;
+    let first = (w % p.Chunks) * p.ChunkLen + lid{{if not .Coalesce}} * {{$n}}u{{end}};
+    let row = o * p.R;
+    let last = p.R - 1u;
     let init = vec4<f32>({{.Op}}_init());
     var acc = init;
     if (first + {{mul (sub $n 1) $step}}u <= last) {
@@ -138,32 +133,32 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     {{template "group_store" dict "Group" .Group "V" (printf "%s_combine(%s_combine(acc.x, acc.y), %s_combine(acc.z, acc.w))" .Op .Op .Op) "OF16" .OF16}}
 }
 {{- else if .Chunks}}
-// One workgroup per (output o, chunk c), p[0] = outputs·chunks·{{.L}}:
+// One workgroup per (output o, chunk c), p.N = outputs·chunks·{{.L}}:
 // invocation t reduces the chunk's elements t, t + {{.L}}, t + {{mul .L 2}}, …, so
 // that neighbouring invocations read neighbouring elements, and the
 // workgroup combines them into out[o·chunks + c]. The partial results
 // are reduced by another pass.
 {{template "main_group" .}}
-    let chunks = p[37];
+    let chunks = p.Chunks;
     let o = w / chunks;
     let c = w % chunks;
     let base = base_offset(o);
-    let end = min(p[1], (c + 1u) * p[38]);
+    let end = min(p.R, (c + 1u) * p.ChunkLen);
     var acc = {{.Op}}_init();
-    for (var r = c * p[38] + lid; r < end; r += {{.L}}u) {
+    for (var r = c * p.ChunkLen + lid; r < end; r += {{.L}}u) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
     {{template "group_store" dict "Group" .Group "V" "acc" "OF16" .OF16}}
 }
 {{- else}}
 // One invocation per output o.
-{{template "main_1d"}}
+{{template "main_1d" "p.N"}}
     let o = i;
     let base = base_offset(o);
-    let count = p[1];
+    let count = p.R;
 {{- if .Arg}}
     // Arg reductions run in one or two stages: stage 1 writes each chunk's
-    // best value and its index (p[37] = chunks, p[38] = chunk length),
+    // best value and its index (p.Chunks chunks of p.ChunkLen),
     // stage 2 picks among the chunks.
 {{- if eq .Stage 2}}
     var best = x[o * count];
@@ -178,9 +173,9 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     out[o] = idxs[o * count + idx];
 {{- else}}
 {{- if eq .Stage 1}}
-    let chunks = p[37];
-    let start = (o % chunks) * p[38];
-    let end = min(count, start + p[38]);
+    let chunks = p.Chunks;
+    let start = (o % chunks) * p.ChunkLen;
+    let end = min(count, start + p.ChunkLen);
     let b = base_offset(o / chunks);
 {{- else}}
     let start = 0u;
@@ -206,13 +201,13 @@ fn combine4(acc: vec4<f32>, v: vec4<f32>) -> vec4<f32> {
     for (var r = 0u; r < count; r++) {
         acc = {{.Op}}_combine(acc, at(base, r));
     }
-    out[o] = {{if .OF16}}to_e(acc * pf(4u)){{else}}acc * pf(4u){{end}};
+    out[o] = {{if .OF16}}to_e(acc * p.Scale){{else}}acc * p.Scale{{end}};
 {{- end}}
 }
 {{- end}}
 
 {{- define "main_group"}}
-// Entry point of a chunked kernel: workgroup w < p[0]/{{.L}} of {{.L}}
+// Entry point of a chunked kernel: workgroup w < p.N/{{.L}} of {{.L}}
 // invocations, lid of it the lane (workgroups spread over x and y;
 // the ones past the end return together, so that the rest may meet at
 // barriers).
@@ -221,7 +216,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32{{if eq .Group "subgroup"}},
         @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
     let w = wid.y * nwg.x + wid.x;
-    if (w >= p[0] / {{.L}}u) {
+    if (w >= p.N / {{.L}}u) {
         return;
     }
 {{- end}}
@@ -233,6 +228,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t = group_reduce({{.V}}, lid);
 {{- end}}
     if (lid == 0u) {
-        out[w] = {{if .OF16}}to_e(t * pf(4u)){{else}}t * pf(4u){{end}};
+        out[w] = {{if .OF16}}to_e(t * p.Scale){{else}}t * p.Scale{{end}};
     }
 {{- end}}

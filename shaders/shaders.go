@@ -95,14 +95,16 @@ fn to_e4(v: vec4<f32>) -> vec4<f16> {
 var set = template.Must(template.New("").Funcs(funcs).Option("missingkey=error").ParseFS(files, "*.wgsl"))
 
 // Source returns the WGSL of kernel name (a file name without ".wgsl")
-// specialised with data, after the common prelude.
+// specialised with data, after the common prelude and the declaration of
+// binding 0, p: the kernel's parameter struct params (ParamsDecl; nil
+// declares none).
 //
 // Every kernel sees the storage type of floating-point tensors as E (and
 // E4, four of them), and stores a float32 result v in it as to_e(v) (and
 // to_e4): f32 and the identity, or, where data is a struct (or a map)
 // whose F16 is true, WGSL's f16 (the shader-f16 feature, enabled by the first line)
 // and a rounding conversion.
-func Source(name string, data any) (string, error) {
+func Source(name string, data any, params any) (string, error) {
 	if name == "prelude" || name == "common" || set.Lookup(name+".wgsl") == nil {
 		return "", fmt.Errorf("shaders: no kernel %q", name)
 	}
@@ -115,6 +117,13 @@ func Source(name string, data any) (string, error) {
 		b.WriteString(storageF16)
 	} else {
 		b.WriteString(storageF32)
+	}
+	if params != nil {
+		decl, err := ParamsDecl(params)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(decl)
 	}
 	b.Write(prelude)
 	if err := set.ExecuteTemplate(&b, name+".wgsl", data); err != nil {

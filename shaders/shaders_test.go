@@ -59,18 +59,18 @@ func TestSource(t *testing.T) {
 			[]string{"fn half4_to_f32", "var<storage, read> g_in: array<vec4<u32>>", "out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));"}},
 		// WGSL's f16 storage (F16).
 		{"unary", map[string]any{"Fn": "exp", "Grad": true, "Vec": true, "Half": false, "F16": true, "Unroll": 4, "Coalesce": false},
-			[]string{"enable f16;", "alias E4 = vec4<f16>;", "var<storage, read> g_in: array<E4>", "out[i] = to_e4(apply4(vec4<f32>(x_in[i]), vec4<f32>(g_in[i]), pf(1u), pf(2u)));"}},
+			[]string{"enable f16;", "alias E4 = vec4<f16>;", "var<storage, read> g_in: array<E4>", "out[i] = to_e4(apply4(vec4<f32>(x_in[i]), vec4<f32>(g_in[i]), p.A, p.B));"}},
 		{"binary", map[string]any{"Fn": "add", "Grad": 0, "Same": false, "Vec": false, "Half": false, "F16": true, "Unroll": 1, "Coalesce": false, "Rank": 2, "RowVec": false, "VecA": false, "VecB": false},
 			[]string{"enable f16;", "let x = f32(x_in[off.x]);", "out[i] = to_e(apply(x, y, f32(g_in[i])));"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": true, "OF16": true, "F16": true, "Kept": 1, "Red": 1, "Group": ""},
-			[]string{"enable f16;", "var<storage, read> x: array<f16>;", "var<storage, read_write> out: array<f16>;", "return f32(x[i]);", "out[o] = to_e(acc * pf(4u));"}},
+			[]string{"enable f16;", "var<storage, read> x: array<f16>;", "var<storage, read_write> out: array<f16>;", "return f32(x[i]);", "out[o] = to_e(acc * p.Scale);"}},
 		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "XF16": true, "OF16": false, "F16": true, "Kept": 1, "Red": 1, "Unroll": 2, "Coalesce": false, "Group": "workgroup", "L": 8},
-			[]string{"var<storage, read> x: array<vec4<f16>>;", "var<storage, read_write> out: array<f32>;", "acc = combine4(acc, vec4<f32>(x[row + first + 1u]));", "out[w] = t * pf(4u);"}},
+			[]string{"var<storage, read> x: array<vec4<f16>>;", "var<storage, read_write> out: array<f32>;", "acc = combine4(acc, vec4<f32>(x[row + first + 1u]));", "out[w] = t * p.Scale;"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": true, "F16": true, "Kept": 1, "Red": 1, "Group": ""},
 			[]string{"var<storage, read> x: array<f32>;", "var<storage, read_write> out: array<f16>;"}},
 		{"softmax", map[string]any{"Log": false, "Grad": false, "Stage": "row", "W": 8, "V": 2, "Quads": 16, "Full": 2, "Group": "workgroup", "F16": true},
 			[]string{"enable f16;", "var<storage, read> x: array<E4>;", "return vec4<f32>(x[i]);", "out[base + 8u] = to_e4(select(e1 * r, vec4<f32>(nan()), bad));"}},
-		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false, "F16": true}, []string{"enable f16;", "out[e] = to_e(pf(2u) * f32(x[u32(k) * d + j]));"}},
+		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false, "F16": true}, []string{"enable f16;", "out[e] = to_e(p.Scale * f32(x[u32(k) * d + j]));"}},
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "", "F16": true}, []string{"enable f16;", "mu = s / f32(n);", "out[base + j] = to_e(st.y * (f32(g[base + j]) - sg * inv - xh * sgx * inv));"}},
 		{"where", map[string]any{"F16": true}, []string{"enable f16;", "out[i] = select(b[i], a[i], c != 0.0 || is_nan(c));"}},
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "row", "W": 8, "V": 3, "Quads": 20, "Full": 2, "Group": "workgroup", "F16": true},
@@ -86,27 +86,27 @@ func TestSource(t *testing.T) {
 		{"cast", map[string]any{"ToHalf": false, "Vec": true}, []string{"fn half4_to_f32", "dst[2u * i + 1u] = vec4<f32>(lo.z, hi.z, lo.w, hi.w);"}},
 		{"draw", map[string]any{"Op": "curve"}, []string{"fn value_at", "fn row_of"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 32, "TN": 16, "VecO": true},
-			[]string{"let a31 = textureLoad(ta, vec2<i32>(i32(kq), ra + 31), 0);", "var acc31_3", "acc31_3 += b3_3 * a31[3];", "acc31_3 += b3 * a31;", "let add = p[7] != 0u;", "let q = o31 / 4u + 3u;"}},
+			[]string{"let a31 = textureLoad(ta, vec2<i32>(i32(kq), ra + 31), 0);", "var acc31_3", "acc31_3 += b3_3 * a31[3];", "acc31_3 += b3 * a31;", "let add = p.Add != 0u;", "let q = o31 / 4u + 3u;"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "VecO": false},
-			[]string{"var<storage, read_write> out: array<E>;", "let add = p[7] != 0u;", "v += out_at(o0 + 0u);"}},
+			[]string{"var<storage, read_write> out: array<E>;", "let add = p.Add != 0u;", "v += out_at(o0 + 0u);"}},
 		{"matmul_tex", map[string]any{"Stage": "pack", "Vec": false}, []string{"fn src_at", "var<storage, read> src: array<E>;"}},
 		{"matmul_tex", map[string]any{"Stage": "pack", "Vec": true},
-			[]string{"var<storage, read> src: array<E4>", "v = src_v((p[2] + w + k * p[4]) / 4u);"}},
+			[]string{"var<storage, read> src: array<E4>", "v = src_v((p.Off + w + k * p.StrideDepth) / 4u);"}},
 		{"binary", map[string]any{"Fn": "pow", "Grad": -1, "Same": false, "Vec": false, "Half": false, "Unroll": 1, "Coalesce": false, "Rank": 3, "RowVec": false, "VecA": false, "VecB": false},
-			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);", "let q2 = udiv(rem, p[4], p[42]);", "ia += rem * p[10];"}},
+			[]string{"fn broadcast_offsets", "return op_pow(x, y);", "let off = broadcast_offsets(i);", "let q2 = udiv(rem, p.Shape[2], p.Magic[2]);", "ia += rem * p.AStrides[0];"}},
 		{"binary", map[string]any{"Fn": "sub", "Grad": 1, "Same": false, "Vec": false, "Half": false, "Unroll": 1, "Coalesce": false, "Rank": 2, "RowVec": true, "VecA": true, "VecB": false},
 			[]string{"var<storage, read> x_in: array<E4>;", "var<storage, read> y_in: array<E>;", "let off = broadcast_offsets(4u * i);", "let y = vec4<f32>(f32(y_in[off.y]));", "out[i] = to_e4(apply4(x, y, vec4<f32>(g_in[i])));"}},
 		{"binary", map[string]any{"Fn": "mod", "Grad": 1, "Same": true, "Vec": true, "Half": false, "Unroll": 4, "Coalesce": false, "Rank": 0, "RowVec": false, "VecA": false, "VecB": false},
 			[]string{"op_mod_grad1(x, y, g)", "var<storage, read> g_in: array<E4>", "fn apply4"}},
-		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p[1]);"}},
-		{"update", map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": ""}, []string{"out[i] = to_e(f32(out[i]) + pf(1u) * f32(x[i]));"}},
-		{"update", map[string]any{"Op": "axpy", "T": "E4", "W": "vec4<f32>", "V": "4", "F16": true}, []string{"enable f16;", "alias E4 = vec4<f16>;", "out[i] = to_e4(vec4<f32>(out[i]) + pf(1u) * vec4<f32>(x[i]));"}},
-		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": ""}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))", "let q1 = udiv(rem, p[22], p[49]);", "base += rem * p[13];"}},
+		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p.Bits);"}},
+		{"update", map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": ""}, []string{"out[i] = to_e(f32(out[i]) + p.Alpha * f32(x[i]));"}},
+		{"update", map[string]any{"Op": "axpy", "T": "E4", "W": "vec4<f32>", "V": "4", "F16": true}, []string{"enable f16;", "alias E4 = vec4<f16>;", "out[i] = to_e4(vec4<f32>(out[i]) + p.Alpha * vec4<f32>(x[i]));"}},
+		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": ""}, []string{"fn base_offset", "fn offset", "sum_combine(acc, at(base, r))", "let q1 = udiv(rem, p.RedShape[1], p.RedMagic[1]);", "base += rem * p.KeptStrides[0];"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": true, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": ""}, []string{"var<storage, read> x: array<u32>", "unpack2x16float(x[i >> 1u])"}},
 		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": "workgroup", "L": 256},
-			[]string{"let chunks = p[37];", "acc = max_combine(acc, at(base, r));", "let t = group_reduce(acc, lid);", "out[w] = t * pf(4u);", "var<workgroup> part: array<f32, 256>;", "part[lid] = max_combine(part[lid], part[lid + s]);"}},
+			[]string{"let chunks = p.Chunks;", "acc = max_combine(acc, at(base, r));", "let t = group_reduce(acc, lid);", "out[w] = t * p.Scale;", "var<workgroup> part: array<f32, 256>;", "part[lid] = max_combine(part[lid], part[lid + s]);"}},
 		{"reduce", map[string]any{"Op": "max", "Arg": false, "Chunks": true, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": "subgroup", "SubgroupOp": "subgroupMax", "L": 8},
-			[]string{"let t = group_reduce(acc, lid, sid, ssize);", "select(subgroupMax(v), nan(), subgroupAny(is_nan(v)))", "@builtin(subgroup_size) ssize: u32", "if (w >= p[0] / 8u) {", "@workgroup_size(8)"}},
+			[]string{"let t = group_reduce(acc, lid, sid, ssize);", "select(subgroupMax(v), nan(), subgroupAny(is_nan(v)))", "@builtin(subgroup_size) ssize: u32", "if (w >= p.N / 8u) {", "@workgroup_size(8)"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Unroll": 2, "Coalesce": false, "Group": "workgroup", "L": 256},
 			[]string{"var<storage, read> x: array<vec4<f32>>", "fn combine4", "first + 1u <= last", "+ lid * 2u;", "x[row + first + 1u]"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": true, "Vec": true, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Unroll": 2, "Coalesce": true, "Group": "subgroup", "SubgroupOp": "subgroupAdd", "L": 256},
@@ -131,41 +131,41 @@ func TestSource(t *testing.T) {
 			[]string{"let c = vec4<f32>(m + log(s));", "out[base + 8u] = to_e4(select(x1 - c, vec4<f32>(nan()), bad));", "select(vec4<f32>(0.0), exp(x1 - vec4<f32>(m)), in1)"}},
 		{"softmax", map[string]any{"Log": false, "Grad": true, "Stage": "row", "W": 8, "V": 1, "Quads": 8, "Full": 1, "Group": "workgroup"},
 			[]string{"var acc = dy0 * y0;", "out[base + 0u] = to_e4(y0 * (dy0 - s));"}},
-		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": false}, []string{"pf(2u) * f32(g[i])"}},
-		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= p[4] * ((p[1] + tableRows - 1u) / tableRows))", "s[t] += f32(g[i * d + j]);"}},
-		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false}, []string{"if (e >= p[0] * p[4])", "x[u32(k) * d + j]"}},
-		{"gather", map[string]any{"Grad": false, "Table": false, "Rows": true}, []string{"if (e >= p[0] * p[4])", "out[e] = to_e(pf(2u) * f32(x[e / p[4] * c + u32(q)]));"}},
-		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": true}, []string{"if (e >= p[0] * p[1])", "s += f32(g[i * k + m]);"}},
+		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": false}, []string{"p.Scale * f32(g[i])"}},
+		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= p.Width * ((p.C + tableRows - 1u) / tableRows))", "s[t] += f32(g[i * d + j]);"}},
+		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false}, []string{"if (e >= p.N * p.Width)", "x[u32(k) * d + j]"}},
+		{"gather", map[string]any{"Grad": false, "Table": false, "Rows": true}, []string{"if (e >= p.N * p.Width)", "out[e] = to_e(p.Scale * f32(x[e / p.Width * c + u32(q)]));"}},
+		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": true}, []string{"if (e >= p.N * p.C)", "s += f32(g[i * k + m]);"}},
 		{"softmax_xent", nil, []string{"fn row_stats"}},
 		{"softmax_xent_grad", nil, []string{"fn row_stats", "dlogits[row + j]"}},
 		{"strided", map[string]any{"Half": false, "F16": true, "Rank": 2, "Vec": false, "VecDst": true}, []string{"enable f16;", "var<storage, read_write> dst: array<vec4<f16>>;", "dst[d] = vec4<f16>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);"}},
-		{"strided", map[string]any{"Half": false, "F16": true, "Rank": 2, "Vec": true, "VecDst": false}, []string{"var<storage, read> src: array<vec4<f16>>;", "dst[p[27] + off.y] = src[p[26] + off.x];"}},
-		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 3, "Vec": false, "VecDst": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read> src: array<u32>"}},
-		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 4, "Vec": true, "VecDst": false}, []string{"dst[p[27] + off.y] = src[p[26] + off.x];", "var<storage, read_write> dst: array<vec4<u32>>"}},
-		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 2, "Vec": false, "VecDst": true}, []string{"let q = i - udiv(i, p[3], p[41]) * p[3];", "dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);"}},
+		{"strided", map[string]any{"Half": false, "F16": true, "Rank": 2, "Vec": true, "VecDst": false}, []string{"var<storage, read> src: array<vec4<f16>>;", "dst[p.BOff + off.y] = src[p.AOff + off.x];"}},
+		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 3, "Vec": false, "VecDst": false}, []string{"dst[p.BOff + off.y] = src[p.AOff + off.x];", "var<storage, read> src: array<u32>"}},
+		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 4, "Vec": true, "VecDst": false}, []string{"dst[p.BOff + off.y] = src[p.AOff + off.x];", "var<storage, read_write> dst: array<vec4<u32>>"}},
+		{"strided", map[string]any{"Half": false, "F16": false, "Rank": 2, "Vec": false, "VecDst": true}, []string{"let q = i - udiv(i, p.Shape[1], p.Magic[1]) * p.Shape[1];", "dst[d] = vec4<u32>(src[s], src[s + 1u], src[s + 2u], src[s + 3u]);"}},
 		{"strided", map[string]any{"Half": true, "F16": false, "Rank": 2, "Vec": false, "VecDst": true},
-			[]string{"var<storage, read_write> dst: array<vec2<u32>>;", "fn half_at", "h.z = half_at(s + 2u);", "let q = i - udiv(i, p[3], p[41]) * p[3];"}},
+			[]string{"var<storage, read_write> dst: array<vec2<u32>>;", "fn half_at", "h.z = half_at(s + 2u);", "let q = i - udiv(i, p.Shape[1], p.Magic[1]) * p.Shape[1];"}},
 		{"strided", map[string]any{"Half": true, "F16": false, "Rank": 1, "Vec": false, "VecDst": false}, []string{"atomicAnd(&dst[d >> 1u]", "(src[s >> 1u] >> ((s & 1u) * 16u)) & 0xffffu", "let h = half_at(s);"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "Flat": false, "VecO": false, "DotK": false, "Split": false},
-			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * p[14] + k)", "a_at(za + r7 * K + k)", "let z = p[6] + zz;", "let zz = gid.z;", "out[i] = to_e(v);", "let add = p[4] != 0u || p[13] != 0u;"}},
+			[]string{"var acc7_3 = vec4<f32>(0.0);", "b_at(zb + c15 * p.RowB + k)", "a_at(za + r7 * K + k)", "let z = p.Batch0 + zz;", "let zz = gid.z;", "out[i] = to_e(v);", "let add = p.K0 != 0u || p.Accumulate != 0u;"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": true, "TransB": false, "VecA": false, "VecB": true, "Flat": true, "VecO": false, "DotK": false, "Split": false},
-			[]string{"let b3 = b_v(zb + k * p[14] + cb3);", "let zz = rest / p[16];"}},
+			[]string{"let b3 = b_v(zb + k * p.RowB + cb3);", "let zz = rest / p.RowBlocks;"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": false, "VecA": false, "VecB": true, "Flat": false, "VecO": true, "DotK": false, "Split": false},
 			[]string{"var<storage, read_write> out: array<E4>;", "let q = o7 / 4u + 3u;", "out[i] = to_e4(v);"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "Flat": true, "VecO": false, "DotK": true, "Split": false},
-			[]string{"var<storage, read> a: array<E4>;", "let b15 = b_v(zb + c15 * p[14] + k);", "let b3_2 = vec4<f32>(b12[2], b13[2], b14[2], b15[2]);", "acc7_3 += b3_3 * a7[3];"}},
+			[]string{"var<storage, read> a: array<E4>;", "let b15 = b_v(zb + c15 * p.RowB + k);", "let b3_2 = vec4<f32>(b12[2], b13[2], b14[2], b15[2]);", "acc7_3 += b3_3 * a7[3];"}},
 		{"matmul", map[string]any{"TM": 16, "TN": 16, "TransA": true, "TransB": false, "VecA": true, "VecB": true, "Flat": false, "VecO": true, "DotK": false, "Split": false},
 			[]string{"var<storage, read> a: array<E4>;", "var<storage, read_write> out: array<E4>;", "let av3 = a_v(za + k * (M / 4u) + ra3);", "v += out_v(q);"}},
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "Flat": false, "VecO": false, "DotK": true, "Split": false},
 			[]string{"var<storage, read> b: array<E4>;", "let a7 = a_v(za + r7 * (K / 4u) + k);"}},
 		// Split over k: flat and DotK, and a 2-D grid writing vec4s.
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "Flat": true, "VecO": false, "DotK": true, "Split": true},
-			[]string{"let part = zz % p[18];", "let z = p[6] + zz / p[18];", "for (var k = kLo / 4u; k < kHi / 4u; k++) {", "let zo = p[12] + z * M * N + part * p[20];", "let add = p[4] != 0u;"}},
+			[]string{"let part = zz % p.Parts;", "let z = p.Batch0 + zz / p.Parts;", "for (var k = kLo / 4u; k < kHi / 4u; k++) {", "let zo = p.OffOut + z * M * N + part * p.PartStride;", "let add = p.K0 != 0u;"}},
 		{"matmul", map[string]any{"TM": 16, "TN": 16, "TransA": false, "TransB": false, "VecA": false, "VecB": true, "Flat": false, "VecO": true, "DotK": false, "Split": true},
-			[]string{"let zz = gid.z;", "let kHi = min(p[5], kLo + p[19]);", "for (var k = kLo; k < kHi; k++) {", "set_out_v(q, v);"}},
-		{"matmul_sum", nil, []string{"v += part[s * p[0] + i];", "out[p[2] + i] = v;"}},
+			[]string{"let zz = gid.z;", "let kHi = min(p.K1, kLo + p.PartTerms);", "for (var k = kLo; k < kHi; k++) {", "set_out_v(q, v);"}},
+		{"matmul_sum", nil, []string{"v += part[s * p.N + i];", "out[p.Off + i] = v;"}},
 		{"matmul_tiled", map[string]any{"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "Spread": false, "TransA": false, "TransB": true, "HalfA": true, "HalfB": false, "Half": true, "VecO": false, "VecA": false, "VecB": false, "Pre": false, "Split": false},
-			[]string{"ra0 = a_at(za + r * K + k);", "return f32(b[i]);", "atomicAnd(&out[i >> 1u]", "let add = p[4] != 0u || p[13] != 0u;", "let c0 = col0 + lid.x * 4u + 0u;"}},
+			[]string{"ra0 = a_at(za + r * K + k);", "return f32(b[i]);", "atomicAnd(&out[i >> 1u]", "let add = p.K0 != 0u || p.Accumulate != 0u;", "let c0 = col0 + lid.x * 4u + 0u;"}},
 		// Packed float16 read by vec4s and written by vec4s.
 		{"matmul_tiled", map[string]any{"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4, "Spread": false, "TransA": false, "TransB": false, "HalfA": true, "HalfB": true, "Half": true, "VecO": true, "VecA": true, "VecB": true, "Pre": false, "Split": false},
 			[]string{"var<storage, read_write> out: array<vec2<u32>>;", "out[i] = vec2<u32>(pack_half2(v.xy), pack_half2(v.zw));", "return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));"}},
@@ -179,7 +179,7 @@ func TestSource(t *testing.T) {
 			[]string{"enable f16;", "var<storage, read> a4: array<E4>;", "var<storage, read> b: array<E>;", "var<storage, read_write> out: array<E>;", "out[i] = to_e(v);"}},
 		// Split over k (GPUs): the part from the grid's z, its terms and its place in out.
 		{"matmul_tiled", map[string]any{"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4, "Spread": false, "TransA": true, "TransB": false, "HalfA": false, "HalfB": false, "Half": false, "VecO": false, "VecA": false, "VecB": false, "Pre": false, "Split": true},
-			[]string{"let part = wid.z % p[18];", "let k1 = min(p[5], p[4] + (part + 1u) * p[19]);", "let z = p[6] + wid.z / p[18];", "let zo = p[12] + z * M * N + part * p[20];", "var k0 = p[4] + part * p[19];", "let add = p[4] != 0u;"}},
+			[]string{"let part = wid.z % p.Parts;", "let k1 = min(p.K1, p.K0 + (part + 1u) * p.PartTerms);", "let z = p.Batch0 + wid.z / p.Parts;", "let zo = p.OffOut + z * M * N + part * p.PartStride;", "var k0 = p.K0 + part * p.PartTerms;", "let add = p.K0 != 0u;"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "Half": false, "F16": true, "Add": true, "VecO": true}, []string{"enable f16;", "var<storage, read_write> out: array<E4>;", "out[i] = to_e4(v);", "return vec4<f32>(out[i]);"}},
 		{"window", with(win("im2col", false), "F16", true), []string{"enable f16;", "var<storage, read> x: array<E>;", "out[o + j] = to_e(v);"}},
 		{"window", win("im2col", false), []string{"fn tap", "out[o + j] = to_e(v);"}},
@@ -191,13 +191,13 @@ func TestSource(t *testing.T) {
 		{"window", cells(win("max_pool_grad", true)), []string{"best = arg_max(base, ci, cj);", "for (var b = 0u; b < SW; b += 2u) {",
 			"out[k / 2u] = pack_half2(vec2<f32>(select(0.0, gv, k == best), select(0.0, gv, k + 1u == best)));"}},
 		{"window", disjoint(win("max_pool_grad", true)), []string{"let oi = (y + PH) / SH;", "return select(0.0, g_at(win), arg_max(nc * H * W, oi, oj) == i);"}},
-		{"window", win("col2im", false), []string{"return p[2] * C * H * W;", "out[first() + i] = to_e(value(i));", "const KK = 6u;"}},
+		{"window", win("col2im", false), []string{"return p.N0 * C * H * W;", "out[first() + i] = to_e(value(i));", "const KK = 6u;"}},
 		{"window", win("avg_pool", true), []string{"return s / f32(KK);", "fn x_at"}},
 		{"window", pairs(win("max_pool", false)), []string{"var<storage, read> x: array<vec2<E>>;", "let v = vec2<f32>(x[k >> 1u]);", "best = k + 1u;", "return f32(x[i >> 1u][i & 1u]);"}},
 		{"window", pairs(cells(win("max_pool_grad", false))), []string{"var<storage, read> x: array<vec2<E>>;", "best = arg_max(base, ci, cj);"}},
-		{"conv_tex", map[string]any{"Stage": "pack"}, []string{"texture_storage_2d<rgba32float, write>", "let ty = udiv(e, p[7], p[10]);", "v.w = src_at(a + 3u * hw);", "return f32(src[i]);"}},
-		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": true}, []string{"v[r] = w_at((c * p[0] + f) * 9u + 9u - 1u - t);"}},
-		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": false}, []string{"v[r] = w_at((f * p[1] + c) * 9u + t);", "var<storage, read> w: array<E>;"}},
+		{"conv_tex", map[string]any{"Stage": "pack"}, []string{"texture_storage_2d<rgba32float, write>", "let ty = udiv(e, p.C4, p.MagicC4);", "v.w = src_at(a + 3u * hw);", "return f32(src[i]);"}},
+		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": true}, []string{"v[r] = w_at((c * p.F + f) * 9u + 9u - 1u - t);"}},
+		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": false}, []string{"v[r] = w_at((f * p.C + c) * 9u + t);", "var<storage, read> w: array<E>;"}},
 		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": true, "WX": 32, "WY": 2},
 			[]string{"@workgroup_size(32, 2, 1)", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "+ bias_at(f0 + 31u));", "out[i] = to_e(v);"}},
 		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": false, "WX": 64, "WY": 1},
@@ -205,12 +205,12 @@ func TestSource(t *testing.T) {
 		{"conv_tex", map[string]any{"Stage": "dw", "TM": 32, "TN": 16, "Taps": 9, "KW": 3},
 			[]string{"acc31_3 += x3 * y7[3];", "bs7 += y7;", "part[ob + (c + r) * 9u + t] = acc31_3[r];", "part[ob + row - 1u] = bs7[3];"}},
 	} {
-		src, err := Source(c.name, c.data)
+		src, err := Source(c.name, c.data, nil)
 		if err != nil {
 			t.Errorf("Source(%q): %v", c.name, err)
 			continue
 		}
-		if !strings.Contains(src, "// Parameters of this dispatch") || !strings.Contains(src, "@compute") {
+		if !strings.Contains(src, "fn linear_index") || !strings.Contains(src, "@compute") {
 			t.Errorf("Source(%q) lacks the prelude or an entry point", c.name)
 		}
 		for _, w := range c.want {
@@ -226,11 +226,11 @@ func TestSource(t *testing.T) {
 
 func TestSourceErrors(t *testing.T) {
 	for _, name := range []string{"nosuch", "prelude", "common"} {
-		if _, err := Source(name, nil); err == nil {
+		if _, err := Source(name, nil, nil); err == nil {
 			t.Errorf("Source(%q): no error", name)
 		}
 	}
-	if _, err := Source("unary", map[string]any{}); err == nil {
+	if _, err := Source("unary", map[string]any{}, nil); err == nil {
 		t.Errorf("Source with a missing template key: no error")
 	}
 }

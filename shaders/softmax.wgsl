@@ -3,7 +3,7 @@
 // workgroup of {{.W}} invocations a row of {{.Quads}} vec4s, each invocation holding
 // {{.V}} of them (row entries lid, lid + {{.W}}, …) in registers while the
 // workgroup reduces the row's {{if .Grad}}sum{{else}}maximum and sum{{end}} through workgroup memory: every
-// input is read once and every exponential taken once. p[0] = rows.
+// input is read once and every exponential taken once. p: device/webgpu's rowsParams.
 {{- if .Grad}}
 // From the forward output y and the upstream gradient dy: {{if .Log}}dy − exp(y)·Σ dy{{else}}y·(dy − Σ dy·y){{end}}.
 @group(0) @binding(1) var<storage, read> y: array<E4>;
@@ -28,7 +28,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}
 {{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
 
-{{template "row_main" dict "W" .W "Quads" .Quads "Sub" $sub}}
+{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" .Quads "Sub" $sub}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
@@ -105,8 +105,8 @@ var<workgroup> part: array<f32, {{.W}}>;
 // The softmax family: {{if .Log}}log_softmax{{else}}softmax{{end}}{{if .Grad}}'s gradient{{end}} along one axis, in two passes:
 // "stats" reduces each row to two numbers, one invocation per row, and
 // "apply" writes every element from them, one invocation per element{{if .Vec}}
-// (here vec4s){{end}}. A row is the axis's n elements at stride inner; p[0] =
-// rows (stats) or elements{{if .Vec}}/4{{end}} (apply), p[1] = n, p[2] = inner.
+// (here vec4s){{end}}. A row is the axis's p.N elements at stride p.Inner;
+// p.Count counts rows (stats) or elements{{if .Vec}}/4{{end}} (apply).
 // This pass: {{.Stage}}{{if .Vec}}, over vec4s (inner = 1, n a multiple of 4){{end}}.
 {{- $T := "f32"}}{{$S := "E"}}{{$V := ""}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{$V = "4"}}{{end}}
 {{- if .Grad}}
@@ -148,9 +148,9 @@ fn fold(acc: vec2<f32>, vm: f32, e_at: f32) -> vec2<f32> {
 {{- end}}
 
 {{- if eq .Stage "stats"}}
-{{template "main_1d"}}
-    let n = p[1];
-    let inner = p[2];
+{{template "main_1d" "p.Count"}}
+    let n = p.N;
+    let inner = p.Inner;
 {{- if .Vec}}
     let base = i * (n / 4u);
     let step = 1u;
@@ -235,7 +235,7 @@ fn value(i: u32, a: f32, b: f32) -> {{$T}} {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let i0 = linear_index(wid, nwg, lid, 256u) * {{.Unroll}}u;
-    if (i0 >= p[0]) {
+    if (i0 >= p.Count) {
         return;
     }
     let row = i0 / {{.Quads}}u;
@@ -251,11 +251,11 @@ fn elem(i: u32) {
 {{- if .Vec}}
     let row = i / {{.Quads}}u; // a constant: llvmpipe has no vector division
 {{- else}}
-    let row = (i / (p[1] * p[2])) * p[2] + i % p[2];
+    let row = (i / (p.N * p.Inner)) * p.Inner + i % p.Inner;
 {{- end}}
     out[i] = to_e{{$V}}(value(i, s1[row], {{$b}}));
 }
-{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
+{{template "main_unrolled" dict "Count" "p.Count" "N" .Unroll "Coalesce" .Coalesce}}
 {{- end}}
 {{- end}}
 {{- end}}

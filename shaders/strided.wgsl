@@ -1,7 +1,8 @@
-// The strided family: a strided copy, one invocation per element i < p[0]
-// of a shape of rank p[1] (p[2..10), magic numbers p[40..48)): with c the
-// coordinates of i, dst[p[27] + Σ c[k]·p[18 + k]] = src[p[26] + Σ c[k]·p[10 + k]], the
-// offsets found as broadcasting finds its operands'. The elements are
+// The strided family: a strided copy, one invocation per element i < p.N
+// of a shape of rank p.Rank (device/webgpu's broadcastParams): with c the
+// coordinates of i, dst[p.BOff + Σ c[k]·p.BStrides[k]] = src[p.AOff +
+// Σ c[k]·p.AStrides[k]], the offsets found as broadcasting finds its
+// operands'. The elements are
 // copied as bits: u32 words, so any 4-byte dtype goes{{if .F16}} (here f16
 // values, two bytes){{end}}{{if and .Half .VecDst}}; here float16
 // halves of words, an invocation per four halves of dst (a vec2<u32>, as
@@ -10,7 +11,7 @@
 // writing its half with atomics{{else if .Vec}}; here vec4s of them (the
 // innermost dimension contiguous in both, the shape, strides and offsets
 // counted in vec4s){{else if .VecDst}}; here an invocation per vec4 of
-// dst, whose rows (the innermost dimension, p[28] elements long,
+// dst, whose rows (the innermost dimension, p.Row elements long,
 // contiguous in both) start at multiples of 4 there though not in src:
 // the shape's innermost dimension, dst's strides and offset count vec4s,
 // src's innermost stride is 4, and a row's last vec4 keeps what dst held
@@ -36,15 +37,15 @@ fn half_at(s: u32) -> u32 {
 }
 {{- end}}
 
-{{template "main_1d"}}
+{{template "main_1d" "p.N"}}
     let off = broadcast_offsets(i);
 {{- if .VecDst}}
 {{- $l := add .Rank -1}}
-    let s = p[26] + off.x;
-    let d = p[27] + off.y;
+    let s = p.AOff + off.x;
+    let d = p.BOff + off.y;
     // The elements of this vec4 in the row: 4, or fewer at its end.
-    let q = i - udiv(i, p[{{add 2 $l}}], p[{{add 40 $l}}]) * p[{{add 2 $l}}];
-    let m = p[28] - 4u * q;
+    let q = i - udiv(i, p.Shape[{{$l}}], p.Magic[{{$l}}]) * p.Shape[{{$l}}];
+    let m = p.Row - 4u * q;
 {{- if .Half}}
     // Four halves, or fewer at the row's end (dst's others kept).
     if (m >= 4u) {
@@ -76,13 +77,13 @@ fn half_at(s: u32) -> u32 {
     }
 {{- end}}
 {{- else if .Half}}
-    let s = p[26] + off.x;
+    let s = p.AOff + off.x;
     let h = half_at(s);
-    let d = p[27] + off.y;
+    let d = p.BOff + off.y;
     let shift = (d & 1u) * 16u;
     atomicAnd(&dst[d >> 1u], ~(0xffffu << shift));
     atomicOr(&dst[d >> 1u], h << shift);
 {{- else}}
-    dst[p[27] + off.y] = src[p[26] + off.x];
+    dst[p.BOff + off.y] = src[p.AOff + off.x];
 {{- end}}
 }

@@ -1,5 +1,5 @@
 // The unary family: elementwise functions of one operand x with scalar
-// parameters a and b (p[1] and p[2]). op_NAME(x, a, b) is the function named
+// parameters a and b (p.A and p.B: device/webgpu's unaryParams). op_NAME(x, a, b) is the function named
 // NAME in package device; op_NAME_grad(x, g, a, b) is g times its
 // derivative at x. The kernel at the end applies op_{{.Fn}}{{if .Grad}}_grad{{end}} to every
 // element, mapping NaN to NaN.
@@ -311,7 +311,7 @@ fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 
 {{template "math"}}
 
-// The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over {{if .Vec}}vec4s{{else}}scalars{{end}}; p[0] = count.
+// The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over {{if .Vec}}vec4s{{else}}scalars{{end}}; p.N items.
 fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(op_{{.Fn}}{{if .Grad}}_grad(x, g, a, b){{else}}(x, a, b){{end}}, x, is_nan(x));
 }
@@ -327,7 +327,7 @@ fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
 {{- if .Half}}
 
 // float16 storage: each u32 word holds two values, unpacked to f32, and
-// the results packed back (p[0] counts words{{if .Vec}} in vec4s{{end}}).
+// the results packed back (p.N counts words{{if .Vec}} in vec4s{{end}}).
 {{- if .Vec}} By vec4s of words
 // the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
 // vector arithmetic: on llvmpipe unpack2x16float and pack2x16float took a
@@ -352,8 +352,8 @@ fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
 fn elem(i: u32) {
     let x = x_in[i];
 {{- if .Vec}}
-    let a = pf(1u);
-    let b = pf(2u);
+    let a = p.A;
+    let b = p.B;
 {{- if .Grad}}
     let g = g_in[i];
     let lo = apply4(half4_to_f32(x), half4_to_f32(g), a, b);
@@ -365,7 +365,7 @@ fn elem(i: u32) {
     out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));
 {{- else}}
     let g = {{if .Grad}}g_in[i]{{else}}{{$S}}(0u){{end}};
-    out[i] = apply2(x, g, pf(1u), pf(2u));
+    out[i] = apply2(x, g, p.A, p.B);
 {{- end}}
 }
 {{- else}}
@@ -377,7 +377,7 @@ fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
 {{- end}}
 
 fn elem(i: u32) {
-    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}({{$T}}(x_in[i]), {{if .Grad}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}, pf(1u), pf(2u)));
+    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}({{$T}}(x_in[i]), {{if .Grad}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}, p.A, p.B));
 }
 {{- end}}
-{{template "main_unrolled" dict "N" .Unroll "Coalesce" .Coalesce}}
+{{template "main_unrolled" dict "Count" "p.N" "N" .Unroll "Coalesce" .Coalesce}}

@@ -1,54 +1,53 @@
-// Kernels that write a buffer in place, over {{.T}} elements; p[0] = count.
+// Kernels that write a buffer in place, over p.N elements of {{.T}}; p:
+// device/webgpu's fillParams, arangeParams, sgdParams, adamParams or
+// axpyParams.
 {{- if eq .Op "fill"}}
-// fill: every element gets the bits p[1] (f32 or i32).
+// fill: every element gets the bits p.Bits (f32 or i32).
 @group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
 
-{{template "main_1d"}}
-    out[i] = {{.T}}(p[1]);
+{{template "main_1d" "p.N"}}
+    out[i] = {{.T}}(p.Bits);
 }
 {{- else if eq .Op "arange"}}
-// arange: element i is start + i·step; p[1], p[2] hold start and step
-// (f32 bits, or i32 bits for i32).
+// arange: element i is start + i·step, p.Start and p.Step (f32 bits, or
+// i32 bits for i32).
 @group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
 
-{{template "main_1d"}}
+{{template "main_1d" "p.N"}}
 {{- if eq .T "i32"}}
-    out[i] = bitcast<i32>(p[1]) + i32(i) * bitcast<i32>(p[2]);
+    out[i] = bitcast<i32>(p.Start) + i32(i) * bitcast<i32>(p.Step);
 {{- else}}
-    out[i] = pf(1u) + f32(i) * pf(2u);
+    out[i] = bitcast<f32>(p.Start) + f32(i) * bitcast<f32>(p.Step);
 {{- end}}
 }
 {{- else if eq .Op "sgd"}}
-// sgd: one step of PyTorch's SGD; p[1] = lr, p[2] = weight decay,
-// p[3] = momentum, p[4] = dampening (f32 bits).
+// sgd: one step of PyTorch's SGD.
 @group(0) @binding(1) var<storage, read> grad: array<{{.T}}>;
 @group(0) @binding(2) var<storage, read_write> param: array<{{.T}}>;
 {{- if .Momentum}}
 @group(0) @binding(3) var<storage, read_write> buf: array<{{.T}}>;
 {{- end}}
 
-{{template "main_1d"}}
+{{template "main_1d" "p.N"}}
     let w = param[i];
-    var g = grad[i] + pf(2u) * w;
+    var g = grad[i] + p.WeightDecay * w;
 {{- if .Momentum}}
 {{- if .First}}
     let b = g;
 {{- else}}
-    let b = pf(3u) * buf[i] + (1.0 - pf(4u)) * g;
+    let b = p.Momentum * buf[i] + (1.0 - p.Dampening) * g;
 {{- end}}
     buf[i] = b;
 {{- if .Nesterov}}
-    g = g + pf(3u) * b;
+    g = g + p.Momentum * b;
 {{- else}}
     g = b;
 {{- end}}
 {{- end}}
-    param[i] = w - pf(1u) * g;
+    param[i] = w - p.LR * g;
 }
 {{- else if eq .Op "adam"}}
-// adam: one step of PyTorch's Adam{{if .Decoupled}}W{{end}}{{if .AMSGrad}} with AMSGrad{{end}}; p[1] = lr,
-// p[2] = weight decay, p[3] = β1, p[4] = β2, p[5] = ε, p[6] = lr/(1 − β1ᵗ),
-// p[7] = √(1 − β2ᵗ) (f32 bits).
+// adam: one step of PyTorch's Adam{{if .Decoupled}}W{{end}}{{if .AMSGrad}} with AMSGrad{{end}}.
 @group(0) @binding(1) var<storage, read> grad: array<{{.T}}>;
 @group(0) @binding(2) var<storage, read_write> param: array<{{.T}}>;
 @group(0) @binding(3) var<storage, read_write> m: array<{{.T}}>;
@@ -57,30 +56,30 @@
 @group(0) @binding(5) var<storage, read_write> vmax: array<{{.T}}>;
 {{- end}}
 
-{{template "main_1d"}}
+{{template "main_1d" "p.N"}}
     var w = param[i];
 {{- if .Decoupled}}
-    w = w * (1.0 - pf(1u) * pf(2u));
+    w = w * (1.0 - p.LR * p.WeightDecay);
     let g = grad[i];
 {{- else}}
-    let g = grad[i] + pf(2u) * w;
+    let g = grad[i] + p.WeightDecay * w;
 {{- end}}
-    let mi = pf(3u) * m[i] + (1.0 - pf(3u)) * g;
-    var vi = pf(4u) * v[i] + (1.0 - pf(4u)) * g * g;
+    let mi = p.Beta1 * m[i] + (1.0 - p.Beta1) * g;
+    var vi = p.Beta2 * v[i] + (1.0 - p.Beta2) * g * g;
     m[i] = mi;
     v[i] = vi;
 {{- if .AMSGrad}}
     vi = max(vmax[i], vi);
     vmax[i] = vi;
 {{- end}}
-    param[i] = w - pf(6u) * mi / (sqrt(vi) / pf(7u) + pf(5u));
+    param[i] = w - p.StepSize * mi / (sqrt(vi) / p.Bias2Root + p.Eps);
 }
 {{- else}}
-// axpy: out += alpha·x, alpha = p[1] (f32 bits), computed in {{.W}}.
+// axpy: out += p.Alpha·x, computed in {{.W}}.
 @group(0) @binding(1) var<storage, read> x: array<{{.T}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<{{.T}}>;
 
-{{template "main_1d"}}
-    out[i] = to_e{{.V}}({{.W}}(out[i]) + pf(1u) * {{.W}}(x[i]));
+{{template "main_1d" "p.N"}}
+    out[i] = to_e{{.V}}({{.W}}(out[i]) + p.Alpha * {{.W}}(x[i]));
 }
 {{- end}}

@@ -2,9 +2,10 @@
 // im2col and col2im, max and average pooling and their gradients). The
 // kernel is {{.Op}}; value(i) is output element i, gathered from what it
 // needs, so no two invocations write one element: one invocation per
-// output element i < p[0]{{if .Half}}, or here, on float16 storage, one per
-// output word (two elements, p[3] of them in all){{end}}.
-// p[1] = N, p[2] = N0 (first image of x for im2col, of out for col2im).
+// output element i < p.Items{{if .Half}}, or here, on float16 storage, one per
+// output word (two elements, p.Elems of them in all){{end}}.
+// p: device/webgpu's windowParams; p.N0 is the first image of x for
+// im2col, of out for col2im.
 // The geometry is specialised into constants, which turns its divisions
 // into multiplications (llvmpipe has no vector integer division). The
 // window (oi, oj)'s tap (a, b) reads the pixel
@@ -151,7 +152,7 @@ fn value(i: u32) -> f32 {
     if (!inside(q)) {
         return 0.0;
     }
-    return x_at(((p[2] * C + rw.x) * H + u32(q.x)) * W + u32(q.y));
+    return x_at(((p.N0 * C + rw.x) * H + u32(q.x)) * W + u32(q.y));
 {{- else if or (eq .Op "max_pool") (eq .Op "avg_pool")}}
     // out (N, C, OH, OW)
     let oj = i % OW;
@@ -223,16 +224,16 @@ fn value(i: u32) -> f32 {
 
 // Where this dispatch's output starts in out, in elements.
 fn first() -> u32 {
-    return {{if eq .Op "col2im"}}p[2] * C * H * W{{else}}0u{{end}};
+    return {{if eq .Op "col2im"}}p.N0 * C * H * W{{else}}0u{{end}};
 }
 
-{{template "main_1d"}}
+{{template "main_1d" "p.Items"}}
 {{- if and .Half (not .Cells)}}
     // Output word i: elements 2i and 2i + 1 (the second, past the end,
     // is the word's padding); first() is even.
     let e = 2u * i;
     var hi = 0.0;
-    if (e + 1u < p[3]) {
+    if (e + 1u < p.Elems) {
         hi = value(e + 1u);
     }
     out[first() / 2u + i] = pack_half2(vec2<f32>(value(e), hi));
@@ -301,7 +302,7 @@ fn first() -> u32 {
         }
         return;
     }
-    let row = ((p[2] * C + nc) * H + u32(q.x)) * W;
+    let row = ((p.N0 * C + nc) * H + u32(q.x)) * W;
     for (var j = 0u; j < OW; j++) {
         let xx = q.y + i32(j * SW);
         var v = 0.0;

@@ -68,7 +68,7 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 	if mask != nil {
 		m = d.buf(mask)
 	}
-	p := attnParams(a, attnRows)
+	p := attnParamsOf(a, attnRows)
 	if parts == 1 {
 		d.run(kr, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(out), d.buf(stats))
 		return
@@ -80,10 +80,10 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 		return
 	}
 	defer d.free(part)
-	p[0], p[15], p[16] = uint32(parts*rows), uint32(chunk), uint32(rows)
+	p.Invocations, p.Chunk, p.ChunkInvocations = uint32(parts*rows), uint32(chunk), uint32(rows)
 	d.run(kr, groupsOf(parts*rows, 64), p, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(stats))
 	kc := d.attnKernel("combine", dt, a, 1, false, flags(5, 2))
-	d.run(kc, groupsOf(rows, 64), []uint32{uint32(rows), uint32(parts)}, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(out), d.buf(stats))
+	d.run(kc, groupsOf(rows, 64), attnParams{Invocations: uint32(rows), Chunks: uint32(parts)}, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(out), d.buf(stats))
 }
 
 // AttentionGrad sets dq, dk and dv to Attention's gradients
@@ -123,8 +123,8 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 	dt := d.buf(q).dt
 	attnRows, attnGradRows := d.attnBlocking()
 	kd := d.attnKernel("delta", dt, a, 1, false, flags(6, 1))
-	p := attnParams(a, 1)
-	p[0] = uint32(a.Batch * a.Lq)
+	p := attnParamsOf(a, 1)
+	p.Invocations = uint32(a.Batch * a.Lq)
 	d.run(kd, groupsOf(a.Batch*a.Lq, 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(o), d.buf(stats))
 	qParts, qChunk := d.attnSplit(dt, a.Batch*a.Lq, a.Lk)
 	kvParts, kvChunk := d.attnSplit(dt, a.Batch*a.Lk, a.Lq)
@@ -133,7 +133,7 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 	if !d.rowLimit(kq, a.Lk) || !d.rowLimit(kkv, a.Lq) {
 		return nil
 	}
-	p = attnParams(a, attnRows)
+	p = attnParamsOf(a, attnRows)
 	if qParts == 1 {
 		d.run(kq, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(dq))
 	} else {
@@ -142,8 +142,8 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 		if part == nil {
 			return nil
 		}
-		p[0], p[15], p[16] = uint32(qParts*a.Batch*a.Lq), uint32(qChunk), uint32(a.Batch*a.Lq)
-		d.run(kq, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
+		p.Invocations, p.Chunk, p.ChunkInvocations = uint32(qParts*a.Batch*a.Lq), uint32(qChunk), uint32(a.Batch*a.Lq)
+		d.run(kq, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
 		d.sumParts(d.buf(dq), part, n, qParts, 0, false)
 		d.free(part)
 	}
@@ -151,10 +151,10 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 	if kv == nil {
 		return nil
 	}
-	p = attnParams(a, attnGradRows)
-	p[0], p[1] = uint32(a.Batch*groupsOf(a.Lk, attnGradRows)), uint32(groupsOf(a.Lk, attnGradRows))
+	p = attnParamsOf(a, attnGradRows)
+	p.Invocations, p.Blocks = uint32(a.Batch*groupsOf(a.Lk, attnGradRows)), uint32(groupsOf(a.Lk, attnGradRows))
 	if kvParts == 1 {
-		d.run(kkv, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), kv)
+		d.run(kkv, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), kv)
 		return kv
 	}
 	n := a.Batch * a.Lk * (a.D + a.DV)
@@ -164,9 +164,9 @@ func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a 
 		return nil
 	}
 	defer d.free(part)
-	p[15], p[16] = uint32(kvChunk), p[0]
-	p[0] *= uint32(kvParts)
-	d.run(kkv, groupsOf(int(p[0]), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
+	p.Chunk, p.ChunkInvocations = uint32(kvChunk), p.Invocations
+	p.Invocations *= uint32(kvParts)
+	d.run(kkv, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
 	d.sumParts(kv, part, n, kvParts, 0, false)
 	return kv
 }
@@ -194,7 +194,7 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 	if !d.rowLimit(k1, a.Lk) {
 		return
 	}
-	d.run(k1, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), attnParams(a, attnRows), d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(ds))
+	d.run(k1, groupsOf(a.Batch*groupsOf(a.Lq, attnRows), 64), attnParamsOf(a, attnRows), d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(ds))
 }
 
 // attnKernel returns the attention family's kernel of a stage.
@@ -213,16 +213,37 @@ func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpe
 		Causal: a.Causal, Drop: drop, F16: st.native(), Split: split, Align: !d.loopLimited}, writable...)
 }
 
-// attnParams returns the attention family's parameter words, for
+// attnParamsOf returns the attention family's parameters, for
 // invocations of rows query rows each.
-func attnParams(a device.AttentionSpec, rows int) []uint32 {
+func attnParamsOf(a device.AttentionSpec, rows int) attnParams {
 	blocks := groupsOf(a.Lq, rows)
-	p := []uint32{uint32(a.Batch * blocks), uint32(blocks), uint32(a.Lq), uint32(a.Lk), f32bits(a.Scale),
-		uint32(a.MaskStride[0]), uint32(a.MaskStride[1]), uint32(a.MaskStride[2]), uint32(a.MaskStride[3]),
-		uint32(a.Heads), uint32(a.Seed), uint32(a.Seed >> 32), device.DropThreshold(a.Dropout), f32bits(1 / (1 - a.Dropout)), uint32(rows),
-		0, 0} // p[15], p[16]: a split's (attnSplit)
-	return p
+	return attnParams{Invocations: uint32(a.Batch * blocks), Blocks: uint32(blocks), Lq: uint32(a.Lq), Lk: uint32(a.Lk), Scale: float32(a.Scale),
+		MaskStride: [4]uint32{uint32(a.MaskStride[0]), uint32(a.MaskStride[1]), uint32(a.MaskStride[2]), uint32(a.MaskStride[3])},
+		Heads:      uint32(a.Heads), Seed: [2]uint32{uint32(a.Seed), uint32(a.Seed >> 32)},
+		DropThreshold: device.DropThreshold(a.Dropout), DropScale: float32(1 / (1 - a.Dropout)), Rows: uint32(rows)}
 }
+
+// attnParams are the attention family's parameters (shaders/attention.wgsl
+// reads them as p), but stage combine's.
+type attnParams struct {
+	Invocations uint32    // of this dispatch
+	Blocks      uint32    // blocks of Rows queries (keys, for dk and dv) a batch
+	Lq, Lk      uint32    // queries and keys
+	Scale       float32   // of q·kᵀ
+	MaskStride  [4]uint32 // the mask's strides: outer batch, heads, query, key
+	Heads       uint32
+	Seed        [2]uint32 // dropout's seed, low half first
+	// Dropout: a probability below DropThreshold (device.DropThreshold)
+	// is kept, scaled by DropScale, 1/(1 − dropout).
+	DropThreshold uint32
+	DropScale     float32
+	Rows          uint32 // the queries (keys, for dk and dv) an invocation takes
+	// Split: the keys (queries) of a chunk, the invocations a chunk, and
+	// the chunks a row (stage combine, an invocation a row).
+	Chunk, ChunkInvocations, Chunks uint32
+}
+
+func (attentionSpec) params() any { return attnParams{} }
 
 // present returns the buffers that are not nil.
 func present(bufs ...device.Buffer) []device.Buffer {

@@ -38,7 +38,8 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 	st := d.storeOf(x.dt)
 	k := d.kernelOf(convTexSpec{Stage: "pack", F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
-		[]uint32{uint32(w), uint32(h), uint32(c), uint32(wp), uint32(hp), uint32(pw), uint32(ph), uint32(c4), uint32(rows), uint32(n0 * c * h * w), magic(c4), magic(hp)},
+		convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), C4: uint32(c4),
+			Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicC4: magic(c4), MagicHp: magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
 }
@@ -55,7 +56,7 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 	v := t.view
 	st := d.storeOf(w.dt)
 	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, F16: st.native()}, storageRO, textureOut)
-	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, []uint32{uint32(f), uint32(c), uint32(row)},
+	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, convWPackParams{F: uint32(f), C: uint32(c), Texels: uint32(row)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: w.b, Size: w.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
 }
@@ -124,8 +125,8 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
 	}
 	d.dispatchEntries(k, uint32(groupsOf(pix, convTN*wx)), uint32(groupsOf(f, convTM*wy)), 1,
-		[]uint32{uint32(f), uint32(pix), uint32(ow), uint32(ohw), uint32(g.SW), uint32(g.SH), uint32(g.DW), uint32(g.DH),
-			uint32(wp), uint32(hp), uint32(k4), uint32(off)}, entries)
+		convFwdParams{F: uint32(f), P: uint32(pix), OW: uint32(ow), OHW: uint32(ohw), SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH),
+			Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off)}, entries)
 }
 
 // Conv2d sets out (N, F, OH, OW) to the convolution of the images x (N,
@@ -301,8 +302,9 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 			return
 		}
 		d.dispatchEntries(k, gx0, gy0, 1,
-			[]uint32{uint32(f), uint32(g.C), uint32(k4), uint32(ow), uint32(oh), uint32(pl.per), uint32(nb * oh), uint32(g.SW), uint32(g.SH), uint32(g.DW), uint32(g.DH),
-				uint32(wp), uint32(hp), uint32(wq), uint32(hq), uint32(t.PW), uint32(t.PH), uint32(first)},
+			convDWParams{F: uint32(f), C: uint32(g.C), K4: uint32(k4), OW: uint32(ow), OH: uint32(oh), RowsPerSplit: uint32(pl.per), Rows: uint32(nb * oh),
+				SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH), Wp: uint32(wp), Hp: uint32(hp),
+				GyWp: uint32(wq), GyHp: uint32(hq), GyPW: uint32(t.PW), GyPH: uint32(t.PH), Split0: uint32(first)},
 			[]wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: yv}, {Binding: 3, Buffer: part.b, Size: part.bindSize()}})
 		first += s
 		if gx != nil {
@@ -312,4 +314,47 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 	if pl.splits > 1 {
 		d.reduce(device.Sum, o, part, []axis{{f * row, 1}}, []axis{{pl.splits, f * row}}, 1)
 	}
+}
+
+// convPackParams are conv_tex's stage pack's parameters: Rows (N·C4·Hp)
+// rows of C4 channel quads of images W×H of C channels, from Src, into
+// texels Wp×Hp an image and quad, with borders of PW columns and PH rows;
+// MagicC4 and MagicHp are C4's and Hp's magic numbers (udiv).
+type convPackParams struct {
+	W, H, C, Wp, Hp, PW, PH, C4, Rows, Src uint32
+	MagicC4, MagicHp                       uint32
+}
+
+// convWPackParams are stage wpack's: F filters of C channels, Texels
+// (C4·KH·KW) a row.
+type convWPackParams struct{ F, C, Texels uint32 }
+
+// convFwdParams are stage fwd's: F filters over P output pixels (N·OH·OW;
+// OW a row, OHW an image) with strides SW, SH and dilations DW, DH, from
+// images Wp×Hp texels (borders included) and filters of Texels
+// (C4·KH·KW) texels, into out at Out.
+type convFwdParams struct {
+	F, P, OW, OHW, SW, SH, DW, DH, Wp, Hp, Texels, Out uint32
+}
+
+// convDWParams are stage dw's: F filters of C channels, K4 (C4·KH·KW)
+// columns, over output pixels OW×OH with strides SW, SH and dilations
+// DW, DH, Rows (images·OH) rows in splits of RowsPerSplit, the first of
+// this dispatch Split0; x's texture is Wp×Hp texels an image, gy's GyWp×GyHp
+// with borders of GyPW columns and GyPH rows.
+type convDWParams struct {
+	F, C, K4, OW, OH, RowsPerSplit, Rows, SW, SH, DW, DH uint32
+	Wp, Hp, GyWp, GyHp, GyPW, GyPH, Split0               uint32
+}
+
+func (s convTexSpec) params() any {
+	switch s.Stage {
+	case "pack":
+		return convPackParams{}
+	case "wpack":
+		return convWPackParams{}
+	case "fwd":
+		return convFwdParams{}
+	}
+	return convDWParams{}
 }

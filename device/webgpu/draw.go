@@ -15,8 +15,19 @@ func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device
 	defer d.mu.Unlock()
 	name := drawNames[op]
 	k := d.kernel(drawSpec{Op: name}, flags(2, 1)...)
-	params := []uint32{uint32(p.W), uint32(p.H), uint32(p.X), uint32(p.Y), uint32(p.RW), uint32(p.RH), p.Color,
-		uint32(p.N), uint32(p.IH), uint32(p.IW), uint32(p.Cols), uint32(p.Border), uint32(max(p.Zoom, 1)),
-		f32bits(p.Lo), f32bits(p.Hi), uint32(max(p.Thick, 1)), uint32(p.GW), uint32(p.GH)}
+	params := drawParams{W: uint32(p.W), H: uint32(p.H), X: uint32(p.X), Y: uint32(p.Y), RW: uint32(p.RW), RH: uint32(p.RH), Color: p.Color,
+		N: uint32(p.N), IH: uint32(p.IH), IW: uint32(p.IW), Cols: uint32(p.Cols), Border: uint32(p.Border), Zoom: uint32(max(p.Zoom, 1)),
+		Lo: float32(p.Lo), Hi: float32(p.Hi), Thick: uint32(max(p.Thick, 1)), GW: uint32(p.GW), GH: uint32(p.GH)}
 	d.run(k, groupsOf(p.RW*p.RH, 256), params, d.buf(src), d.buf(aux), d.buf(canvas))
 }
+
+// drawParams are the draw family's parameters (shaders/draw.wgsl):
+// device.Paint's fields, Zoom and Thick at least 1.
+type drawParams struct {
+	W, H, X, Y, RW, RH, Color     uint32
+	N, IH, IW, Cols, Border, Zoom uint32
+	Lo, Hi                        float32
+	Thick, GW, GH                 uint32
+}
+
+func (drawSpec) params() any { return drawParams{} }

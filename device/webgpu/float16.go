@@ -49,16 +49,16 @@ func (d *Device) convert(o, s *buffer) {
 			// cast to float16 at 0.45–0.57 Gelem/s (the scalar kernel:
 			// 0.26–0.31) and to float32 at 0.60–0.62 (0.13–0.16).
 			k := d.kernel(castSpec{ToHalf: half, Vec: true}, false, true)
-			d.run(k, groupsOf(o.n/8, 256), []uint32{uint32(o.n / 8)}, s, o)
+			d.run(k, groupsOf(o.n/8, 256), castParams{Count: uint32(o.n / 8)}, s, o)
 			return
 		}
 		k := d.kernel(castSpec{ToHalf: half}, false, true)
 		if half {
 			words := (o.n + 1) / 2
-			d.run(k, groupsOf(words, 256), []uint32{uint32(words), uint32(o.n)}, s, o)
+			d.run(k, groupsOf(words, 256), castParams{Count: uint32(words), Values: uint32(o.n)}, s, o)
 			return
 		}
-		d.run(k, groupsOf(o.n, 256), []uint32{uint32(o.n)}, s, o)
+		d.run(k, groupsOf(o.n, 256), castParams{Count: uint32(o.n)}, s, o)
 	default:
 		d.fail(fmt.Errorf("webgpu: Convert from %v to %v: the device converts between float32 and float16", s.dt, o.dt))
 	}
@@ -139,3 +139,9 @@ func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.B
 	}
 	return true
 }
+
+// castParams are the cast family's parameters (shaders/cast.wgsl): Count
+// invocations' items (vec4 pairs, words or values) of Values values.
+type castParams struct{ Count, Values uint32 }
+
+func (castSpec) params() any { return castParams{} }

@@ -3,8 +3,6 @@
 package webgpu
 
 import (
-	"slices"
-
 	"github.com/extensor/extensor/device"
 )
 
@@ -25,7 +23,8 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	case rowsForm:
 		n, w = t.N*t.K, t.K
 	}
-	d.run(k, groupsOf(n, 256), []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(w), 0, 0, b2u(t.Ignoring), uint32(t.IgnoreIndex)},
+	d.run(k, groupsOf(n, 256), gatherParams{N: uint32(t.N), C: uint32(t.C), Scale: float32(t.Scale), Site: d.site(t.Site), Width: uint32(w),
+		Ignoring: b2u(t.Ignoring), IgnoreIndex: int32(t.IgnoreIndex)},
 		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
 }
 
@@ -47,12 +46,13 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	st := d.storeOf(d.buf(g).dt)
 	rowsForm := t.K > 0 && !t.Table
 	k := d.kernel(gatherSpec{Grad: true, Table: t.Table, Rows: rowsForm, F16: st.native()}, flags(2, 2)...)
-	p := []uint32{uint32(t.N), uint32(t.C), f32bits(t.Scale), d.site(t.Site), uint32(t.D), 0, 0, b2u(t.Ignoring), uint32(t.IgnoreIndex)}
+	p := gatherParams{N: uint32(t.N), C: uint32(t.C), Scale: float32(t.Scale), Site: d.site(t.Site), Width: uint32(t.D),
+		Ignoring: b2u(t.Ignoring), IgnoreIndex: int32(t.IgnoreIndex)}
 	if rowsForm {
 		if !d.rowLimit(k, t.K) {
 			return
 		}
-		p[4] = uint32(t.K)
+		p.Width = uint32(t.K)
 		d.run(k, groupsOf(t.N*t.C, 256), p, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 		return
 	}
@@ -61,8 +61,24 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 		return
 	}
 	for i0 := 0; i0 < max(t.N, 1); i0 += maxLoop {
-		q := slices.Clone(p)
-		q[5], q[6] = uint32(i0), uint32(min(t.N, i0+maxLoop))
+		q := p
+		q.I0, q.I1 = uint32(i0), uint32(min(t.N, i0+maxLoop))
 		d.run(k, groupsOf(t.D*((t.C+tableRows-1)/tableRows), 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 	}
 }
+
+// gatherParams are the gather family's parameters (shaders/gather.wgsl):
+// N rows of indices into C classes (rows of a table), scaled by Scale,
+// reported at Site; Width is the table's row width (the rows form: the
+// indices a row); the table form's gradient sums the indices in [I0, I1);
+// an index equal to IgnoreIndex is ignored where Ignoring ≠ 0.
+type gatherParams struct {
+	N, C        uint32
+	Scale       float32
+	Site, Width uint32
+	I0, I1      uint32
+	Ignoring    uint32
+	IgnoreIndex int32
+}
+
+func (gatherSpec) params() any { return gatherParams{} }

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -22,7 +23,8 @@ var zeroSlot [paramSlot]byte
 
 // kernel is a compiled compute pipeline with its bind group layout.
 type kernel struct {
-	name     string // specName of its specialisation
+	name     string       // specName of its specialisation
+	params   reflect.Type // its parameter struct
 	module   *wgpu.ShaderModule
 	layout   *wgpu.BindGroupLayout
 	playout  *wgpu.PipelineLayout
@@ -42,6 +44,23 @@ func (k *kernel) release() {
 	if k.module != nil {
 		k.module.Release()
 	}
+}
+
+// encoded are a kernel's parameters encoded as words (runItems's chunks).
+type encoded []uint32
+
+// words returns a dispatch's parameters as words: params, the kernel's
+// parameter struct, encoded (shaders.Words), or encoded already.
+// Parameters of another type than the kernel's are a programmer's error,
+// and panic.
+func (k *kernel) words(params any) []uint32 {
+	if w, ok := params.(encoded); ok {
+		return w
+	}
+	if t := reflect.TypeOf(params); t != k.params {
+		panic(fmt.Sprintf("webgpu: kernel %s given parameters of type %v; it reads %v", k.name, t, k.params))
+	}
+	return shaders.Words(params)
 }
 
 // kernel returns the pipeline of s's family specialised with s.
@@ -106,14 +125,15 @@ func (d *Device) kernelOf(s spec, kinds ...bindKind) *kernel {
 }
 
 func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) {
-	src, err := shaders.Source(s.family(), s)
+	params := s.params()
+	src, err := shaders.Source(s.family(), s, params)
 	if err != nil {
 		return nil, err
 	}
 	if d.enableSubgroups && strings.Contains(src, "subgroup") {
 		src = "enable subgroups;\n" + src // WebGPU's feature (browsers); wgpu's native one takes no line
 	}
-	k := &kernel{name: key}
+	k := &kernel{name: key, params: reflect.TypeOf(params)}
 	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
 		Label:      key,
 		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
@@ -195,7 +215,7 @@ func grid(groups int) (x, y uint32, err error) {
 }
 
 // run records a 1-D dispatch of groups workgroups, spread over x and y.
-func (d *Device) run(k *kernel, groups int, params []uint32, bufs ...*buffer) {
+func (d *Device) run(k *kernel, groups int, params any, bufs ...*buffer) {
 	if k == nil || groups == 0 {
 		return
 	}
@@ -207,29 +227,33 @@ func (d *Device) run(k *kernel, groups int, params []uint32, bufs ...*buffer) {
 	d.dispatch(k, x, y, params, bufs...)
 }
 
-// runItems records an elementwise kernel over p[0] items of itemBytes
-// bytes each, the same item i of every buffer, perInv items an
+// runItems records an elementwise kernel over items of itemBytes bytes
+// each, as many as its parameters' first field (or word) counts, the same item i of every buffer, perInv items an
 // invocation. Buffers larger than the binding limit are bound a chunk
 // at a time, at offsets, one dispatch per chunk.
-func (d *Device) runItems(k *kernel, perInv, itemBytes int, params []uint32, bufs ...*buffer) {
-	items := int(params[0])
+func (d *Device) runItems(k *kernel, perInv, itemBytes int, params any, bufs ...*buffer) {
+	if k == nil {
+		return
+	}
+	words := k.words(params)
+	items := int(words[0])
 	limit := d.limits.MaxStorageBufferBindingSize
 	large := false
 	for _, b := range bufs {
 		large = large || b.bindSize() > limit
 	}
 	if !large {
-		d.run(k, groupsOf(groupsOf(items, perInv), 256), params, bufs...)
+		d.run(k, groupsOf(groupsOf(items, perInv), 256), encoded(words), bufs...)
 		return
 	}
 	// Chunks start at offsets aligned for storage bindings, and at
 	// multiples of perInv items.
 	align := max(uint64(d.limits.MinStorageBufferOffsetAlignment), 256)
 	chunk := int(limit/align*align) / itemBytes / perInv * perInv
-	p := slices.Clone(params)
+	p := slices.Clone(words)
 	for start := 0; start < items; start += chunk {
 		count := min(chunk, items-start)
-		p[0] = uint32(count)
+		p[0] = uint32(count) // the first field counts the items
 		off := uint64(start) * uint64(itemBytes)
 		entries := make([]wgpu.BindGroupEntry, len(bufs))
 		for i, b := range bufs {
@@ -241,7 +265,7 @@ func (d *Device) runItems(k *kernel, perInv, itemBytes int, params []uint32, buf
 			d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
 			return
 		}
-		d.dispatchEntries(k, x, y, 1, p, entries)
+		d.dispatchEntries(k, x, y, 1, encoded(p), entries)
 	}
 }
 
@@ -273,12 +297,12 @@ func (d *Device) paramSlot(params []uint32) uint32 {
 
 // dispatch records one dispatch of k over an x×y grid of workgroups, with
 // its parameters in the batch's parameter buffer.
-func (d *Device) dispatch(k *kernel, x, y uint32, params []uint32, bufs ...*buffer) {
+func (d *Device) dispatch(k *kernel, x, y uint32, params any, bufs ...*buffer) {
 	d.dispatch3(k, x, y, 1, params, bufs...)
 }
 
 // dispatch3 is dispatch over a grid of x×y×z workgroups.
-func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*buffer) {
+func (d *Device) dispatch3(k *kernel, x, y, z uint32, params any, bufs ...*buffer) {
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
@@ -292,10 +316,11 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params []uint32, bufs ...*
 
 // dispatchEntries is dispatch3 with the bindings after the parameters
 // given as entries (buffers or texture views).
-func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, params []uint32, bound []wgpu.BindGroupEntry) {
+func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu.BindGroupEntry) {
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
+	params := k.words(ps)
 	if len(params) > paramWords {
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}

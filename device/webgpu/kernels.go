@@ -85,7 +85,7 @@ func (d *Device) fill(b *buffer, v float64) {
 	vec, n := vec4(n)
 	t := elemType(true, vec)
 	k := d.kernel(updateSpec{Op: "fill", T: t}, true)
-	d.runItems(k, 1, itemBytes(vec, "f32"), []uint32{uint32(n), word}, b)
+	d.runItems(k, 1, itemBytes(vec, "f32"), fillParams{N: uint32(n), Bits: word}, b)
 }
 
 // Arange sets element i of dst to start + i·step: int32 arithmetic for
@@ -102,7 +102,7 @@ func (d *Device) Arange(dst device.Buffer, start, step float64) {
 		t, p1, p2 = "i32", uint32(int32(start)), uint32(int32(step))
 	}
 	k := d.kernel(updateSpec{Op: "arange", T: t}, true)
-	d.runItems(k, 1, 4, []uint32{uint32(b.n), p1, p2}, b)
+	d.runItems(k, 1, 4, arangeParams{N: uint32(b.n), Start: p1, Step: p2}, b)
 }
 
 // Axpy sets y += alpha·x.
@@ -120,7 +120,7 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 		s.T, s.W, s.V = "E4", "vec4<f32>", "4"
 	}
 	k := d.kernel(s, false, true)
-	d.runItems(k, 1, itemBytes(vec, st), []uint32{uint32(n), f32bits(alpha)}, d.buf(x), o)
+	d.runItems(k, 1, itemBytes(vec, st), axpyParams{N: uint32(n), Alpha: float32(alpha)}, d.buf(x), o)
 }
 
 // Copy copies src into dst.
@@ -147,13 +147,25 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	d.labels = append(d.labels, "copy")
 }
 
-// scalars packs the count and up to two scalar parameters.
-func scalars(n int, p []float64) []uint32 {
-	w := []uint32{uint32(n), 0, 0}
-	for i, v := range p[:min(len(p), 2)] {
-		w[1+i] = f32bits(v)
+// unaryParams are the unary family's parameters (shaders/unary.wgsl):
+// N items, and the op's scalars A and B.
+type unaryParams struct {
+	N    uint32
+	A, B float32
+}
+
+func (unarySpec) params() any { return unaryParams{} }
+
+// scalars returns the parameters of n items and up to two scalars.
+func scalars(n int, p []float64) unaryParams {
+	u := unaryParams{N: uint32(n)}
+	if len(p) > 0 {
+		u.A = float32(p[0])
 	}
-	return w
+	if len(p) > 1 {
+		u.B = float32(p[1])
+	}
+	return u
 }
 
 // unary records op or its gradient (grad) over x, writing out.
@@ -182,16 +194,35 @@ func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...floa
 	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
 }
 
-// broadcastParams packs n, rank, shape and both operands' strides, and
-// the shape's magic numbers (p[40…]; see magic).
-func broadcastParams(l device.Broadcast) []uint32 {
-	p := make([]uint32, 48)
-	p[0], p[1] = uint32(l.Len()), uint32(len(l.Shape))
+// broadcastParams are the parameters of a broadcast (binary.wgsl) or a
+// strided copy (strided.wgsl): N elements of a shape of rank Rank, their
+// strides in a (src) and b (dst), the shape's magic numbers (udiv); a
+// copy's offsets AOff and BOff, and Row, the length of its rows (of dst's
+// vec4s).
+type broadcastParams struct {
+	N, Rank                   uint32
+	Shape, AStrides, BStrides [device.MaxRank]uint32
+	AOff, BOff, Row           uint32
+	Magic                     [device.MaxRank]uint32
+}
+
+// broadcastParamsOf returns the parameters of the broadcast l.
+func broadcastParamsOf(l device.Broadcast) broadcastParams {
+	p := broadcastParams{N: uint32(l.Len()), Rank: uint32(len(l.Shape))}
 	for i := range l.Shape {
-		p[2+i], p[10+i], p[18+i], p[40+i] = uint32(l.Shape[i]), uint32(l.AStrides[i]), uint32(l.BStrides[i]), magic(l.Shape[i])
+		p.Shape[i], p.AStrides[i], p.BStrides[i], p.Magic[i] = uint32(l.Shape[i]), uint32(l.AStrides[i]), uint32(l.BStrides[i]), magic(l.Shape[i])
 	}
 	return p
 }
+
+func (s binarySpec) params() any {
+	if s.Same {
+		return countParams{}
+	}
+	return broadcastParams{}
+}
+
+func (stridedSpec) params() any { return broadcastParams{} }
 
 // magic returns the number by which the kernels' udiv (common.wgsl)
 // divides by d > 0 with multiplications: ⌊2³²·(2^l − d) / d⌋ + 1, l =
@@ -212,14 +243,14 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	same := l.SameLayout() // the binary kernels run such operands natively on float16
 	st := d.storeOf(out.dt)
 	vec, n := false, out.n
-	params := broadcastParams(l)
+	var params any = broadcastParamsOf(l)
 	if same {
 		count := out.n
 		if st.packed() { // words of two values
 			count = (count + 1) / 2
 		}
 		vec, n = vec4(count)
-		params = []uint32{uint32(n)}
+		params = countParams{N: uint32(n)}
 	}
 	rank := len(l.Shape)
 	if same {
@@ -229,7 +260,9 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	rowVec = rowVec && !same && !st.packed()
 	if rowVec {
 		n = out.n / 4
-		params[0] = uint32(n)
+		b := params.(broadcastParams)
+		b.N = uint32(n)
+		params = b
 	}
 	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: unroll(vec),
 		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, flags(len(in), 1)...)

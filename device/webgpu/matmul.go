@@ -418,7 +418,7 @@ func (d *Device) splitOut(o *buffer, s device.GEMM, parts int) (out *buffer, ps 
 // of n elements each, added to them with acc (all float32).
 func (d *Device) sumParts(out, part *buffer, n, parts, off int, acc bool) {
 	d.run(d.kernel(sumSpec{}, false, true), groupsOf(n, 256),
-		[]uint32{uint32(n), uint32(parts), uint32(off), b2u(acc)}, part, out)
+		sumParams{N: uint32(n), Parts: uint32(parts), Off: uint32(off), Add: b2u(acc)}, part, out)
 }
 
 // gpuBlocks is how many workgroups a GPU's product should have: about
@@ -490,21 +490,19 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < max(k, 1); k0 += kPer {
 				k1 := min(k, k0+kPer)
-				p := []uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(k1),
-					uint32(b0), vec(s.StrideA, va), vec(s.StrideB, vb),
-					uint32(s.CycleA), vec(s.OffA, va), vec(s.OffB, vb), uint32(s.OffDst), b2u(s.Accumulate), vec(s.RowB(), vb),
-					0, 0, 0} // p[15:18]: flat's, below
+				p := gemmParams{M: uint32(m), K: uint32(k), N: uint32(n), Row0: uint32(row), K0: uint32(k0), K1: uint32(k1),
+					Batch0: uint32(b0), StrideA: vec(s.StrideA, va), StrideB: vec(s.StrideB, vb), CycleA: uint32(s.CycleA),
+					OffA: vec(s.OffA, va), OffB: vec(s.OffB, vb), OffOut: uint32(s.OffDst), Accumulate: b2u(s.Accumulate), RowB: vec(s.RowB(), vb)}
 				if parts > 1 {
 					// Parts of a multiple of 4 terms (DotK reads by vec4s along k).
-					per := groupsOf(groupsOf(k1-k0, parts), 4) * 4
-					p = append(p, uint32(parts), uint32(per), uint32(s.Batch*m*n))
+					p.Parts, p.PartTerms, p.PartStride = uint32(parts), uint32(groupsOf(groupsOf(k1-k0, parts), 4)*4), uint32(s.Batch*m*n)
 				}
 				if !flat {
 					d.dispatch3(kern, uint32(gx), uint32(groupsOf(rows, bm)), uint32(nb*parts), p, x, y, o)
 					continue
 				}
 				blocks := gx * groupsOf(rows, bm) * nb * parts
-				p[15], p[16], p[17] = uint32(gx), uint32(groupsOf(rows, bm)), uint32(blocks)
+				p.ColBlocks, p.RowBlocks, p.Blocks = uint32(gx), uint32(groupsOf(rows, bm)), uint32(blocks)
 				wx, wy, err := grid(groupsOf(blocks, 64))
 				if err != nil {
 					d.fail(fmt.Errorf("webgpu: kernel %s: %v", kern.name, err))
@@ -525,3 +523,30 @@ func MatMulKernels() []string {
 	}
 	return names
 }
+
+// gemmParams are the register and tiled products' parameters
+// (shaders/matmul.wgsl, matmul_tiled.wgsl): out (M×N) = op(a)·op(b) over
+// the terms k in [K0, K1) of rows from Row0, added to out unless K0 = 0,
+// and always where Accumulate ≠ 0. Matrix z = Batch0 + the grid's z of a
+// batch starts at OffA + (z, or z mod CycleA where CycleA > 0)·StrideA in
+// a, OffB + z·StrideB in b (in the arrays' elements, vec4s where read so)
+// and OffOut + z·M·N in out; RowB is the distance between b's stored rows.
+type gemmParams struct {
+	M, K, N, Row0, K0, K1                uint32
+	Batch0, StrideA, StrideB, CycleA     uint32
+	OffA, OffB, OffOut, Accumulate, RowB uint32
+	// Flat: the column blocks a row of blocks, the rows of blocks a
+	// matrix, the blocks in all.
+	ColBlocks, RowBlocks, Blocks uint32
+	// Split: k in Parts parts of PartTerms terms, each PartStride further
+	// in out.
+	Parts, PartTerms, PartStride uint32
+}
+
+// sumParams are stage sum's: out[Off + i] = Σ over Parts parts of N
+// elements, added to it where Add ≠ 0.
+type sumParams struct{ N, Parts, Off, Add uint32 }
+
+func (registerSpec) params() any { return gemmParams{} }
+func (tiledSpec) params() any    { return gemmParams{} }
+func (sumSpec) params() any      { return sumParams{} }

@@ -39,12 +39,21 @@ func (d *Device) norm(grad, center bool, rows, n int, eps float64, bufs ...*buff
 		if k == nil {
 			return // the failure is recorded
 		}
-		d.dispatchRows(k, rows, []uint32{uint32(rows), f32bits(eps)}, bufs...)
+		d.dispatchRows(k, rows, normParams{Rows: uint32(rows), N: uint32(n), Eps: float32(eps)}, bufs...)
 		return
 	}
 	k := d.kernel(normSpec{Grad: grad, Center: center, F16: st.native()}, flags(len(bufs)-1, 1)...)
 	if !d.rowLimit(k, n) {
 		return
 	}
-	d.run(k, groupsOf(rows, 64), []uint32{uint32(rows), uint32(n), f32bits(eps)}, bufs...)
+	d.run(k, groupsOf(rows, 64), normParams{Rows: uint32(rows), N: uint32(n), Eps: float32(eps)}, bufs...)
 }
+
+// normParams are the norm family's parameters (shaders/norm.wgsl): Rows
+// rows of N elements, and eps.
+type normParams struct {
+	Rows, N uint32
+	Eps     float32
+}
+
+func (normSpec) params() any { return normParams{} }

@@ -97,15 +97,32 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 	d.reduce(op, d.buf(dst), d.buf(x), kept, red, scale)
 }
 
-// reduceParams packs the parameters of the reduce kernels.
-func reduceParams(nOut, r int, kept, red []axis, scale float64) []uint32 {
-	p := make([]uint32, 56)
-	p[0], p[1], p[2], p[3], p[4] = uint32(nOut), uint32(r), uint32(len(kept)), uint32(len(red)), f32bits(scale)
+// reduceParams are the reduce family's parameters (shaders/reduce.wgsl):
+// N outputs (the chunked kernels: outputs·chunks·lanes; the arg
+// reductions' first pass: outputs·chunks), each reducing R elements (by
+// vec4s, R counts them), scaled by Scale; the kept and reduced axes'
+// shapes, strides in x and magic numbers (udiv), of ranks KeptRank and
+// RedRank; Chunks chunks of ChunkLen elements an output in the chunked
+// kernels.
+type reduceParams struct {
+	N, R, KeptRank, RedRank uint32
+	Scale                   float32
+	KeptShape, KeptStrides  [device.MaxRank]uint32
+	RedShape, RedStrides    [device.MaxRank]uint32
+	Chunks, ChunkLen        uint32
+	KeptMagic, RedMagic     [device.MaxRank]uint32
+}
+
+func (reduceSpec) params() any { return reduceParams{} }
+
+// reduceParamsOf returns the parameters of a reduction of kept and red.
+func reduceParamsOf(nOut, r int, kept, red []axis, scale float64) reduceParams {
+	p := reduceParams{N: uint32(nOut), R: uint32(r), KeptRank: uint32(len(kept)), RedRank: uint32(len(red)), Scale: float32(scale)}
 	for i, a := range kept {
-		p[5+i], p[13+i], p[40+i] = uint32(a.size), uint32(a.stride), magic(a.size)
+		p.KeptShape[i], p.KeptStrides[i], p.KeptMagic[i] = uint32(a.size), uint32(a.stride), magic(a.size)
 	}
 	for i, a := range red {
-		p[21+i], p[29+i], p[48+i] = uint32(a.size), uint32(a.stride), magic(a.size)
+		p.RedShape[i], p.RedStrides[i], p.RedMagic[i] = uint32(a.size), uint32(a.stride), magic(a.size)
 	}
 	return p
 }
@@ -126,7 +143,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	if nOut == 0 {
 		return
 	}
-	p := reduceParams(nOut, r, kept, red, scale)
+	p := reduceParamsOf(nOut, r, kept, red, scale)
 	xs, os := d.storeOf(in.dt), d.storeOf(o.dt)
 	half := xs.packed()
 	spec := reduceSpec{Op: op.String(), Half: half, XF16: xs.native(), OF16: os.native(), F16: xs.native() || os.native(), Kept: len(kept), Red: len(red)}
@@ -158,7 +175,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	}
 	chunks := groupsOf(r4, length)
 	k := d.kernel(spec, false, true)
-	p[0], p[1], p[37], p[38] = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
+	p.N, p.R, p.Chunks, p.ChunkLen = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
 	if chunks == 1 && o.dt == device.Float32 {
 		// A chunk a row: its workgroup writes the row's result, scaled.
 		d.run(k, nOut, p, in, o)
@@ -169,7 +186,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 		return
 	}
 	defer d.free(partial)
-	p[4] = f32bits(1) // the partial results unscaled: the next pass scales
+	p.Scale = 1 // the partial results unscaled: the next pass scales
 	d.run(k, nOut*chunks, p, in, partial)
 	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
 }
@@ -232,7 +249,7 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	if nOut == 0 {
 		return
 	}
-	p := reduceParams(nOut, r, kept, red, 1)
+	p := reduceParamsOf(nOut, r, kept, red, 1)
 	xs := d.storeOf(in.dt) // f32 or f16: Reduce widens packed float16
 	spec := func(stage int) reduceSpec {
 		f16 := xs.native() && stage < 2
@@ -259,8 +276,8 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 		return
 	}
 	defer d.free(vals)
-	p[0], p[37], p[38] = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
+	p.N, p.Chunks, p.ChunkLen = uint32(nOut*chunks), uint32(chunks), uint32(chunk)
 	d.run(k1, groupsOf(nOut*chunks, 256), p, in, idx, vals)
 	k2 := d.kernel(spec(2), false, false, true)
-	d.run(k2, groupsOf(nOut, 256), []uint32{uint32(nOut), uint32(chunks)}, vals, idx, o)
+	d.run(k2, groupsOf(nOut, 256), reduceParams{N: uint32(nOut), R: uint32(chunks)}, vals, idx, o)
 }

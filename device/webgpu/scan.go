@@ -22,5 +22,7 @@ func (d *Device) Cumsum(dst, x device.Buffer, shape []int, axis int, reverse boo
 	if !d.rowLimit(k, n) {
 		return
 	}
-	d.run(k, groupsOf(count, 256), []uint32{uint32(count), uint32(n), uint32(inner)}, d.buf(x), d.buf(dst))
+	d.run(k, groupsOf(count, 256), lineParams{Count: uint32(count), N: uint32(n), Inner: uint32(inner)}, d.buf(x), d.buf(dst))
 }
+
+func (scanSpec) params() any { return lineParams{} }

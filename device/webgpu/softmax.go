@@ -29,7 +29,7 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 // dispatchRows records kernel k with one workgroup a row: rows of them,
 // spread over y where there are more than maxGroups, with fewer than a
 // column of workgroups past the last.
-func (d *Device) dispatchRows(k *kernel, rows int, params []uint32, bufs ...*buffer) {
+func (d *Device) dispatchRows(k *kernel, rows int, params any, bufs ...*buffer) {
 	gy := groupsOf(rows, maxGroups)
 	if gy > maxGroups {
 		d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, rows, maxGroups, maxGroups))
@@ -89,7 +89,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		if k == nil {
 			return // the failure is recorded
 		}
-		d.dispatchRows(k, count, []uint32{uint32(count)}, append(in, out)...)
+		d.dispatchRows(k, count, rowsParams{Rows: uint32(count)}, append(in, out)...)
 		return
 	}
 	spec := softmaxSpec{Log: log, Grad: grad, Vec: vec, Stage: "stats", F16: st.native()}
@@ -117,7 +117,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 		}
 		stats = append(stats, b)
 	}
-	params := []uint32{uint32(count), uint32(n), uint32(inner)}
+	params := lineParams{Count: uint32(count), N: uint32(n), Inner: uint32(inner)}
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
 	spec.Stage = "apply"
 	u := unroll(vec)
@@ -137,7 +137,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	if vec {
 		elems /= 4
 	}
-	params[0] = uint32(elems)
+	params.Count = uint32(elems)
 	d.run(ka, groupsOf(groupsOf(elems, u), 256), params, append(append(in, stats...), out)...)
 }
 
@@ -173,7 +173,7 @@ func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Bu
 	if !d.rowLimit(k, c) {
 		return
 	}
-	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(loss), d.flags)
+	d.run(k, groupsOf(n, 64), xentParams{N: uint32(n), C: uint32(c), Site: d.site(site)}, d.buf(logits), d.buf(labels), d.buf(loss), d.flags)
 }
 
 // SoftmaxCrossEntropyGrad sets dlogits = (softmax − onehot)·g[i] row by row.
@@ -188,5 +188,27 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 	if !d.rowLimit(k, c) {
 		return
 	}
-	d.run(k, groupsOf(n, 64), []uint32{uint32(n), uint32(c), d.site(site)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits), d.flags)
+	d.run(k, groupsOf(n, 64), xentParams{N: uint32(n), C: uint32(c), Site: d.site(site)}, d.buf(logits), d.buf(labels), d.buf(g), d.buf(dlogits), d.flags)
 }
+
+// rowsParams are the parameters of the kernels that take a row a
+// workgroup (softmax.wgsl's stage row): Rows rows.
+type rowsParams struct{ Rows uint32 }
+
+// lineParams are the parameters of the kernels over lines of an axis
+// (softmax.wgsl's stats and apply, scan.wgsl): Count lines of N elements
+// Inner apart (the softmax's apply: Count elements).
+type lineParams struct{ Count, N, Inner uint32 }
+
+// xentParams are the fused softmax cross-entropy's (softmax_xent.wgsl
+// and its gradient): N rows of C classes, a bad label reported at Site.
+type xentParams struct{ N, C, Site uint32 }
+
+func (s softmaxSpec) params() any {
+	if s.Stage == "row" {
+		return rowsParams{}
+	}
+	return lineParams{}
+}
+
+func (xentSpec) params() any { return xentParams{} }

@@ -13,7 +13,12 @@ import (
 // its method names. With the kinds of its bindings it is the key of the
 // device's pipeline cache, so a field that changes the kernel cannot be
 // left out of the key; its fields also name the kernel (specName).
-type spec interface{ family() string }
+type spec interface {
+	family() string
+	// params returns the zero value of the kernel's parameter struct,
+	// which its WGSL reads as p (shaders.ParamsDecl).
+	params() any
+}
 
 // The specialisations of each kernel family, one struct per WGSL file
 // (shaders/FAMILY.wgsl); a template reads only its struct's fields.

@@ -25,21 +25,60 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	vec, n := vec4(p.n)
 	t := elemType(false, vec)
 	var spec updateSpec
-	var params []uint32
+	var params any
 	switch op {
 	case device.SGD:
 		momentum := h.Momentum != 0
 		spec = updateSpec{Op: "sgd", T: t, Momentum: momentum, First: h.FirstStep, Nesterov: h.Nesterov}
-		params = []uint32{uint32(n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Momentum), f32bits(h.Dampening)}
+		params = sgdParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Momentum: float32(h.Momentum), Dampening: float32(h.Dampening)}
 		bufs = bufs[:2+b2i(momentum)]
 	case device.Adam:
 		spec = updateSpec{Op: "adam", T: t, Decoupled: h.Decoupled, AMSGrad: h.AMSGrad}
 		bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
-		params = []uint32{uint32(n), f32bits(h.LR), f32bits(h.WeightDecay), f32bits(h.Beta1), f32bits(h.Beta2), f32bits(h.Eps),
-			f32bits(h.LR / bc1), f32bits(math.Sqrt(bc2))}
+		params = adamParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
+			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2))}
 		bufs = bufs[:2+2+b2i(h.AMSGrad)]
 	}
 	k := d.kernel(spec, flags(1, len(bufs)-1)...)
 	d.runItems(k, 1, itemBytes(vec, "f32"), params, bufs...)
+}
+
+// The update family's parameters (shaders/update.wgsl), each over N
+// elements (of its spec's T).
+type (
+	// fillParams: every element gets Bits.
+	fillParams struct{ N, Bits uint32 }
+	// arangeParams: element i is Start + i·Step (float32 bits, or int32's).
+	arangeParams struct{ N, Start, Step uint32 }
+	// sgdParams: PyTorch's SGD.
+	sgdParams struct {
+		N                                    uint32
+		LR, WeightDecay, Momentum, Dampening float32
+	}
+	// adamParams: PyTorch's Adam; StepSize is LR/(1 − β1ᵗ) and Bias2Root
+	// √(1 − β2ᵗ).
+	adamParams struct {
+		N                                                       uint32
+		LR, WeightDecay, Beta1, Beta2, Eps, StepSize, Bias2Root float32
+	}
+	// axpyParams: y += Alpha·x.
+	axpyParams struct {
+		N     uint32
+		Alpha float32
+	}
+)
+
+func (s updateSpec) params() any {
+	switch s.Op {
+	case "fill":
+		return fillParams{}
+	case "arange":
+		return arangeParams{}
+	case "sgd":
+		return sgdParams{}
+	case "adam":
+		return adamParams{}
+	}
+	return axpyParams{}
 }

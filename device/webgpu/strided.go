@@ -45,10 +45,10 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 		}
 		s, n = v, v.Len()
 	}
-	p := broadcastParams(device.Broadcast{Shape: s.Shape, AStrides: s.SrcStrides, BStrides: s.DstStrides})
-	p[26], p[27] = uint32(s.SrcOffset), uint32(s.DstOffset)
+	p := broadcastParamsOf(device.Broadcast{Shape: s.Shape, AStrides: s.SrcStrides, BStrides: s.DstStrides})
+	p.AOff, p.BOff = uint32(s.SrcOffset), uint32(s.DstOffset)
 	if vecDst {
-		p[28] = uint32(row[0])
+		p.Row = uint32(row[0])
 	}
 	k := d.kernel(stridedSpec{Half: packed, F16: st.native(), Rank: len(s.Shape), Vec: vec, VecDst: vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))

@@ -74,7 +74,7 @@ func (s *screen) srgb() bool {
 }
 
 func (s *screen) init(d *Device) error {
-	src, err := shaders.Source("present", nil)
+	src, err := shaders.Source("present", nil, nil)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
 				d.dispatchEntries(mul, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					[]uint32{uint32(m), uint32(k), uint32(n), uint32(row), uint32(k0), uint32(min(k, k0+kPer)), uint32(s.OffDst + i*m*n), b2u(k0 > 0 || s.Accumulate)},
+					texMulParams{M: uint32(m), K: uint32(k), N: uint32(n), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(s.OffDst + i*m*n), Add: b2u(k0 > 0 || s.Accumulate)},
 					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
 			}
 		}
@@ -138,7 +138,7 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 	k := d.kernelOf(texSpec{Stage: "pack", F16: st.native(), Vec: l.vec}, storageRO, textureOut)
 	items := l.texels * l.depth
 	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
-		[]uint32{uint32(l.wide), uint32(l.depth), uint32(l.off), uint32(l.sw), uint32(l.sk), uint32(l.texels)},
+		texPackParams{Wide: uint32(l.wide), Depth: uint32(l.depth), Off: uint32(l.off), StrideWide: uint32(l.sw), StrideDepth: uint32(l.sk), Texels: uint32(l.texels)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: t.view}})
 }
 
@@ -229,4 +229,21 @@ func (d *Device) releaseTextures() {
 		t.tex.Release()
 		delete(d.textures, k)
 	}
+}
+
+// texMulParams are stage mul's parameters: out (M×N, at Out) gets the
+// terms k in [K0, K1) of rows from Row0 of op(a)·op(b), added to it where
+// Add ≠ 0.
+type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add uint32 }
+
+// texPackParams are stage pack's: Wide entries StrideWide apart (4 a
+// texel, Texels a depth) at each of Depth depths StrideDepth apart, from
+// Off.
+type texPackParams struct{ Wide, Depth, Off, StrideWide, StrideDepth, Texels uint32 }
+
+func (s texSpec) params() any {
+	if s.Stage == "pack" {
+		return texPackParams{}
+	}
+	return texMulParams{}
 }

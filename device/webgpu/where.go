@@ -19,5 +19,10 @@ func (d *Device) Where(dst, cond, a, b device.Buffer) {
 	}
 	st := d.storeOf(out.dt)
 	k := d.kernel(whereSpec{F16: st.native()}, flags(3, 1)...)
-	d.runItems(k, 1, itemBytes(false, st), []uint32{uint32(out.n)}, d.buf(cond), d.buf(a), d.buf(b), out)
+	d.runItems(k, 1, itemBytes(false, st), countParams{N: uint32(out.n)}, d.buf(cond), d.buf(a), d.buf(b), out)
 }
+
+// countParams are the parameters of a kernel over N items (where.wgsl).
+type countParams struct{ N uint32 }
+
+func (whereSpec) params() any { return countParams{} }

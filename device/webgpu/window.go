@@ -72,5 +72,12 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		}
 		items = groupsOf(n, 2) // words
 	}
-	d.run(k, groupsOf(items, 256), []uint32{uint32(items), uint32(w.N), uint32(w.N0), uint32(n)}, append(in, d.buf(dst))...)
+	d.run(k, groupsOf(items, 256), windowParams{Items: uint32(items), N: uint32(w.N), N0: uint32(w.N0), Elems: uint32(n)}, append(in, d.buf(dst))...)
 }
+
+// windowParams are the window family's parameters (shaders/window.wgsl):
+// Items invocations' items over N images from N0, Elems elements (words
+// on packed float16: Items of them).
+type windowParams struct{ Items, N, N0, Elems uint32 }
+
+func (windowSpec) params() any { return windowParams{} }
