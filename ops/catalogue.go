@@ -23,7 +23,7 @@ var (
 
 // catalogue is the table of every op, in the coverage table's order;
 // Table returns it. Each group of ops is defined with its functions.
-var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, selections, indexing, attentions, resamplings, axisGathers, transposedConvs)
+var catalogue = slices.Concat(elementwise, extrema, activations, others, divergences, conv1ds, statistics, scans, norms, channelNorms, selections, indexing, attentions, resamplings, axisGathers, transposedConvs)
 
 // The entries of elementwise. Each var is an op's handle, by which autograd.Apply
 // and the rules reach it.
