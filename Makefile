@@ -83,12 +83,14 @@ test: deps vet nocgo wasm
 	$(MAKE) --no-print-directory fuzz-smoke
 
 # unit runs the tests under a virtual X display (xvfb-run), so that the
-# window tests open real windows presented by WebGPU. -noreset: test
+# window tests open real windows presented by WebGPU. The two longest
+# packages are named first, so that they start first and the short ones
+# fill the cores at the end. -noreset: test
 # binaries run in parallel, and an X server that resets when its last
 # client leaves refuses the connections that arrive meanwhile ("Failed to
 # open display").
 unit: deps
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./...
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ ./device/webgpu/ ./...
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
