@@ -69,7 +69,7 @@ fn entry(w: u32, k: u32) -> f32 {
 // [p.K0, p.K1) (p.K0 a multiple of 4) of rows from p.Row0 into out.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
-{{template "matmul_out" dict "VecO" .VecO "Half" false}}
+{{template "matmul_out" dict "VecO" true "Half" false}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -108,6 +108,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // kernel to compile where two were (docs/kernel-choices.md).
     let zo = p.Out;
     let add = p.Add != 0u;
-{{template "matmul_store" .}}
+{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true}}
 }
 {{- end}}

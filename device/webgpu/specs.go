@@ -162,9 +162,9 @@ type sumSpec struct{}
 // texSpec specialises matmul_tex.wgsl: the texture product (Stage "mul")
 // and its operands' packing, on float32 or WGSL's f16 (F16).
 type texSpec struct {
-	Stage          string
-	TM, TN         int
-	F16, VecO, Vec bool
+	Stage    string
+	TM, TN   int
+	F16, Vec bool
 }
 
 // convTexSpec specialises conv_tex.wgsl: the direct convolution's

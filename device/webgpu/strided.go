@@ -15,16 +15,21 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.copyStrided(d.buf(dst), d.buf(src), s)
+}
+
+// copyStrided is CopyStrided, d.mu held, for buffers of one storage.
+func (d *Device) copyStrided(dst, src *buffer, s device.Strided) {
 	n := s.Len()
 	if n == 0 {
 		return
 	}
 	// vec4s of both (4-byte elements, or f16), or of dst only (packed
 	// float16: four halves, a vec2<u32>, no atomics).
-	st := d.storeOf(d.buf(dst).dt)
+	st := d.storeOf(dst.dt)
 	packed := st.packed()
 	vec := !packed && vecStrided(s, true)
-	vecDst := !vec && vecStrided(s, false) && vecEnd(s) <= d.buf(dst).n
+	vecDst := !vec && vecStrided(s, false) && vecEnd(s) <= dst.n
 	// The innermost dimension's length, if any; then for vec4s (of dst
 	// only, for vecDst), the same copy counted in them.
 	row := s.Shape[max(len(s.Shape)-1, 0):]
@@ -51,7 +56,7 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 		p.Row = uint32(row[0])
 	}
 	k := d.kernel(stridedSpec{Half: packed, F16: st.native(), Rank: len(s.Shape), Vec: vec, VecDst: vecDst}, false, true)
-	d.run(k, groupsOf(n, 256), p, d.buf(src), d.buf(dst))
+	d.run(k, groupsOf(n, 256), p, src, dst)
 }
 
 // vecEnd returns the end, in elements, of the last vec4 of dst that a

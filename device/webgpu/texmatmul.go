@@ -57,11 +57,28 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		bw, bk = s.RowB(), 1
 	}
 	// An operand whose texels are aligned vec4s of it packs by vec4s (or is
-	// copied); out takes vec4s when its rows allow.
+	// copied). out takes vec4s; one whose rows are not vec4s takes the
+	// product in rows of nOut, a multiple of 4 (the columns past n are the
+	// zeros of b's texture), in a scratch buffer copied into it after: the
+	// kernel's scalar stores took llvmpipe several times as long to
+	// compile (docs/kernel-choices.md).
 	_, vecB, vecO := vec4s(y, s)
 	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
 	st := d.storeOf(o.dt)
-	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native(), VecO: vecO}, textureIn, textureIn, storageRW)
+	dst, nOut, offDst := o, n, s.OffDst
+	if !vecO {
+		nOut, offDst = groupsOf(n, 4)*4, 0
+		var err error
+		if dst, err = d.alloc(device.Float32, s.Batch*m*nOut); err != nil {
+			d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
+			return true
+		}
+		defer d.free(dst)
+		if s.Accumulate {
+			d.copyStrided(dst, o, padding(s, nOut, true))
+		}
+	}
+	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native()}, textureIn, textureIn, storageRW)
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
 	ta, err := d.texture(groupsOf(k, 4), ha, 0)
 	if err != nil {
@@ -91,13 +108,27 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
-				d.dispatchEntries(mul, uint32(groupsOf(n, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					texMulParams{M: uint32(m), K: uint32(k), N: uint32(n), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(s.OffDst + i*m*n), Add: b2u(k0 > 0 || s.Accumulate)},
-					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}})
+				d.dispatchEntries(mul, uint32(groupsOf(nOut, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
+					texMulParams{M: uint32(m), K: uint32(k), N: uint32(nOut), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(offDst + i*m*nOut), Add: b2u(k0 > 0 || s.Accumulate)},
+					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: dst.b, Size: dst.bindSize()}})
 			}
 		}
 	}
+	if dst != o {
+		d.copyStrided(o, dst, padding(s, nOut, false))
+	}
 	return true
+}
+
+// padding returns the copy between out's matrices of s and the same with
+// rows of nOut columns: into those (toPadded) or out of them.
+func padding(s device.GEMM, nOut int, toPadded bool) device.Strided {
+	shape := []int{s.Batch, s.M, s.N}
+	out, pad := []int{s.M * s.N, s.N, 1}, []int{s.M * nOut, nOut, 1}
+	if toPadded {
+		return device.Strided{Shape: shape, SrcStrides: out, DstStrides: pad, SrcOffset: s.OffDst}
+	}
+	return device.Strided{Shape: shape, SrcStrides: pad, DstStrides: out, DstOffset: s.OffDst}
 }
 
 // texLayout is where an operand of the texture kernel lies in its buffer:
