@@ -923,3 +923,44 @@ func TestMemoryLimit(t *testing.T) {
 		t.Errorf("DefaultMemoryLimit() = %d", cpu.DefaultMemoryLimit())
 	}
 }
+
+// TestStepFloat32 checks that an optimiser step on float32 parameters
+// computes in float32, as PyTorch and the WebGPU kernel do: a gradient
+// whose square underflows (1e-30) or overflows (1e20) float32 gives
+// Adam's ±Inf or no step, where float64 would give a finite one.
+func TestStepFloat32(t *testing.T) {
+	d := cpu.New()
+	defer d.Close()
+	grads := []float64{0, 1e-30, -1e-25, 1e20, -3e19, 2, 5e-20}
+	n := len(grads)
+	for _, c := range []struct {
+		dt   device.DType
+		want []float64
+	}{
+		{device.Float32, []float64{math.NaN(), math.Inf(-1), math.Inf(1), 1, 1, 0.9, 0.9}},
+		{device.Float64, []float64{math.NaN(), 0.9, 1.1, 0.9, 1.1, 0.9, 0.9}},
+	} {
+		w := load(t, d, c.dt, slices.Repeat([]float64{1}, n))
+		g := load(t, d, c.dt, grads)
+		m, v := load(t, d, c.dt, make([]float64, n)), load(t, d, c.dt, make([]float64, n))
+		d.Step(device.Adam, w, g, []device.Buffer{m, v}, device.StepParams{LR: 0.1, T: 1})
+		got := make([]float64, n)
+		if c.dt == device.Float32 {
+			g32 := make([]float32, n)
+			if err := d.Read(w, g32); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range g32 {
+				got[i] = float64(x)
+			}
+		} else if err := d.Read(w, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			want := c.want[i]
+			if !(got[i] == want || math.IsNaN(got[i]) && math.IsNaN(want) || math.Abs(got[i]-want) < 1e-6) {
+				t.Errorf("%v Adam step, β1 = β2 = ε = 0, gradient %g: %v; want %v", c.dt, grads[i], got[i], want)
+			}
+		}
+	}
+}

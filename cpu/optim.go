@@ -6,54 +6,70 @@ import (
 	"github.com/extensor/extensor/device"
 )
 
-// Step runs an optimiser step element by element in float64, following
-// PyTorch's torch.optim formulas line by line.
+// Step runs an optimiser step element by element, following PyTorch's
+// torch.optim formulas line by line: in float64 for float64 parameters,
+// and in float32 for the others, as PyTorch and the WebGPU kernel compute
+// them (the hyper-parameters and Adam's bias corrections, scalars of the
+// step, are computed in float64 and rounded once).
 func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []device.Buffer, h device.StepParams) {
-	p, g := buf(param), buf(grad)
+	p := buf(param)
+	if p.dt == device.Float64 {
+		step[float64](op, p, buf(grad), state, h)
+		return
+	}
+	step[float32](op, p, buf(grad), state, h)
+}
+
+// step is Step computing in F.
+func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device.Buffer, h device.StepParams) {
 	st := make([]*buffer, len(state))
 	for i, s := range state {
 		st[i] = buf(s)
 	}
+	lr, wd := F(h.LR), F(h.WeightDecay)
+	mom, damp := F(h.Momentum), F(h.Dampening)
+	b1, b2, eps := F(h.Beta1), F(h.Beta2), F(h.Eps)
 	// Adam's bias corrections, the same for every element.
 	bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 	bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
+	stepSize, bc2Root := F(h.LR/bc1), F(math.Sqrt(bc2))
 	for i := range p.Len() {
-		w, gi := p.at(i), g.at(i)
+		w, gi := F(p.at(i)), F(g.at(i))
 		switch op {
 		case device.SGD:
-			if h.WeightDecay != 0 {
-				gi += h.WeightDecay * w
+			if wd != 0 {
+				gi += wd * w
 			}
-			if h.Momentum != 0 {
+			if mom != 0 {
 				b := gi
 				if !h.FirstStep {
-					b = h.Momentum*st[0].at(i) + (1-h.Dampening)*gi
+					b = mom*F(st[0].at(i)) + (1-damp)*gi
 				}
-				st[0].set(i, b)
+				st[0].set(i, float64(b))
 				if h.Nesterov {
-					gi += h.Momentum * b
+					gi += mom * b
 				} else {
 					gi = b
 				}
 			}
-			p.set(i, w-h.LR*gi)
+			p.set(i, float64(w-lr*gi))
 		case device.Adam:
-			if h.WeightDecay != 0 {
+			if wd != 0 {
 				if h.Decoupled {
-					w *= 1 - h.LR*h.WeightDecay
+					w *= 1 - lr*wd
 				} else {
-					gi += h.WeightDecay * w
+					gi += wd * w
 				}
 			}
-			m := h.Beta1*st[0].at(i) + (1-h.Beta1)*gi
-			v := h.Beta2*st[1].at(i) + (1-h.Beta2)*gi*gi
-			st[0].set(i, m)
-			st[1].set(i, v)
+			m := b1*F(st[0].at(i)) + (1-b1)*gi
+			v := b2*F(st[1].at(i)) + (1-b2)*gi*gi
+			st[0].set(i, float64(m))
+			st[1].set(i, float64(v))
 			if h.AMSGrad {
-				v = math.Max(st[2].at(i), v)
-				st[2].set(i, v)
+				v = max(F(st[2].at(i)), v)
+				st[2].set(i, float64(v))
 			}
-			p.set(i, w-h.LR/bc1*m/(math.Sqrt(v)/math.Sqrt(bc2)+h.Eps))
+			p.set(i, float64(w-stepSize*m/(F(math.Sqrt(float64(v)))/bc2Root+eps)))
 		}
 	}
 }

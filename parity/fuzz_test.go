@@ -267,18 +267,10 @@ func hostileAttrs(in *fuzzin.Bytes, a ops.Attrs) ops.Attrs {
 }
 
 // attrLeaves appends the settable fields of v, within structs and
-// arrays, that a change of kind k (hostileAttrs) sets. Of an optimiser's
-// hyper-parameters only the learning rate changes: the CPU backend's
-// steps compute in float64, the kernels in float32, and degenerate ones
-// part them (Adam with β1 = β2 = ε = 0 gave a finite step on the CPU
-// where WebGPU gave NaN).
+// arrays, that a change of kind k (hostileAttrs) sets.
 func attrLeaves(v reflect.Value, k int, out *[]reflect.Value) {
 	switch v.Kind() {
 	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(device.StepParams{}) {
-			attrLeaves(v.FieldByName("LR"), k, out)
-			return
-		}
 		for i := range v.NumField() {
 			attrLeaves(v.Field(i), k, out)
 		}
