@@ -396,15 +396,17 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 	}
 }
 
-// Axpy sets y += alpha·x.
+// Axpy sets y += alpha·x: in float64 for float64 buffers, else in
+// float32.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	o, in := buf(y), buf(x)
 	switch o.dt {
 	case device.Float64:
 		blas64.Axpy(alpha, blas64.Vector{N: len(in.f64), Inc: 1, Data: in.f64}, blas64.Vector{N: len(o.f64), Inc: 1, Data: o.f64})
-	default:
+	default: // in float32, as the kernel computes (and PyTorch's add_ on float32)
+		a := float32(alpha)
 		for i := range o.Len() {
-			o.set(i, o.at(i)+alpha*in.at(i))
+			o.set(i, float64(float32(o.at(i))+a*float32(in.at(i))))
 		}
 	}
 }
