@@ -35,11 +35,7 @@ func call[V Operand[E], E any](op *Op, a Attrs, in ...V) V {
 	var zero V
 	switch z := any(zero).(type) {
 	case *tensor.Tensor:
-		ts := make([]*tensor.Tensor, len(in))
-		for i, v := range in {
-			ts[i] = any(v).(*tensor.Tensor)
-		}
-		return any(op.Forward(ts, a)).(V)
+		return any(op.Forward(tensors(in), a)).(V)
 	case Recorded:
 		vs := make([]Value, len(in))
 		for i, v := range in {
@@ -57,13 +53,18 @@ func call[V Operand[E], E any](op *Op, a Attrs, in ...V) V {
 func callWith[V Operand[E], E any](op *Op, a Attrs, f func(in []*T) *T, in ...V) V {
 	var zero V
 	if _, ok := any(zero).(*T); ok {
-		ts := make([]*T, len(in))
-		for i, v := range in {
-			ts[i] = any(v).(*T)
-		}
-		return any(f(ts)).(V)
+		return any(f(tensors(in))).(V)
 	}
 	return call(op, a, in...)
+}
+
+// tensors returns in, values of type *tensor.Tensor, as tensors.
+func tensors[V Operand[E], E any](in []V) []*T {
+	ts := make([]*T, len(in))
+	for i, v := range in {
+		ts[i] = any(v).(*T)
+	}
+	return ts
 }
 
 // inputs returns the inputs req followed by the optional ones opt up to

@@ -549,6 +549,8 @@ func TestErrors(t *testing.T) {
 		kind error
 	}{
 		{"Add non-broadcastable", func() { ops.Add(m23, v4) }, "ops.Add", tensor.ErrShape},
+		{"LayerNorm bias without weight", func() { ops.LayerNorm(m23, []int{3}, nil, v3, 1e-5) }, "ops.LayerNorm", tensor.ErrArgument},
+		{"Linear of a value of no kind", func() { ops.Linear(&stranger{}, &stranger{}, nil) }, "ops.linear", tensor.ErrArgument},
 		{"Sub non-broadcastable", func() { ops.Sub(m23, m32) }, "ops.Sub", tensor.ErrShape},
 		{"Mul non-broadcastable", func() { ops.Mul(v3, v4) }, "ops.Mul", tensor.ErrShape},
 		{"Div non-broadcastable", func() { ops.Div(m32, v3) }, "ops.Div", tensor.ErrShape},
@@ -861,3 +863,9 @@ func TestResultsJoinScope(t *testing.T) {
 		t.Error("releasing the scope released a tensor from outside it")
 	}
 }
+
+// stranger is a pointer type with a Shape, neither a tensor nor a
+// recorded value: the op functions refuse it.
+type stranger struct{}
+
+func (*stranger) Shape() []int { return nil }
