@@ -41,11 +41,11 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		// The hot path of conv2d: typed rows rather than visit.
 		switch o.dt {
 		case device.Float32:
-			im2col(o.f32, buf(x).f32, w, oh, ow, 1)
+			columns(o.f32, buf(x).f32, w, oh, ow, 1)
 		case device.Float16: // copies of bits, and zero bits are 0
-			im2col(o.f16, buf(x).f16, w, oh, ow, float16.Fromfloat32(1).Bits())
+			columns(o.f16, buf(x).f16, w, oh, ow, float16.Fromfloat32(1).Bits())
 		default:
-			im2col(o.f64, buf(x).f64, w, oh, ow, 1)
+			columns(o.f64, buf(x).f64, w, oh, ow, 1)
 		}
 	case device.Col2Im:
 		in := buf(x)
@@ -127,10 +127,10 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 	}
 }
 
-// im2col writes the columns of images N0… of x into dst, a row of the
+// columns writes the columns of images N0… of x into dst, a row of the
 // output pixels at a time, and with w.Ones each image's row of ones;
 // each row padded with zeros to w.RowLen().
-func im2col[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int, one F) {
+func columns[F float32 | float64 | uint16](dst, x []F, w device.Window2D, oh, ow int, one F) {
 	k, pitch := 0, w.RowLen()
 	for n := range w.N {
 		for c := range w.C {

@@ -187,6 +187,7 @@ type Device interface {
 	Gatherer
 	MatMuler
 	Windower
+	Convolver
 	Strider
 	Stepper
 	Drawer
@@ -531,28 +532,6 @@ type Counter interface {
 	// Kernels returns the number of kernel dispatches recorded since the
 	// device opened (copies not counted).
 	Kernels() int64
-}
-
-// Convolver is implemented by devices with a direct convolution kernel
-// family of their own (the WebGPU backend on CPU adapters: no im2col
-// matrix, see package webgpu), which ops.Conv2d and its gradients use in
-// place of im2col and matrix products for the geometries and dtypes it
-// takes. Each method reports false, having recorded nothing, for those
-// it does not take. g describes the images x (N, C, H, W) and the window
-// of the filters w (F, C, KH, KW), groups 1, g.N0 and g.Ones unused
-// (0 and false), the output rows not padded (g.Pitch unused); the
-// buffers share one dtype. A result may differ from im2col's only where
-// a filter weight is Inf or NaN: an implementation may multiply it by
-// the zeros of padding that im2col never reads.
-type Convolver interface {
-	// Conv2d sets out (N, F, OH, OW) to the convolution of x with the f
-	// filters w, plus b (F) unless b is nil.
-	Conv2d(out, x, w, b Buffer, g Window2D, f int) bool
-	// Conv2dBackward sets gwb (F, C·KH·KW + 1) to the gradient of
-	// Conv2d's filters, with the bias's as its last column, and gx (N,
-	// C, H, W) to its input's unless gx is nil, for the upstream
-	// gradient gy (N, F, OH, OW).
-	Conv2dBackward(gx, gwb, x, w, gy Buffer, g Window2D, f int) bool
 }
 
 // Flusher is implemented by devices that batch work; Flush submits what has

@@ -14,10 +14,12 @@
 //
 // A Device is its Core (identity, memory, transfers, Sync and Close) and
 // one interface a kernel family (Elementwise, Reducer, Softmaxer,
-// Gatherer, MatMuler, Windower, Strider, Stepper, Drawer, Normalizer,
-// Selector, Scanner, Attender), each named in families.go with the WGSL
-// files that run it. Optional capabilities are interfaces a backend may
-// implement besides: Convolver (direct convolution kernels), Flusher,
+// Gatherer, MatMuler, Windower, Convolver, Strider, Stepper, Drawer,
+// Normalizer, Selector, Scanner, Attender), each named in families.go
+// with the WGSL files that run it. How a backend lowers a family is its
+// own: a convolution may run as im2col and matrix products (package
+// im2col, on any device's kernels) or on kernels of its own. Optional
+// capabilities are interfaces a backend may implement besides: Flusher,
 // Pooler and Counter.
 //
 // # Errors

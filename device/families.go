@@ -138,12 +138,37 @@ type MatMuler interface {
 // Windower is the window family: im2col, col2im and the poolings over NCHW
 // images.
 //
-// WGSL: shaders/window.wgsl and conv_tex.wgsl.
+// WGSL: shaders/window.wgsl.
 type Windower interface {
 	// Window runs the sliding-window kernel op over NCHW images as w
 	// describes: dst ← op(x, g), g only for the gradients (and x unused by
 	// AvgPoolGrad).
 	Window(op WindowOp, dst, x, g Buffer, w Window2D)
+}
+
+// Convolver is the convolution family: 2-D convolutions of NCHW images
+// and their gradients, lowered as the backend chooses (im2col and matrix
+// products in chunks, direct kernels, ...; package im2col lowers them on
+// any device's window and matrix-product families). Buffers share one
+// floating-point dtype. A failure to allocate the backend's scratch
+// memory is returned, the outputs then being unspecified; the kernels'
+// own runtime failures are reported by the next Read or Sync, as
+// everywhere.
+//
+// WGSL: shaders/conv_tex.wgsl (and the window and matmul families').
+type Convolver interface {
+	// Conv2d sets out (N, F, OH, OW) to the cross-correlation of the
+	// images x (N, C, H, W) with the filters w (F, C/Groups, KH, KW), plus
+	// b (F) unless b is nil. With keep set it may return buffers that
+	// Conv2dBackward reuses (im2col's columns): the caller owns them,
+	// frees them, and hands them to Conv2dBackward for the same x and c
+	// unchanged; nil when it keeps nothing.
+	Conv2d(out, x, w, b Buffer, c Conv2D, keep bool) ([]Buffer, error)
+	// Conv2dBackward sets, for the upstream gradient gy (N, F, OH, OW),
+	// each of gx (N, C, H, W), gw (F, C/Groups, KH, KW) and gb (F) that is
+	// not nil to the gradient of Conv2d's x, w and b. x may be nil if gw
+	// is. kept is what Conv2d returned for x, or nil.
+	Conv2dBackward(gx, gw, gb, x, w, gy Buffer, c Conv2D, kept []Buffer) error
 }
 
 // Strider is the strided family: copies between strided views
@@ -156,6 +181,14 @@ type Strider interface {
 	// their values. Permutations, slices, padding, concatenation and their
 	// gradients are strided copies.
 	CopyStrided(dst, src Buffer, s Strided)
+}
+
+// Conv2D describes a convolution for Convolver: the images and the
+// window of its F filters (Window2D's N0, Ones and Pitch are 0 and false),
+// in Groups ≥ 1 groups of channels.
+type Conv2D struct {
+	Window2D
+	F, Groups int
 }
 
 // Stepper is the update family's fused optimiser steps.

@@ -214,7 +214,7 @@ var (
 			return []*T{gx, gw, gb}
 		},
 		Cases: linearCases()}
-	Conv2dOp = &Op{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; im2col and the batched matmul, or a device's direct kernels (device.Convolver).",
+	Conv2dOp = &Op{Name: "conv2d", Family: "window, conv_tex", Doc: "NCHW cross-correlation, weight [out, in/groups, KH, KW], stride, zero padding, dilation, groups; lowered by the device (device.Convolver): im2col and the batched matmul, or the WebGPU backend's direct kernels on CPU adapters.",
 		Forward: fwd(func(in []*T, a Window) *T { return conv2dOf(in[0], in[1], bias(in), a) }),
 		Save: func(in []*T, a Attrs) (*T, *Saved) {
 			return conv2dSave(in[0], in[1], bias(in), attrsAs[Window](a))

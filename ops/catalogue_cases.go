@@ -264,13 +264,13 @@ func convCases() []Case {
 	large := c(sh(64, 1, 28, 28), sh(32, 1, 3, 3), true, s1)
 	// The weight's gradient sums 43,264 products in float32.
 	large.NoFD, large.ATol = true, 1e-3
-	// Columns of more than colsBudget elements: products in chunks of 3
+	// Columns of more than im2col.ColsBudget elements: products in chunks of 3
 	// images (3, 3 and 1; 3 and 1 with groups, whose bias is not fused).
 	chunks := c(sh(7, 4, 130, 130), sh(2, 4, 3, 3), true, s1)
 	chunks.Name, chunks.NoFD, chunks.ATol = "chunks "+chunks.Name, true, 1e-3
 	grouped := c(sh(4, 4, 130, 130), sh(4, 2, 3, 3), true, Window{Stride: pair(1, 1), Groups: 2})
 	grouped.Name, grouped.NoFD, grouped.ATol = "chunks "+grouped.Name, true, 1e-3
-	// Convolutions that a device.Convolver takes (at least 4 channels
+	// Convolutions that the WebGPU backend's direct kernels take (at least 4 channels
 	// and 8 filters): examples/cnn's conv2, whose filters' gradient is
 	// summed over 22 splits of the batch, the last of 1 image; partial
 	// quads of channels and filters, padding and dilation; stride 2 and

@@ -3,6 +3,7 @@ package ops
 import (
 	"math"
 
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -47,22 +48,25 @@ type Op struct {
 	Cases []Case
 }
 
-// Saved holds the tensors an op's Save kept for its Backward, in the
-// op's own order. A nil *Saved holds nothing.
+// Saved holds what an op's Save kept for its Backward: tensors, in the
+// op's own order, or a device's buffers (a device.Convolver's). A nil
+// *Saved holds nothing.
 type Saved struct {
 	tensors []*tensor.Tensor
+	buffers []device.Buffer
+	dev     device.Device // the buffers' device
 }
 
-// Len returns the number of tensors kept.
+// Len returns the number of tensors and buffers kept.
 func (s *Saved) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.tensors)
+	return len(s.tensors) + len(s.buffers)
 }
 
-// Release releases the kept tensors (device memory, for determinism: the
-// garbage collector would free them too).
+// Release releases what was kept (device memory, for determinism: the
+// garbage collector would free it too).
 func (s *Saved) Release() {
 	if s == nil {
 		return
@@ -70,7 +74,10 @@ func (s *Saved) Release() {
 	for _, t := range s.tensors {
 		t.Release()
 	}
-	s.tensors = nil
+	for _, b := range s.buffers {
+		s.dev.Free(b)
+	}
+	s.tensors, s.buffers = nil, nil
 }
 
 // Case is one parity check of an op.

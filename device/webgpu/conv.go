@@ -8,6 +8,7 @@ import (
 	"github.com/oliverbestmann/webgpu/wgpu"
 
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/im2col"
 )
 
 // The direct convolution (conv_tex.wgsl), chosen for CPU adapters: the
@@ -129,12 +130,21 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 			Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off)}, entries)
 }
 
-// Conv2d sets out (N, F, OH, OW) to the convolution of the images x (N,
-// C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not nil,
-// and reports whether it could: the direct kernels take images of at
-// least 4 channels and 8 filters, of enough work (convFits), on CPU
-// adapters, float32 or float16.
-func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
+// Conv2d runs the convolution on the direct kernels when they take it
+// (conv2dDirect), else as im2col and matrix products (package im2col).
+func (d *Device) Conv2d(out, x, w, b device.Buffer, c device.Conv2D, keep bool) ([]device.Buffer, error) {
+	if c.Groups <= 1 && out.Len() > 0 && d.conv2dDirect(out, x, w, b, c.Window2D, c.F) {
+		return nil, nil
+	}
+	return im2col.Conv2d(d, out, x, w, b, c, keep)
+}
+
+// conv2dDirect sets out (N, F, OH, OW) to the convolution of the images x
+// (N, C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not
+// nil, on the direct kernels, and reports whether it could: they take
+// images of at least 4 channels and 8 filters, of enough work
+// (convFits), on CPU adapters, float32 or float16.
+func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
 	if !dtypesTaken(out, x, w, b) || b != nil && b.DType() != out.DType() {
 		return false
 	}
@@ -144,13 +154,13 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, g device.Window2D, f int) bo
 	if !fits {
 		return false
 	}
-	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
+	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
 		return true // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The forward writes float32, and reads its bias so: a float16 out and
 	// bias take stand-ins (the images and filters are packed into
 	// textures as they are), one kernel for llvmpipe to compile, not two.
-	if d.widen(1, func(s []device.Buffer) { d.Conv2d(s[0], x, w, s[1], g, f) }, out, b) {
+	if d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], x, w, s[1], g, f) }, out, b) {
 		return true
 	}
 	d.mu.Lock()
@@ -226,24 +236,43 @@ func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPla
 	return backwardPlan{t, step, per, splits, k4, fb, kb}, true
 }
 
-// Conv2dBackward sets gwb (F, C·KH·KW + 1) to the gradient of Conv2d's
-// filters, the bias's as its last column, and gx (N, C, H, W) to its
-// input's unless gx is nil, for the upstream gradient gy (N, F, OH, OW),
-// and reports whether it could: as Conv2d, and for gx, stride 1 and
-// padding of at most the dilated window's reach (the input's gradient is
-// then the convolution of gy, bordered with zeros, with the filters turned
-// by 180°).
-func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) bool {
-	if !dtypesTaken(gx, gwb, x, w, gy) {
+// Conv2dBackward runs the convolution's gradients on the direct kernels
+// when they take them (conv2dBackwardDirect, the filters' gradient
+// wanted), else as im2col and matrix products (package im2col).
+func (d *Device) Conv2dBackward(gx, gw, gb, x, w, gy device.Buffer, c device.Conv2D, kept []device.Buffer) error {
+	if c.Groups <= 1 && gw != nil && gy.Len() > 0 && x.Len() > 0 && d.takesBackward(c.Window2D, c.F, gx, gw, x, w, gy) {
+		k := c.C * c.KH * c.KW
+		gwb, err := d.Alloc(gw.DType(), c.F*(k+1))
+		if err != nil {
+			return fmt.Errorf("webgpu: conv2d's filters' gradient with the bias's: %w", err)
+		}
+		defer d.Free(gwb)
+		if d.conv2dBackwardDirect(gx, gwb, x, w, gy, c.Window2D, c.F) {
+			d.CopyStrided(gw, gwb, device.Strided{Shape: []int{c.F, k}, SrcStrides: []int{k + 1, 1}, DstStrides: []int{k, 1}})
+			if gb != nil {
+				d.CopyStrided(gb, gwb, device.Strided{Shape: []int{c.F}, SrcStrides: []int{k + 1}, DstStrides: []int{1}, SrcOffset: k})
+			}
+			return nil
+		}
+	}
+	return im2col.Conv2dBackward(d, gx, gw, gb, x, w, gy, c, kept)
+}
+
+// conv2dBackwardDirect sets gwb (F, C·KH·KW + 1) to the gradient of
+// Conv2d's filters, the bias's as its last column, and gx (N, C, H, W) to
+// its input's unless gx is nil, for the upstream gradient gy (N, F, OH,
+// OW), on the direct kernels, and reports whether it could: as
+// conv2dDirect, and for gx, stride 1 and padding of at most the dilated
+// window's reach (the input's gradient is then the convolution of gy,
+// bordered with zeros, with the filters turned by 180°).
+func (d *Device) conv2dBackwardDirect(gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) bool {
+	if !d.takesBackward(g, f, gx, gwb, x, w, gy) {
 		return false
 	}
 	d.mu.Lock()
-	pl, ok := d.planBackward(g, f, gx != nil)
+	pl, _ := d.planBackward(g, f, gx != nil)
 	d.mu.Unlock()
-	if !ok {
-		return false
-	}
-	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.Conv2dBackward(s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
+	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
 		return true // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The kernels read WGSL's f16 as it is and write float32: a float16
@@ -258,6 +287,18 @@ func (d *Device) Conv2dBackward(gx, gwb, x, w, gy device.Buffer, g device.Window
 		run(gx, gwb)
 	}
 	return true
+}
+
+// takesBackward reports whether conv2dBackwardDirect takes these
+// buffers (gx may be nil) and the convolution g with f filters.
+func (d *Device) takesBackward(g device.Window2D, f int, gx, gw, x, w, gy device.Buffer) bool {
+	if !dtypesTaken(gx, gw, x, w, gy) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.planBackward(g, f, gx != nil)
+	return ok
 }
 
 // conv2dBackward records Conv2dBackward as planned by pl. The caller

@@ -27,8 +27,7 @@
 //     EnvMatMul and MatMulKernel);
 //   - on CPU adapters, runs convolutions of at least 4 channels and 8
 //     filters, and as much work as a product of 2¹⁸ multiply-adds, on direct
-//     kernels (device.Convolver: Conv2d and
-//     Conv2dBackward): images and filters packed into textures 4
+//     kernels (its device.Convolver): images and filters packed into textures 4
 //     channels a texel, an implicit matrix product with no im2col matrix,
 //     the input's gradient a convolution of the bordered upstream
 //     gradient with the filters turned by 180°; other convolutions, and
