@@ -127,12 +127,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}{{end}}
     }
     let zo = p.Out;
+{{- if .Bias}}
+    // Each filter's bias, loaded once (r clamps to the last filter).
+{{- range $i := seq .TM}}
+    let bias{{$i}} = bias_at(u32(r{{$i}}));
+{{- end}}{{end}}
 {{- range $j := seq .TN}}
     if (j0 + {{$j}}u < P) {
         let ob = zo + q{{$j}} / ohw * F * ohw + q{{$j}} % ohw;
 {{- range $i := seq $.TM}}
         if (f0 + {{$i}}u < F) {
-            set_out(ob + (f0 + {{$i}}u) * ohw, acc{{$i}}_{{$j}}{{if $.Bias}} + bias_at(f0 + {{$i}}u){{end}});
+            set_out(ob + (f0 + {{$i}}u) * ohw, acc{{$i}}_{{$j}}{{if $.Bias}} + bias{{$i}}{{end}});
         }
 {{- end}}
     }

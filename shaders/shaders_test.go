@@ -199,7 +199,7 @@ func TestSource(t *testing.T) {
 		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": true}, []string{"v[r] = w_at((c * p.F + f) * 9u + 9u - 1u - t);"}},
 		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": false}, []string{"v[r] = w_at((f * p.C + c) * 9u + t);", "var<storage, read> w: array<E>;"}},
 		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": true, "WX": 32, "WY": 2},
-			[]string{"@workgroup_size(32, 2, 1)", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "+ bias_at(f0 + 31u));", "out[i] = to_e(v);"}},
+			[]string{"@workgroup_size(32, 2, 1)", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "let bias31 = bias_at(u32(r31));", "acc31_15 + bias31);", "out[i] = to_e(v);"}},
 		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Taps": 9, "KW": 3, "Bias": false, "WX": 64, "WY": 1},
 			[]string{"@workgroup_size(64, 1, 1)", "var<storage, read_write> out: array<E>;"}},
 		{"conv_tex", map[string]any{"Stage": "dw", "TM": 32, "TN": 16, "Taps": 9, "KW": 3},

@@ -54,11 +54,13 @@ const softmaxBlock = 4
 // lanes idle) and long ones (the row would not stay in registers).
 func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// On llvmpipe a workgroup of 8 is one SIMD batch, whose barriers
-	// switch no batches: faster than 16 or 32 a row, or two passes
-	// (docs/kernel-choices.md, reductions).
+	// switch no batches: faster than 16 or 32 a row, or two passes, for
+	// rows of up to 1024 elements (32 vec4s an invocation); longer rows
+	// take two passes, whose kernels llvmpipe compiles in a fraction of
+	// the time (docs/kernel-choices.md, reductions).
 	if d.loopLimited {
 		v = groupsOf(quads, 8)
-		return 8, v, quads >= 64 && v <= 64
+		return 8, v, quads >= 64 && v <= 32
 	}
 	// On GPUs 64 invocations a row, or the power of two that holds a
 	// shorter row's vec4s (at least 8), at most 16 vec4s of each operand
