@@ -21,7 +21,8 @@
 // rgba32float texture, 4 consecutive entries along its wide axis (a row
 // of op(a) along k, or op(b) along its columns) a texel: texel (q, d)
 // holds entries 4q…4q+3 at depth d (op(a)'s row, op(b)'s term of k),
-// zeros past the wide count. p: device/webgpu's texPackParams (strides
+// zeros past the wide count and at depths from p.Rows (op(b)'s terms of k
+// up to the next multiple of 4). p: device/webgpu's texPackParams (strides
 // in src's elements).
 {{- if .Vec}}
 // Here src's entries along the wide axis are consecutive and the offset
@@ -34,7 +35,7 @@
 {{template "at" dict "Name" "src" "Half" false}}
 
 fn entry(w: u32, k: u32) -> f32 {
-    if (w >= p.Wide) {
+    if (w >= p.Wide || k >= p.Rows) {
         return 0.0;
     }
     return src_at(p.Off + w * p.StrideWide + k * p.StrideDepth);
@@ -48,7 +49,7 @@ fn entry(w: u32, k: u32) -> f32 {
     let w = 4u * q;
 {{- if .Vec}}
     var v = vec4<f32>(0.0);
-    if (w < p.Wide) {
+    if (w < p.Wide && k < p.Rows) {
         v = src_v((p.Off + w + k * p.StrideDepth) / 4u);
     }
     textureStore(dst, vec2<i32>(i32(q), i32(k)), v);
@@ -66,7 +67,8 @@ fn entry(w: u32, k: u32) -> f32 {
 // loads are far cheaper than storage loads on llvmpipe, yet still most of
 // the kernel's time).
 // p: device/webgpu's texMulParams. The dispatch sums the terms k in
-// [p.K0, p.K1) (p.K0 a multiple of 4) of rows from p.Row0 into out.
+// [p.K0, p.K1) (p.K0 a multiple of 4) of rows from p.Row0 into out; the
+// textures hold zeros for the terms from p.K up to a multiple of 4.
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" true "Half" false}}
@@ -86,23 +88,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
     // Four terms an iteration (eight ran no faster, and took llvmpipe
-    // longer to compile), then the terms past the last whole texel one at
-    // a time.
-    let kEnd = p.K1 / 4u;
+    // longer to compile), the last texel's past p.K1 zeros in both
+    // textures: no loop of its own for them, which took llvmpipe a fifth
+    // of the kernel's compile.
+    let kEnd = (p.K1 + 3u) / 4u;
     for (var kq = p.K0 / 4u; kq < kEnd; kq++) {
         {{template "mac" dict "K" "i32(kq)" "T" $}}
-    }
-    for (var k = 4u * kEnd; k < p.K1; k++) {
-        let c = k % 4u;
-{{- range $j := seq (div .TN 4)}}
-        let b{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, i32(k)), 0);
-{{- end}}
-{{- range $i := seq .TM}}
-        let a{{$i}} = textureLoad(ta, vec2<i32>(i32(kEnd), ra + {{$i}}), 0)[c];
-{{- range $j := seq (div $.TN 4)}}
-        acc{{$i}}_{{$j}} += b{{$j}} * a{{$i}};
-{{- end}}
-{{- end}}
     }
     // Adding to out a choice of the dispatch, not of the kernel: one
     // kernel to compile where two were (docs/kernel-choices.md).

@@ -178,7 +178,7 @@ func TestMatMulKernels(t *testing.T) {
 					t.Fatalf("%+v: %v", s, err)
 				}
 				for i := range got {
-					if math.Abs(float64(got[i])-want[i]) > tol[i] {
+					if !(math.Abs(float64(got[i])-want[i]) <= tol[i]) { // NaN fails
 						t.Fatalf("%+v with %s: out[%d] = %v; want %v", s, d.MatMulKernel(s), i, got[i], want[i])
 					}
 				}
@@ -412,12 +412,55 @@ func TestMatMulTextureShapes(t *testing.T) {
 		}
 		want, tol := gemmRef(p.s, p.a, p.b, len(got))
 		for i := range got {
-			if math.Abs(float64(got[i])-want[i]) > tol[i] {
+			if !(math.Abs(float64(got[i])-want[i]) <= tol[i]) { // NaN fails
 				t.Fatalf("%+v with %s: out[%d] = %v; want %v", p.s, d.MatMulKernel(p.s), i, got[i], want[i])
 			}
 		}
 		for _, x := range []*tensor.Tensor{p.x, p.y, p.out} {
 			x.Release()
+		}
+	}
+}
+
+// TestMatMulTextureZeroDepths checks that the texture kernel's last texel
+// of k, read whole, adds nothing past k: a product whose k is not a
+// multiple of 4, after one of the same texture size whose op(b) held
+// +Inf at every term (left in the cached texture unless the depths past
+// k are zeroed: 0·Inf would be NaN).
+func TestMatMulTextureZeroDepths(t *testing.T) {
+	gputest.Open(t)
+	t.Setenv(webgpu.EnvMatMul, "texture")
+	d := fresh(t)
+	for _, k := range []int{260, 257} {
+		s := device.GEMM{Batch: 1, M: 64, K: k, N: 64}
+		a, b := make([]float32, s.M*k), make([]float32, k*s.N)
+		for i := range a {
+			a[i] = float32(i%7) - 3
+		}
+		for i := range b {
+			b[i] = float32(i%5) - 2
+			if k == 260 {
+				b[i] = float32(math.Inf(1))
+			}
+		}
+		x := tensor.Must(tensor.FromFloat32(d, a, len(a)))
+		y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
+		out := tensor.Empty(d, device.Float32, s.M*s.N)
+		d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+		got, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 257 {
+			want, tol := gemmRef(s, a, b, len(got))
+			for i := range got {
+				if !(math.Abs(float64(got[i])-want[i]) <= tol[i]) { // NaN fails
+					t.Fatalf("k %d with %s after a product of +Inf: out[%d] = %v; want %v", k, d.MatMulKernel(s), i, got[i], want[i])
+				}
+			}
+		}
+		for _, v := range []*tensor.Tensor{x, y, out} {
+			v.Release()
 		}
 	}
 }

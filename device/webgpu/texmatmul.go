@@ -85,7 +85,7 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
 		return true
 	}
-	tb, err := d.texture(wb, k, 1)
+	tb, err := d.texture(wb, groupsOf(k, 4)*4, 1) // zeros past k: the kernel reads whole texels of op(a)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
 		return true
@@ -100,10 +100,10 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		}
 		if i == 0 || s.StrideA != 0 {
 			offA := s.OffA + ja*s.StrideA
-			d.texOperand(x, ta, texLayout{wide: k, depth: m, off: offA, sw: ak, sk: ar, texels: groupsOf(k, 4), vec: vecA && offA%4 == 0})
+			d.texOperand(x, ta, texLayout{wide: k, depth: m, rows: m, off: offA, sw: ak, sk: ar, texels: groupsOf(k, 4), vec: vecA && offA%4 == 0})
 		}
 		if i == 0 || s.StrideB != 0 {
-			d.texOperand(y, tb, texLayout{wide: n, depth: k, off: s.OffB + i*s.StrideB, sw: bw, sk: bk, texels: wb, vec: vecB})
+			d.texOperand(y, tb, texLayout{wide: n, depth: groupsOf(k, 4) * 4, rows: k, off: s.OffB + i*s.StrideB, sw: bw, sk: bk, texels: wb, vec: vecB})
 		}
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
@@ -133,12 +133,13 @@ func padding(s device.GEMM, nOut int, toPadded bool) device.Strided {
 
 // texLayout is where an operand of the texture kernel lies in its buffer:
 // wide entries (op(a)'s terms of k, op(b)'s columns) sw elements apart,
-// depths (op(a)'s rows, op(b)'s terms of k) sk apart, from off; texels is
-// how many texels of a depth its texture holds, and vec tells whether its
-// texels are aligned vec4s of it.
+// rows depths (op(a)'s rows, op(b)'s terms of k) sk apart, from off;
+// texels is how many texels of a depth its texture holds, depth how many
+// depths (zeros past rows), and vec tells whether its texels are aligned
+// vec4s of it.
 type texLayout struct {
-	wide, depth, off, sw, sk, texels int
-	vec                              bool
+	wide, depth, rows, off, sw, sk, texels int
+	vec                                    bool
 }
 
 // texOperand records what fills t with the operand of src laid out as l:
@@ -154,7 +155,7 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 		d.fail(errFreed("matmul_tex"))
 		return
 	}
-	if l.vec && !half && l.sk%64 == 0 && l.off+(l.depth-1)*l.sk+4*row <= src.n {
+	if l.vec && !half && l.depth == l.rows && l.sk%64 == 0 && l.off+(l.depth-1)*l.sk+4*row <= src.n {
 		enc := d.encoderFor()
 		if enc == nil {
 			return
@@ -169,7 +170,7 @@ func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 	k := d.kernelOf(texSpec{Stage: "pack", F16: st.native(), Vec: l.vec}, storageRO, textureOut)
 	items := l.texels * l.depth
 	d.dispatchEntries(k, uint32(min(groupsOf(items, 256), maxGroups)), uint32(groupsOf(groupsOf(items, 256), maxGroups)), 1,
-		texPackParams{Wide: uint32(l.wide), Depth: uint32(l.depth), Off: uint32(l.off), StrideWide: uint32(l.sw), StrideDepth: uint32(l.sk), Texels: uint32(l.texels)},
+		texPackParams{Wide: uint32(l.wide), Depth: uint32(l.depth), Rows: uint32(l.rows), Off: uint32(l.off), StrideWide: uint32(l.sw), StrideDepth: uint32(l.sk), Texels: uint32(l.texels)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: src.b, Size: src.bindSize()}, {Binding: 2, TextureView: t.view}})
 }
 
@@ -187,7 +188,7 @@ func (d *Device) texturesFit(s device.GEMM) bool {
 	texTN := d.texBlock(s)
 	ha, wb := groupsOf(m, texTM)*texTM, groupsOf(n, texTN)*texTN/4
 	limit := int(d.limits.MaxTextureDimension2D)
-	return k > 0 && groupsOf(k, 4) <= limit && ha <= limit && wb <= limit && k <= limit && groupsOf(n, texTN*texWG) <= maxGroups
+	return k > 0 && groupsOf(k, 4) <= limit && ha <= limit && wb <= limit && groupsOf(k, 4)*4 <= limit && groupsOf(n, texTN*texWG) <= maxGroups
 }
 
 // opTexture is a cached operand texture of the texture matmul.
@@ -269,8 +270,8 @@ type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add uint32 }
 
 // texPackParams are stage pack's: Wide entries StrideWide apart (4 a
 // texel, Texels a depth) at each of Depth depths StrideDepth apart, from
-// Off.
-type texPackParams struct{ Wide, Depth, Off, StrideWide, StrideDepth, Texels uint32 }
+// Off, zeros at depths from Rows.
+type texPackParams struct{ Wide, Depth, Rows, Off, StrideWide, StrideDepth, Texels uint32 }
 
 func (s texSpec) params() any {
 	if s.Stage == "pack" {
