@@ -31,7 +31,7 @@
 //     channels a texel, an implicit matrix product with no im2col matrix,
 //     the input's gradient a convolution of the bordered upstream
 //     gradient with the filters turned by 180°; other convolutions, and
-//     all on GPUs, run as im2col and matrix products;
+//     all on GPUs, run as im2col and matrix products (package im2col);
 //   - records each batch's dispatches into one compute pass, with bind
 //     groups cached by kernel and buffers;
 //   - where the adapter has the shader-f16 feature (and EnvF16 does not
