@@ -318,10 +318,11 @@ fn set_out(i: u32, v: f32) {
 {{- define "matmul_store"}}
 {{- /* The products' epilogue: stores the TM×TN block of accumulators
        acc{i}_{j} (vec4s of 4 columns) at rows row0…, columns col0… of the
-       M×N matrix at zo in out, adding to it where add. */}}
+       M×N matrix at zo in out, its rows Ld (an expression) apart, adding
+       to it where add. */}}
 {{- range $i := seq .TM}}
     if (row0 + {{$i}}u < M) {
-        let o{{$i}} = zo + (row0 + {{$i}}u) * N + col0;
+        let o{{$i}} = zo + (row0 + {{$i}}u) * {{$.Ld}} + col0;
 {{- if $.VecO}}
 {{- range $j := seq (div $.TN 4)}}
         if (col0 + {{mul $j 4}}u < N) {

@@ -69,7 +69,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
     let za = p.OffA + select(z, z % max(p.CycleA, 1u), p.CycleA > 0u) * p.StrideA;
     let zb = p.OffB + z * p.StrideB;
-    let zo = p.OffOut + z * M * N{{if .Split}} + part * p.PartStride{{end}};
+    let zo = p.OffOut + z * M * p.LdOut{{if .Split}} + part * p.PartStride{{end}};
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
     let ra{{$q}} = min(row0 + {{mul $q 4}}u, M - 4u) / 4u;
@@ -139,5 +139,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Whether to add to out: a later dispatch of k's terms, or Accumulate
     // (which a split product leaves to stage sum).
     let add = p.K0 != 0u{{if not .Split}} || p.Accumulate != 0u{{end}};
-{{template "matmul_store" .}}
+{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" .VecO "Ld" "p.LdOut"}}
 }

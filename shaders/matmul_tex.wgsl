@@ -99,6 +99,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // kernel to compile where two were (docs/kernel-choices.md).
     let zo = p.Out;
     let add = p.Add != 0u;
-{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true}}
+{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true "Ld" "N"}}
 }
 {{- end}}

@@ -160,7 +160,7 @@ func TestSource(t *testing.T) {
 			[]string{"var<storage, read> b: array<E4>;", "let a7 = a_v(za + r7 * (K / 4u) + k);"}},
 		// Split over k: flat and DotK, and a 2-D grid writing vec4s.
 		{"matmul", map[string]any{"TM": 8, "TN": 16, "TransA": false, "TransB": true, "VecA": false, "VecB": false, "Flat": true, "VecO": false, "DotK": true, "Split": true},
-			[]string{"let part = zz % p.Parts;", "let z = p.Batch0 + zz / p.Parts;", "for (var k = kLo / 4u; k < kHi / 4u; k++) {", "let zo = p.OffOut + z * M * N + part * p.PartStride;", "let add = p.K0 != 0u;"}},
+			[]string{"let part = zz % p.Parts;", "let z = p.Batch0 + zz / p.Parts;", "for (var k = kLo / 4u; k < kHi / 4u; k++) {", "let zo = p.OffOut + z * M * p.LdOut + part * p.PartStride;", "let add = p.K0 != 0u;"}},
 		{"matmul", map[string]any{"TM": 16, "TN": 16, "TransA": false, "TransB": false, "VecA": false, "VecB": true, "Flat": false, "VecO": true, "DotK": false, "Split": true},
 			[]string{"let zz = gid.z;", "let kHi = min(p.K1, kLo + p.PartTerms);", "for (var k = kLo; k < kHi; k++) {", "set_out_v(q, v);"}},
 		{"matmul_sum", nil, []string{"v += part[s * p.N + i];", "out[p.Off + i] = v;"}},

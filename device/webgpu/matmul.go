@@ -388,7 +388,7 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	va, vb = va && t.Vec, vb && t.Vec
 	kern := d.kernel(tiledSpec{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, Spread: t.Spread, TransA: s.TransA, TransB: s.TransB,
 		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre, Split: parts > 1}, false, false, true)
-	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, false, false, false, parts)
+	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, ps.N, false, false, false, parts)
 }
 
 // splitOut returns where a product split over k in parts writes them:
@@ -454,7 +454,7 @@ func (d *Device) tiledParts(s device.GEMM) int {
 // (the register kernel's Split), each dispatch's terms of k are split in
 // as many parts, each written to o as a product of its own, Batch·M·N
 // elements after the last part's.
-func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, va, vb, flat bool, parts int) {
+func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, ld int, va, vb, flat bool, parts int) {
 	if kern == nil {
 		return
 	}
@@ -492,7 +492,7 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 				k1 := min(k, k0+kPer)
 				p := gemmParams{M: uint32(m), K: uint32(k), N: uint32(n), Row0: uint32(row), K0: uint32(k0), K1: uint32(k1),
 					Batch0: uint32(b0), StrideA: vec(s.StrideA, va), StrideB: vec(s.StrideB, vb), CycleA: uint32(s.CycleA),
-					OffA: vec(s.OffA, va), OffB: vec(s.OffB, vb), OffOut: uint32(s.OffDst), Accumulate: b2u(s.Accumulate), RowB: vec(s.RowB(), vb)}
+					OffA: vec(s.OffA, va), OffB: vec(s.OffB, vb), OffOut: uint32(s.OffDst), Accumulate: b2u(s.Accumulate), RowB: vec(s.RowB(), vb), LdOut: uint32(ld)}
 				if parts > 1 {
 					// Parts of a multiple of 4 terms (DotK reads by vec4s along k).
 					p.Parts, p.PartTerms, p.PartStride = uint32(parts), uint32(groupsOf(groupsOf(k1-k0, parts), 4)*4), uint32(s.Batch*m*n)
@@ -530,11 +530,14 @@ func MatMulKernels() []string {
 // and always where Accumulate ≠ 0. Matrix z = Batch0 + the grid's z of a
 // batch starts at OffA + (z, or z mod CycleA where CycleA > 0)·StrideA in
 // a, OffB + z·StrideB in b (in the arrays' elements, vec4s where read so)
-// and OffOut + z·M·N in out; RowB is the distance between b's stored rows.
+// and OffOut + z·M·LdOut in out, whose rows are LdOut apart (the register
+// kernel; the tiled kernel's are N apart); RowB is the distance between
+// b's stored rows.
 type gemmParams struct {
 	M, K, N, Row0, K0, K1                uint32
 	Batch0, StrideA, StrideB, CycleA     uint32
 	OffA, OffB, OffOut, Accumulate, RowB uint32
+	LdOut                                uint32
 	// Flat: the column blocks a row of blocks, the rows of blocks a
 	// matrix, the blocks in all.
 	ColBlocks, RowBlocks, Blocks uint32

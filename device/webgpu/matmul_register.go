@@ -37,13 +37,32 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 	if parts > 1 {
 		vo = s.N%4 == 0
 	}
+	ld := s.N
+	if !vo && parts == 1 && !small(s) {
+		// Rows that are not whole vec4s: the product in rows of a multiple
+		// of 4, in scratch copied into out after, as the texture kernel's.
+		// The blocks' scalar stores took llvmpipe about four times as long
+		// to compile (docs/kernel-choices.md).
+		ld = groupsOf(s.N, 4) * 4
+		pad, err := d.alloc(device.Float32, s.Batch*s.M*ld)
+		if err != nil {
+			d.fail(fmt.Errorf("webgpu: matmul: rows padded to %d columns: %v", ld, err))
+			return
+		}
+		defer d.free(pad)
+		if s.Accumulate {
+			d.copyStrided(pad, out, padding(s, ld, true))
+		}
+		defer d.copyStrided(out, pad, padding(s, ld, false))
+		out, ps.OffDst, vo = pad, 0, true
+	}
 	kern := d.kernel(registerSpec{TM: tm, TN: tn, TransA: s.TransA, TransB: s.TransB, VecA: va, VecB: vb, VecO: vo,
 		DotK: dotK, Flat: flat, Split: parts > 1}, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
 		bm, bn = tm*registerWG, tn*registerWG
 	}
-	d.matMulDispatches(kern, bm, bn, out, x, y, ps, va || dotK, vb || dotK, flat, parts)
+	d.matMulDispatches(kern, bm, bn, out, x, y, ps, ld, va || dotK, vb || dotK, flat, parts)
 }
 
 // small reports whether s has fewer than tuneMinMACs multiply-adds in
