@@ -272,8 +272,7 @@ func scaledBroadcast(op string, x *tensor.Tensor, shape []int, scale float64) *t
 	}
 	s, ok := output(dev, dt, nil)
 	if !ok {
-		out.Release()
-		return tensor.Failed(dev, dt, s.Err(), shape...)
+		return failedAs(out, s.Err())
 	}
 	defer s.Release()
 	dev.Fill(s.Buffer(), scale)

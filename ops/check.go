@@ -94,6 +94,13 @@ func output(dev device.Device, dt device.DType, shape []int, inputs ...*tensor.T
 	return out, out.Err() == nil
 }
 
+// failedAs releases t and returns a failed tensor of its device, dtype
+// and shape carrying err: an output whose kernels could not run.
+func failedAs(t *tensor.Tensor, err error) *tensor.Tensor {
+	defer t.Release()
+	return tensor.Failed(t.Device(), t.DType(), err, t.Shape()...)
+}
+
 // normAxis returns axis in [0, rank), accepting negative axes.
 func normAxis(op string, axis, rank int) int {
 	a := axis

@@ -157,8 +157,7 @@ func conv2d(x, w, b *tensor.Tensor, win Window, save bool) (*tensor.Tensor, *Sav
 	}
 	kept, err := dev.Conv2d(out.Buffer(), x.Buffer(), w.Buffer(), bufferOf(b), c, save)
 	if err != nil {
-		out.Release()
-		return tensor.Failed(dev, dt, fmt.Errorf("%s: %w", op, err), shape...), nil
+		return failedAs(out, fmt.Errorf("%s: %w", op, err)), nil
 	}
 	if len(kept) > 0 {
 		return out, &Saved{buffers: kept, dev: dev}
@@ -185,8 +184,7 @@ func conv2dInputGrad(op string, xs []int, w, g *tensor.Tensor, win Window) *tens
 		return gx
 	}
 	if err := dev.Conv2dBackward(gx.Buffer(), nil, nil, nil, w.Buffer(), g.Buffer(), c, nil); err != nil {
-		gx.Release()
-		return tensor.Failed(dev, dt, fmt.Errorf("%s: %w", op, err), xs...)
+		return failedAs(gx, fmt.Errorf("%s: %w", op, err))
 	}
 	return gx
 }
@@ -198,42 +196,30 @@ func conv2dBackward(x, w, b, g *tensor.Tensor, win Window, wantX bool, saved *Sa
 	dev, dt := layerOperands(op, x, w, b, g)
 	c, shape := planConv(op, x, w, b, win)
 	sameShape(op, "upstream gradient", g, shape)
-	outs := []*tensor.Tensor{nil, nil, nil}
-	ok := true
+	outs := []*tensor.Tensor{nil, nil, nil} // gx, gw, gb
+	var failed error
 	for i, s := range [][]int{x.Shape(), w.Shape(), {c.F}} {
 		if i == 0 && !wantX || i == 2 && b == nil {
 			continue
 		}
-		var oki bool
-		outs[i], oki = output(dev, dt, s, x, w, g)
-		ok = ok && oki
+		outs[i], _ = output(dev, dt, s, x, w, g)
+		if failed == nil {
+			failed = outs[i].Err()
+		}
 	}
-	var err error
-	if ok {
+	if failed == nil {
 		var kept []device.Buffer
 		if saved != nil && saved.dev == dev {
 			kept = saved.buffers
 		}
-		err = dev.Conv2dBackward(bufferOf(outs[0]), outs[1].Buffer(), bufferOf(outs[2]), x.Buffer(), w.Buffer(), g.Buffer(), c, kept)
-	}
-	for i, t := range outs {
-		if t == nil || ok && err == nil {
-			continue
-		}
-		failed := err
-		if failed == nil { // another output's allocation failed
-			for _, u := range outs {
-				if u != nil && u.Err() != nil {
-					failed = u.Err()
-					break
-				}
-			}
-		} else {
+		if err := dev.Conv2dBackward(bufferOf(outs[0]), outs[1].Buffer(), bufferOf(outs[2]), x.Buffer(), w.Buffer(), g.Buffer(), c, kept); err != nil {
 			failed = fmt.Errorf("%s: %w", op, err)
 		}
-		s := t.Shape()
-		t.Release()
-		outs[i] = tensor.Failed(dev, dt, failed, s...)
+	}
+	for i, t := range outs {
+		if t != nil && failed != nil {
+			outs[i] = failedAs(t, failed)
+		}
 	}
 	return outs[0], outs[1], outs[2]
 }

@@ -1,10 +1,14 @@
 package ops_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
@@ -144,4 +148,37 @@ func maxDiff(a, b []float64) float64 {
 		d = math.Max(d, math.Abs(a[i]-b[i]))
 	}
 	return d
+}
+
+// TestConv2dScratchFailure checks that a convolution whose device cannot
+// allocate its scratch memory (the CPU backend's im2col columns, past its
+// memory limit) gives failed outputs that name the op and wrap
+// ErrOutOfMemory, forward and backward, and that the device works on.
+func TestConv2dScratchFailure(t *testing.T) {
+	e := newEnv(t)
+	x, w, b := e.uniform(-1, 1, 1, 2, 3, 8, 8), e.uniform(-1, 1, 2, 4, 3, 3, 3), e.uniform(-1, 1, 3, 4)
+	g := e.uniform(-1, 1, 4, 2, 4, 6, 6)
+	win := ops.Window{Stride: [2]int{1, 1}}
+	dev := e.dev.(*cpu.Device)
+	// Room for the outputs (float64 y: 288 elements; gx, gw, gb: 384, 108
+	// and 4), not for the columns besides (2·28·36 elements).
+	dev.SetMemoryLimit(dev.MemoryInUse() + 8*(288+112))
+	y := e.keep(ops.Conv2d(x, w, b, win))
+	dev.SetMemoryLimit(dev.MemoryInUse() + 8*(384+108+4))
+	gx, gw, gb := ops.Conv2dBackward(x, w, b, g, win)
+	dev.SetMemoryLimit(cpu.DefaultMemoryLimit())
+	for _, r := range []struct {
+		name string
+		t    *tensor.Tensor
+		op   string
+	}{{"y", y, "ops.Conv2d"}, {"gx", gx, "ops.Conv2dBackward"}, {"gw", gw, "ops.Conv2dBackward"}, {"gb", gb, "ops.Conv2dBackward"}} {
+		err := r.t.Err()
+		if !errors.Is(err, device.ErrOutOfMemory) || !strings.Contains(err.Error(), r.op) {
+			t.Errorf("%s: %v; want an ErrOutOfMemory naming %s", r.name, err, r.op)
+		}
+		r.t.Release()
+	}
+	if _, err := e.keep(ops.Conv2d(x, w, b, win)).Float32s(); err != nil {
+		t.Errorf("conv2d within the limit again: %v", err)
+	}
 }

@@ -246,6 +246,12 @@ func Conv2dBackward(dev device.Device, gx, gw, gb, x, w, gy device.Buffer, c dev
 		}
 		defer dev.Free(acc)
 	}
+	var chunk device.Buffer // a later chunk's sum over its images, added to acc
+	defer func() {
+		if chunk != nil {
+			dev.Free(chunk)
+		}
+	}()
 	first := true
 	_, err = p.columns(x, fused, kept, false, func(n0, nb int, cols device.Buffer, kept bool) error {
 		// Per image and group, gy[n, g] · cols[n, g]ᵀ; summed over images.
@@ -259,13 +265,13 @@ func Conv2dBackward(dev device.Device, gx, gw, gb, x, w, gy device.Buffer, c dev
 		if first {
 			dev.Reduce(device.Sum, acc, part, []int{nb, c.F * kr}, []int{0})
 		} else {
-			s, err := p.scratch(c.F*kr, "the filters' gradient of a chunk")
-			if err != nil {
-				return err
+			if chunk == nil {
+				if chunk, err = p.scratch(c.F*kr, "the filters' gradient of a chunk"); err != nil {
+					return err
+				}
 			}
-			dev.Reduce(device.Sum, s, part, []int{nb, c.F * kr}, []int{0})
-			dev.Axpy(acc, s, 1)
-			dev.Free(s)
+			dev.Reduce(device.Sum, chunk, part, []int{nb, c.F * kr}, []int{0})
+			dev.Axpy(acc, chunk, 1)
 		}
 		first = false
 		if gx == nil {

@@ -149,7 +149,7 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 		return false
 	}
 	d.mu.Lock()
-	fits := d.convFits(g, f) && g.N0 == 0
+	fits := d.convFits(g, f)
 	d.mu.Unlock()
 	if !fits {
 		return false
@@ -215,7 +215,7 @@ func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPla
 			return backwardPlan{}, false
 		}
 	}
-	if !d.convFits(g, f) || g.N0 != 0 || oh*ow == 0 || ow+1 > maxLoop {
+	if !d.convFits(g, f) || oh*ow == 0 || ow+1 > maxLoop {
 		return backwardPlan{}, false
 	}
 	k4 := groupsOf(g.C, 4) * g.KH * g.KW
@@ -240,40 +240,46 @@ func (d *Device) planBackward(g device.Window2D, f int, withX bool) (backwardPla
 // when they take them (conv2dBackwardDirect, the filters' gradient
 // wanted), else as im2col and matrix products (package im2col).
 func (d *Device) Conv2dBackward(gx, gw, gb, x, w, gy device.Buffer, c device.Conv2D, kept []device.Buffer) error {
-	if c.Groups <= 1 && gw != nil && gy.Len() > 0 && x.Len() > 0 && d.takesBackward(c.Window2D, c.F, gx, gw, x, w, gy) {
+	if pl, ok := d.directPlan(c, gx, gw, x, w, gy); ok {
 		k := c.C * c.KH * c.KW
 		gwb, err := d.Alloc(gw.DType(), c.F*(k+1))
 		if err != nil {
 			return fmt.Errorf("webgpu: conv2d's filters' gradient with the bias's: %w", err)
 		}
 		defer d.Free(gwb)
-		if d.conv2dBackwardDirect(gx, gwb, x, w, gy, c.Window2D, c.F) {
-			d.CopyStrided(gw, gwb, device.Strided{Shape: []int{c.F, k}, SrcStrides: []int{k + 1, 1}, DstStrides: []int{k, 1}})
-			if gb != nil {
-				d.CopyStrided(gb, gwb, device.Strided{Shape: []int{c.F}, SrcStrides: []int{k + 1}, DstStrides: []int{1}, SrcOffset: k})
-			}
-			return nil
+		d.conv2dBackwardDirect(pl, gx, gwb, x, w, gy, c.Window2D, c.F)
+		d.CopyStrided(gw, gwb, device.Strided{Shape: []int{c.F, k}, SrcStrides: []int{k + 1, 1}, DstStrides: []int{k, 1}})
+		if gb != nil {
+			d.CopyStrided(gb, gwb, device.Strided{Shape: []int{c.F}, SrcStrides: []int{k + 1}, DstStrides: []int{1}, SrcOffset: k})
 		}
+		return nil
 	}
 	return im2col.Conv2dBackward(d, gx, gw, gb, x, w, gy, c, kept)
+}
+
+// directPlan plans the gradients of the convolution c on the direct
+// kernels, or reports that they do not take them: with the filters'
+// gradient wanted, no groups, float32 or float16 buffers (gx may be nil),
+// and as planBackward takes the geometry.
+func (d *Device) directPlan(c device.Conv2D, gx, gw, x, w, gy device.Buffer) (backwardPlan, bool) {
+	if c.Groups > 1 || gw == nil || gy.Len() == 0 || x.Len() == 0 || !dtypesTaken(gx, gw, x, w, gy) {
+		return backwardPlan{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.planBackward(c.Window2D, c.F, gx != nil)
 }
 
 // conv2dBackwardDirect sets gwb (F, C·KH·KW + 1) to the gradient of
 // Conv2d's filters, the bias's as its last column, and gx (N, C, H, W) to
 // its input's unless gx is nil, for the upstream gradient gy (N, F, OH,
-// OW), on the direct kernels, and reports whether it could: as
-// conv2dDirect, and for gx, stride 1 and padding of at most the dilated
-// window's reach (the input's gradient is then the convolution of gy,
-// bordered with zeros, with the filters turned by 180°).
-func (d *Device) conv2dBackwardDirect(gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) bool {
-	if !d.takesBackward(g, f, gx, gwb, x, w, gy) {
-		return false
-	}
-	d.mu.Lock()
-	pl, _ := d.planBackward(g, f, gx != nil)
-	d.mu.Unlock()
-	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
-		return true // float16 as packed words: on float32 stand-ins (see MatMul)
+// OW), on the direct kernels as directPlan planned them: for gx, stride 1
+// and padding of at most the dilated window's reach (the input's
+// gradient is then the convolution of gy, bordered with zeros, with the
+// filters turned by 180°).
+func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) {
+	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(pl, s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
+		return // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The kernels read WGSL's f16 as it is and write float32: a float16
 	// gradient takes a float32 stand-in (the filters' gradient is summed
@@ -286,19 +292,6 @@ func (d *Device) conv2dBackwardDirect(gx, gwb, x, w, gy device.Buffer, g device.
 	if !d.widen(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {
 		run(gx, gwb)
 	}
-	return true
-}
-
-// takesBackward reports whether conv2dBackwardDirect takes these
-// buffers (gx may be nil) and the convolution g with f filters.
-func (d *Device) takesBackward(g device.Window2D, f int, gx, gw, x, w, gy device.Buffer) bool {
-	if !dtypesTaken(gx, gw, x, w, gy) {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	_, ok := d.planBackward(g, f, gx != nil)
-	return ok
 }
 
 // conv2dBackward records Conv2dBackward as planned by pl. The caller
