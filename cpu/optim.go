@@ -26,6 +26,15 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 	for i, s := range state {
 		st[i] = buf(s)
 	}
+	first := h.FirstStep
+	if h.Scaling != nil { // loss scaling: skipped steps are not counted
+		sc := buf(h.Scaling)
+		if sc.at(device.ScaleFound) != 0 {
+			return
+		}
+		h.T -= int(sc.at(device.ScaleSkipped))
+		first = h.T == 1
+	}
 	lr, wd := F(h.LR), F(h.WeightDecay)
 	mom, damp := F(h.Momentum), F(h.Dampening)
 	b1, b2, eps := F(h.Beta1), F(h.Beta2), F(h.Eps)
@@ -42,7 +51,7 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 			}
 			if mom != 0 {
 				b := gi
-				if !h.FirstStep {
+				if !first {
 					b = mom*F(st[0].at(i)) + (1-damp)*gi
 				}
 				st[0].set(i, float64(b))
@@ -72,4 +81,53 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 			p.set(i, float64(w-stepSize*m/(F(math.Sqrt(float64(v)))/bc2Root+eps)))
 		}
 	}
+}
+
+// Unscale multiplies each gradient element by the reciprocal of the
+// scale, in float32 (float64 for float64 gradients), and flags a result
+// that is Inf or NaN.
+func (d *Device) Unscale(grad, scale, state device.Buffer) {
+	g := buf(grad)
+	var found bool
+	if g.dt == device.Float64 {
+		found = unscale[float64](g, buf(scale))
+	} else {
+		found = unscale[float32](g, buf(scale))
+	}
+	if found {
+		buf(state).set(device.ScaleFound, 1)
+	}
+}
+
+// unscale is Unscale computing in F, reporting whether it found an Inf or
+// NaN.
+func unscale[F float32 | float64](g, scale *buffer) bool {
+	inv := 1 / F(scale.at(0))
+	found := false
+	for i := range g.Len() {
+		v := float64(F(g.at(i)) * inv)
+		g.set(i, v)
+		found = found || math.IsNaN(v) || math.IsInf(v, 0)
+	}
+	return found
+}
+
+// UpdateScale is the scaler's end of a step, computed in float32 as the
+// scale is stored.
+func (d *Device) UpdateScale(scale, state device.Buffer, p device.ScaleParams) {
+	sc, st := buf(scale), buf(state)
+	s := float32(sc.at(0))
+	if st.at(device.ScaleFound) != 0 {
+		sc.set(0, float64(s*float32(p.Backoff)))
+		st.set(device.ScaleGood, 0)
+		st.set(device.ScaleSkipped, st.at(device.ScaleSkipped)+1)
+	} else if good := st.at(device.ScaleGood) + 1; good >= float64(p.Interval) {
+		if grown := s * float32(p.Growth); !math.IsInf(float64(grown), 0) {
+			sc.set(0, float64(grown))
+		}
+		st.set(device.ScaleGood, 0)
+	} else {
+		st.set(device.ScaleGood, good)
+	}
+	st.set(device.ScaleFound, 0)
 }

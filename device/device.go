@@ -270,6 +270,30 @@ type StepParams struct {
 	Beta1, Beta2, Eps   float64 // Adam
 	Decoupled, AMSGrad  bool    // Adam: AdamW's weight decay; AMSGrad
 	T                   int     // Adam: the step number, from 1
+	// Scaling, when not nil, is a loss scaler's state (ScaleState, a
+	// float32 buffer): the step leaves the parameter and its state as they
+	// are where the state's Found is not 0 (an Inf or NaN among the
+	// gradients this step), and counts its step number without the
+	// steps skipped so: T − Skipped, for Adam's bias corrections and for
+	// SGD's first step (FirstStep is not read).
+	Scaling Buffer
+}
+
+// The elements of a loss scaler's state (StepParams.Scaling, Stepper's
+// Unscale and UpdateScale), a float32 buffer of ScaleStateLen elements,
+// zeros at first. Counts are exact up to 2²⁴.
+const (
+	ScaleFound   = iota // 1 where an unscaled gradient was Inf or NaN this step, else 0
+	ScaleGood           // good steps since the scale last changed
+	ScaleSkipped        // steps skipped, in all
+	ScaleStateLen
+)
+
+// ScaleParams are the settings of dynamic loss scaling
+// (Stepper.UpdateScale), as PyTorch's GradScaler's.
+type ScaleParams struct {
+	Growth, Backoff float64 // the scale's factors after Interval good steps in a row, and after a skipped step
+	Interval        int     // good steps in a row before growing
 }
 
 // Take describes a gather with int32 indices, one for each of N rows

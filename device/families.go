@@ -199,6 +199,19 @@ type Stepper interface {
 	// buffers are read and written, grad read, by a single kernel (see
 	// Optimizer for the state each needs).
 	Step(op Optimizer, param, grad Buffer, state []Buffer, h StepParams)
+	// Unscale divides grad in place by scale's one element (multiplying
+	// it by the scale's reciprocal), and sets state's ScaleFound to 1
+	// where any result is Inf or NaN: PyTorch's
+	// _amp_foreach_non_finite_check_and_unscale_. grad and scale are
+	// float32, state a loss scaler's (ScaleStateLen elements).
+	Unscale(grad, scale, state Buffer)
+	// UpdateScale ends a step of dynamic loss scaling, as PyTorch's
+	// _amp_update_scale_: after a step with ScaleFound set, the scale is
+	// multiplied by p.Backoff, ScaleGood reset and ScaleSkipped counted;
+	// otherwise ScaleGood is counted, and on reaching p.Interval reset,
+	// the scale multiplied by p.Growth where the product is finite.
+	// ScaleFound is then cleared.
+	UpdateScale(scale, state Buffer, p ScaleParams)
 }
 
 // Drawer is the draw family: painting tensors into a canvas.

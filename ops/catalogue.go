@@ -258,6 +258,8 @@ var (
 		Forward: fwd(trajectory), Cases: optimCases(device.SGD)}
 	AdamOp = &Op{Name: "adam", Family: "update", Doc: "PyTorch's Adam and AdamW (decoupled weight decay), bias-corrected, AMSGrad optional; the table's forward runs 10 steps as sgd_momentum's.",
 		Forward: fwd(trajectory), Cases: optimCases(device.Adam)}
+	LossScalingOp = &Op{Name: "loss_scaling", Family: "update", Doc: "dynamic loss scaling on the device (unscale, a step skipped on Inf or NaN, the scale's update), as PyTorch's GradScaler with a fused optimiser; the table's forward runs 6 scaled steps, 2 of them overflowing, and returns the trajectory, the scale and the scaler's state.",
+		Forward: fwd(scaledTrajectory), Cases: scalingCases()}
 	SGDOp = &Op{Name: "sgd", Family: "update", Doc: "w ← w − lr·g in place; no gradient.",
 		Forward: fwd(func(in []*T, a SGDAttrs) *T {
 			w := Clone(in[0])
@@ -323,6 +325,7 @@ var others = []*Op{
 	// Optimisers: one fused kernel a step, in place.
 	SGDMomentumOp,
 	AdamOp,
+	LossScalingOp,
 
 	// Updates.
 	SGDOp,

@@ -426,6 +426,71 @@ func trajectory(in []*T, a StepAttrs) *T {
 	return out
 }
 
+// scaledTrajectory runs six steps of dynamic loss scaling from p = in[0]
+// on the loss ½‖p − in[1]‖²: the gradient (p − in[1])·scale, made Inf or
+// NaN at steps 1 and 4, unscaled, the optimiser's step (skipped at those
+// steps), the scale's update (from 2¹⁶, ×2 after 2 good steps, ×½ after
+// a skip). It returns p after each step (the last only, for parameters
+// of over 2²⁰ elements), the scale and the scaler's state.
+func scaledTrajectory(in []*T, a StepAttrs) *T {
+	p := Clone(in[0])
+	defer p.Release()
+	dev, dt := p.Device(), p.DType()
+	state := make([]*T, StateLen(a.Optimizer, a.Hyper))
+	for i := range state {
+		state[i] = tensor.Must(tensor.Zeros(dev, dt, p.Shape()...))
+		defer state[i].Release()
+	}
+	scale := tensor.Must(tensor.Scalar(dev, dt, 1<<16))
+	amp := tensor.Must(tensor.Zeros(dev, dt, device.ScaleStateLen))
+	inf := tensor.Must(tensor.Scalar(dev, dt, math.Inf(1)))
+	defer inf.Release()
+	var snaps []*T
+	for t := 1; t <= 6; t++ {
+		d := sub(p, in[1])
+		g := mul(d, scale)
+		d.Release()
+		if t == 1 || t == 4 {
+			bad := mul(g, inf)
+			g.Release()
+			g = bad
+		}
+		Unscale(g, scale, amp)
+		h := a.Hyper
+		h.T, h.FirstStep = t, t == 1
+		ScaledStep(a.Optimizer, p, g, state, h, amp)
+		g.Release()
+		UpdateScale(scale, amp, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 2})
+		if p.Len() <= 1<<20 || t == 6 {
+			snaps = append(snaps, Clone(p))
+		}
+	}
+	out := stack(snaps, 0)
+	for _, s := range snaps {
+		s.Release()
+	}
+	return joined(out, []*T{scale, amp})
+}
+
+func scalingCases() []Case {
+	c := func(name string, s []int, op device.Optimizer, h device.StepParams) Case {
+		return Case{Name: name + " " + ShapeName(s), Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: StepAttrs{Optimizer: op, Hyper: h}, NoFD: true}
+	}
+	adam := device.StepParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	ams := adam
+	ams.AMSGrad, ams.Decoupled, ams.WeightDecay = true, true, 0.1
+	sgd := device.StepParams{LR: 0.1, Momentum: 0.9, Dampening: 0.5}
+	sp := c("special values adam", sh(len(specials)), device.Adam, adam)
+	sp.Inputs[0].Domain = Domain{Values: specials}
+	return []Case{
+		c("adam", sh(257), device.Adam, adam), c("adamw amsgrad", sh(3, 4), device.Adam, ams),
+		c("sgd momentum dampening", sh(7), device.SGD, sgd), c("sgd", sh(2, 4), device.SGD, device.StepParams{LR: 0.3}),
+		c("nesterov", sh(5), device.SGD, device.StepParams{LR: 0.05, Momentum: 0.8, Nesterov: true}),
+		c("empty adam", sh(0), device.Adam, adam), c("0-D adam", sh(), device.Adam, adam), c("large adam", sh(LargeLen), device.Adam, adam),
+		sp,
+	}
+}
+
 func optimCases(op device.Optimizer) []Case {
 	c := func(name string, s []int, h device.StepParams) Case {
 		return Case{Name: name + " " + ShapeName(s), Inputs: []Input{{Shape: s}, {Shape: s}}, Attrs: StepAttrs{Optimizer: op, Hyper: h}, NoFD: true}

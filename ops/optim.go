@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -61,6 +62,94 @@ func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tenso
 		bufs[i] = t.Buffer()
 	}
 	dev.Step(op, param.Buffer(), grad.Buffer(), bufs, h)
+}
+
+// ScaledStep is Step under dynamic loss scaling (package optim's
+// Scaler): scaling is the scaler's state (device.ScaleStateLen elements
+// of param's dtype), and the step leaves param and its state as they are
+// where the state's ScaleFound is set, counting its step number without
+// the steps skipped (device.StepParams.Scaling). Nothing is read back to
+// the host.
+func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams, scaling *tensor.Tensor) {
+	const name = "ops.ScaledStep"
+	scalerState(name, param, scaling)
+	if err := scaling.Err(); err != nil {
+		param.SetErr(err)
+		return
+	}
+	h.Scaling = scaling.Buffer()
+	Step(op, param, grad, state, h)
+}
+
+// scalerState panics unless state is a loss scaler's state beside t: on
+// its device, of its dtype, with device.ScaleStateLen elements.
+func scalerState(name string, t, state *tensor.Tensor) {
+	operands32(name, t, state)
+	floats32(name, t, state)
+	sameShape(name, "the scaler's state", state, []int{device.ScaleStateLen})
+}
+
+// Unscale divides grad in place by scale (a tensor of one element) and
+// sets state's ScaleFound to 1 where a result is Inf or NaN, on the
+// device, as PyTorch's GradScaler.unscale_: state is a loss scaler's
+// (device.ScaleStateLen elements, zeros at first); all three share a
+// device and a float dtype.
+func Unscale(grad, scale, state *tensor.Tensor) {
+	const name = "ops.Unscale"
+	scalerState(name, grad, state)
+	floats32(name, grad, scale)
+	if scale.Len() != 1 {
+		tensor.Panicf(name, tensor.ErrShape, "scale has shape %v; want one element", scale.Shape())
+	}
+	operands32(name, grad, scale)
+	for _, t := range []*tensor.Tensor{scale, state} {
+		if err := t.Err(); err != nil {
+			grad.SetErr(err)
+		}
+	}
+	if grad.Err() != nil {
+		state.SetErr(grad.Err())
+		return
+	}
+	grad.Device().Unscale(grad.Buffer(), scale.Buffer(), state.Buffer())
+}
+
+// UpdateScale ends a step of dynamic loss scaling on the device, as
+// PyTorch's GradScaler.update: after a step whose gradients had an Inf
+// or NaN (state's ScaleFound) the scale is multiplied by p.Backoff, else
+// after p.Interval good steps in a row by p.Growth (device.Stepper).
+// Settings that cannot work panic.
+func UpdateScale(scale, state *tensor.Tensor, p device.ScaleParams) {
+	const name = "ops.UpdateScale"
+	scalerState(name, scale, state)
+	if scale.Len() != 1 {
+		tensor.Panicf(name, tensor.ErrShape, "scale has shape %v; want one element", scale.Shape())
+	}
+	if err := CheckScaling(name, p); err != nil {
+		panic(err)
+	}
+	if err := errors.Join(scale.Err(), state.Err()); err != nil {
+		scale.SetErr(err)
+		state.SetErr(err)
+		return
+	}
+	scale.Device().UpdateScale(scale.Buffer(), state.Buffer(), p)
+}
+
+// CheckScaling returns a *tensor.Error of kind ErrArgument, naming op
+// site name, when the settings of dynamic loss scaling cannot work (a
+// growth factor below 1 or not finite, a backoff factor outside (0, 1),
+// an interval below 1).
+func CheckScaling(name string, p device.ScaleParams) error {
+	switch {
+	case !(p.Growth >= 1) || math.IsInf(p.Growth, 0):
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("growth factor %v; want a finite factor ≥ 1", p.Growth)}
+	case !(p.Backoff > 0 && p.Backoff < 1):
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("backoff factor %v; want 0 < backoff < 1", p.Backoff)}
+	case p.Interval < 1:
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("growth interval %d; want at least 1", p.Interval)}
+	}
+	return nil
 }
 
 func checkStep(name string, op device.Optimizer, h device.StepParams) {

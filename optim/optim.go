@@ -63,13 +63,19 @@ func newOptimizer(params []*autograd.Var, kind device.Optimizer, h device.StepPa
 // Params returns the parameters.
 func (o *Optimizer) Params() []*autograd.Var { return o.params }
 
-// Steps returns the number of steps taken.
+// Steps returns the number of steps taken; with a Scaler, the steps
+// attempted, those it skipped included (Adam's bias corrections count
+// the steps taken alone: see Scaler).
 func (o *Optimizer) Steps() int { return o.steps }
 
 // Step updates every parameter that has a gradient, one kernel each. The
 // state is created (zeros) at the first step that needs it. A parameter
 // on another device than its state or gradient panics, naming both.
-func (o *Optimizer) Step() {
+func (o *Optimizer) Step() { o.step(nil) }
+
+// step is Step, under loss scaling when scaling (a Scaler's state) is
+// not nil.
+func (o *Optimizer) step(scaling *tensor.Tensor) {
 	o.steps++
 	h := o.Hyper
 	h.T, h.FirstStep = o.steps, o.steps == 1
@@ -91,7 +97,11 @@ func (o *Optimizer) Step() {
 				o.state[i][k] = z
 			}
 		}
-		ops.Step(o.kind, w, g, o.state[i], h)
+		if scaling != nil {
+			ops.ScaledStep(o.kind, w, g, o.state[i], h, scaling)
+		} else {
+			ops.Step(o.kind, w, g, o.state[i], h)
+		}
 	}
 }
 

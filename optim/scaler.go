@@ -4,17 +4,26 @@ import (
 	"math"
 
 	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
 
 // Scaler is dynamic loss scaling for mixed-precision training, as
 // PyTorch's GradScaler: float16 activations and gradients underflow
-// where float32 ones would not, so the loss is multiplied by Scale before
-// backward and the (float32) gradients of the master weights are divided
-// by it before the optimiser's step. When a gradient is Inf or NaN (the
-// scale was too large), the step is skipped and the scale multiplied by
-// Backoff; after Interval good steps in a row it is multiplied by Growth.
+// where float32 ones would not, so the loss is multiplied by the scale
+// before backward and the (float32) gradients of the master weights are
+// divided by it before the optimiser's step. When a gradient is Inf or
+// NaN (the scale was too large), the step is skipped and the scale
+// multiplied by Backoff; after Interval good steps in a row it is
+// multiplied by Growth.
+//
+// The scale and the check for Inf and NaN live on the device, as in
+// PyTorch's fused optimisers: a step reads nothing back, and the host
+// records the next step while the device runs this one. Stats reads the
+// scale and the count of skipped steps back. A skipped step is not
+// counted in Adam's bias corrections, nor as SGD's first step, though
+// the Optimizer's Steps counts it.
 //
 // A mixed-precision step: cast the batch to float16 (the nn layers then
 // compute with float16 copies of their float32 parameters), cast the
@@ -23,13 +32,16 @@ import (
 //	s.ScaleLoss(loss).Backward()
 //	s.Step(opt)
 //	opt.ZeroGrad()
+//
+// To clip or inspect the gradients, call s.Unscale(opt) before Step.
 type Scaler struct {
-	Scale    float64 // the loss scale
+	Scale    float64 // the loss scale to start from (PyTorch's init_scale); read before the first step only
 	Growth   float64 // the factor after Interval good steps
 	Backoff  float64 // the factor after a step with Inf or NaN gradients
 	Interval int     // good steps in a row before growing
-	good     int     // good steps since the last change
-	skipped  int     // steps skipped
+
+	scale, state *tensor.Tensor      // on the device: the scale, and device.ScaleFound, ScaleGood, ScaleSkipped
+	unscaled     map[*Optimizer]bool // optimisers whose gradients Unscale divided this step
 }
 
 // NewScaler returns a scaler with PyTorch's defaults: scale 65536,
@@ -40,79 +52,118 @@ func NewScaler() *Scaler {
 
 // check panics unless the scaler's settings can work.
 func (s *Scaler) check(op string) {
-	switch {
-	case !(s.Scale > 0) || math.IsInf(s.Scale, 0):
+	if s.scale == nil && (!(s.Scale > 0) || math.IsInf(s.Scale, 0)) {
 		tensor.Panicf(op, tensor.ErrArgument, "loss scale %v; want a positive finite scale", s.Scale)
-	case !(s.Growth >= 1) || math.IsInf(s.Growth, 0):
-		tensor.Panicf(op, tensor.ErrArgument, "growth factor %v; want a finite factor ≥ 1", s.Growth)
-	case !(s.Backoff > 0 && s.Backoff < 1):
-		tensor.Panicf(op, tensor.ErrArgument, "backoff factor %v; want 0 < backoff < 1", s.Backoff)
-	case s.Interval < 1:
-		tensor.Panicf(op, tensor.ErrArgument, "growth interval %d; want at least 1", s.Interval)
+	}
+	if err := ops.CheckScaling(op, s.params()); err != nil {
+		panic(err)
 	}
 }
 
-// ScaleLoss returns loss·Scale, to call Backward on.
+func (s *Scaler) params() device.ScaleParams {
+	return device.ScaleParams{Growth: s.Growth, Backoff: s.Backoff, Interval: s.Interval}
+}
+
+// init creates the device's scale and state from Scale, in dtype dt
+// (float32 or float64), at the first use.
+func (s *Scaler) init(dev device.Device, dt device.DType) error {
+	if s.scale != nil {
+		return nil
+	}
+	scale, err := tensor.Scalar(dev, dt, s.Scale)
+	if err != nil {
+		return err
+	}
+	state, err := tensor.Zeros(dev, dt, device.ScaleStateLen)
+	if err != nil {
+		scale.Release()
+		return err
+	}
+	s.scale, s.state = scale, state
+	return nil
+}
+
+// ScaleLoss returns loss·scale, to call Backward on.
 func (s *Scaler) ScaleLoss(loss *autograd.Var) *autograd.Var {
 	const op = "optim.Scaler.ScaleLoss"
 	s.check(op)
 	v := loss.Value()
-	k, err := tensor.Scalar(v.Device(), v.DType(), s.Scale)
-	if err != nil {
-		k = tensor.Failed(v.Device(), v.DType(), err)
+	if err := s.init(v.Device(), v.DType()); err != nil {
+		return ops.Mul(loss, autograd.Temp(tensor.Failed(v.Device(), v.DType(), err)))
 	}
-	return ops.Mul(loss, autograd.Temp(k))
+	return ops.Mul(loss, autograd.Leaf(s.scale, false))
 }
 
-// Skipped returns how many steps Step has skipped.
-func (s *Scaler) Skipped() int { return s.skipped }
-
-// Step steps o on the unscaled gradients of its parameters, or skips the
-// step when any gradient is Inf or NaN; then it adjusts the scale, and
-// reports whether it stepped. Finding an Inf or NaN reads one number back
-// from the device (the sum of every gradient), not one per tensor. A
-// runtime failure of the device is returned, the step skipped.
-func (s *Scaler) Step(o *Optimizer) (bool, error) {
-	const op = "optim.Scaler.Step"
+// Unscale divides the gradients of o's parameters by the scale in
+// place, and notes on the device whether any is Inf or NaN, as PyTorch's
+// GradScaler.unscale_: call it before clipping or reading the
+// gradients; Step then steps without dividing them again.
+func (s *Scaler) Unscale(o *Optimizer) {
+	const op = "optim.Scaler.Unscale"
 	s.check(op)
-	var total *tensor.Tensor
+	if s.unscaled[o] {
+		tensor.Panicf(op, tensor.ErrArgument, "the gradients were unscaled already this step")
+	}
 	for _, p := range o.params {
 		g := p.Grad()
 		if g == nil {
 			continue
 		}
-		sum := ops.Sum(g)
-		if total == nil {
-			total = sum
+		if err := s.init(g.Device(), g.DType()); err != nil {
+			g.SetErr(err)
 			continue
 		}
-		t := ops.Add(total, sum)
-		total.Release()
-		sum.Release()
-		total = t
+		ops.Unscale(g, s.scale, s.state)
 	}
-	if total == nil { // no gradients: nothing to step
-		return false, nil
+	if s.unscaled == nil {
+		s.unscaled = map[*Optimizer]bool{}
 	}
-	v, err := total.Float64s()
-	total.Release()
+	s.unscaled[o] = true
+}
+
+// Step steps o on the unscaled gradients of its parameters, a step the
+// device skips where a gradient is Inf or NaN, then updates the scale
+// (PyTorch's GradScaler.step and update): nothing is read back. It
+// returns the error of a runtime failure of the device, if any.
+func (s *Scaler) Step(o *Optimizer) error {
+	const op = "optim.Scaler.Step"
+	s.check(op)
+	if !s.unscaled[o] {
+		s.Unscale(o)
+	}
+	delete(s.unscaled, o)
+	if s.state == nil { // no gradients: nothing to step
+		return nil
+	}
+	o.step(s.state)
+	ops.UpdateScale(s.scale, s.state, s.params())
+	return s.state.Err()
+}
+
+// Stats reads back the loss scale and the number of steps skipped so
+// far: a wait for the device. Before the first step it returns Scale and
+// 0.
+func (s *Scaler) Stats() (scale float64, skipped int, err error) {
+	if s.scale == nil {
+		return s.Scale, 0, nil
+	}
+	sc, err := s.scale.Float64s()
 	if err != nil {
-		return false, err
+		return 0, 0, err
 	}
-	if math.IsNaN(v[0]) || math.IsInf(v[0], 0) {
-		s.skipped++
-		s.good = 0
-		s.Scale *= s.Backoff
-		return false, nil
+	st, err := s.state.Float64s()
+	if err != nil {
+		return 0, 0, err
 	}
-	for _, p := range o.params {
-		p.ScaleGrad(1 / s.Scale)
+	return sc[0], int(st[device.ScaleSkipped]), nil
+}
+
+// Release frees the scaler's device memory; a later step starts again
+// from Scale.
+func (s *Scaler) Release() {
+	if s.scale != nil {
+		s.scale.Release()
+		s.state.Release()
+		s.scale, s.state = nil, nil
 	}
-	o.Step()
-	s.good++
-	if s.good >= s.Interval {
-		s.good = 0
-		s.Scale *= s.Growth
-	}
-	return true, nil
 }

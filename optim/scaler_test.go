@@ -83,7 +83,7 @@ func TestMixedPrecisionTraining(t *testing.T) {
 								t.Fatalf("master weight gradient is %v; want float32", p.Grad().DType())
 							}
 						}
-						if _, err := s.Step(opt); err != nil {
+						if err := s.Step(opt); err != nil {
 							t.Fatal(err)
 						}
 					} else {
@@ -98,7 +98,11 @@ func TestMixedPrecisionTraining(t *testing.T) {
 			}
 			f32first, f32last, _ := train(false)
 			f16first, f16last, s := train(true)
-			t.Logf("loss float32 %.6f → %.6f, mixed %.6f → %.6f (scale %v, %d skipped)", f32first, f32last, f16first, f16last, s.Scale, s.Skipped())
+			scale, skipped, err := s.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("loss float32 %.6f → %.6f, mixed %.6f → %.6f (scale %v, %d skipped)", f32first, f32last, f16first, f16last, scale, skipped)
 			if !(f32last < f32first/2) || !(f16last < f16first/2) {
 				t.Errorf("did not learn: float32 %v → %v, mixed %v → %v", f32first, f32last, f16first, f16last)
 			}
@@ -110,39 +114,52 @@ func TestMixedPrecisionTraining(t *testing.T) {
 }
 
 // TestScalerSkipsOverflow checks that a step whose gradients overflow is
-// skipped, the parameters untouched, and the scale backed off; that good
-// steps grow it; and that settings that cannot work panic, naming them.
+// skipped on the device, the parameters untouched, and the scale backed
+// off; that good steps grow it; that a skipped step is not counted in
+// Adam's bias corrections; and that settings that cannot work panic,
+// naming them.
 func TestScalerSkipsOverflow(t *testing.T) {
 	for _, dev := range bothDevices(t) {
 		t.Run(dev.Name(), func(t *testing.T) {
+			stats := func(s *optim.Scaler) (float64, int) {
+				scale, skipped, err := s.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return scale, skipped
+			}
 			w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2, 3}, 3)), true)
 			opt := optim.SGD([]*autograd.Var{w}, 0.1, device.StepParams{})
 			defer opt.Release()
 			s := &optim.Scaler{Scale: 3e38, Growth: 2, Backoff: 0.5, Interval: 2}
+			defer s.Release()
 			loss := ops.Sum(ops.Mul(w, w)) // gradient 2w·scale: Inf
 			if err := s.ScaleLoss(loss).Backward(); err != nil {
 				t.Fatal(err)
 			}
-			stepped, err := s.Step(opt)
-			if err != nil || stepped || s.Skipped() != 1 || s.Scale != 1.5e38 {
-				t.Fatalf("overflowing step: stepped %v, err %v, skipped %d, scale %v; want skipped once, scale halved", stepped, err, s.Skipped(), s.Scale)
+			if err := s.Step(opt); err != nil {
+				t.Fatal(err)
+			}
+			if scale, skipped := stats(s); skipped != 1 || scale != float64(float32(1.5e38)) {
+				t.Fatalf("overflowing step: skipped %d, scale %v; want skipped once, scale halved", skipped, scale)
 			}
 			if got, _ := w.Value().Float32s(); got[0] != 1 || got[2] != 3 {
 				t.Errorf("a skipped step changed the weights: %v", got)
 			}
 			opt.ZeroGrad()
-			s.Scale = 4
+			s2 := &optim.Scaler{Scale: 4, Growth: 2, Backoff: 0.5, Interval: 2}
+			defer s2.Release()
 			for range 2 {
-				if err := s.ScaleLoss(ops.Sum(ops.Mul(w, w))).Backward(); err != nil {
+				if err := s2.ScaleLoss(ops.Sum(ops.Mul(w, w))).Backward(); err != nil {
 					t.Fatal(err)
 				}
-				if ok, err := s.Step(opt); !ok || err != nil {
-					t.Fatalf("good step: %v, %v", ok, err)
+				if err := s2.Step(opt); err != nil {
+					t.Fatal(err)
 				}
 				opt.ZeroGrad()
 			}
-			if s.Scale != 8 {
-				t.Errorf("after 2 good steps (interval 2) the scale is %v; want 8", s.Scale)
+			if scale, skipped := stats(s2); scale != 8 || skipped != 0 {
+				t.Errorf("after 2 good steps (interval 2): scale %v, %d skipped; want 8, 0", scale, skipped)
 			}
 			// w − 0.1·2w, twice: the gradients were unscaled.
 			if got, _ := w.Value().Float32s(); math.Abs(float64(got[1])-2*0.8*0.8) > 1e-6 {
@@ -153,6 +170,55 @@ func TestScalerSkipsOverflow(t *testing.T) {
 				if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "loss scale") {
 					t.Errorf("scale %v: %v; want ErrArgument naming the loss scale", bad.Scale, err)
 				}
+			}
+			err := tensor.Maybe(func() { (&optim.Scaler{Scale: 1, Growth: 2, Backoff: 1, Interval: 1}).ScaleLoss(ops.Sum(w)) })
+			if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "backoff") {
+				t.Errorf("backoff 1: %v; want ErrArgument naming the backoff factor", err)
+			}
+		})
+	}
+}
+
+// TestScalerAdamCountsStepsTaken checks that Adam under a scaler whose
+// first step overflows takes its second as PyTorch's first (its bias
+// corrections counting the steps taken), and that Unscale before Step
+// lets the gradients be clipped unscaled.
+func TestScalerAdamCountsStepsTaken(t *testing.T) {
+	for _, dev := range bothDevices(t) {
+		t.Run(dev.Name(), func(t *testing.T) {
+			w := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, -2, 3, 0.5}, 4)), true)
+			opt := optim.Adam([]*autograd.Var{w}, 0.1)
+			defer opt.Release()
+			s := &optim.Scaler{Scale: 1e38, Growth: 2, Backoff: 1e-37, Interval: 100}
+			defer s.Release()
+			for range 2 { // 2w·1e38 overflows; then 2w·10 does not
+				if err := s.ScaleLoss(ops.Sum(ops.Mul(w, w))).Backward(); err != nil {
+					t.Fatal(err)
+				}
+				s.Unscale(opt)
+				optim.ClipGradNorm(opt.Params(), 1e30).Release()
+				if err := s.Step(opt); err != nil {
+					t.Fatal(err)
+				}
+				opt.ZeroGrad()
+			}
+			// Adam's first step moves each weight by lr·sign(g) (m̂ = g,
+			// v̂ = g²), up to ε.
+			got, err := w.Value().Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []float64{0.9, -1.9, 2.9, 0.4}
+			for i := range want {
+				if math.Abs(float64(got[i])-want[i]) > 1e-5 {
+					t.Fatalf("weights after a skipped and a taken step: %v; want %v (Adam's first step)", got, want)
+				}
+			}
+			if scale, skipped, err := s.Stats(); err != nil || skipped != 1 || math.Abs(scale-10)/10 > 1e-6 {
+				t.Errorf("stats: scale %v, %d skipped, %v; want 10, 1", scale, skipped, err)
+			}
+			if opt.Steps() != 2 {
+				t.Errorf("Steps() = %d; want 2, the skipped step counted", opt.Steps())
 			}
 		})
 	}

@@ -141,6 +141,12 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Dot lengths", func() { ops.Dot(v3, f(2)) }, "ops.Dot", tensor.ErrShape, "a has 3 elements, b 2"},
 		{"Outer matrix", func() { ops.Outer(m23, v3) }, "ops.Outer", tensor.ErrShape, "want a 1-D vector"},
 		{"Narrow length", func() { ops.Narrow(m23, 1, 0, -1) }, "ops.Narrow", tensor.ErrArgument, "length -1"},
+		{"Unscale state shape", func() { ops.Unscale(m23, f(), f(2)) }, "ops.Unscale", tensor.ErrShape, "the scaler's state has shape [2]; want [3]"},
+		{"Unscale scale of 2", func() { ops.Unscale(m23, f(2), f(3)) }, "ops.Unscale", tensor.ErrShape, "scale has shape [2]; want one element"},
+		{"Unscale float16", func() { ops.Unscale(h23, f(), f(3)) }, "ops.Unscale", tensor.ErrDType, "float16"},
+		{"UpdateScale backoff 1", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 1, Interval: 1}) }, "ops.UpdateScale", tensor.ErrArgument, "backoff factor 1"},
+		{"UpdateScale interval 0", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 0.5}) }, "ops.UpdateScale", tensor.ErrArgument, "growth interval 0"},
+		{"ScaledStep state of 4", func() { ops.ScaledStep(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1}, f(4)) }, "ops.ScaledStep", tensor.ErrShape, "the scaler's state has shape [4]; want [3]"},
 		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
 		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},
 		{"Step β1 = 1", func() {

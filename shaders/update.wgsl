@@ -1,6 +1,9 @@
 // Kernels that write a buffer in place, over p.N elements of {{.T}}; p:
-// device/webgpu's fillParams, arangeParams, sgdParams, adamParams or
-// axpyParams.
+// device/webgpu's fillParams, arangeParams, sgdParams, adamParams,
+// scaleParams or axpyParams. A scaled step (Scaled) reads a loss
+// scaler's state, amp (device.ScaleFound, ScaleGood, ScaleSkipped): it
+// leaves everything as it is where amp[0] is not 0, and counts its step
+// number p.T without the amp[2] steps skipped.
 {{- if eq .Op "fill"}}
 // fill: every element gets the bits p.Bits (f32 or i32).
 @group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
@@ -27,12 +30,22 @@
 {{- if .Momentum}}
 @group(0) @binding(3) var<storage, read_write> buf: array<{{.T}}>;
 {{- end}}
+{{- if .Scaled}}
+@group(0) @binding({{if .Momentum}}4{{else}}3{{end}}) var<storage, read> amp: array<f32>;
+{{- end}}
 
 {{template "main_1d" "p.N"}}
+{{- if .Scaled}}
+    if (amp[0] != 0.0) {
+        return;
+    }
+{{- end}}
     let w = param[i];
     var g = grad[i] + p.WeightDecay * w;
 {{- if .Momentum}}
-{{- if .First}}
+{{- if .Scaled}}
+    let b = select(p.Momentum * buf[i] + (1.0 - p.Dampening) * g, g, f32(p.T) - amp[2] == 1.0);
+{{- else if .First}}
     let b = g;
 {{- else}}
     let b = p.Momentum * buf[i] + (1.0 - p.Dampening) * g;
@@ -55,8 +68,22 @@
 {{- if .AMSGrad}}
 @group(0) @binding(5) var<storage, read_write> vmax: array<{{.T}}>;
 {{- end}}
+{{- if .Scaled}}
+@group(0) @binding({{if .AMSGrad}}6{{else}}5{{end}}) var<storage, read> amp: array<f32>;
+{{- end}}
 
 {{template "main_1d" "p.N"}}
+{{- if .Scaled}}
+    if (amp[0] != 0.0) {
+        return;
+    }
+    let t = f32(p.T) - amp[2];
+    let step_size = p.LR / (1.0 - exp2(t * p.Log2Beta1));
+    let bias2_root = sqrt(1.0 - exp2(t * p.Log2Beta2));
+{{- else}}
+    let step_size = p.StepSize;
+    let bias2_root = p.Bias2Root;
+{{- end}}
     var w = param[i];
 {{- if .Decoupled}}
     w = w * (1.0 - p.LR * p.WeightDecay);
@@ -72,7 +99,47 @@
     vi = max(vmax[i], vi);
     vmax[i] = vi;
 {{- end}}
-    param[i] = w - p.StepSize * mi / (sqrt(vi) / p.Bias2Root + p.Eps);
+    param[i] = w - step_size * mi / (sqrt(vi) / bias2_root + p.Eps);
+}
+{{- else if eq .Op "unscale"}}
+// unscale: grad ← grad · (1/scale[0]), flagging an Inf or NaN result in
+// amp[0] (every invocation that finds one stores the same 1).
+@group(0) @binding(1) var<storage, read_write> grad: array<{{.T}}>;
+@group(0) @binding(2) var<storage, read> scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> amp: array<f32>;
+
+{{template "main_1d" "p.N"}}
+    let g = grad[i] * (1.0 / scale[0]);
+    grad[i] = g;
+    let exponent = {{.U}}(0x7f800000u);
+    if (any((bitcast<{{.U}}>(g) & exponent) == exponent)) {
+        amp[0] = 1.0;
+    }
+}
+{{- else if eq .Op "scale_update"}}
+// scale_update: the end of a step of dynamic loss scaling (one
+// invocation): back off after a step with amp[0] set, else count the
+// good step in amp[1] and grow the scale (where the product is finite)
+// after p.Interval of them.
+@group(0) @binding(1) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(2) var<storage, read_write> amp: array<f32>;
+
+{{template "main_1d" "p.N"}}
+    let s = scale[0];
+    if (amp[0] != 0.0) {
+        scale[0] = s * p.Backoff;
+        amp[1] = 0.0;
+        amp[2] = amp[2] + 1.0;
+    } else if (amp[1] + 1.0 >= f32(p.Interval)) {
+        let grown = s * p.Growth;
+        if ((bitcast<u32>(grown) & 0x7f800000u) != 0x7f800000u) {
+            scale[0] = grown;
+        }
+        amp[1] = 0.0;
+    } else {
+        amp[1] = amp[1] + 1.0;
+    }
+    amp[0] = 0.0;
 }
 {{- else}}
 // axpy: out += p.Alpha·x, computed in {{.W}}.

@@ -93,6 +93,17 @@ func (d *Device) native(bufs ...device.Buffer) bool {
 // kernels that add to what their output holds.) op takes the device's
 // lock itself.
 func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.Buffer) bool {
+	return d.widenAs(nOut, false, op, bufs...)
+}
+
+// widenFresh is widen for an op that writes every element of its
+// outputs without reading them: their stand-ins start unset.
+func (d *Device) widenFresh(nOut int, op func(bufs []device.Buffer), bufs ...device.Buffer) bool {
+	return d.widenAs(nOut, true, op, bufs...)
+}
+
+// widenAs is widen, converting the outputs in unless fresh.
+func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bufs ...device.Buffer) bool {
 	wide := slices.Clone(bufs)
 	half := false
 	for i, b := range bufs {
@@ -121,7 +132,9 @@ func (d *Device) widen(nOut int, op func(bufs []device.Buffer), bufs ...device.B
 			d.mu.Unlock()
 			return true
 		}
-		d.convert(w, h)
+		if !fresh || i >= nOut {
+			d.convert(w, h)
+		}
 		wide[i] = w
 	}
 	d.mu.Unlock()

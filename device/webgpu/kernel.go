@@ -232,6 +232,12 @@ func (d *Device) run(k *kernel, groups int, params any, bufs ...*buffer) {
 // invocation. Buffers larger than the binding limit are bound a chunk
 // at a time, at offsets, one dispatch per chunk.
 func (d *Device) runItems(k *kernel, perInv, itemBytes int, params any, bufs ...*buffer) {
+	d.runItemsWhole(k, perInv, itemBytes, params, 0, bufs...)
+}
+
+// runItemsWhole is runItems where the last whole of bufs are not indexed
+// by item (a scalar's buffer): bound whole in every chunk.
+func (d *Device) runItemsWhole(k *kernel, perInv, itemBytes int, params any, whole int, bufs ...*buffer) {
 	if k == nil {
 		return
 	}
@@ -257,6 +263,10 @@ func (d *Device) runItems(k *kernel, perInv, itemBytes int, params any, bufs ...
 		off := uint64(start) * uint64(itemBytes)
 		entries := make([]wgpu.BindGroupEntry, len(bufs))
 		for i, b := range bufs {
+			if i >= len(bufs)-whole {
+				entries[i] = wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.size}
+				continue
+			}
 			size := min(uint64(count)*uint64(itemBytes), b.bytes()-off)
 			entries[i] = wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Offset: off, Size: min(max(size, 16), b.size-off)}
 		}

@@ -303,7 +303,7 @@ func rowVectors(l device.Broadcast) (ok, vecA, vecB bool) {
 
 // Binary sets dst = op(a, b) with broadcasting.
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
-	if !l.SameLayout() && !d.native(dst, a, b) && d.widen(1, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
+	if !l.SameLayout() && !d.native(dst, a, b) && d.widenAs(1, l.Len() == d.buf(dst).n, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
 		return
 	}
 	d.mu.Lock()
@@ -313,7 +313,7 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
 func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buffer, l device.Broadcast) {
-	if !l.SameLayout() && !d.native(dst, g, a, b) && d.widen(1, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
+	if !l.SameLayout() && !d.native(dst, g, a, b) && d.widenAs(1, l.Len() == d.buf(dst).n, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
 		return
 	}
 	d.mu.Lock()

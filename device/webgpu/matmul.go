@@ -205,14 +205,14 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	// f16, the texture kernel's (unpacking words in its unrolled loops made
 	// it compile 3–5 times as slowly on llvmpipe).
 	if (register || d.loopLimited && s.K > maxLoop || textures && !d.native(dst, a, b)) &&
-		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+		d.widenAs(1, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
 		return
 	}
 	// The texture kernel writes float32, and the tiled kernel adds the
 	// parts of a product split over k in float32: a float16 result takes a
 	// float32 stand-in; the operands are read as they are.
 	if (textures || !cpuKernels && f != "register" && d.tiledParts(s) > 1) &&
-		d.widen(1, func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
+		d.widenAs(1, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
 		return
 	}
 	d.mu.Lock()
@@ -229,6 +229,12 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	default:
 		d.matMulTiled(d.tileFor(o, x, y, s), o, x, y, s)
 	}
+}
+
+// writesAll reports whether the products s write every element of dst
+// without reading it.
+func (d *Device) writesAll(dst device.Buffer, s device.GEMM) bool {
+	return !s.Accumulate && s.OffDst == 0 && s.Batch*s.M*s.N == d.buf(dst).n
 }
 
 // MatMulKernel names the kernel that products shaped as s use on d:

@@ -8,7 +8,7 @@ import (
 
 // Norm sets each row of dst to (x − μ)·ρ (device.Normalizer).
 func (d *Device) Norm(dst, x device.Buffer, rows, n int, eps float64, center bool) {
-	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Norm(b[0], b[1], rows, n, eps, center) }, dst, x) {
+	if !d.native(dst, x) && d.widenFresh(1, func(b []device.Buffer) { d.Norm(b[0], b[1], rows, n, eps, center) }, dst, x) {
 		return
 	}
 	d.mu.Lock()
@@ -18,7 +18,7 @@ func (d *Device) Norm(dst, x device.Buffer, rows, n int, eps float64, center boo
 
 // NormGrad sets dx to the gradient through Norm (device.Normalizer).
 func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, center bool) {
-	if !d.native(dx, x, g) && d.widen(1, func(b []device.Buffer) { d.NormGrad(b[0], b[1], b[2], rows, n, eps, center) }, dx, x, g) {
+	if !d.native(dx, x, g) && d.widenFresh(1, func(b []device.Buffer) { d.NormGrad(b[0], b[1], b[2], rows, n, eps, center) }, dx, x, g) {
 		return
 	}
 	d.mu.Lock()

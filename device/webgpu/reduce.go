@@ -67,11 +67,11 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 	switch {
 	case d.native(dst, x):
 	case op == device.ArgMax || op == device.ArgMin:
-		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
+		if d.widenFresh(1, func(b []device.Buffer) { d.Reduce(op, b[0], b[1], shape, axes) }, dst, x) {
 			return
 		}
 	default:
-		if d.widen(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
+		if d.widenFresh(1, func(b []device.Buffer) { d.Reduce(op, b[0], x, shape, axes) }, dst) {
 			return
 		}
 	}

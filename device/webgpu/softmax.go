@@ -145,7 +145,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 
 // Softmax sets dst to the (log-)softmax of x along axis.
 func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
-	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
+	if !d.native(dst, x) && d.widenFresh(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
 		return
 	}
 	d.mu.Lock()
@@ -155,7 +155,7 @@ func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) 
 
 // SoftmaxGrad sets dx from the (log-)softmax output y and the upstream dy.
 func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log bool) {
-	if !d.native(dx, y, dy) && d.widen(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
+	if !d.native(dx, y, dy) && d.widenFresh(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
 		return
 	}
 	d.mu.Lock()

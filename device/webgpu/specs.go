@@ -45,13 +45,15 @@ type binarySpec struct {
 	RowVec, VecA, VecB   bool
 }
 
-// updateSpec specialises update.wgsl: fill, arange, axpy and the
-// optimiser steps (Op) over elements of type T (W, V: axpy's
-// float32 type and vector width).
+// updateSpec specialises update.wgsl: fill, arange, axpy, the
+// optimiser steps and loss scaling's unscale and scale_update (Op) over
+// elements of type T (W, V: axpy's float32 type and vector width; U:
+// unscale's bits, u32s shaped as T). Scaled steps read a loss scaler's
+// state.
 type updateSpec struct {
-	Op, T, W, V                                   string
-	F16                                           bool
-	Momentum, First, Nesterov, Decoupled, AMSGrad bool
+	Op, T, W, V, U                                        string
+	F16                                                   bool
+	Momentum, First, Nesterov, Decoupled, AMSGrad, Scaled bool
 }
 
 // castSpec specialises cast.wgsl: float32 to float16 (ToHalf) or back.

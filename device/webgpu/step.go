@@ -24,24 +24,53 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	// vec4s where the count allows: 4× fewer invocations, the same loads.
 	vec, n := vec4(p.n)
 	t := elemType(false, vec)
+	scaled := h.Scaling != nil
 	var spec updateSpec
 	var params any
 	switch op {
 	case device.SGD:
 		momentum := h.Momentum != 0
-		spec = updateSpec{Op: "sgd", T: t, Momentum: momentum, First: h.FirstStep, Nesterov: h.Nesterov}
-		params = sgdParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Momentum: float32(h.Momentum), Dampening: float32(h.Dampening)}
+		spec = updateSpec{Op: "sgd", T: t, Momentum: momentum, First: h.FirstStep, Nesterov: h.Nesterov, Scaled: scaled}
+		params = sgdParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Momentum: float32(h.Momentum), Dampening: float32(h.Dampening), T: uint32(h.T)}
 		bufs = bufs[:2+b2i(momentum)]
 	case device.Adam:
-		spec = updateSpec{Op: "adam", T: t, Decoupled: h.Decoupled, AMSGrad: h.AMSGrad}
+		spec = updateSpec{Op: "adam", T: t, Decoupled: h.Decoupled, AMSGrad: h.AMSGrad, Scaled: scaled}
 		bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 		params = adamParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
-			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2))}
+			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2)),
+			T: uint32(h.T), Log2Beta1: float32(math.Log2(h.Beta1)), Log2Beta2: float32(math.Log2(h.Beta2))}
 		bufs = bufs[:2+2+b2i(h.AMSGrad)]
 	}
-	k := d.kernel(spec, flags(1, len(bufs)-1)...)
-	d.runItems(k, 1, itemBytes(vec, "f32"), params, bufs...)
+	written := flags(1, len(bufs)-1)
+	if scaled { // the scaler's state, read
+		bufs, written = append(bufs, d.buf(h.Scaling)), append(written, false)
+	}
+	k := d.kernel(spec, written...)
+	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), params, b2i(scaled), bufs...)
+}
+
+// Unscale multiplies grad by the reciprocal of scale's element in place,
+// flagging an Inf or NaN result in the scaler's state.
+func (d *Device) Unscale(grad, scale, state device.Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.buf(grad)
+	if g.n == 0 {
+		return
+	}
+	vec, n := vec4(g.n)
+	spec := updateSpec{Op: "unscale", T: elemType(false, vec), U: elemType(true, vec)}
+	k := d.kernel(spec, true, false, true)
+	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), axpyParams{N: uint32(n)}, 2, g, d.buf(scale), d.buf(state))
+}
+
+// UpdateScale ends a step of dynamic loss scaling: one invocation.
+func (d *Device) UpdateScale(scale, state device.Buffer, p device.ScaleParams) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.kernel(updateSpec{Op: "scale_update", T: "f32"}, true, true)
+	d.runItems(k, 1, 4, scaleParams{N: 1, Growth: float32(p.Growth), Backoff: float32(p.Backoff), Interval: uint32(p.Interval)}, d.buf(scale), d.buf(state))
 }
 
 // The update family's parameters (shaders/update.wgsl), each over N
@@ -52,15 +81,27 @@ type (
 	// arangeParams: element i is Start + i·Step (float32 bits, or int32's).
 	arangeParams struct{ N, Start, Step uint32 }
 	// sgdParams: PyTorch's SGD.
+	// T, the step number, is read by scaled steps (StepParams.Scaling)
+	// alone.
 	sgdParams struct {
 		N                                    uint32
 		LR, WeightDecay, Momentum, Dampening float32
+		T                                    uint32
 	}
 	// adamParams: PyTorch's Adam; StepSize is LR/(1 − β1ᵗ) and Bias2Root
-	// √(1 − β2ᵗ).
+	// √(1 − β2ᵗ). A scaled step (StepParams.Scaling) computes them from T,
+	// less the steps skipped, and log₂ β1, log₂ β2.
 	adamParams struct {
 		N                                                       uint32
 		LR, WeightDecay, Beta1, Beta2, Eps, StepSize, Bias2Root float32
+		T                                                       uint32
+		Log2Beta1, Log2Beta2                                    float32
+	}
+	// scaleParams: the settings of dynamic loss scaling (N is 1).
+	scaleParams struct {
+		N               uint32
+		Growth, Backoff float32
+		Interval        uint32
 	}
 	// axpyParams: y += Alpha·x.
 	axpyParams struct {
@@ -79,6 +120,8 @@ func (s updateSpec) params() any {
 		return sgdParams{}
 	case "adam":
 		return adamParams{}
+	case "scale_update":
+		return scaleParams{}
 	}
 	return axpyParams{}
 }

@@ -8,7 +8,7 @@ import (
 
 // Where sets dst[i] = a[i] where cond[i] ≠ 0, else b[i] (device.Selector).
 func (d *Device) Where(dst, cond, a, b device.Buffer) {
-	if !d.native(dst, cond, a, b) && d.widen(1, func(w []device.Buffer) { d.Where(w[0], w[1], w[2], w[3]) }, dst, cond, a, b) {
+	if !d.native(dst, cond, a, b) && d.widenFresh(1, func(w []device.Buffer) { d.Where(w[0], w[1], w[2], w[3]) }, dst, cond, a, b) {
 		return
 	}
 	d.mu.Lock()

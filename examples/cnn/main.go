@@ -196,6 +196,7 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	var scaler *optim.Scaler
 	if cfg.AMP {
 		scaler = optim.NewScaler()
+		defer scaler.Release()
 	}
 	first := 1
 	if cfg.Resume != "" {
@@ -329,7 +330,11 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		if e == cfg.Epochs {
 			mode := "float32"
 			if scaler != nil {
-				mode = fmt.Sprintf("mixed precision (loss scale %g, %d steps skipped)", scaler.Scale, scaler.Skipped())
+				scale, skipped, err := scaler.Stats()
+				if err != nil {
+					return nil, err
+				}
+				mode = fmt.Sprintf("mixed precision (loss scale %g, %d steps skipped)", scale, skipped)
 			}
 			if _, ok := device.PeakMemory(dev); ok {
 				fmt.Fprintf(w, "%s: peak device memory of the training steps %.1f MiB, %.1f ms/step\n", mode, float64(stepPeak)/(1<<20), trainTime.Seconds()*1e3/float64(steps*(cfg.Epochs-first+1)))

@@ -279,6 +279,7 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 	var scaler *optim.Scaler
 	if cfg.AMP {
 		scaler = optim.NewScaler()
+		defer scaler.Release()
 	}
 	first := 1
 	if cfg.Resume != "" {
@@ -442,14 +443,13 @@ func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip 
 		return nil, err
 	}
 	if clip > 0 {
-		limit := clip
-		if scaler != nil { // the scaled gradients' limit: the same clipping of the unscaled ones
-			limit *= scaler.Scale
+		if scaler != nil { // clip the unscaled gradients
+			scaler.Unscale(opt)
 		}
-		optim.ClipGradNorm(net.Params(), limit).Release()
+		optim.ClipGradNorm(net.Params(), clip).Release()
 	}
 	if scaler != nil {
-		if _, err := scaler.Step(opt); err != nil {
+		if err := scaler.Step(opt); err != nil {
 			return nil, err
 		}
 	} else {

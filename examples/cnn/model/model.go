@@ -63,7 +63,7 @@ func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *t
 	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
 		return nil, err
 	}
-	if _, err := scaler.Step(opt); err != nil {
+	if err := scaler.Step(opt); err != nil {
 		return nil, err
 	}
 	opt.ZeroGrad()
