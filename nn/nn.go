@@ -19,6 +19,7 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
+	"github.com/x448/float16"
 )
 
 // Layer is one stage of a network.
@@ -340,18 +341,44 @@ func (d *DropoutLayer) Forward(x *autograd.Var) *autograd.Var {
 		return x
 	}
 	v := x.Value()
-	mask := make([]float64, v.Len())
-	keep := 1 / (1 - d.P)
-	for i := range mask {
-		if d.rng.Float64() >= d.P {
-			mask[i] = keep
-		}
-	}
-	m, err := tensor.FromValues(v.Device(), v.DType(), mask, v.Shape()...)
+	m, err := d.mask(v)
 	if err != nil {
 		m = tensor.Failed(v.Device(), v.DType(), err, v.Shape()...)
 	}
 	return ops.Mul(x, autograd.Temp(m))
+}
+
+// mask draws the next mask for v: 1/(1−P) where kept, 0 where dropped,
+// made in v's dtype on the host (no per-element conversion for float32
+// and float16), uploaded to v's device.
+func (d *DropoutLayer) mask(v *tensor.Tensor) (*tensor.Tensor, error) {
+	keep := 1 / (1 - d.P)
+	n := v.Len()
+	switch v.DType() {
+	case device.Float32:
+		m, k := make([]float32, n), float32(keep)
+		for i := range m {
+			if d.rng.Float64() >= d.P {
+				m[i] = k
+			}
+		}
+		return tensor.FromFloat32(v.Device(), m, v.Shape()...)
+	case device.Float16:
+		m, k := make([]uint16, n), float16.Fromfloat32(float32(keep)).Bits()
+		for i := range m {
+			if d.rng.Float64() >= d.P {
+				m[i] = k
+			}
+		}
+		return tensor.FromFloat16Bits(v.Device(), m, v.Shape()...)
+	}
+	m := make([]float64, n)
+	for i := range m {
+		if d.rng.Float64() >= d.P {
+			m[i] = keep
+		}
+	}
+	return tensor.FromValues(v.Device(), v.DType(), m, v.Shape()...)
 }
 
 // Params returns none.
