@@ -13,6 +13,13 @@ import (
 // with these.
 const ColsBudget = 1 << 21
 
+// Budgeter is a device that bounds one chunk's im2col matrix itself
+// (elements), in place of ColsBudget: a GPU's larger chunks batch more
+// images' products into one dispatch, filling more of its cores.
+type Budgeter interface {
+	ColumnBudget() int
+}
+
 // SaveBudget bounds the columns that Conv2d keeps for Conv2dBackward
 // (elements over the whole batch, 64 MiB of float32): past it, backward
 // computes them again, a chunk at a time.
@@ -25,6 +32,7 @@ type plan struct {
 	c              device.Conv2D
 	cg, og, kk, hw int // channels and filters per group, taps, output pixels
 	pitch          int // the columns' rows: hw rounded up to a multiple of 4
+	budget         int // the elements of one chunk's columns: ColsBudget, or the device's (Budgeter)
 }
 
 func planOf(dev device.Device, dt device.DType, c device.Conv2D) plan {
@@ -32,6 +40,10 @@ func planOf(dev device.Device, dt device.DType, c device.Conv2D) plan {
 	oh, ow := c.Out()
 	p := plan{dev: dev, dt: dt, c: c, cg: c.C / c.Groups, og: c.F / c.Groups, kk: c.KH * c.KW, hw: oh * ow}
 	p.pitch = (p.hw + 3) &^ 3
+	p.budget = ColsBudget
+	if b, ok := dev.(Budgeter); ok {
+		p.budget = max(b.ColumnBudget(), 1)
+	}
 	return p
 }
 
@@ -72,7 +84,7 @@ func (p plan) window(n0, nb int, ones bool) device.Window2D {
 }
 
 // Conv2d implements device.Convolver's Conv2d on dev's kernels: per chunk
-// of images whose columns fit ColsBudget, im2col (each image's taps as a
+// of images whose columns fit the budget (ColsBudget, or the device's), im2col (each image's taps as a
 // (C·KH·KW)×(OH·OW) matrix, its rows padded with zeros to a multiple of 4
 // so that the products read them by vec4s) and one batched matrix product
 // of the filters with every image's matrix per group. The bias rides in
@@ -115,7 +127,7 @@ func Conv2d(dev device.Device, out, x, w, b device.Buffer, c device.Conv2D, keep
 }
 
 // columns calls f, for each run of images n0… (nb of them) whose columns
-// fit ColsBudget, with their im2col matrix (with a row of ones per image
+// fit the budget, with their im2col matrix (with a row of ones per image
 // if fused; rows of p.pitch, zeros past p.hw), freed after f; kept tells
 // f that the columns are saved ones, which it must leave unchanged. With
 // saved columns of this convolution, f gets those instead; with keep, the
@@ -135,7 +147,7 @@ func (p plan) columns(x device.Buffer, fused bool, saved []device.Buffer, keep b
 		}
 		return nil, nil
 	}
-	step := max(ColsBudget/max(rows*p.pitch, 1), 1)
+	step := max(p.budget/max(rows*p.pitch, 1), 1)
 	var kept []device.Buffer
 	fail := func(err error) ([]device.Buffer, error) {
 		for _, c := range kept {
@@ -307,7 +319,7 @@ func (p plan) inputGrad(gx, w, gp device.Buffer) error {
 	if gx == nil {
 		return nil
 	}
-	step := max(ColsBudget/max(p.c.C*p.kk*p.pitch, 1), 1)
+	step := max(p.budget/max(p.c.C*p.kk*p.pitch, 1), 1)
 	for n0 := 0; n0 < p.c.N; n0 += step {
 		nb := min(step, p.c.N-n0)
 		dc, err := p.scratch(nb*p.c.C*p.kk*p.pitch, "the columns' gradient")

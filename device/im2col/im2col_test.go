@@ -117,34 +117,51 @@ func near(t *testing.T, name string, got, want []float64) {
 	}
 }
 
+// budgeted is a device with its own column budget (im2col.Budgeter).
+type budgeted struct {
+	*cpu.Device
+	budget int
+}
+
+func (b budgeted) ColumnBudget() int { return b.budget }
+
 // TestConv2d checks the lowering against the definition, with and
 // without kept columns (read twice, as a retained graph does), fused bias
-// and groups, in one chunk and in several.
+// and groups, in one chunk and in several (ColsBudget's, or a device's).
 func TestConv2d(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		c    device.Conv2D
+		name   string
+		c      device.Conv2D
+		budget int // the device's (im2col.Budgeter), if not 0
 	}{
-		{"fused bias", geometry(2, 3, 6, 5, 4, 3, 1)},
-		{"groups", geometry(2, 4, 5, 5, 6, 3, 2)},
-		{"chunks", geometry(5, 4, 130, 130, 2, 3, 1)}, // 37 rows of 16,900 pixels: 3 images a chunk
+		{"fused bias", geometry(2, 3, 6, 5, 4, 3, 1), 0},
+		{"groups", geometry(2, 4, 5, 5, 6, 3, 2), 0},
+		{"chunks", geometry(5, 4, 130, 130, 2, 3, 1), 0},            // 37 rows of 16,900 pixels: 3 images a chunk
+		{"device's budget", geometry(3, 3, 6, 5, 4, 3, 1), 28 * 30}, // 28 rows of 32 (30 pixels): an image a chunk
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newConv(t, tc.c)
+			var dev device.Device = v.dev
+			if tc.budget > 0 {
+				dev = budgeted{v.dev, tc.budget}
+			}
 			y, gx, gw, gb := v.want()
 			for _, keep := range []bool{false, true} {
 				out := v.buffer(t, make([]float64, len(y)))
-				kept, err := im2col.Conv2d(v.dev, out, v.bx, v.bw, v.bb, tc.c, keep)
+				kept, err := im2col.Conv2d(dev, out, v.bx, v.bw, v.bb, tc.c, keep)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if keep != (len(kept) > 0) {
 					t.Fatalf("keep %v: %d buffers kept", keep, len(kept))
 				}
+				if keep && tc.budget > 0 && len(kept) != tc.c.N {
+					t.Fatalf("a budget of one image's columns kept %d chunks; want %d", len(kept), tc.c.N)
+				}
 				near(t, "y", v.read(t, out), y)
 				for range 2 {
 					bx, bw, bb := v.buffer(t, gx), v.buffer(t, gw), v.buffer(t, gb)
-					if err := im2col.Conv2dBackward(v.dev, bx, bw, bb, v.bx, v.bw, v.bgy, tc.c, kept); err != nil {
+					if err := im2col.Conv2dBackward(dev, bx, bw, bb, v.bx, v.bw, v.bgy, tc.c, kept); err != nil {
 						t.Fatal(err)
 					}
 					near(t, "gx", v.read(t, bx), gx)
@@ -157,7 +174,7 @@ func TestConv2d(t *testing.T) {
 			}
 			// The images' gradient alone (conv_transpose2d's forward).
 			bx := v.buffer(t, make([]float64, len(gx)))
-			if err := im2col.Conv2dBackward(v.dev, bx, nil, nil, nil, v.bw, v.bgy, tc.c, nil); err != nil {
+			if err := im2col.Conv2dBackward(dev, bx, nil, nil, nil, v.bw, v.bgy, tc.c, nil); err != nil {
 				t.Fatal(err)
 			}
 			near(t, "gx alone", v.read(t, bx), gx)

@@ -139,6 +139,17 @@ func (d *Device) Conv2d(out, x, w, b device.Buffer, c device.Conv2D, keep bool) 
 	return im2col.Conv2d(d, out, x, w, b, c, keep)
 }
 
+// ColumnBudget bounds one chunk of im2col's columns (im2col.Budgeter):
+// im2col.ColsBudget on CPU adapters, where a chunk beyond the caches
+// costs; on GPUs 2²⁴ elements (64 MiB of float32) or the binding limit's
+// worth, so that a batch's products run as one dispatch.
+func (d *Device) ColumnBudget() int {
+	if d.loopLimited {
+		return im2col.ColsBudget
+	}
+	return int(min(1<<24, d.limits.MaxStorageBufferBindingSize/4))
+}
+
 // conv2dDirect sets out (N, F, OH, OW) to the convolution of the images x
 // (N, C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not
 // nil, on the direct kernels, and reports whether it could: they take
