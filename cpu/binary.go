@@ -176,6 +176,16 @@ func binaryFnOf(op device.BinaryOp) binaryFn {
 func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Broadcast) {
 	o, x, y := buf(dst), buf(a), buf(b)
 	f := binaryFnOf(op).f
+	if l.SameLayout() { // the common cases without the odometer's calls
+		switch {
+		case same(device.Float32, o, x, y):
+			binarySame(o.f32, x.f32, y.f32, l.Len(), f)
+			return
+		case same(device.Float64, o, x, y):
+			binarySame(o.f64, x.f64, y.f64, l.Len(), f)
+			return
+		}
+	}
 	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
 		o.set(i, f(x.at(ia), y.at(ib)))
 	})
@@ -188,7 +198,43 @@ func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buf
 	if wrt == 1 {
 		df = binaryFnOf(op).db
 	}
+	if l.SameLayout() {
+		switch {
+		case same(device.Float32, o, gb, x, y):
+			binaryGradSame(o.f32, x.f32, y.f32, gb.f32, l.Len(), df)
+			return
+		case same(device.Float64, o, gb, x, y):
+			binaryGradSame(o.f64, x.f64, y.f64, gb.f64, l.Len(), df)
+			return
+		}
+	}
 	odometer(l.Shape, l.AStrides, l.BStrides, func(i, ia, ib int) {
 		o.set(i, df(x.at(ia), y.at(ib), gb.at(i)))
 	})
+}
+
+// same reports whether every buffer is of dtype dt.
+func same(dt device.DType, bs ...*buffer) bool {
+	for _, b := range bs {
+		if b.dt != dt {
+			return false
+		}
+	}
+	return true
+}
+
+// binarySame sets o[i] = f(x[i], y[i]) for i < n, computed in float64.
+func binarySame[F float32 | float64](o, x, y []F, n int, f func(a, b float64) float64) {
+	x, y = x[:n], y[:n]
+	for i, v := range x {
+		o[i] = F(f(float64(v), float64(y[i])))
+	}
+}
+
+// binaryGradSame sets o[i] = df(x[i], y[i], g[i]) for i < n.
+func binaryGradSame[F float32 | float64](o, x, y, g []F, n int, df func(a, b, g float64) float64) {
+	x, y, g = x[:n], y[:n], g[:n]
+	for i, v := range x {
+		o[i] = F(df(float64(v), float64(y[i]), float64(g[i])))
+	}
 }

@@ -120,13 +120,21 @@ func (b *buffer) Len() int {
 
 func (b *buffer) DType() device.DType { return b.dt }
 
-// at returns element i as float64.
+// at returns element i as float64. float32's and float64's cases are
+// inlined where it is called; the others take a call.
 func (b *buffer) at(i int) float64 {
 	switch b.dt {
 	case device.Float32:
 		return float64(b.f32[i])
 	case device.Float64:
 		return b.f64[i]
+	}
+	return b.atOther(i)
+}
+
+// atOther is at for the dtypes but float32 and float64.
+func (b *buffer) atOther(i int) float64 {
+	switch b.dt {
 	case device.Float16:
 		return float64(float16.Frombits(b.f16[i]).Float32())
 	}
@@ -147,11 +155,19 @@ func (b *buffer) copyFrom(i int, src *buffer, j int) {
 	}
 }
 
-// set stores v at element i, rounding to the buffer's dtype.
+// set stores v at element i, rounding to the buffer's dtype. float32's
+// case is inlined where it is called; the others take a call.
 func (b *buffer) set(i int, v float64) {
-	switch b.dt {
-	case device.Float32:
+	if b.dt == device.Float32 {
 		b.f32[i] = float32(v)
+		return
+	}
+	b.setOther(i, v)
+}
+
+// setOther is set for the dtypes but float32.
+func (b *buffer) setOther(i int, v float64) {
+	switch b.dt {
 	case device.Float64:
 		b.f64[i] = v
 	case device.Float16:

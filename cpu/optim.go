@@ -22,9 +22,9 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 
 // step is Step computing in F.
 func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device.Buffer, h device.StepParams) {
-	st := make([]*buffer, len(state))
+	st := make([][]F, len(state))
 	for i, s := range state {
-		st[i] = buf(s)
+		st[i] = elems[F](buf(s))
 	}
 	first := h.FirstStep
 	if h.Scaling != nil { // loss scaling: skipped steps are not counted
@@ -42,8 +42,9 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 	bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 	bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 	stepSize, bc2Root := F(h.LR/bc1), F(math.Sqrt(bc2))
-	for i := range p.Len() {
-		w, gi := F(p.at(i)), F(g.at(i))
+	ps, gs := elems[F](p), elems[F](g)
+	for i := range ps {
+		w, gi := ps[i], gs[i]
 		switch op {
 		case device.SGD:
 			if wd != 0 {
@@ -52,16 +53,16 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 			if mom != 0 {
 				b := gi
 				if !first {
-					b = mom*F(st[0].at(i)) + (1-damp)*gi
+					b = mom*st[0][i] + (1-damp)*gi
 				}
-				st[0].set(i, float64(b))
+				st[0][i] = b
 				if h.Nesterov {
 					gi += mom * b
 				} else {
 					gi = b
 				}
 			}
-			p.set(i, float64(w-lr*gi))
+			ps[i] = w - lr*gi
 		case device.Adam:
 			if wd != 0 {
 				if h.Decoupled {
@@ -70,17 +71,24 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 					gi += wd * w
 				}
 			}
-			m := b1*F(st[0].at(i)) + (1-b1)*gi
-			v := b2*F(st[1].at(i)) + (1-b2)*gi*gi
-			st[0].set(i, float64(m))
-			st[1].set(i, float64(v))
+			m := b1*st[0][i] + (1-b1)*gi
+			v := b2*st[1][i] + (1-b2)*gi*gi
+			st[0][i], st[1][i] = m, v
 			if h.AMSGrad {
-				v = max(F(st[2].at(i)), v)
-				st[2].set(i, float64(v))
+				v = max(st[2][i], v)
+				st[2][i] = v
 			}
-			p.set(i, float64(w-stepSize*m/(F(math.Sqrt(float64(v)))/bc2Root+eps)))
+			ps[i] = w - stepSize*m/(F(math.Sqrt(float64(v)))/bc2Root+eps)
 		}
 	}
+}
+
+// elems returns b's elements as F's: b is float32 or float64, as F.
+func elems[F float32 | float64](b *buffer) []F {
+	if s, ok := any(b.f32).([]F); ok {
+		return s
+	}
+	return any(b.f64).([]F)
 }
 
 // Unscale multiplies each gradient element by the reciprocal of the
