@@ -270,8 +270,8 @@ type StepParams struct {
 	Beta1, Beta2, Eps   float64 // Adam
 	Decoupled, AMSGrad  bool    // Adam: AdamW's weight decay; AMSGrad
 	T                   int     // Adam: the step number, from 1
-	// Scaling, when not nil, is a loss scaler's state (ScaleState, a
-	// float32 buffer): the step leaves the parameter and its state as they
+	// Scaling, when not nil, is a loss scaler's state (ScaleFound…, a
+	// buffer of the parameter's dtype; ops.ScaledStep sets it): the step leaves the parameter and its state as they
 	// are where the state's Found is not 0 (an Inf or NaN among the
 	// gradients this step), and counts its step number without the
 	// steps skipped so: T − Skipped, for Adam's bias corrections and for

@@ -34,6 +34,14 @@ func b2i(b bool) int {
 // without momentum, an Adam step number below 1) panic.
 func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
 	const name = "ops.Step"
+	if h.Scaling != nil {
+		tensor.Panicf(name, tensor.ErrArgument, "hyper-parameters with a loss scaler's state; step with ScaledStep")
+	}
+	step(name, op, param, grad, state, h)
+}
+
+// step is Step and ScaledStep, named name.
+func step(name string, op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
 	dev := operands32(name, append([]*tensor.Tensor{param, grad}, state...)...)
 	floats32(name, append([]*tensor.Tensor{param, grad}, state...)...)
 	for i, t := range append([]*tensor.Tensor{grad}, state...) {
@@ -78,7 +86,7 @@ func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor
 		return
 	}
 	h.Scaling = scaling.Buffer()
-	Step(op, param, grad, state, h)
+	step(name, op, param, grad, state, h)
 }
 
 // scalerState panics unless state is a loss scaler's state beside t: on

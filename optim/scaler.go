@@ -121,21 +121,29 @@ func (s *Scaler) Unscale(o *Optimizer) {
 	s.unscaled[o] = true
 }
 
-// Step steps o on the unscaled gradients of its parameters, a step the
-// device skips where a gradient is Inf or NaN, then updates the scale
-// (PyTorch's GradScaler.step and update): nothing is read back. It
-// returns the error of a runtime failure of the device, if any.
-func (s *Scaler) Step(o *Optimizer) error {
+// Step steps each optimiser on the unscaled gradients of its
+// parameters, steps the device skips where any of their gradients is
+// Inf or NaN, then updates the scale once (PyTorch's GradScaler.step for
+// each, then update): nothing is read back. Optimisers sharing a loss
+// take one Step together. It returns the error of a runtime failure of
+// the device, if any.
+func (s *Scaler) Step(os ...*Optimizer) error {
 	const op = "optim.Scaler.Step"
 	s.check(op)
-	if !s.unscaled[o] {
-		s.Unscale(o)
+	for _, o := range os {
+		if !s.unscaled[o] {
+			s.Unscale(o)
+		}
 	}
-	delete(s.unscaled, o)
+	for _, o := range os {
+		delete(s.unscaled, o)
+	}
 	if s.state == nil { // no gradients: nothing to step
 		return nil
 	}
-	o.step(s.state)
+	for _, o := range os {
+		o.step(s.state)
+	}
 	ops.UpdateScale(s.scale, s.state, s.params())
 	return s.state.Err()
 }

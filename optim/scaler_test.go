@@ -224,6 +224,39 @@ func TestScalerAdamCountsStepsTaken(t *testing.T) {
 	}
 }
 
+// TestScalerSeveralOptimisers checks that optimisers stepped together
+// skip together: an Inf among one's gradients skips both.
+func TestScalerSeveralOptimisers(t *testing.T) {
+	for _, dev := range bothDevices(t) {
+		t.Run(dev.Name(), func(t *testing.T) {
+			a := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{1, 2}, 2)), true)
+			b := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{3e38, 1}, 2)), true)
+			oa := optim.SGD([]*autograd.Var{a}, 0.1, device.StepParams{})
+			ob := optim.SGD([]*autograd.Var{b}, 0.1, device.StepParams{})
+			defer oa.Release()
+			defer ob.Release()
+			s := &optim.Scaler{Scale: 4, Growth: 2, Backoff: 0.5, Interval: 10}
+			defer s.Release()
+			// a's gradient 2a is finite; b's, 1 + 2b, overflows at 3e38.
+			loss := ops.Add(ops.Add(ops.Sum(ops.Mul(a, a)), ops.Sum(b)), ops.Sum(ops.Mul(b, b)))
+			if err := s.ScaleLoss(loss).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Step(oa, ob); err != nil {
+				t.Fatal(err)
+			}
+			ga, _ := a.Value().Float32s()
+			gb, _ := b.Value().Float32s()
+			if ga[0] != 1 || ga[1] != 2 || gb[1] != 1 {
+				t.Errorf("after a step with an Inf gradient of b: a %v, b %v; want both unchanged", ga, gb)
+			}
+			if _, skipped, err := s.Stats(); err != nil || skipped != 1 {
+				t.Errorf("skipped %d, %v; want 1", skipped, err)
+			}
+		})
+	}
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1

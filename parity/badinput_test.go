@@ -147,6 +147,7 @@ func badInput(t *testing.T, dev device.Device) {
 		{"UpdateScale backoff 1", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 1, Interval: 1}) }, "ops.UpdateScale", tensor.ErrArgument, "backoff factor 1"},
 		{"UpdateScale interval 0", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 0.5}) }, "ops.UpdateScale", tensor.ErrArgument, "growth interval 0"},
 		{"ScaledStep state of 4", func() { ops.ScaledStep(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1}, f(4)) }, "ops.ScaledStep", tensor.ErrShape, "the scaler's state has shape [4]; want [3]"},
+		{"Step with a scaler's state", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1, Scaling: f(3).Buffer()}) }, "ops.Step", tensor.ErrArgument, "step with ScaledStep"},
 		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
 		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},
 		{"Step β1 = 1", func() {
