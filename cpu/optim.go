@@ -32,7 +32,7 @@ func step[F float32 | float64](op device.Optimizer, p, g *buffer, state []device
 		if sc.at(device.ScaleFound) != 0 {
 			return
 		}
-		h.T -= int(sc.at(device.ScaleSkipped))
+		h.T -= int(buf(h.Skipped).at(0))
 		first = h.T == 1
 	}
 	lr, wd := F(h.LR), F(h.WeightDecay)
@@ -122,13 +122,16 @@ func unscale[F float32 | float64](g, scale *buffer) bool {
 
 // UpdateScale is the scaler's end of a step, computed in float32 as the
 // scale is stored.
-func (d *Device) UpdateScale(scale, state device.Buffer, p device.ScaleParams) {
+func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer, p device.ScaleParams) {
 	sc, st := buf(scale), buf(state)
 	s := float32(sc.at(0))
 	if st.at(device.ScaleFound) != 0 {
 		sc.set(0, float64(s*float32(p.Backoff)))
 		st.set(device.ScaleGood, 0)
 		st.set(device.ScaleSkipped, st.at(device.ScaleSkipped)+1)
+		for _, k := range skipped {
+			buf(k).set(0, buf(k).at(0)+1)
+		}
 	} else if good := st.at(device.ScaleGood) + 1; good >= float64(p.Interval) {
 		if grown := s * float32(p.Growth); !math.IsInf(float64(grown), 0) {
 			sc.set(0, float64(grown))

@@ -271,17 +271,19 @@ type StepParams struct {
 	Decoupled, AMSGrad  bool    // Adam: AdamW's weight decay; AMSGrad
 	T                   int     // Adam: the step number, from 1
 	// Scaling, when not nil, is a loss scaler's state (ScaleFound…, a
-	// buffer of the parameter's dtype; ops.ScaledStep sets it): the step leaves the parameter and its state as they
-	// are where the state's Found is not 0 (an Inf or NaN among the
-	// gradients this step), and counts its step number without the
-	// steps skipped so: T − Skipped, for Adam's bias corrections and for
-	// SGD's first step (FirstStep is not read).
-	Scaling Buffer
+	// buffer of the parameter's dtype; ops.ScaledStep sets it), and
+	// Skipped the optimiser's count of steps skipped (one element, the
+	// same dtype): the step leaves the parameter and its state as they
+	// are where the state's ScaleFound is not 0 (an Inf or NaN among the
+	// gradients this step), and counts its step number without the steps
+	// skipped: T − Skipped[0], for Adam's bias corrections and for SGD's
+	// first step (FirstStep is not read). UpdateScale counts the skip.
+	Scaling, Skipped Buffer
 }
 
 // The elements of a loss scaler's state (StepParams.Scaling, Stepper's
-// Unscale and UpdateScale), a float32 buffer of ScaleStateLen elements,
-// zeros at first. Counts are exact up to 2²⁴.
+// Unscale and UpdateScale), a buffer of ScaleStateLen elements (float32,
+// or float64 on the CPU), zeros at first. Counts are exact up to 2²⁴.
 const (
 	ScaleFound   = iota // 1 where an unscaled gradient was Inf or NaN this step, else 0
 	ScaleGood           // good steps since the scale last changed

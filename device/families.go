@@ -202,17 +202,24 @@ type Stepper interface {
 	// Unscale divides grad in place by scale's one element (multiplying
 	// it by the scale's reciprocal), and sets state's ScaleFound to 1
 	// where any result is Inf or NaN: PyTorch's
-	// _amp_foreach_non_finite_check_and_unscale_. grad and scale are
-	// float32, state a loss scaler's (ScaleStateLen elements).
+	// _amp_foreach_non_finite_check_and_unscale_. grad, scale and state
+	// (a loss scaler's, ScaleStateLen elements) share a float dtype.
 	Unscale(grad, scale, state Buffer)
 	// UpdateScale ends a step of dynamic loss scaling, as PyTorch's
 	// _amp_update_scale_: after a step with ScaleFound set, the scale is
-	// multiplied by p.Backoff, ScaleGood reset and ScaleSkipped counted;
-	// otherwise ScaleGood is counted, and on reaching p.Interval reset,
-	// the scale multiplied by p.Growth where the product is finite.
-	// ScaleFound is then cleared.
-	UpdateScale(scale, state Buffer, p ScaleParams)
+	// multiplied by p.Backoff, ScaleGood reset and ScaleSkipped counted,
+	// and so is each of skipped (the stepped optimisers' counts of steps
+	// skipped, one element each: StepParams.Skipped; at most
+	// MaxScaledOptimizers); otherwise ScaleGood is counted, and on
+	// reaching p.Interval reset, the scale multiplied by p.Growth where
+	// the product is finite. ScaleFound is then cleared.
+	UpdateScale(scale, state Buffer, skipped []Buffer, p ScaleParams)
 }
+
+// MaxScaledOptimizers bounds the optimisers that one step of loss
+// scaling steps (Stepper.UpdateScale's counts): a kernel binds at most 8
+// storage buffers.
+const MaxScaledOptimizers = 6
 
 // Drawer is the draw family: painting tensors into a canvas.
 //

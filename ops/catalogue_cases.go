@@ -431,7 +431,8 @@ func trajectory(in []*T, a StepAttrs) *T {
 // NaN at steps 1 and 4, unscaled, the optimiser's step (skipped at those
 // steps), the scale's update (from 2¹⁶, ×2 after 2 good steps, ×½ after
 // a skip). It returns p after each step (the last only, for parameters
-// of over 2²⁰ elements), the scale and the scaler's state.
+// of over 2²⁰ elements), the scale, the scaler's state and the
+// optimiser's count of skips.
 func scaledTrajectory(in []*T, a StepAttrs) *T {
 	p := Clone(in[0])
 	defer p.Release()
@@ -443,6 +444,7 @@ func scaledTrajectory(in []*T, a StepAttrs) *T {
 	}
 	scale := tensor.Must(tensor.Scalar(dev, dt, 1<<16))
 	amp := tensor.Must(tensor.Zeros(dev, dt, device.ScaleStateLen))
+	skipped := tensor.Must(tensor.Zeros(dev, dt, 1))
 	inf := tensor.Must(tensor.Scalar(dev, dt, math.Inf(1)))
 	defer inf.Release()
 	var snaps []*T
@@ -458,9 +460,9 @@ func scaledTrajectory(in []*T, a StepAttrs) *T {
 		Unscale(g, scale, amp)
 		h := a.Hyper
 		h.T, h.FirstStep = t, t == 1
-		ScaledStep(a.Optimizer, p, g, state, h, amp)
+		ScaledStep(a.Optimizer, p, g, state, h, amp, skipped)
 		g.Release()
-		UpdateScale(scale, amp, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 2})
+		UpdateScale(scale, amp, []*T{skipped}, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 2})
 		if p.Len() <= 1<<20 || t == 6 {
 			snaps = append(snaps, Clone(p))
 		}
@@ -469,7 +471,7 @@ func scaledTrajectory(in []*T, a StepAttrs) *T {
 	for _, s := range snaps {
 		s.Release()
 	}
-	return joined(out, []*T{scale, amp})
+	return joined(out, []*T{scale, amp, skipped})
 }
 
 func scalingCases() []Case {

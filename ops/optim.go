@@ -74,19 +74,31 @@ func step(name string, op device.Optimizer, param, grad *tensor.Tensor, state []
 
 // ScaledStep is Step under dynamic loss scaling (package optim's
 // Scaler): scaling is the scaler's state (device.ScaleStateLen elements
-// of param's dtype), and the step leaves param and its state as they are
-// where the state's ScaleFound is set, counting its step number without
-// the steps skipped (device.StepParams.Scaling). Nothing is read back to
-// the host.
-func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams, scaling *tensor.Tensor) {
+// of param's dtype) and skipped the optimiser's count of the steps it
+// skipped (one element, zero at first; UpdateScale counts them). The
+// step leaves param and its state as they are where the state's
+// ScaleFound is set, and counts its step number without the steps
+// skipped (device.StepParams.Scaling). Nothing is read back to the host.
+func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams, scaling, skipped *tensor.Tensor) {
 	const name = "ops.ScaledStep"
 	scalerState(name, param, scaling)
-	if err := scaling.Err(); err != nil {
+	counter(name, param, skipped)
+	if err := errors.Join(scaling.Err(), skipped.Err()); err != nil {
 		param.SetErr(err)
 		return
 	}
-	h.Scaling = scaling.Buffer()
+	h.Scaling, h.Skipped = scaling.Buffer(), skipped.Buffer()
 	step(name, op, param, grad, state, h)
+}
+
+// counter panics unless c is a count of skipped steps beside t: one
+// element, on t's device, of its dtype.
+func counter(name string, t, c *tensor.Tensor) {
+	operands32(name, t, c)
+	floats32(name, t, c)
+	if c.Len() != 1 {
+		tensor.Panicf(name, tensor.ErrShape, "the count of skipped steps has shape %v; want one element", c.Shape())
+	}
 }
 
 // scalerState panics unless state is a loss scaler's state beside t: on
@@ -124,38 +136,51 @@ func Unscale(grad, scale, state *tensor.Tensor) {
 
 // UpdateScale ends a step of dynamic loss scaling on the device, as
 // PyTorch's GradScaler.update: after a step whose gradients had an Inf
-// or NaN (state's ScaleFound) the scale is multiplied by p.Backoff, else
-// after p.Interval good steps in a row by p.Growth (device.Stepper).
-// Settings that cannot work panic.
-func UpdateScale(scale, state *tensor.Tensor, p device.ScaleParams) {
+// or NaN (state's ScaleFound) the scale is multiplied by p.Backoff and
+// each of skipped (the stepped optimisers' counts, ScaledStep's) counts
+// the skip, else after p.Interval good steps in a row the scale is
+// multiplied by p.Growth (device.Stepper). Settings that cannot work, or
+// more than device.MaxScaledOptimizers counts, panic.
+func UpdateScale(scale, state *tensor.Tensor, skipped []*tensor.Tensor, p device.ScaleParams) {
 	const name = "ops.UpdateScale"
 	scalerState(name, scale, state)
 	if scale.Len() != 1 {
 		tensor.Panicf(name, tensor.ErrShape, "scale has shape %v; want one element", scale.Shape())
 	}
+	if len(skipped) > device.MaxScaledOptimizers {
+		tensor.Panicf(name, tensor.ErrArgument, "%d optimisers; a step of loss scaling takes at most %d", len(skipped), device.MaxScaledOptimizers)
+	}
 	if err := CheckScaling(name, p); err != nil {
 		panic(err)
 	}
-	if err := errors.Join(scale.Err(), state.Err()); err != nil {
+	errs := []error{scale.Err(), state.Err()}
+	counts := make([]device.Buffer, len(skipped))
+	for i, c := range skipped {
+		counter(name, scale, c)
+		errs = append(errs, c.Err())
+		counts[i] = c.Buffer()
+	}
+	if err := errors.Join(errs...); err != nil {
 		scale.SetErr(err)
 		state.SetErr(err)
 		return
 	}
-	scale.Device().UpdateScale(scale.Buffer(), state.Buffer(), p)
+	scale.Device().UpdateScale(scale.Buffer(), state.Buffer(), counts, p)
 }
 
 // CheckScaling returns a *tensor.Error of kind ErrArgument, naming op
 // site name, when the settings of dynamic loss scaling cannot work (a
 // growth factor below 1 or not finite, a backoff factor outside (0, 1),
-// an interval below 1).
+// an interval outside [1, 2²⁴], the range the device's count keeps
+// exactly).
 func CheckScaling(name string, p device.ScaleParams) error {
 	switch {
 	case !(p.Growth >= 1) || math.IsInf(p.Growth, 0):
 		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("growth factor %v; want a finite factor ≥ 1", p.Growth)}
 	case !(p.Backoff > 0 && p.Backoff < 1):
 		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("backoff factor %v; want 0 < backoff < 1", p.Backoff)}
-	case p.Interval < 1:
-		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("growth interval %d; want at least 1", p.Interval)}
+	case p.Interval < 1 || p.Interval > 1<<24:
+		return &tensor.Error{Op: name, Kind: tensor.ErrArgument, Msg: fmt.Sprintf("growth interval %d; want 1 to 2²⁴", p.Interval)}
 	}
 	return nil
 }

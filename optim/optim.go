@@ -26,6 +26,9 @@ type Optimizer struct {
 	Hyper device.StepParams
 	state [][]*tensor.Tensor
 	steps int
+	// skipped counts, on the device, the steps a Scaler skipped (made at
+	// the first scaled step).
+	skipped *tensor.Tensor
 }
 
 // SGD returns PyTorch's SGD over params with learning rate lr and the
@@ -63,10 +66,20 @@ func newOptimizer(params []*autograd.Var, kind device.Optimizer, h device.StepPa
 // Params returns the parameters.
 func (o *Optimizer) Params() []*autograd.Var { return o.params }
 
-// Steps returns the number of steps taken; with a Scaler, the steps
-// attempted, those it skipped included (Adam's bias corrections count
-// the steps taken alone: see Scaler).
-func (o *Optimizer) Steps() int { return o.steps }
+// Steps returns the number of steps taken. After steps under a Scaler,
+// which skips steps on the device, it reads the count of skipped steps
+// back (a wait for the device), and returns the steps attempted if that
+// read fails (the failure is the Scaler's next error).
+func (o *Optimizer) Steps() int {
+	if o.skipped == nil {
+		return o.steps
+	}
+	v, err := o.skipped.Float64s()
+	if err != nil {
+		return o.steps
+	}
+	return o.steps - int(v[0])
+}
 
 // Step updates every parameter that has a gradient, one kernel each. The
 // state is created (zeros) at the first step that needs it. A parameter
@@ -76,6 +89,14 @@ func (o *Optimizer) Step() { o.step(nil) }
 // step is Step, under loss scaling when scaling (a Scaler's state) is
 // not nil.
 func (o *Optimizer) step(scaling *tensor.Tensor) {
+	if scaling != nil && o.skipped == nil {
+		z, err := tensor.Zeros(scaling.Device(), scaling.DType(), 1)
+		if err != nil {
+			scaling.SetErr(err)
+			return
+		}
+		o.skipped = z
+	}
 	o.steps++
 	h := o.Hyper
 	h.T, h.FirstStep = o.steps, o.steps == 1
@@ -98,7 +119,7 @@ func (o *Optimizer) step(scaling *tensor.Tensor) {
 			}
 		}
 		if scaling != nil {
-			ops.ScaledStep(o.kind, w, g, o.state[i], h, scaling)
+			ops.ScaledStep(o.kind, w, g, o.state[i], h, scaling, o.skipped)
 		} else {
 			ops.Step(o.kind, w, g, o.state[i], h)
 		}
@@ -161,13 +182,18 @@ func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error)
 }
 
 // SetSteps sets the number of steps taken (when resuming from a
-// checkpoint: Adam's bias correction depends on it). A negative n panics
+// checkpoint: Adam's bias correction depends on it), skipped steps
+// forgotten. A negative n panics
 // with ErrArgument.
 func (o *Optimizer) SetSteps(n int) {
 	if n < 0 {
 		tensor.Panicf("optim.SetSteps", tensor.ErrArgument, "%d steps; want ≥ 0", n)
 	}
 	o.steps = n
+	if o.skipped != nil {
+		o.skipped.Release()
+		o.skipped = nil
+	}
 }
 
 // Release frees the optimiser's state.

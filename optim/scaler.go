@@ -21,9 +21,10 @@ import (
 // The scale and the check for Inf and NaN live on the device, as in
 // PyTorch's fused optimisers: a step reads nothing back, and the host
 // records the next step while the device runs this one. Stats reads the
-// scale and the count of skipped steps back. A skipped step is not
-// counted in Adam's bias corrections, nor as SGD's first step, though
-// the Optimizer's Steps counts it.
+// scale and the count of skipped steps back. Each optimiser counts the
+// steps it skipped on the device, and its step numbers leave them out
+// (Adam's bias corrections, SGD's first step, Optimizer.Steps), as
+// PyTorch's fused optimisers do.
 //
 // A mixed-precision step: cast the batch to float16 (the nn layers then
 // compute with float16 copies of their float32 parameters), cast the
@@ -88,6 +89,9 @@ func (s *Scaler) ScaleLoss(loss *autograd.Var) *autograd.Var {
 	const op = "optim.Scaler.ScaleLoss"
 	s.check(op)
 	v := loss.Value()
+	if dt := v.DType(); dt != device.Float32 && dt != device.Float64 {
+		tensor.Panicf(op, tensor.ErrDType, "a %v loss; want float32 or float64, the dtype of the master weights' gradients (cast the logits or the loss with ops.Cast)", dt)
+	}
 	if err := s.init(v.Device(), v.DType()); err != nil {
 		return ops.Mul(loss, autograd.Temp(tensor.Failed(v.Device(), v.DType(), err)))
 	}
@@ -125,8 +129,8 @@ func (s *Scaler) Unscale(o *Optimizer) {
 // parameters, steps the device skips where any of their gradients is
 // Inf or NaN, then updates the scale once (PyTorch's GradScaler.step for
 // each, then update): nothing is read back. Optimisers sharing a loss
-// take one Step together. It returns the error of a runtime failure of
-// the device, if any.
+// take one Step together, at most device.MaxScaledOptimizers of them. It
+// returns the error of a runtime failure of the device, if any.
 func (s *Scaler) Step(os ...*Optimizer) error {
 	const op = "optim.Scaler.Step"
 	s.check(op)
@@ -144,7 +148,13 @@ func (s *Scaler) Step(os ...*Optimizer) error {
 	for _, o := range os {
 		o.step(s.state)
 	}
-	ops.UpdateScale(s.scale, s.state, s.params())
+	counts := make([]*tensor.Tensor, 0, len(os))
+	for _, o := range os {
+		if o.skipped != nil {
+			counts = append(counts, o.skipped)
+		}
+	}
+	ops.UpdateScale(s.scale, s.state, counts, s.params())
 	return s.state.Err()
 }
 

@@ -144,9 +144,15 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Unscale state shape", func() { ops.Unscale(m23, f(), f(2)) }, "ops.Unscale", tensor.ErrShape, "the scaler's state has shape [2]; want [3]"},
 		{"Unscale scale of 2", func() { ops.Unscale(m23, f(2), f(3)) }, "ops.Unscale", tensor.ErrShape, "scale has shape [2]; want one element"},
 		{"Unscale float16", func() { ops.Unscale(h23, f(), f(3)) }, "ops.Unscale", tensor.ErrDType, "float16"},
-		{"UpdateScale backoff 1", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 1, Interval: 1}) }, "ops.UpdateScale", tensor.ErrArgument, "backoff factor 1"},
-		{"UpdateScale interval 0", func() { ops.UpdateScale(f(), f(3), device.ScaleParams{Growth: 2, Backoff: 0.5}) }, "ops.UpdateScale", tensor.ErrArgument, "growth interval 0"},
-		{"ScaledStep state of 4", func() { ops.ScaledStep(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1}, f(4)) }, "ops.ScaledStep", tensor.ErrShape, "the scaler's state has shape [4]; want [3]"},
+		{"UpdateScale backoff 1", func() { ops.UpdateScale(f(), f(3), nil, device.ScaleParams{Growth: 2, Backoff: 1, Interval: 1}) }, "ops.UpdateScale", tensor.ErrArgument, "backoff factor 1"},
+		{"UpdateScale interval 0", func() { ops.UpdateScale(f(), f(3), nil, device.ScaleParams{Growth: 2, Backoff: 0.5}) }, "ops.UpdateScale", tensor.ErrArgument, "growth interval 0"},
+		{"UpdateScale 7 optimisers", func() {
+			ops.UpdateScale(f(), f(3), []*tensor.Tensor{f(1), f(1), f(1), f(1), f(1), f(1), f(1)}, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 1})
+		}, "ops.UpdateScale", tensor.ErrArgument, "7 optimisers"},
+		{"UpdateScale count of 2", func() {
+			ops.UpdateScale(f(), f(3), []*tensor.Tensor{f(2)}, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 1})
+		}, "ops.UpdateScale", tensor.ErrShape, "count of skipped steps has shape [2]"},
+		{"ScaledStep state of 4", func() { ops.ScaledStep(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1}, f(4), f(1)) }, "ops.ScaledStep", tensor.ErrShape, "the scaler's state has shape [4]; want [3]"},
 		{"Step with a scaler's state", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1, Scaling: f(3).Buffer()}) }, "ops.Step", tensor.ErrArgument, "step with ScaledStep"},
 		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
 		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},

@@ -1,9 +1,10 @@
 // Kernels that write a buffer in place, over p.N elements of {{.T}}; p:
 // device/webgpu's fillParams, arangeParams, sgdParams, adamParams,
 // scaleParams or axpyParams. A scaled step (Scaled) reads a loss
-// scaler's state, amp (device.ScaleFound, ScaleGood, ScaleSkipped): it
-// leaves everything as it is where amp[0] is not 0, and counts its step
-// number p.T without the amp[2] steps skipped.
+// scaler's state, amp (device.ScaleFound, ScaleGood, ScaleSkipped), and
+// the optimiser's count of steps skipped, skipped: it leaves everything
+// as it is where amp[0] is not 0, and counts its step number p.T without
+// the skipped[0] steps skipped.
 {{- if eq .Op "fill"}}
 // fill: every element gets the bits p.Bits (f32 or i32).
 @group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
@@ -32,6 +33,7 @@
 {{- end}}
 {{- if .Scaled}}
 @group(0) @binding({{if .Momentum}}4{{else}}3{{end}}) var<storage, read> amp: array<f32>;
+@group(0) @binding({{if .Momentum}}5{{else}}4{{end}}) var<storage, read> skipped: array<f32>;
 {{- end}}
 
 {{template "main_1d" "p.N"}}
@@ -44,7 +46,7 @@
     var g = grad[i] + p.WeightDecay * w;
 {{- if .Momentum}}
 {{- if .Scaled}}
-    let b = select(p.Momentum * buf[i] + (1.0 - p.Dampening) * g, g, f32(p.T) - amp[2] == 1.0);
+    let b = select(p.Momentum * buf[i] + (1.0 - p.Dampening) * g, g, f32(p.T) - skipped[0] == 1.0);
 {{- else if .First}}
     let b = g;
 {{- else}}
@@ -61,6 +63,18 @@
 }
 {{- else if eq .Op "adam"}}
 // adam: one step of PyTorch's Adam{{if .Decoupled}}W{{end}}{{if .AMSGrad}} with AMSGrad{{end}}.
+{{- if .Scaled}}
+
+// one_minus_exp returns 1 − eˣ for x ≤ 0 without the cancellation of
+// 1 − exp(x) near 0: −expm1(x) by its series where |x| < 1/2.
+fn one_minus_exp(x: f32) -> f32 {
+    if (x > -0.5) {
+        return -x * (1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 +
+            x * (1.0 / 720.0 + x * (1.0 / 5040.0 + x * (1.0 / 40320.0))))))));
+    }
+    return 1.0 - exp(x);
+}
+{{- end}}
 @group(0) @binding(1) var<storage, read> grad: array<{{.T}}>;
 @group(0) @binding(2) var<storage, read_write> param: array<{{.T}}>;
 @group(0) @binding(3) var<storage, read_write> m: array<{{.T}}>;
@@ -70,6 +84,7 @@
 {{- end}}
 {{- if .Scaled}}
 @group(0) @binding({{if .AMSGrad}}6{{else}}5{{end}}) var<storage, read> amp: array<f32>;
+@group(0) @binding({{if .AMSGrad}}7{{else}}6{{end}}) var<storage, read> skipped: array<f32>;
 {{- end}}
 
 {{template "main_1d" "p.N"}}
@@ -77,9 +92,9 @@
     if (amp[0] != 0.0) {
         return;
     }
-    let t = f32(p.T) - amp[2];
-    let step_size = p.LR / (1.0 - exp2(t * p.Log2Beta1));
-    let bias2_root = sqrt(1.0 - exp2(t * p.Log2Beta2));
+    let t = f32(p.T) - skipped[0];
+    let step_size = p.LR / one_minus_exp(t * p.LnBeta1);
+    let bias2_root = sqrt(one_minus_exp(t * p.LnBeta2));
 {{- else}}
     let step_size = p.StepSize;
     let bias2_root = p.Bias2Root;
@@ -123,6 +138,9 @@
 // after p.Interval of them.
 @group(0) @binding(1) var<storage, read_write> scale: array<f32>;
 @group(0) @binding(2) var<storage, read_write> amp: array<f32>;
+{{- range $k := seq .Counts}}
+@group(0) @binding({{add $k 3}}) var<storage, read_write> skipped{{$k}}: array<f32>;
+{{- end}}
 
 {{template "main_1d" "p.N"}}
     let s = scale[0];
@@ -130,6 +148,9 @@
         scale[0] = s * p.Backoff;
         amp[1] = 0.0;
         amp[2] = amp[2] + 1.0;
+{{- range $k := seq .Counts}}
+        skipped{{$k}}[0] = skipped{{$k}}[0] + 1.0;
+{{- end}}
     } else if (amp[1] + 1.0 >= f32(p.Interval)) {
         let grown = s * p.Growth;
         if ((bitcast<u32>(grown) & 0x7f800000u) != 0x7f800000u) {

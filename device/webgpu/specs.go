@@ -54,6 +54,7 @@ type updateSpec struct {
 	Op, T, W, V, U                                        string
 	F16                                                   bool
 	Momentum, First, Nesterov, Decoupled, AMSGrad, Scaled bool
+	Counts                                                int // scale_update: the optimisers' counts of skips it keeps
 }
 
 // castSpec specialises cast.wgsl: float32 to float16 (ToHalf) or back.

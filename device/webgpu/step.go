@@ -39,15 +39,15 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 		params = adamParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
 			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2)),
-			T: uint32(h.T), Log2Beta1: float32(math.Log2(h.Beta1)), Log2Beta2: float32(math.Log2(h.Beta2))}
+			T: uint32(h.T), LnBeta1: float32(math.Log(h.Beta1)), LnBeta2: float32(math.Log(h.Beta2))}
 		bufs = bufs[:2+2+b2i(h.AMSGrad)]
 	}
 	written := flags(1, len(bufs)-1)
-	if scaled { // the scaler's state, read
-		bufs, written = append(bufs, d.buf(h.Scaling)), append(written, false)
+	if scaled { // the scaler's state and the optimiser's count of skips, read
+		bufs, written = append(bufs, d.buf(h.Scaling), d.buf(h.Skipped)), append(written, false, false)
 	}
 	k := d.kernel(spec, written...)
-	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), params, b2i(scaled), bufs...)
+	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), params, 2*b2i(scaled), bufs...)
 }
 
 // Unscale multiplies grad by the reciprocal of scale's element in place,
@@ -66,11 +66,19 @@ func (d *Device) Unscale(grad, scale, state device.Buffer) {
 }
 
 // UpdateScale ends a step of dynamic loss scaling: one invocation.
-func (d *Device) UpdateScale(scale, state device.Buffer, p device.ScaleParams) {
+func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer, p device.ScaleParams) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := d.kernel(updateSpec{Op: "scale_update", T: "f32"}, true, true)
-	d.runItems(k, 1, 4, scaleParams{N: 1, Growth: float32(p.Growth), Backoff: float32(p.Backoff), Interval: uint32(p.Interval)}, d.buf(scale), d.buf(state))
+	bufs := []*buffer{d.buf(scale), d.buf(state)}
+	for _, k := range skipped {
+		bufs = append(bufs, d.buf(k))
+	}
+	written := make([]bool, len(bufs))
+	for i := range written {
+		written[i] = true
+	}
+	k := d.kernel(updateSpec{Op: "scale_update", T: "f32", Counts: len(skipped)}, written...)
+	d.runItemsWhole(k, 1, 4, scaleParams{N: 1, Growth: float32(p.Growth), Backoff: float32(p.Backoff), Interval: uint32(p.Interval)}, len(bufs), bufs...)
 }
 
 // The update family's parameters (shaders/update.wgsl), each over N
@@ -90,12 +98,12 @@ type (
 	}
 	// adamParams: PyTorch's Adam; StepSize is LR/(1 − β1ᵗ) and Bias2Root
 	// √(1 − β2ᵗ). A scaled step (StepParams.Scaling) computes them from T,
-	// less the steps skipped, and log₂ β1, log₂ β2.
+	// less the steps skipped, and ln β1, ln β2.
 	adamParams struct {
 		N                                                       uint32
 		LR, WeightDecay, Beta1, Beta2, Eps, StepSize, Bias2Root float32
 		T                                                       uint32
-		Log2Beta1, Log2Beta2                                    float32
+		LnBeta1, LnBeta2                                        float32
 	}
 	// scaleParams: the settings of dynamic loss scaling (N is 1).
 	scaleParams struct {
