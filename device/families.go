@@ -218,8 +218,8 @@ type Stepper interface {
 
 // MaxScaledOptimizers bounds the optimisers that one step of loss
 // scaling steps (Stepper.UpdateScale's counts): a kernel binds at most 8
-// storage buffers.
-const MaxScaledOptimizers = 6
+// storage buffers, its parameters, the scale and the state among them.
+const MaxScaledOptimizers = 5
 
 // Drawer is the draw family: painting tensors into a canvas.
 //

@@ -27,8 +27,10 @@ type Optimizer struct {
 	state [][]*tensor.Tensor
 	steps int
 	// skipped counts, on the device, the steps a Scaler skipped (made at
-	// the first scaled step).
+	// the first scaled step); offset is the count of skipped steps read
+	// back when a plain step or Release ended the scaled ones.
 	skipped *tensor.Tensor
+	offset  int
 }
 
 // SGD returns PyTorch's SGD over params with learning rate lr and the
@@ -66,20 +68,10 @@ func newOptimizer(params []*autograd.Var, kind device.Optimizer, h device.StepPa
 // Params returns the parameters.
 func (o *Optimizer) Params() []*autograd.Var { return o.params }
 
-// Steps returns the number of steps taken. After steps under a Scaler,
-// which skips steps on the device, it reads the count of skipped steps
-// back (a wait for the device), and returns the steps attempted if that
-// read fails (the failure is the Scaler's next error).
-func (o *Optimizer) Steps() int {
-	if o.skipped == nil {
-		return o.steps
-	}
-	v, err := o.skipped.Float64s()
-	if err != nil {
-		return o.steps
-	}
-	return o.steps - int(v[0])
-}
+// Steps returns the number of steps attempted: under a Scaler, the steps
+// it skipped on the device included (their count stays on the device,
+// and Adam's bias corrections and SGD's first step leave them out).
+func (o *Optimizer) Steps() int { return o.steps }
 
 // Step updates every parameter that has a gradient, one kernel each. The
 // state is created (zeros) at the first step that needs it. A parameter
@@ -89,6 +81,9 @@ func (o *Optimizer) Step() { o.step(nil) }
 // step is Step, under loss scaling when scaling (a Scaler's state) is
 // not nil.
 func (o *Optimizer) step(scaling *tensor.Tensor) {
+	if scaling == nil {
+		o.foldSkipped()
+	}
 	if scaling != nil && o.skipped == nil {
 		z, err := tensor.Zeros(scaling.Device(), scaling.DType(), 1)
 		if err != nil {
@@ -99,7 +94,8 @@ func (o *Optimizer) step(scaling *tensor.Tensor) {
 	}
 	o.steps++
 	h := o.Hyper
-	h.T, h.FirstStep = o.steps, o.steps == 1
+	h.T = o.steps - o.offset
+	h.FirstStep = h.T == 1
 	for i, p := range o.params {
 		g := p.Grad()
 		if g == nil {
@@ -182,22 +178,37 @@ func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error)
 }
 
 // SetSteps sets the number of steps taken (when resuming from a
-// checkpoint: Adam's bias correction depends on it), skipped steps
-// forgotten. A negative n panics
+// checkpoint: Adam's bias correction depends on it), any count of
+// skipped steps forgotten. A negative n panics
 // with ErrArgument.
 func (o *Optimizer) SetSteps(n int) {
 	if n < 0 {
 		tensor.Panicf("optim.SetSteps", tensor.ErrArgument, "%d steps; want ≥ 0", n)
 	}
-	o.steps = n
+	o.steps, o.offset = n, 0
 	if o.skipped != nil {
 		o.skipped.Release()
 		o.skipped = nil
 	}
 }
 
+// foldSkipped ends a run of scaled steps: the device's count of skipped
+// steps is read back (a wait) into offset and freed. A failed read
+// leaves the steps counted as taken.
+func (o *Optimizer) foldSkipped() {
+	if o.skipped == nil {
+		return
+	}
+	if v, err := o.skipped.Float64s(); err == nil {
+		o.offset += int(v[0])
+	}
+	o.skipped.Release()
+	o.skipped = nil
+}
+
 // Release frees the optimiser's state.
 func (o *Optimizer) Release() {
+	o.foldSkipped()
 	for _, st := range o.state {
 		for _, t := range st {
 			t.Release()

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"math"
+	"slices"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
@@ -23,8 +24,8 @@ import (
 // records the next step while the device runs this one. Stats reads the
 // scale and the count of skipped steps back. Each optimiser counts the
 // steps it skipped on the device, and its step numbers leave them out
-// (Adam's bias corrections, SGD's first step, Optimizer.Steps), as
-// PyTorch's fused optimisers do.
+// (Adam's bias corrections, SGD's first step), as PyTorch's fused
+// optimisers do; Optimizer.Steps counts the steps attempted.
 //
 // A mixed-precision step: cast the batch to float16 (the nn layers then
 // compute with float16 copies of their float32 parameters), cast the
@@ -129,11 +130,20 @@ func (s *Scaler) Unscale(o *Optimizer) {
 // parameters, steps the device skips where any of their gradients is
 // Inf or NaN, then updates the scale once (PyTorch's GradScaler.step for
 // each, then update): nothing is read back. Optimisers sharing a loss
-// take one Step together, at most device.MaxScaledOptimizers of them. It
+// take one Step together, at most device.MaxScaledOptimizers of them
+// (more, or one given twice, panics with ErrArgument). It
 // returns the error of a runtime failure of the device, if any.
 func (s *Scaler) Step(os ...*Optimizer) error {
 	const op = "optim.Scaler.Step"
 	s.check(op)
+	if len(os) > device.MaxScaledOptimizers {
+		tensor.Panicf(op, tensor.ErrArgument, "%d optimisers; a step takes at most %d", len(os), device.MaxScaledOptimizers)
+	}
+	for i, o := range os {
+		if o == nil || slices.Contains(os[:i], o) {
+			tensor.Panicf(op, tensor.ErrArgument, "optimiser %d is nil or given twice", i)
+		}
+	}
 	for _, o := range os {
 		if !s.unscaled[o] {
 			s.Unscale(o)

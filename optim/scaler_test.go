@@ -217,8 +217,8 @@ func TestScalerAdamCountsStepsTaken(t *testing.T) {
 			if scale, skipped, err := s.Stats(); err != nil || skipped != 1 || math.Abs(scale-10)/10 > 1e-6 {
 				t.Errorf("stats: scale %v, %d skipped, %v; want 10, 1", scale, skipped, err)
 			}
-			if opt.Steps() != 1 {
-				t.Errorf("Steps() = %d; want 1, the skipped step left out", opt.Steps())
+			if opt.Steps() != 2 {
+				t.Errorf("Steps() = %d; want 2, the steps attempted", opt.Steps())
 			}
 			// An optimiser that joins the scaler after its skip takes its
 			// own first step as Adam's first.
@@ -237,6 +237,34 @@ func TestScalerAdamCountsStepsTaken(t *testing.T) {
 			}
 			if math.Abs(float64(got2[0])-1.9) > 1e-5 || math.Abs(float64(got2[1])+0.9) > 1e-5 {
 				t.Errorf("a later optimiser's first step: %v; want [1.9 -0.9] (Adam's first step)", got2)
+			}
+			// A plain step after a skipped scaled one is Adam's first.
+			w3 := autograd.Leaf(tensor.Must(tensor.FromFloat32(dev, []float32{2, -1}, 2)), true)
+			opt3 := optim.Adam([]*autograd.Var{w3}, 0.1)
+			defer opt3.Release()
+			s3 := &optim.Scaler{Scale: 3e38, Growth: 2, Backoff: 0.5, Interval: 100}
+			defer s3.Release()
+			if err := s3.ScaleLoss(ops.Sum(ops.Mul(w3, w3))).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s3.Step(opt3); err != nil {
+				t.Fatal(err)
+			}
+			opt3.ZeroGrad()
+			if err := ops.Sum(ops.Mul(w3, w3)).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			opt3.Step()
+			got3, err := w3.Value().Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got3[0])-1.9) > 1e-5 || math.Abs(float64(got3[1])+0.9) > 1e-5 {
+				t.Errorf("a plain step after a skipped scaled one: %v; want [1.9 -0.9] (Adam's first step)", got3)
+			}
+			err = tensor.Maybe(func() { _ = s3.Step(opt3, opt3) })
+			if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "given twice") {
+				t.Errorf("Step(o, o): %v; want ErrArgument", err)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
 		params = adamParams{N: uint32(n), LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
 			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2)),
-			T: uint32(h.T), LnBeta1: float32(math.Log(h.Beta1)), LnBeta2: float32(math.Log(h.Beta2))}
+			T: uint32(h.T), LnBeta1: lnBeta(h.Beta1), LnBeta2: lnBeta(h.Beta2)}
 		bufs = bufs[:2+2+b2i(h.AMSGrad)]
 	}
 	written := flags(1, len(bufs)-1)
@@ -49,6 +49,10 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	k := d.kernel(spec, written...)
 	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), params, 2*b2i(scaled), bufs...)
 }
+
+// lnBeta is ln β for a scaled Adam's bias corrections, finite for β = 0
+// (e⁻¹⁰⁴ is 0 in float32).
+func lnBeta(b float64) float32 { return float32(max(math.Log(b), -104)) }
 
 // Unscale multiplies grad by the reciprocal of scale's element in place,
 // flagging an Inf or NaN result in the scaler's state.
