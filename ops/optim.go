@@ -96,8 +96,13 @@ func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor
 func counter(name string, t, c *tensor.Tensor) {
 	operands32(name, t, c)
 	floats32(name, t, c)
-	if c.Len() != 1 {
-		tensor.Panicf(name, tensor.ErrShape, "the count of skipped steps has shape %v; want one element", c.Shape())
+	single(name, "the count of skipped steps", c)
+}
+
+// single panics unless t, named what, has one element.
+func single(name, what string, t *tensor.Tensor) {
+	if t.Len() != 1 {
+		tensor.Panicf(name, tensor.ErrShape, "%s has shape %v; want one element", what, t.Shape())
 	}
 }
 
@@ -118,9 +123,7 @@ func Unscale(grad, scale, state *tensor.Tensor) {
 	const name = "ops.Unscale"
 	scalerState(name, grad, state)
 	floats32(name, grad, scale)
-	if scale.Len() != 1 {
-		tensor.Panicf(name, tensor.ErrShape, "scale has shape %v; want one element", scale.Shape())
-	}
+	single(name, "scale", scale)
 	operands32(name, grad, scale)
 	for _, t := range []*tensor.Tensor{scale, state} {
 		if err := t.Err(); err != nil {
@@ -144,9 +147,7 @@ func Unscale(grad, scale, state *tensor.Tensor) {
 func UpdateScale(scale, state *tensor.Tensor, skipped []*tensor.Tensor, p device.ScaleParams) {
 	const name = "ops.UpdateScale"
 	scalerState(name, scale, state)
-	if scale.Len() != 1 {
-		tensor.Panicf(name, tensor.ErrShape, "scale has shape %v; want one element", scale.Shape())
-	}
+	single(name, "scale", scale)
 	if len(skipped) > device.MaxScaledOptimizers {
 		tensor.Panicf(name, tensor.ErrArgument, "%d optimisers; a step of loss scaling takes at most %d", len(skipped), device.MaxScaledOptimizers)
 	}

@@ -81,10 +81,10 @@ func (o *Optimizer) Step() { o.step(nil) }
 // step is Step, under loss scaling when scaling (a Scaler's state) is
 // not nil.
 func (o *Optimizer) step(scaling *tensor.Tensor) {
-	if scaling == nil {
+	switch {
+	case scaling == nil:
 		o.foldSkipped()
-	}
-	if scaling != nil && o.skipped == nil {
+	case o.skipped == nil:
 		z, err := tensor.Zeros(scaling.Device(), scaling.DType(), 1)
 		if err != nil {
 			scaling.SetErr(err)

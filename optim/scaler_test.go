@@ -175,6 +175,10 @@ func TestScalerSkipsOverflow(t *testing.T) {
 			if !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "backoff") {
 				t.Errorf("backoff 1: %v; want ErrArgument naming the backoff factor", err)
 			}
+			err = tensor.Maybe(func() { optim.NewScaler().ScaleLoss(ops.Cast(ops.Sum(w), device.Float16)) })
+			if !errors.Is(err, tensor.ErrDType) || !strings.Contains(err.Error(), "optim.Scaler.ScaleLoss") {
+				t.Errorf("a float16 loss: %v; want ErrDType naming optim.Scaler.ScaleLoss", err)
+			}
 		})
 	}
 }
