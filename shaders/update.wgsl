@@ -13,15 +13,17 @@
     out[i] = {{.T}}(p.Bits);
 }
 {{- else if eq .Op "arange"}}
-// arange: element i is start + i·step, p.Start and p.Step (f32 bits, or
-// i32 bits for i32).
+// arange: element p.First + i (out binds the tensor from element p.First
+// on, a chunk of one too large to bind whole) is start + (p.First + i)·step,
+// p.Start and p.Step (f32 bits, or i32 bits for i32).
 @group(0) @binding(1) var<storage, read_write> out: array<{{.T}}>;
 
 {{template "main_1d" "p.N"}}
+    let e = p.First + i;
 {{- if eq .T "i32"}}
-    out[i] = bitcast<i32>(p.Start) + i32(i) * bitcast<i32>(p.Step);
+    out[i] = bitcast<i32>(p.Start) + i32(e) * bitcast<i32>(p.Step);
 {{- else}}
-    out[i] = bitcast<f32>(p.Start) + f32(i) * bitcast<f32>(p.Step);
+    out[i] = bitcast<f32>(p.Start) + f32(e) * bitcast<f32>(p.Step);
 {{- end}}
 }
 {{- else if eq .Op "sgd"}}

@@ -238,6 +238,13 @@ func (d *Device) runItems(k *kernel, perInv, itemBytes int, params any, bufs ...
 // runItemsWhole is runItems where the last whole of bufs are not indexed
 // by item (a scalar's buffer): bound whole in every chunk.
 func (d *Device) runItemsWhole(k *kernel, perInv, itemBytes int, params any, whole int, bufs ...*buffer) {
+	d.runChunks(k, perInv, itemBytes, params, whole, -1, bufs...)
+}
+
+// runChunks is runItemsWhole where, with first ≥ 0, the parameters' word
+// first holds the index of the dispatch's first item (0 unless chunked;
+// a kernel whose values depend on the item's index, as arange's, adds it).
+func (d *Device) runChunks(k *kernel, perInv, itemBytes int, params any, whole, first int, bufs ...*buffer) {
 	if k == nil {
 		return
 	}
@@ -260,6 +267,9 @@ func (d *Device) runItemsWhole(k *kernel, perInv, itemBytes int, params any, who
 	for start := 0; start < items; start += chunk {
 		count := min(chunk, items-start)
 		p[0] = uint32(count) // the first field counts the items
+		if first >= 0 {
+			p[first] = uint32(start)
+		}
 		off := uint64(start) * uint64(itemBytes)
 		entries := make([]wgpu.BindGroupEntry, len(bufs))
 		for i, b := range bufs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/extensor/extensor/device"
 	"github.com/x448/float16"
@@ -102,7 +103,8 @@ func (d *Device) Arange(dst device.Buffer, start, step float64) {
 		t, p1, p2 = "i32", uint32(int32(start)), uint32(int32(step))
 	}
 	k := d.kernel(updateSpec{Op: "arange", T: t}, true)
-	d.runItems(k, 1, 4, arangeParams{N: uint32(b.n), Start: p1, Step: p2}, b)
+	first := int(unsafe.Offsetof(arangeParams{}.First) / 4) // its word
+	d.runChunks(k, 1, 4, arangeParams{N: uint32(b.n), Start: p1, Step: p2}, 0, first, b)
 }
 
 // Axpy sets y += alpha·x.

@@ -90,8 +90,9 @@ func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer
 type (
 	// fillParams: every element gets Bits.
 	fillParams struct{ N, Bits uint32 }
-	// arangeParams: element i is Start + i·Step (float32 bits, or int32's).
-	arangeParams struct{ N, Start, Step uint32 }
+	// arangeParams: element i (First + the dispatch's item i) is Start +
+	// i·Step (float32 bits, or int32's).
+	arangeParams struct{ N, Start, Step, First uint32 }
 	// sgdParams: PyTorch's SGD.
 	// T, the step number, is read by scaled steps (StepParams.Scaling)
 	// alone.
