@@ -11,12 +11,12 @@
 // Here the blocks of all the matrices are numbered in one sequence,
 // spread over workgroups of 64: llvmpipe's SIMD lanes span a workgroup's
 // x only, and products of few columns left most of them idle in the 8×8
-// workgroups of the two-dimensional grid.{{end}}{{if .Split}}
-// Here k is split into p.Parts parts, the part the grid's z (with the
-// batch: z = part + p.Parts·matrix) picks: a part writes its sums of the
-// dispatch's terms to out p.PartStride·part further, and stage sum adds
-// the parts up (a product of few blocks and long k otherwise runs on as
-// few of the CPU's threads).{{end}}
+// workgroups of the two-dimensional grid.{{end}}
+// k is split into p.Parts parts (1, or more for a product of few blocks
+// and long k, which otherwise runs on as few of the CPU's threads), the
+// part the grid's z (with the batch: z = part + p.Parts·matrix) picks: a
+// part writes its sums of the dispatch's terms to out p.PartStride·part
+// further, and stage sum adds the parts up.
 // a, b and out hold E (f32).
 @group(0) @binding(1) var<storage, read> a: array<{{if or .VecA .DotK}}E4{{else}}E{{end}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{if or .VecB .DotK}}E4{{else}}E{{end}}>;
@@ -57,19 +57,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let zz = gid.z;
 {{- end}}
-{{- if .Split}}
-    let part = zz % p.Parts;
-    let z = p.Batch0 + zz / p.Parts;
+    // (No division where k is whole: llvmpipe divides lane by lane.)
+    var part = 0u;
+    var z = p.Batch0 + zz;
+    if (p.Parts > 1u) {
+        part = zz % p.Parts;
+        z = p.Batch0 + zz / p.Parts;
+    }
     let kLo = p.K0 + part * p.PartTerms;
     let kHi = min(p.K1, kLo + p.PartTerms);
-{{- else}}
-    let z = p.Batch0 + zz;
-    let kLo = p.K0;
-    let kHi = p.K1;
-{{- end}}
     let za = p.OffA + select(z, z % max(p.CycleA, 1u), p.CycleA > 0u) * p.StrideA;
     let zb = p.OffB + z * p.StrideB;
-    let zo = p.OffOut + z * M * p.LdOut{{if .Split}} + part * p.PartStride{{end}};
+    let zo = p.OffOut + z * M * p.LdOut + part * p.PartStride;
 {{- if .VecA}}
 {{- range $q := seq (div .TM 4)}}
     let ra{{$q}} = min(row0 + {{mul $q 4}}u, M - 4u) / 4u;
@@ -137,7 +136,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 {{- end}}
     // Whether to add to out: a later dispatch of k's terms, or Accumulate
-    // (which a split product leaves to stage sum).
-    let add = p.K0 != 0u{{if not .Split}} || p.Accumulate != 0u{{end}};
+    // (0 where the product is split: stage sum adds to out).
+    let add = p.K0 != 0u || p.Accumulate != 0u;
 {{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" .VecO "Ld" "p.LdOut"}}
 }

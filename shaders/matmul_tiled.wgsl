@@ -8,10 +8,11 @@
 // threads read neighbouring vec4s of tile_b (no bank conflicts) and write
 // neighbouring columns{{end}}.
 // a is {{if .TransA}}stored K×M (transposed){{else}}M×K{{end}}; b is {{if .TransB}}stored N×K (transposed){{else}}K×N{{end}}.
-// p: device/webgpu's gemmParams, as the register kernel's (matmul.wgsl).{{if .Split}}
-// Here k is split into p.Parts parts, the part the grid's z (with the
-// batch: z = part + p.Parts·matrix) picks: a part writes its sums to out
-// p.PartStride·part further.{{end}}
+// p: device/webgpu's gemmParams, as the register kernel's (matmul.wgsl):
+// k is split into p.Parts parts (1, or more for a product of few
+// blocks), the part the grid's z (with the batch: z = part +
+// p.Parts·matrix) picks, a part writing its sums to out p.PartStride·part
+// further.
 {{- $nt := mul (div .BM .TM) (div .BN .TN)}}
 // a, b and out hold float32{{if or .HalfA .HalfB .Half}} or (a: {{.HalfA}}, b: {{.HalfB}}, out: {{.Half}})
 // float16, two to a word{{end}}.
@@ -36,20 +37,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let M = p.M;
     let K = p.K;
     let N = p.N;
-{{- if .Split}}
-    let part = wid.z % p.Parts;
+    var part = 0u;
+    var zz = wid.z;
+    if (p.Parts > 1u) {
+        part = wid.z % p.Parts;
+        zz = wid.z / p.Parts;
+    }
     let k1 = min(p.K1, p.K0 + (part + 1u) * p.PartTerms);
-{{- else}}
-    let k1 = p.K1;
-{{- end}}
     let by = wid.y;
     let bx = wid.x;
     let row0 = p.Row0 + by * {{.BM}}u;
     let col0 = bx * {{.BN}}u;
-    let z = p.Batch0 + wid.z{{if .Split}} / p.Parts{{end}};
+    let z = p.Batch0 + zz;
     let za = p.OffA + select(z, z % max(p.CycleA, 1u), p.CycleA > 0u) * p.StrideA;
     let zb = p.OffB + z * p.StrideB;
-    let zo = p.OffOut + z * M * N{{if .Split}} + part * p.PartStride{{end}};
+    let zo = p.OffOut + z * M * N + part * p.PartStride;
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
@@ -63,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // returns early, as all meet at the barriers.
 {{- template "regs" $fa}}
 {{- template "regs" $fb}}
-    var k0 = p.K0{{if .Split}} + part * p.PartTerms{{end}};
+    var k0 = p.K0 + part * p.PartTerms;
 {{- template "fetch" $fa}}
 {{- template "fetch" $fb}}
     for (; k0 < k1; k0 += {{.BK}}u) {
@@ -84,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 {{- range $j := seq (div .TN 4)}}
     let c{{$j}} = col0 + {{if $.Spread}}({{mul $j (div $.BN $.TN)}}u + lid.x) * 4u{{else}}lid.x * {{$.TN}}u + {{mul $j 4}}u{{end}};
 {{- end}}
-    let add = p.K0 != 0u{{if not .Split}} || p.Accumulate != 0u{{end}};
+    let add = p.K0 != 0u || p.Accumulate != 0u; // Accumulate 0 where split
 {{- range $i := seq .TM}}
     if (r0 + {{$i}}u < M) {
         let o{{$i}} = zo + (r0 + {{$i}}u) * N;

@@ -393,7 +393,7 @@ func (d *Device) matMulTiled(t tile, o, x, y *buffer, s device.GEMM) {
 	va, vb := vecLoads(s, ha, hb)
 	va, vb = va && t.Vec, vb && t.Vec
 	kern := d.kernel(tiledSpec{BM: t.BM, BN: t.BN, BK: t.BK, TM: t.TM, TN: t.TN, Spread: t.Spread, TransA: s.TransA, TransB: s.TransB,
-		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre, Split: parts > 1}, false, false, true)
+		HalfA: ha, HalfB: hb, Half: ho, F16: nat, VecA: va, VecB: vb, Pre: t.Pre}, false, false, true)
 	d.matMulDispatches(kern, t.BM, t.BN, out, x, y, ps, ps.N, false, false, false, parts)
 }
 
@@ -457,7 +457,7 @@ func (d *Device) tiledParts(s device.GEMM) int {
 // (its offsets and strides count vec4s).
 // With flat, bm×bn is an invocation's block, the blocks of the dispatch's
 // matrices numbered in one sequence over workgroups of 64. With parts > 1
-// (the register kernel's Split), each dispatch's terms of k are split in
+// (p.Parts in matmul.wgsl and matmul_tiled.wgsl), each dispatch's terms of k are split in
 // as many parts, each written to o as a product of its own, Batch·M·N
 // elements after the last part's.
 func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, ld int, va, vb, flat bool, parts int) {
@@ -499,8 +499,10 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 				p := gemmParams{M: uint32(m), K: uint32(k), N: uint32(n), Row0: uint32(row), K0: uint32(k0), K1: uint32(k1),
 					Batch0: uint32(b0), StrideA: vec(s.StrideA, va), StrideB: vec(s.StrideB, vb), CycleA: uint32(s.CycleA),
 					OffA: vec(s.OffA, va), OffB: vec(s.OffB, vb), OffOut: uint32(s.OffDst), Accumulate: b2u(s.Accumulate), RowB: vec(s.RowB(), vb), LdOut: uint32(ld)}
+				// Parts of a multiple of 4 terms (DotK reads by vec4s along k),
+				// or one of them all.
+				p.Parts, p.PartTerms = 1, uint32(k1-k0)
 				if parts > 1 {
-					// Parts of a multiple of 4 terms (DotK reads by vec4s along k).
 					p.Parts, p.PartTerms, p.PartStride = uint32(parts), uint32(groupsOf(groupsOf(k1-k0, parts), 4)*4), uint32(s.Batch*m*n)
 				}
 				if !flat {
@@ -547,8 +549,8 @@ type gemmParams struct {
 	// Flat: the column blocks a row of blocks, the rows of blocks a
 	// matrix, the blocks in all.
 	ColBlocks, RowBlocks, Blocks uint32
-	// Split: k in Parts parts of PartTerms terms, each PartStride further
-	// in out.
+	// k in Parts parts (1 or more) of PartTerms terms, each PartStride
+	// further in out.
 	Parts, PartTerms, PartStride uint32
 }
 

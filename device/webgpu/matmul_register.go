@@ -57,7 +57,7 @@ func (d *Device) matMulRegister(o, x, y *buffer, s device.GEMM) {
 		out, ps.OffDst, vo = pad, 0, true
 	}
 	kern := d.kernel(registerSpec{TM: tm, TN: tn, TransA: s.TransA, TransB: s.TransB, VecA: va, VecB: vb, VecO: vo,
-		DotK: dotK, Flat: flat, Split: parts > 1}, false, false, true)
+		DotK: dotK, Flat: flat}, false, false, true)
 	bm, bn := tm, tn
 	if !flat {
 		bm, bn = tm*registerWG, tn*registerWG

@@ -147,7 +147,7 @@ type attentionSpec struct {
 type registerSpec struct {
 	TM, TN                                 int
 	TransA, TransB, VecA, VecB, VecO, DotK bool
-	Flat, Split                            bool
+	Flat                                   bool
 }
 
 // tiledSpec specialises matmul_tiled.wgsl, the tiled product in shared
@@ -156,7 +156,7 @@ type tiledSpec struct {
 	BM, BN, BK, TM, TN                  int
 	Spread, TransA, TransB, VecO        bool
 	HalfA, HalfB, Half, F16, VecA, VecB bool
-	Pre, Split                          bool
+	Pre                                 bool
 }
 
 // sumSpec specialises matmul_sum.wgsl, which adds a split product's parts.
