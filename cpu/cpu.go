@@ -2,13 +2,13 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/extensor/extensor/internal/half"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/extensor/extensor/device"
-	"github.com/x448/float16"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
@@ -136,7 +136,7 @@ func (b *buffer) at(i int) float64 {
 func (b *buffer) atOther(i int) float64 {
 	switch b.dt {
 	case device.Float16:
-		return float64(float16.Frombits(b.f16[i]).Float32())
+		return float64(half.ToFloat32(b.f16[i]))
 	}
 	return float64(b.i32[i])
 }
@@ -172,7 +172,7 @@ func (b *buffer) setOther(i int, v float64) {
 		b.f64[i] = v
 	case device.Float16:
 		// Through float32, exact for the float32 values kernels compute.
-		b.f16[i] = float16.Fromfloat32(float32(v)).Bits()
+		b.f16[i] = half.FromFloat32(float32(v))
 	default:
 		b.i32[i] = int32(v)
 	}

@@ -5,9 +5,9 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/extensor/extensor/internal/half"
 
 	"github.com/extensor/extensor/device"
-	"github.com/x448/float16"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -204,7 +204,7 @@ func nonFinite(b *buffer, off, n int, visit func(e int)) {
 func widen(b *buffer, off, n int) []float32 {
 	w := make([]float32, n)
 	for i := range w {
-		w[i] = float16.Frombits(b.f16[off+i]).Float32()
+		w[i] = half.ToFloat32(b.f16[off+i])
 	}
 	return w
 }

@@ -92,19 +92,32 @@ func softmaxRows(shape []int, axis int, row func(off, stride int)) {
 	}
 }
 
-// Softmax sets dst to the (log-)softmax of x along axis, through the
-// row's log-sum-exp in float64.
+// Softmax sets dst to the (log-)softmax of x along axis, in float64:
+// the log-softmax x − max − log Σ exp(x − max), the softmax
+// exp(x − max) / Σ exp(x − max) (one exponential an element).
 func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) {
 	o, in := buf(dst), buf(x)
 	n := shape[axis]
+	e := make([]float64, n) // a row's exp(x − max)
 	softmaxRows(shape, axis, func(off, stride int) {
-		lse := logSumExp(n, func(j int) float64 { return in.at(off + j*stride) })
+		mx := math.Inf(-1)
 		for j := range n {
-			v := in.at(off+j*stride) - lse
-			if !log {
-				v = math.Exp(v)
+			mx = nanFold(mx, in.at(off+j*stride), false, math.Max)
+		}
+		s := 0.0
+		for j := range n {
+			e[j] = math.Exp(in.at(off+j*stride) - mx)
+			s += e[j]
+		}
+		if log {
+			lse := mx + math.Log(s)
+			for j := range n {
+				o.set(off+j*stride, in.at(off+j*stride)-lse)
 			}
-			o.set(off+j*stride, v)
+			return
+		}
+		for j := range n {
+			o.set(off+j*stride, e[j]/s)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package parity
 
 import (
 	"errors"
+	"github.com/extensor/extensor/internal/half"
 	"strings"
 
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/x448/float16"
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
@@ -324,14 +323,11 @@ const (
 // requires all to compute it or all to refuse it.
 func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) Status {
 	t.Helper()
-	half := make([][]float64, len(c.Inputs))
+	rounded := make([][]float64, len(c.Inputs))
 	for i, v := range vals {
-		half[i] = make([]float64, len(v))
-		for j, x := range v {
-			half[i][j] = x
-			if !c.Inputs[i].Int {
-				half[i][j] = float64(float16.Fromfloat32(float32(x)).Float32())
-			}
+		rounded[i] = v
+		if !c.Inputs[i].Int {
+			rounded[i] = toHalf(v)
 		}
 	}
 	// The float64 reference, computed once a device computes the case
@@ -344,7 +340,7 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 		if want != nil || err != nil {
 			return
 		}
-		want, _, err = c.forward(cpu.New(), device.Float64, half)
+		want, _, err = c.forward(cpu.New(), device.Float64, rounded)
 		ref = toHalf(want)
 		if !slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return !in.Int }) {
 			ref = want
@@ -355,7 +351,7 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 		if dev == nil {
 			continue
 		}
-		got, _, ferr := c.forward(dev, device.Float16, half)
+		got, _, ferr := c.forward(dev, device.Float16, rounded)
 		if ferr == nil {
 			reference()
 		}
@@ -387,7 +383,7 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 func toHalf(v []float64) []float64 {
 	r := make([]float64, len(v))
 	for i, x := range v {
-		r[i] = float64(float16.Fromfloat32(float32(x)).Float32())
+		r[i] = float64(half.ToFloat32(half.FromFloat32(float32(x))))
 	}
 	return r
 }

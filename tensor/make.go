@@ -5,12 +5,12 @@ package tensor
 
 import (
 	"fmt"
+	"github.com/extensor/extensor/internal/half"
 	"math"
 	"math/rand/v2"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
-	"github.com/x448/float16"
 )
 
 // Failed returns a tensor of the given shape that carries err; ops that
@@ -113,7 +113,7 @@ func FromValues(dev device.Device, dt device.DType, data []float64, shape ...int
 	case device.Float16:
 		h := make([]uint16, len(data))
 		for i, v := range data {
-			h[i] = float16.Fromfloat32(float32(v)).Bits()
+			h[i] = half.FromFloat32(float32(v))
 		}
 		return FromFloat16Bits(dev, h, shape...)
 	}
@@ -220,7 +220,7 @@ func random(op string, dev device.Device, dt device.DType, seed uint64, shape []
 		case device.Float32:
 			return drawInto(op, dev, b, r, draw, func(v float64) float32 { return float32(v) })
 		case device.Float16:
-			return drawInto(op, dev, b, r, draw, func(v float64) uint16 { return float16.Fromfloat32(float32(v)).Bits() })
+			return drawInto(op, dev, b, r, draw, func(v float64) uint16 { return half.FromFloat32(float32(v)) })
 		case device.Int32:
 			return drawInto(op, dev, b, r, draw, func(v float64) int32 { return int32(v) })
 		}

@@ -2,14 +2,13 @@ package tensor
 
 import (
 	"fmt"
+	"github.com/extensor/extensor/internal/half"
 	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/x448/float16"
 
 	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
 	"github.com/extensor/extensor/device"
@@ -384,7 +383,7 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		}
 		out := make([]float32, len(h))
 		for i, v := range h {
-			out[i] = float16.Frombits(v).Float32()
+			out[i] = half.ToFloat32(v)
 		}
 		return out, nil
 	}

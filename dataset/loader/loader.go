@@ -6,13 +6,13 @@ package loader
 
 import (
 	"fmt"
+	"github.com/extensor/extensor/internal/half"
 	"iter"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
-	"github.com/x448/float16"
 )
 
 // Loader batches a set of N examples: Images holds N·Features float32
@@ -170,7 +170,7 @@ func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batc
 	if l.Half {
 		h := make([]uint16, len(x))
 		for i, v := range x {
-			h[i] = float16.Fromfloat32(v).Bits()
+			h[i] = half.FromFloat32(v)
 		}
 		xt, err = tensor.FromFloat16Bits(dev, h, append([]int{bs}, shape...)...)
 	} else {
