@@ -73,24 +73,25 @@ browser: deps
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
-# test runs every package's tests (unit) beside the race tests (race) and
-# the browser's (browser), each target's output kept together, then the
-# fuzzers' smoke run: llvmpipe has then compiled (and cached on disk) the
-# kernels they run, and go's fuzzing takes an input that runs 10 s for a
-# deadlock.
+# test runs every package's tests (unit) beside the race tests (race),
+# the browser's (browser) and the fuzzers' smoke run (fuzz-smoke), two at
+# a time, each target's output kept together. The smoke run starts last,
+# once race and browser are done, while unit still runs: FuzzAPI's
+# coordinator compiles every kernel its inputs run before any worker
+# starts (go's fuzzing takes an input that runs 10 s for a deadlock).
 test: deps vet nocgo wasm
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit race browser
-	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit race browser fuzz-smoke
 
 # unit runs the tests under a virtual X display (xvfb-run), so that the
-# window tests open real windows presented by WebGPU. The two longest
-# packages are named first, so that they start first and the short ones
-# fill the cores at the end. -noreset: test
+# window tests open real windows presented by WebGPU, all but the stress
+# package's, which race runs (the same tests, under the race detector).
+# The two longest packages are named first, so that they start first and
+# the short ones fill the cores at the end. -noreset: test
 # binaries run in parallel, and an X server that resets when its last
 # client leaves refuses the connections that arrive meanwhile ("Failed to
 # open display").
 unit: deps
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ ./device/webgpu/ ./...
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ ./device/webgpu/ $$($(GO) list ./... | grep -v '/stress$$')
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.

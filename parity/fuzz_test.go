@@ -71,7 +71,7 @@ func FuzzAPI(f *testing.F) {
 	gpu, host := fuzzDevices(f)
 	if gpu != nil {
 		defer gpu.Close()
-		if fuzzing() {
+		if coordinating() {
 			warmUp(f, gpu)
 		}
 	}
@@ -97,12 +97,14 @@ func fuzzDevices(tb testing.TB) (gpu device.Device, host *cpu.Device) {
 	return gpu, host
 }
 
-// fuzzing reports whether go test fuzzes (-test.fuzz), rather than
-// replaying the seed corpus as a test, where no input counts as a
-// deadlock and no warm-up is needed.
-func fuzzing() bool {
-	f := flag.Lookup("test.fuzz")
-	return f != nil && f.Value.String() != ""
+// coordinating reports whether this process coordinates go test's
+// fuzzing (-test.fuzz, not -test.fuzzworker): it warms Mesa's disk cache
+// before any worker starts, and the workers then load each kernel from it
+// in milliseconds. Replaying the seed corpus as a test counts no input as
+// a deadlock and needs no warm-up.
+func coordinating() bool {
+	f, w := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() != "" && (w == nil || w.Value.String() != "true")
 }
 
 // warmUp runs every small parity case of every op, forward and backward,
