@@ -2,13 +2,13 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/extensor/extensor/internal/half"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 

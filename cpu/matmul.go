@@ -5,9 +5,9 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/extensor/extensor/internal/half"
 
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"

@@ -2,7 +2,6 @@ package parity
 
 import (
 	"errors"
-	"github.com/extensor/extensor/internal/half"
 	"strings"
 
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )

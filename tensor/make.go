@@ -5,12 +5,12 @@ package tensor
 
 import (
 	"fmt"
-	"github.com/extensor/extensor/internal/half"
 	"math"
 	"math/rand/v2"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 )
 
 // Failed returns a tensor of the given shape that carries err; ops that

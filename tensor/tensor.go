@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"fmt"
-	"github.com/extensor/extensor/internal/half"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	_ "github.com/extensor/extensor/cpu" // the "cpu" device is always there
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 )
 
 // storage is a device buffer shared by a tensor and its reshaped views,

@@ -6,12 +6,12 @@ package loader
 
 import (
 	"fmt"
-	"github.com/extensor/extensor/internal/half"
 	"iter"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/half"
 	"github.com/extensor/extensor/tensor"
 )
 

@@ -457,9 +457,9 @@ func (d *Device) tiledParts(s device.GEMM) int {
 // (its offsets and strides count vec4s).
 // With flat, bm×bn is an invocation's block, the blocks of the dispatch's
 // matrices numbered in one sequence over workgroups of 64. With parts > 1
-// (p.Parts in matmul.wgsl and matmul_tiled.wgsl), each dispatch's terms of k are split in
-// as many parts, each written to o as a product of its own, Batch·M·N
-// elements after the last part's.
+// (p.Parts in matmul.wgsl and matmul_tiled.wgsl), each dispatch's terms
+// of k are split in as many parts, each written to o as a product of its
+// own, Batch·M·N elements after the last part's.
 func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s device.GEMM, ld int, va, vb, flat bool, parts int) {
 	if kern == nil {
 		return
