@@ -85,13 +85,15 @@ test: deps vet nocgo wasm
 # unit runs the tests under a virtual X display (xvfb-run), so that the
 # window tests open real windows presented by WebGPU, all but the stress
 # package's, which race runs (the same tests, under the race detector).
-# The two longest packages are named first, so that they start first and
-# the short ones fill the cores at the end. -noreset: test
+# The parity suite, the longest, is named first, so that it starts first,
+# and the backend's tests last: they then find most of their kernels in
+# Mesa's shader cache, compiled by the parity suite (side by side, each
+# compiled most of its own). -noreset: test
 # binaries run in parallel, and an X server that resets when its last
 # client leaves refuses the connections that arrive meanwhile ("Failed to
 # open display").
 unit: deps
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ ./device/webgpu/ $$($(GO) list ./... | grep -v '/stress$$')
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
