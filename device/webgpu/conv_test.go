@@ -23,6 +23,7 @@ import (
 // products): on a GPU the device is made to choose as on a CPU adapter.
 func TestConv2dDirect(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	webgpu.AsCPU(d)
 	webgpu.DirectConvAtAnySize(d)
 	c := cpu.New()

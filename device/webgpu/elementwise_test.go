@@ -87,6 +87,7 @@ func TestCopyStrided(t *testing.T) {
 // on sizes that leave partial workgroups, against the CPU backend.
 func TestGPUOrder(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	webgpu.AsGPU(d)
 	c := cpu.New()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -217,6 +218,7 @@ func TestGPUOrder(t *testing.T) {
 // CPU backend, on float32 and float16.
 func TestBroadcastRows(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	c := cpu.New()
 	rng := rand.New(rand.NewPCG(5, 6))
 	pairs := [][2][]int{

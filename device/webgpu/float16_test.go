@@ -120,6 +120,7 @@ func TestFloat16Rounding(t *testing.T) {
 // CPU backend's.
 func TestWindowFloat16(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	geoms := []device.Window2D{
 		{N: 3, C: 3, H: 7, W: 5, KH: 3, KW: 3, SH: 1, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1},

@@ -248,6 +248,7 @@ func TestMatMulKernels(t *testing.T) {
 // batched, offset, and past maxLoop.
 func TestMatMulSplitK(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	webgpu.AsCPU(d)
 	rng := rand.New(rand.NewPCG(7, 8))
 	cases := []struct {
@@ -344,8 +345,8 @@ func TestMatMulSplitKTiled(t *testing.T) {
 	}
 	for _, v := range []string{"tiled/64×64×8/4×4", "tiled/128×64×16/8×4svp", "tiled/128×128×32/8×8svp"} {
 		t.Run(strings.ReplaceAll(v, "×", "x"), func(t *testing.T) {
-			t.Setenv(webgpu.EnvMatMul, v)
-			d := fresh(t)
+			d := freshWith(t, webgpu.EnvMatMul, v)
+			t.Parallel()
 			if !webgpu.TileFits(d, v) {
 				t.Skipf("%s does not fit %v", v, d)
 			}
@@ -380,9 +381,8 @@ func TestMatMulSplitKTiled(t *testing.T) {
 // must still be right (a view released under a recorded dispatch, or
 // between packing a and b, crashed inside wgpu).
 func TestMatMulTextureShapes(t *testing.T) {
-	gputest.Open(t)
-	t.Setenv(webgpu.EnvMatMul, "texture")
-	d := fresh(t)
+	d := freshWith(t, webgpu.EnvMatMul, "texture")
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	type product struct {
 		s    device.GEMM

@@ -10,7 +10,6 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/device/webgpu"
-	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
@@ -142,9 +141,8 @@ func TestTrimWhilePassOpen(t *testing.T) {
 // than the operand-texture cache keeps, in one batch: the cache releases
 // textures that the open pass binds (wgpu keeps them for the pass).
 func TestTextureCacheTurnover(t *testing.T) {
-	gputest.Open(t)
-	t.Setenv(webgpu.EnvMatMul, "texture")
-	d := fresh(t)
+	d := freshWith(t, webgpu.EnvMatMul, "texture")
+	t.Parallel()
 	var outs []*tensor.Tensor
 	for i := range 12 {
 		n := 256 + 16*i // a new texture size per product
@@ -175,6 +173,7 @@ func TestTextureCacheTurnover(t *testing.T) {
 // and, once the buffer is full, reused.
 func TestParameterSlots(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	const n = 5000 // distinct alphas, beyond the 4096 slots
 	x, err := d.Alloc(device.Float32, 4)
 	if err != nil {

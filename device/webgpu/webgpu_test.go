@@ -31,9 +31,11 @@ func fresh(t *testing.T) *webgpu.Device {
 }
 
 // freshWith is fresh with the environment variable k set to v while the
-// device opens, for a subtest that then goes on in parallel (t.Setenv
-// forbids t.Parallel). Call it before t.Parallel: subtests run one at a
-// time until then, so no other test reads the environment meanwhile.
+// device opens, for a test or subtest that then goes on in parallel
+// (t.Setenv forbids t.Parallel). Call it before t.Parallel: tests (and a
+// test's subtests) run one at a time until then, so no other test reads
+// the environment meanwhile. The tests that go on in parallel open every
+// device before t.Parallel, for the same reason.
 func freshWith(t *testing.T, k, v string) *webgpu.Device {
 	t.Helper()
 	old, had := os.LookupEnv(k)
@@ -169,6 +171,7 @@ func TestFloat64Unsupported(t *testing.T) {
 // that other ops on it fail naming the limit, never returning zeros.
 func TestTensorBeyondBindingLimit(t *testing.T) {
 	d := fresh(t)
+	t.Parallel()
 	l := d.Limits()
 	if l.MaxStorageBufferBindingSize > l.MaxBufferSize {
 		t.Fatalf("binding size %d > buffer size %d", l.MaxStorageBufferBindingSize, l.MaxBufferSize)
