@@ -23,15 +23,11 @@ func groupsOf(n, size int) int { return (n + size - 1) / size }
 
 func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
 
-// unroll is how many elements (vec4s where the kernel reads vec4s) an
-// invocation of an elementwise kernel takes: 4 on lavapipe, the faster
-// (docs/kernel-choices.md, elementwise).
-func unroll(vec bool) int {
-	if vec {
-		return 4
-	}
-	return 1
-}
+// elemUnroll is how many elements (vec4s where the kernel reads vec4s)
+// an invocation of an elementwise kernel takes: on lavapipe 4 are faster
+// than 1 by vec4s and by scalars, whose kernels serve the lengths that
+// are not multiples of 4 (docs/kernel-choices.md, elementwise).
+const elemUnroll = 4
 
 // itemBytes is the size of an elementwise kernel's item: a vec4 or a
 // 32-bit word.
@@ -178,8 +174,8 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 		count = (count + 1) / 2
 	}
 	vec, n := vec4(count)
-	k := d.kernel(unarySpec{Fn: string(op), Grad: grad, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: unroll(vec), Coalesce: !d.loopLimited}, flags(len(in), 1)...)
-	d.runItems(k, unroll(vec), itemBytes(vec, st), scalars(n, p), append(in, out)...)
+	k := d.kernel(unarySpec{Fn: string(op), Grad: grad, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: elemUnroll, Coalesce: !d.loopLimited}, flags(len(in), 1)...)
+	d.runItems(k, elemUnroll, itemBytes(vec, st), scalars(n, p), append(in, out)...)
 }
 
 // Unary sets dst = op(x; p).
@@ -266,10 +262,14 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		b.N = uint32(n)
 		params = b
 	}
-	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: unroll(vec),
+	u := 1 // a broadcast's kernel: an element (or a row's vec4) an invocation
+	if same {
+		u = elemUnroll
+	}
+	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: u,
 		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, flags(len(in), 1)...)
 	if same {
-		d.runItems(k, unroll(vec), itemBytes(vec, st), params, append(in, out)...)
+		d.runItems(k, elemUnroll, itemBytes(vec, st), params, append(in, out)...)
 		return
 	}
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)

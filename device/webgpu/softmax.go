@@ -122,7 +122,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	params := lineParams{Count: uint32(count), N: uint32(n), Inner: uint32(inner)}
 	d.run(ks, groupsOf(count, 256), params, append(in, stats...)...)
 	spec.Stage = "apply"
-	u := unroll(vec)
+	u := elemUnroll
 	spec.Unroll, spec.Whole, spec.Coalesce = u, false, !d.loopLimited
 	if vec {
 		// The row length is a constant of the vec4 kernel: one pipeline per
