@@ -77,27 +77,6 @@ type run struct {
 	outShape []int
 	grads    [][]float64
 	gshapes  [][]int
-	// out and grads rounded to float32 (rounded32), made on first use.
-	out32   []float64
-	grads32 [][]float64
-}
-
-// rounded32 returns the output (i < 0) or gradient i rounded to float32,
-// as a float32 result is compared with a float64 one.
-func (r *run) rounded32(i int) []float64 {
-	if i < 0 {
-		if r.out32 == nil {
-			r.out32 = toFloat32(r.out)
-		}
-		return r.out32
-	}
-	if r.grads32 == nil {
-		r.grads32 = make([][]float64, len(r.grads))
-	}
-	if r.grads32[i] == nil {
-		r.grads32[i] = toFloat32(r.grads[i])
-	}
-	return r.grads32[i]
 }
 
 func seed(s string) uint64 {
@@ -443,7 +422,7 @@ func (c *Case) checkRule(t testing.TB, dev device.Device, dt device.DType, vals 
 			if e != nil {
 				t.Errorf("%s: %v", where, e)
 				status = Fail
-			} else if !Close(t, fmt.Sprintf("%s: gradient %d", where, i), v, want.rounded32(i), rtol, max(atol, 1e-7)) {
+			} else if !Close(t, fmt.Sprintf("%s: gradient %d", where, i), v, toFloat32(want.grads[i]), rtol, max(atol, 1e-7)) {
 				status = Fail
 			}
 		}
@@ -501,7 +480,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 	if !slices.Equal(got.outShape, want.outShape) {
 		t.Errorf("%s %s: %s: output shape %v; cpu float64 gives %v", c.Op.Name, c.Case.Name, where, got.outShape, want.outShape)
 		fwd = Fail
-	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op.Name, c.Case.Name, where), got.out, want.rounded32(-1), rtol, atol) {
+	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op.Name, c.Case.Name, where), got.out, toFloat32(want.out), rtol, atol) {
 		fwd = Fail
 	}
 	if c.Op.Backward == nil {
@@ -515,7 +494,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 		if c.Inputs[i].Int || c.Inputs[i].NoGrad || bwd == Fail {
 			continue
 		}
-		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], want.rounded32(i), rtol, atol) {
+		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], toFloat32(want.grads[i]), rtol, atol) {
 			bwd = Fail
 		}
 	}
