@@ -73,14 +73,16 @@ browser: deps
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
-# test runs every package's tests (unit) beside the race tests (race),
-# the browser's (browser) and the fuzzers' smoke run (fuzz-smoke), two at
-# a time, each target's output kept together. The smoke run starts last,
-# once race and browser are done, while unit still runs: FuzzAPI's
-# coordinator compiles every kernel its inputs run before any worker
-# starts (go's fuzzing takes an input that runs 10 s for a deadlock).
+# test runs every package's tests (unit) beside the race tests (race)
+# and the browser's (browser), two at a time, each target's output kept
+# together; then the fuzzers' smoke run (fuzz-smoke). FuzzAPI's
+# coordinator runs every kernel its inputs run before any worker starts
+# (go's fuzzing takes an input that runs 10 s for a deadlock): after unit
+# it finds most in Mesa's shader cache, where beside unit it compiled
+# many a second time.
 test: deps vet nocgo wasm
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit race browser fuzz-smoke
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit race browser
+	$(MAKE) --no-print-directory fuzz-smoke
 
 # unit runs the tests under a virtual X display (xvfb-run), so that the
 # window tests open real windows presented by WebGPU, all but the stress

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,33 +109,52 @@ func coordinating() bool {
 }
 
 // warmUp runs every small parity case of every op, forward and backward,
-// on float32 and float16, on dev, so that the kernels the fuzzer will run
-// are compiled (and in Mesa's disk cache for every worker) before it
-// starts: go's fuzzing counts an input that runs 10 s as a deadlock, and
-// llvmpipe compiles a large kernel in seconds.
+// on float32 and float16, on dev and on a second device configured as dev
+// (the ops split between them: llvmpipe compiles a device's kernels on
+// one thread), so that the kernels the fuzzer will run are compiled (and
+// in Mesa's disk cache for every worker) before it starts: go's fuzzing
+// counts an input that runs 10 s as a deadlock, and llvmpipe compiles a
+// large kernel in seconds.
 func warmUp(f *testing.F, dev device.Device) {
 	start := time.Now()
-	for _, op := range ops.Table() {
-		for i, c := range op.Cases {
-			spec := hostileInputs(new(fuzzin.Bytes), c.Inputs) // unchanged: no bytes
-			if slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return device.Numel(in.Shape) > 4096 }) {
-				continue
+	devs := []device.Device{dev}
+	if second, _ := fuzzDevices(f); second != nil {
+		defer second.Close()
+		devs = append(devs, second)
+	}
+	table := ops.Table()
+	var wg sync.WaitGroup
+	for k, d := range devs {
+		wg.Go(func() {
+			for j := k; j < len(table); j += len(devs) {
+				warmOp(table[j], d)
 			}
-			_ = tensor.Maybe(func() { run(op, dev, spec, c.Attrs, uint64(i)) })
-			// And on float16, whose kernels are specialisations of their own.
-			half := slices.Clone(spec)
-			for j := range half {
-				if half[j].DType == device.Float32 {
-					half[j].DType = device.Float16
-				}
+			if err := d.Sync(); err != nil {
+				f.Logf("warm-up: %v", err)
 			}
-			_ = tensor.Maybe(func() { run(op, dev, half, c.Attrs, uint64(i)) })
+		})
+	}
+	wg.Wait()
+	f.Logf("warm-up: %v on %d devices", time.Since(start), len(devs))
+}
+
+// warmOp runs op's small cases on dev, on float32 and float16.
+func warmOp(op *ops.Op, dev device.Device) {
+	for i, c := range op.Cases {
+		spec := hostileInputs(new(fuzzin.Bytes), c.Inputs) // unchanged: no bytes
+		if slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return device.Numel(in.Shape) > 4096 }) {
+			continue
 		}
+		_ = tensor.Maybe(func() { run(op, dev, spec, c.Attrs, uint64(i)) })
+		// And on float16, whose kernels are specialisations of their own.
+		half := slices.Clone(spec)
+		for j := range half {
+			if half[j].DType == device.Float32 {
+				half[j].DType = device.Float16
+			}
+		}
+		_ = tensor.Maybe(func() { run(op, dev, half, c.Attrs, uint64(i)) })
 	}
-	if err := dev.Sync(); err != nil {
-		f.Logf("warm-up: %v", err)
-	}
-	f.Logf("warm-up: %v", time.Since(start))
 }
 
 // fuzzAPI runs one input of FuzzAPI.
