@@ -248,12 +248,15 @@ func (c *Case) eval(dev device.Device, dt device.DType, vals [][]float64, g []fl
 }
 
 // Fallback is a second WebGPU device configured otherwise (float16 as
-// packed words and subgroups off, say), on which Check runs every case's
-// float16 check and, for the ops Full reports, the WebGPU checks too: the
-// device's other paths, tested on the same adapter.
+// packed words and subgroups off, say), on which Check runs, where Half
+// is set, every case's float16 check and, for the ops Full reports, the
+// WebGPU checks too: the device's other paths, tested on the same
+// adapter. (Half is unset where the first device's float16 kernels are
+// the fallback's: an adapter without WGSL's f16.)
 type Fallback struct {
 	Device device.Device
 	Full   func(*ops.Op) bool
+	Half   bool
 }
 
 // Check runs every check of c and reports failures on t. gpu may be nil,
@@ -290,7 +293,7 @@ func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 		res.FD = c.finiteDifferences(t, vals, g, want)
 	}
 	devs := []device.Device{host, gpu}
-	if gpu != nil && fb != nil {
+	if gpu != nil && fb != nil && fb.Half {
 		devs = append(devs, fb.Device)
 	}
 	res.Half = c.checkHalf(t, vals, devs...)

@@ -37,7 +37,9 @@ const (
 // it and on a second device with float16 as packed words and subgroups
 // off (webgpu.EnvF16, webgpu.EnvSubgroups): the paths of adapters without
 // WGSL's f16 or subgroups, tested on one adapter, for every op's float16
-// check and the WebGPU checks of the ops of subgroupFamilies. The
+// check (where the adapter has f16: else the first device's float16
+// kernels are these) and the WebGPU checks of the ops of
+// subgroupFamilies. The
 // coverage table adds the results in the op table's order once all have
 // run. It runs beside TestHostileSweep.
 func TestParity(t *testing.T) {
@@ -51,7 +53,9 @@ func TestParity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fb = &parity.Fallback{Device: d, Full: usesSubgroups}
+		// Its float16 kernels are gpu's where the adapter lacks WGSL's f16
+		// (a device's String lists "f16" where its kernels use it).
+		fb = &parity.Fallback{Device: d, Full: usesSubgroups, Half: strings.Contains(gpu.String(), ", f16")}
 	}
 	specs := subsetOf(parity.Specs(), *subset)
 	results := make([]*parity.Result, len(specs))
