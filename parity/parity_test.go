@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -164,18 +163,8 @@ func openWebGPU(env ...[2]string) (device.Device, error) {
 // TestMain checks, after a complete and successful run, that
 // docs/coverage.md shows the coverage table this run generates (or rewrites
 // it with -update).
-//
-// Unless GOGC is set, it collects garbage once the heap has grown by 4
-// times what was live after the last collection (GOGC=400), not Go's
-// default of once: the cases of ops.LargeLen elements allocate and drop
-// slices of 16,777,991 float64s by the dozen, and took 15% less CPU time
-// so (2026-11-28: 130 and 150 user CPU-seconds against 157 and 176, in
-// two alternating runs; at most 8.5 GB resident against 6.8).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	code := m.Run()
 	if code != 0 || !table.Complete() || flag.Lookup("test.run").Value.String() != "" {
 		os.Exit(code)
