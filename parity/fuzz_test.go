@@ -80,22 +80,29 @@ func FuzzAPI(f *testing.F) {
 }
 
 // fuzzDevices returns the devices FuzzAPI compares: a CPU device whose
-// memory limit is fuzzMemory and, where an adapter exists (always under
-// CI), a WebGPU device of its own, on im2col: llvmpipe takes seconds to
-// compile each geometry's direct convolution kernels, and go's fuzzing
-// takes an input that runs 10 s for a deadlock. (The parity suite checks
-// the direct kernels.) The caller closes gpu.
+// memory limit is fuzzMemory and fuzzGPU's. The caller closes gpu.
 func fuzzDevices(tb testing.TB) (gpu device.Device, host *cpu.Device) {
 	tb.Helper()
-	if gputest.OrNil(tb) != nil {
-		var err error
-		if gpu, err = openWebGPU([2]string{webgpu.EnvConv, "im2col"}); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	host = cpu.New()
 	host.SetMemoryLimit(fuzzMemory)
-	return gpu, host
+	return fuzzGPU(tb), host
+}
+
+// fuzzGPU opens, where an adapter exists (always under CI), a WebGPU
+// device of FuzzAPI's own, on im2col: llvmpipe takes seconds to compile
+// each geometry's direct convolution kernels, and go's fuzzing takes an
+// input that runs 10 s for a deadlock. (The parity suite checks the
+// direct kernels.) It returns nil without an adapter.
+func fuzzGPU(tb testing.TB) device.Device {
+	tb.Helper()
+	if gputest.OrNil(tb) == nil {
+		return nil
+	}
+	gpu, err := openWebGPU([2]string{webgpu.EnvConv, "im2col"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return gpu
 }
 
 // coordinating reports whether this process coordinates go test's
@@ -118,7 +125,7 @@ func coordinating() bool {
 func warmUp(f *testing.F, dev device.Device) {
 	start := time.Now()
 	devs := []device.Device{dev}
-	if second, _ := fuzzDevices(f); second != nil {
+	if second := fuzzGPU(f); second != nil {
 		defer second.Close()
 		devs = append(devs, second)
 	}

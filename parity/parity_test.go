@@ -39,9 +39,8 @@ const (
 // WGSL's f16 or subgroups, tested on one adapter, for every op's float16
 // check (where the adapter has f16: else the first device's float16
 // kernels are these) and the WebGPU checks of the ops of
-// subgroupFamilies. The
-// coverage table adds the results in the op table's order once all have
-// run. It runs beside TestHostileSweep.
+// subgroupFamilies. The coverage table adds the results in the op
+// table's order once all have run. It runs beside TestHostileSweep.
 func TestParity(t *testing.T) {
 	t.Parallel()
 	openMu.Lock() // the shared device, opened under no variable of openWebGPU's
