@@ -9,6 +9,7 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/internal/half"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
@@ -416,10 +417,16 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 // float32.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	o, in := buf(y), buf(x)
-	switch o.dt {
-	case device.Float64:
+	switch {
+	case alpha == 0: // BLAS skips the terms, where 0·Inf and 0·NaN are NaN
+		for i := range o.Len() {
+			o.set(i, o.at(i)+0*in.at(i))
+		}
+	case o.dt == device.Float64:
 		blas64.Axpy(alpha, blas64.Vector{N: len(in.f64), Inc: 1, Data: in.f64}, blas64.Vector{N: len(o.f64), Inc: 1, Data: o.f64})
-	default: // in float32, as the kernel computes (and PyTorch's add_ on float32)
+	case o.dt == device.Float32: // in float32, as the kernel computes (and PyTorch's add_ on float32)
+		blas32.Axpy(float32(alpha), blas32.Vector{N: len(in.f32), Inc: 1, Data: in.f32}, blas32.Vector{N: len(o.f32), Inc: 1, Data: o.f32})
+	default: // float16, in float32
 		a := float32(alpha)
 		for i := range o.Len() {
 			o.set(i, float64(float32(o.at(i))+a*float32(in.at(i))))

@@ -244,6 +244,14 @@ func params(p []float64) (a, b float64) {
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
 	o, in, f := buf(dst), buf(x), unaryFnOf(op).f
 	a, b := params(p)
+	switch { // the common cases without at's and set's calls
+	case same(device.Float32, o, in):
+		unarySame(o.f32, in.f32, func(v float64) float64 { return f(v, a, b) })
+		return
+	case same(device.Float64, o, in):
+		unarySame(o.f64, in.f64, func(v float64) float64 { return f(v, a, b) })
+		return
+	}
 	for i := range o.Len() {
 		v := in.at(i)
 		if !math.IsNaN(v) {
@@ -257,11 +265,43 @@ func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
 func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
 	o, in, g, df := buf(dx), buf(x), buf(dy), unaryFnOf(op).df
 	a, b := params(p)
+	df2 := func(v, d float64) float64 { return df(v, d, a, b) }
+	switch {
+	case same(device.Float32, o, in, g):
+		binarySame(o.f32, in.f32, g.f32, len(o.f32), nanFirst(df2))
+		return
+	case same(device.Float64, o, in, g):
+		binarySame(o.f64, in.f64, g.f64, len(o.f64), nanFirst(df2))
+		return
+	}
 	for i := range o.Len() {
 		v := in.at(i)
 		if !math.IsNaN(v) {
 			v = df(v, g.at(i), a, b)
 		}
 		o.set(i, v)
+	}
+}
+
+// unarySame sets o[i] = f(x[i]) for i < len(o), computed in float64; NaN
+// stays NaN.
+func unarySame[F float32 | float64](o, x []F, f func(float64) float64) {
+	x = x[:len(o)]
+	for i, v := range x {
+		if v == v {
+			o[i] = F(f(float64(v)))
+		} else {
+			o[i] = v
+		}
+	}
+}
+
+// nanFirst returns df where x is a number and NaN where it is NaN.
+func nanFirst(df func(x, g float64) float64) func(x, g float64) float64 {
+	return func(x, g float64) float64 {
+		if math.IsNaN(x) {
+			return x
+		}
+		return df(x, g)
 	}
 }
