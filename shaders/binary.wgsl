@@ -188,8 +188,8 @@ fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
 fn apply(x: f32, y: f32, g: f32) -> f32 {
     return op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}(x, y, g){{else}}(x, y){{end}};
 }
-{{- $T := "f32"}}{{$S := "E"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
-{{- if .Half}}{{$S = "u32"}}{{if .Vec}}{{$S = "vec4<u32>"}}{{end}}{{end}}
+{{- $T := "f32"}}{{$S := "E"}}{{if .Same}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
+{{- if .Half}}{{$S = "vec4<u32>"}}{{end}}
 {{- if .RowVec}}{{$S = "E4"}}{{$T = "vec4<f32>"}}{{end}}
 @group(0) @binding(1) var<storage, read> x_in: array<{{if .RowVec}}{{if .VecA}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
 @group(0) @binding(2) var<storage, read> y_in: array<{{if .RowVec}}{{if .VecB}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
@@ -203,33 +203,19 @@ fn apply(x: f32, y: f32, g: f32) -> f32 {
 
 // float16 storage, operands of one shape: each u32 word holds two
 // values, unpacked to f32, and the results packed back (p.N counts
-// words{{if .Vec}} in vec4s{{end}}).
-{{- if .Vec}} By vec4s of words
-// the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
-// vector arithmetic: on llvmpipe unpack2x16float and pack2x16float took a
-// fifth of a float16 exp's time (0.74 → 0.93 Gelem/s; neg 0.91 → 1.09).
-{{- end}}
-{{- if not .Vec}}
-fn apply2(x: u32, y: u32, g: u32) -> u32 {
-    let a = unpack2x16float(x);
-    let b = unpack2x16float(y);
-    let d = unpack2x16float(g);
-    return pack_half2(vec2<f32>(apply(a.x, b.x, d.x), apply(a.y, b.y, d.y)));
-}
-{{- end}}
-
-{{- if .Vec}}
+// words in vec4s). By vec4s of words the conversions are half4_to_f32
+// and f32_to_half4 (common.wgsl), plain vector arithmetic: on llvmpipe
+// unpack2x16float and pack2x16float took a fifth of a float16 exp's time
+// (0.74 → 0.93 Gelem/s; neg 0.91 → 1.09).
 {{template "half4"}}
 
 fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
 }
-{{- end}}
 
 fn elem(i: u32) {
     let x = x_in[i];
     let y = y_in[i];
-{{- if .Vec}}
     let s = vec4<u32>(16u);
 {{- if ge .Grad 0}}
     let g = g_in[i];
@@ -240,13 +226,9 @@ fn elem(i: u32) {
     let hi = apply4(half4_to_f32(x >> s), half4_to_f32(y >> s), vec4<f32>(0.0));
 {{- end}}
     out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << s);
-{{- else}}
-    let g = {{if ge .Grad 0}}g_in[i]{{else}}{{$S}}(0u){{end}};
-    out[i] = apply2(x, y, g);
-{{- end}}
 }
 {{- else}}
-{{- if or .Vec .RowVec}}
+{{- if or .Same .RowVec}}
 
 fn apply4(x: vec4<f32>, y: vec4<f32>, g: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(apply(x.x, y.x, g.x), apply(x.y, y.y, g.y), apply(x.z, y.z, g.z), apply(x.w, y.w, g.w));
@@ -278,7 +260,7 @@ fn elem(i: u32) {
     let x = {{$T}}(x_in[off.x]);
     let y = {{$T}}(y_in[off.y]);
 {{- end}}
-    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}(x, y, {{if ge .Grad 0}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}));
+    out[i] = to_e{{if .Same}}4{{end}}(apply{{if .Same}}4{{end}}(x, y, {{if ge .Grad 0}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}));
 }
 {{- end}}
 {{- end}}

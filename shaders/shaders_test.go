@@ -51,16 +51,16 @@ func TestSource(t *testing.T) {
 		data any
 		want []string
 	}{
-		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Vec": true, "Half": false, "Unroll": 4, "Coalesce": true},
+		{"unary", map[string]any{"Fn": "gelu", "Grad": true, "Half": false, "Unroll": 4, "Coalesce": true},
 			[]string{"let i0 = linear_index(wid, nwg, 0u, 256u) * 4u + lid;", "elem(i0 + 768u);", "fn erfc_approx", "op_gelu_grad(x, g, a, b)", "fn apply4", "var<storage, read> g_in: array<E4>", "fn pow_real"}},
-		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Vec": false, "Half": false, "Unroll": 1, "Coalesce": false},
-			[]string{"let i0 = linear_index(wid, nwg, lid, 256u) * 1u;", "op_exp(x, a, b)", "@binding(2) var<storage, read_write> out: array<E>", "alias E = f32;"}},
-		{"unary", map[string]any{"Fn": "relu", "Grad": true, "Vec": true, "Half": true, "Unroll": 4, "Coalesce": false},
+		{"unary", map[string]any{"Fn": "exp", "Grad": false, "Half": false, "Unroll": 1, "Coalesce": false},
+			[]string{"let i0 = linear_index(wid, nwg, lid, 256u) * 1u;", "op_exp(x, a, b)", "@binding(2) var<storage, read_write> out: array<E4>", "alias E = f32;"}},
+		{"unary", map[string]any{"Fn": "relu", "Grad": true, "Half": true, "Unroll": 4, "Coalesce": false},
 			[]string{"fn half4_to_f32", "var<storage, read> g_in: array<vec4<u32>>", "out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));"}},
 		// WGSL's f16 storage (F16).
-		{"unary", map[string]any{"Fn": "exp", "Grad": true, "Vec": true, "Half": false, "F16": true, "Unroll": 4, "Coalesce": false},
+		{"unary", map[string]any{"Fn": "exp", "Grad": true, "Half": false, "F16": true, "Unroll": 4, "Coalesce": false},
 			[]string{"enable f16;", "alias E4 = vec4<f16>;", "var<storage, read> g_in: array<E4>", "out[i] = to_e4(apply4(vec4<f32>(x_in[i]), vec4<f32>(g_in[i]), p.A, p.B));"}},
-		{"binary", map[string]any{"Fn": "add", "Grad": 0, "Same": false, "Vec": false, "Half": false, "F16": true, "Unroll": 1, "Coalesce": false, "Rank": 2, "RowVec": false, "VecA": false, "VecB": false},
+		{"binary", map[string]any{"Fn": "add", "Grad": 0, "Same": false, "Half": false, "F16": true, "Unroll": 1, "Coalesce": false, "Rank": 2, "RowVec": false, "VecA": false, "VecB": false},
 			[]string{"enable f16;", "let x = f32(x_in[off.x]);", "out[i] = to_e(apply(x, y, f32(g_in[i])));"}},
 		{"reduce", map[string]any{"Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": true, "OF16": true, "F16": true, "Kept": 1, "Red": 1, "Group": ""},
 			[]string{"enable f16;", "var<storage, read> x: array<f16>;", "var<storage, read_write> out: array<f16>;", "return f32(x[i]);", "out[o] = to_e(acc * p.Scale);"}},

@@ -311,12 +311,15 @@ fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
 
 {{template "math"}}
 
-// The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over {{if .Vec}}vec4s{{else}}scalars{{end}}; p.N items.
+// The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over vec4s; p.N items.
 fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return select(op_{{.Fn}}{{if .Grad}}_grad(x, g, a, b){{else}}(x, a, b){{end}}, x, is_nan(x));
 }
-{{- $T := "f32"}}{{$S := "E"}}{{if .Vec}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
-{{- if .Half}}{{$S = "u32"}}{{if .Vec}}{{$S = "vec4<u32>"}}{{end}}{{end}}
+
+fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
+}
+{{- $S := "E4"}}{{if .Half}}{{$S = "vec4<u32>"}}{{end}}
 @group(0) @binding(1) var<storage, read> x_in: array<{{$S}}>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g_in: array<{{$S}}>;
@@ -327,31 +330,14 @@ fn apply(x: f32, g: f32, a: f32, b: f32) -> f32 {
 {{- if .Half}}
 
 // float16 storage: each u32 word holds two values, unpacked to f32, and
-// the results packed back (p.N counts words{{if .Vec}} in vec4s{{end}}).
-{{- if .Vec}} By vec4s of words
+// the results packed back (p.N counts words in vec4s). By vec4s of words
 // the conversions are half4_to_f32 and f32_to_half4 (common.wgsl), plain
 // vector arithmetic: on llvmpipe unpack2x16float and pack2x16float took a
 // fifth of a float16 exp's time (0.74 → 0.93 Gelem/s; neg 0.91 → 1.09).
-{{- end}}
-{{- if not .Vec}}
-fn apply2(x: u32, g: u32, a: f32, b: f32) -> u32 {
-    let v = unpack2x16float(x);
-    let d = unpack2x16float(g);
-    return pack_half2(vec2<f32>(apply(v.x, d.x, a, b), apply(v.y, d.y, a, b)));
-}
-{{- end}}
-
-{{- if .Vec}}
 {{template "half4"}}
-
-fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
-    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
-}
-{{- end}}
 
 fn elem(i: u32) {
     let x = x_in[i];
-{{- if .Vec}}
     let a = p.A;
     let b = p.B;
 {{- if .Grad}}
@@ -363,21 +349,11 @@ fn elem(i: u32) {
     let hi = apply4(half4_to_f32(x >> vec4<u32>(16u)), vec4<f32>(0.0), a, b);
 {{- end}}
     out[i] = f32_to_half4(lo) | (f32_to_half4(hi) << vec4<u32>(16u));
-{{- else}}
-    let g = {{if .Grad}}g_in[i]{{else}}{{$S}}(0u){{end}};
-    out[i] = apply2(x, g, p.A, p.B);
-{{- end}}
 }
 {{- else}}
-{{- if .Vec}}
-
-fn apply4(x: vec4<f32>, g: vec4<f32>, a: f32, b: f32) -> vec4<f32> {
-    return vec4<f32>(apply(x.x, g.x, a, b), apply(x.y, g.y, a, b), apply(x.z, g.z, a, b), apply(x.w, g.w, a, b));
-}
-{{- end}}
 
 fn elem(i: u32) {
-    out[i] = to_e{{if .Vec}}4{{end}}(apply{{if .Vec}}4{{end}}({{$T}}(x_in[i]), {{if .Grad}}{{$T}}(g_in[i]){{else}}{{$T}}(0.0){{end}}, p.A, p.B));
+    out[i] = to_e4(apply4(vec4<f32>(x_in[i]), {{if .Grad}}vec4<f32>(g_in[i]){{else}}vec4<f32>(0.0){{end}}, p.A, p.B));
 }
 {{- end}}
 {{template "main_unrolled" dict "Count" "p.N" "N" .Unroll "Coalesce" .Coalesce}}

@@ -49,9 +49,14 @@ func wordBytes(dt device.DType, n int) uint64 {
 	return uint64(n) * 4
 }
 
-// bindSize is the size bound to a kernel: at least 16 bytes, the stride of
-// a vec4 array.
-func (b *buffer) bindSize() uint64 { return max(b.bytes(), 16) }
+// bindSize is the size bound to a kernel: the elements' bytes rounded up
+// to whole vec4s (16 bytes), which every tensor's buffer holds (alloc):
+// the elementwise kernels and the optimisers' steps read and write the
+// last vec4 whole, whatever the count (vecs).
+func (b *buffer) bindSize() uint64 { return vecBytes(b.bytes()) }
+
+// vecBytes is size rounded up to whole vec4s, at least one.
+func vecBytes(size uint64) uint64 { return (max(size, 16) + 15) &^ 15 }
 
 type poolKey struct {
 	usage wgpu.BufferUsage
@@ -195,7 +200,7 @@ func (d *Device) alloc(dt device.DType, n int) (*buffer, error) {
 	if _, err := device.Bytes(dt, n); err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
-	size := int(wordBytes(dt, n))
+	size := int(vecBytes(wordBytes(dt, n)))
 	if limit := d.limits.MaxBufferSize; uint64(size) > limit {
 		return nil, fmt.Errorf("webgpu: a %v tensor of %d elements (%d bytes) exceeds %s's maximum buffer size of %d bytes: %w", dt, n, size, d.info, limit, device.ErrOutOfMemory)
 	}

@@ -139,7 +139,7 @@ func TestSpecs(t *testing.T) {
 	defer d.Close()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	exp := unarySpec{Fn: "exp", Vec: true, Unroll: 4}
+	exp := unarySpec{Fn: "exp", Unroll: 4}
 	log := exp
 	log.Fn = "log"
 	ke, kl := d.kernel(exp, false, true), d.kernel(log, false, true)
@@ -149,7 +149,7 @@ func TestSpecs(t *testing.T) {
 	if ke == kl || ke.name == kl.name || d.kernel(exp, false, true) != ke {
 		t.Errorf("kernels of exp (%s) and log (%s): want two, each cached under its spec", ke.name, kl.name)
 	}
-	if want := "unary/exp/vec,unroll=4"; ke.name != want {
+	if want := "unary/exp/unroll=4"; ke.name != want {
 		t.Errorf("kernel name %q; want %q", ke.name, want)
 	}
 }

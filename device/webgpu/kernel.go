@@ -277,7 +277,7 @@ func (d *Device) runChunks(k *kernel, perInv, itemBytes int, params any, whole, 
 				entries[i] = wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: b.size}
 				continue
 			}
-			size := min(uint64(count)*uint64(itemBytes), b.bytes()-off)
+			size := min(uint64(count)*uint64(itemBytes), b.bindSize()-off)
 			entries[i] = wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Offset: off, Size: min(max(size, 16), b.size-off)}
 		}
 		x, y, err := grid(groupsOf(groupsOf(count, perInv), 256))

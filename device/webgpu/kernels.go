@@ -23,10 +23,9 @@ func groupsOf(n, size int) int { return (n + size - 1) / size }
 
 func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
 
-// elemUnroll is how many elements (vec4s where the kernel reads vec4s)
-// an invocation of an elementwise kernel takes: on lavapipe 4 are faster
-// than 1 by vec4s and by scalars, whose kernels serve the lengths that
-// are not multiples of 4 (docs/kernel-choices.md, elementwise).
+// elemUnroll is how many items (vec4s where the kernel reads vec4s) an
+// invocation of an elementwise kernel takes: on lavapipe 4 are faster
+// than 1 (docs/kernel-choices.md, elementwise).
 const elemUnroll = 4
 
 // itemBytes is the size of an elementwise kernel's item: a vec4 or a
@@ -42,6 +41,15 @@ func itemBytes(vec bool, st store) int {
 	return b
 }
 
+// vecs is the count of vec4s that hold n items, the last padded with
+// what the buffer holds past them (bindSize): a kernel that maps
+// elements to elements alone (unary, binary of one layout, the
+// optimisers' steps) runs by vec4s at every length, and what it writes
+// past the n items is never read.
+func vecs(n int) int { return (n + 3) / 4 }
+
+// vec4 reports whether n items are whole vec4s, and their count in the
+// kernel's items.
 func vec4(n int) (bool, int) {
 	if n%4 == 0 {
 		return true, n / 4
@@ -173,9 +181,8 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 	if st.packed() { // words of two values
 		count = (count + 1) / 2
 	}
-	vec, n := vec4(count)
-	k := d.kernel(unarySpec{Fn: string(op), Grad: grad, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: elemUnroll, Coalesce: !d.loopLimited}, flags(len(in), 1)...)
-	d.runItems(k, elemUnroll, itemBytes(vec, st), scalars(n, p), append(in, out)...)
+	k := d.kernel(unarySpec{Fn: string(op), Grad: grad, Half: st.packed(), F16: st.native(), Unroll: elemUnroll, Coalesce: !d.loopLimited}, flags(len(in), 1)...)
+	d.runItems(k, elemUnroll, itemBytes(true, st), scalars(vecs(count), p), append(in, out)...)
 }
 
 // Unary sets dst = op(x; p).
@@ -235,19 +242,19 @@ func magic(d int) uint32 {
 }
 
 // binary records op (grad < 0) or its gradient with respect to operand
-// grad, over operands of one shape as vec4s where possible, else with
+// grad, over operands of one shape by vec4s (vecs), else with
 // broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
 	same := l.SameLayout() // the binary kernels run such operands natively on float16
 	st := d.storeOf(out.dt)
-	vec, n := false, out.n
+	n := out.n
 	var params any = broadcastParamsOf(l)
-	if same {
+	if same { // by vec4s (vecs)
 		count := out.n
 		if st.packed() { // words of two values
 			count = (count + 1) / 2
 		}
-		vec, n = vec4(count)
+		n = vecs(count)
 		params = countParams{N: uint32(n)}
 	}
 	rank := len(l.Shape)
@@ -266,10 +273,10 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	if same {
 		u = elemUnroll
 	}
-	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Vec: vec, Half: st.packed(), F16: st.native(), Unroll: u,
+	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Half: st.packed(), F16: st.native(), Unroll: u,
 		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, flags(len(in), 1)...)
 	if same {
-		d.runItems(k, elemUnroll, itemBytes(vec, st), params, append(in, out)...)
+		d.runItems(k, elemUnroll, itemBytes(true, st), params, append(in, out)...)
 		return
 	}
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)

@@ -24,25 +24,26 @@ type spec interface {
 // (shaders/FAMILY.wgsl); a template reads only its struct's fields.
 
 // unarySpec specialises unary.wgsl: op_Fn (or its gradient) over
-// elements, by vec4s (Vec) unrolled Unroll times.
+// elements by vec4s, unrolled Unroll times.
 type unarySpec struct {
-	Fn                   string
-	Grad, Vec, Half, F16 bool
-	Unroll               int
-	Coalesce             bool
+	Fn              string
+	Grad, Half, F16 bool
+	Unroll          int
+	Coalesce        bool
 }
 
 // binarySpec specialises binary.wgsl: op_Fn, or its gradient with
-// respect to operand Grad (−1: the op), same-layout operands by vec4s, or
-// broadcast ones of rank Rank (RowVec: by vec4s along the last axis).
+// respect to operand Grad (−1: the op), same-layout operands by vec4s
+// (Same), or broadcast ones of rank Rank (RowVec: by vec4s along the last
+// axis).
 type binarySpec struct {
-	Fn                   string
-	Grad                 int
-	Same, Vec, Half, F16 bool
-	Unroll               int
-	Coalesce             bool
-	Rank                 int
-	RowVec, VecA, VecB   bool
+	Fn                 string
+	Grad               int
+	Same, Half, F16    bool
+	Unroll             int
+	Coalesce           bool
+	Rank               int
+	RowVec, VecA, VecB bool
 }
 
 // updateSpec specialises update.wgsl: fill, arange, axpy, the
@@ -213,7 +214,7 @@ func (s xentSpec) family() string {
 // specName names a kernel after its specialisation, for errors, labels
 // and profiles: the family, its string fields, then its other fields that
 // are not zero (a true bool by its name), e.g.
-// "unary/exp/vec,unroll=4,coalesce".
+// "unary/exp/unroll=4,coalesce".
 func specName(s spec) string {
 	v := reflect.ValueOf(s)
 	name := s.family()

@@ -21,9 +21,9 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 	for _, s := range state {
 		bufs = append(bufs, d.buf(s))
 	}
-	// vec4s where the count allows: 4× fewer invocations, the same loads.
-	vec, n := vec4(p.n)
-	t := elemType(false, vec)
+	// By vec4s at every length (vecs): 4× fewer invocations, the same loads.
+	n := vecs(p.n)
+	t := elemType(false, true)
 	scaled := h.Scaling != nil
 	var spec updateSpec
 	var params any
@@ -47,7 +47,7 @@ func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []de
 		bufs, written = append(bufs, d.buf(h.Scaling), d.buf(h.Skipped)), append(written, false, false)
 	}
 	k := d.kernel(spec, written...)
-	d.runItemsWhole(k, 1, itemBytes(vec, "f32"), params, 2*b2i(scaled), bufs...)
+	d.runItemsWhole(k, 1, itemBytes(true, "f32"), params, 2*b2i(scaled), bufs...)
 }
 
 // lnBeta is ln β for a scaled Adam's bias corrections, finite for β = 0
