@@ -189,10 +189,10 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 	if device.IsRowMajor(l.Shape, l.AStrides) && allZero(l.BStrides) { // x op scalar
 		switch {
 		case same(device.Float32, o, x, y):
-			binaryScalar(o.f32, x.f32, l.Len(), func(v float64) float64 { return f(v, float64(y.f32[0])) })
+			mapSlice(o.f32, x.f32, l.Len(), func(v float64) float64 { return f(v, float64(y.f32[0])) })
 			return
 		case same(device.Float64, o, x, y):
-			binaryScalar(o.f64, x.f64, l.Len(), func(v float64) float64 { return f(v, y.f64[0]) })
+			mapSlice(o.f64, x.f64, l.Len(), func(v float64) float64 { return f(v, y.f64[0]) })
 			return
 		}
 	}
@@ -246,14 +246,6 @@ func binaryGradSame[F float32 | float64](o, x, y, g []F, n int, df func(a, b, g 
 	x, y, g = x[:n], y[:n], g[:n]
 	for i, v := range x {
 		o[i] = F(df(float64(v), float64(y[i]), float64(g[i])))
-	}
-}
-
-// binaryScalar sets o[i] = f(x[i]) for i < n, computed in float64: an
-// operation with a scalar.
-func binaryScalar[F float32 | float64](o, x []F, n int, f func(float64) float64) {
-	for i, v := range x[:n] {
-		o[i] = F(f(float64(v)))
 	}
 }
 

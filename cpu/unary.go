@@ -244,12 +244,18 @@ func params(p []float64) (a, b float64) {
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
 	o, in, f := buf(dst), buf(x), unaryFnOf(op).f
 	a, b := params(p)
+	fv := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return v
+		}
+		return f(v, a, b)
+	}
 	switch { // the common cases without at's and set's calls
 	case same(device.Float32, o, in):
-		unarySame(o.f32, in.f32, func(v float64) float64 { return f(v, a, b) })
+		mapSlice(o.f32, in.f32, o.Len(), fv)
 		return
 	case same(device.Float64, o, in):
-		unarySame(o.f64, in.f64, func(v float64) float64 { return f(v, a, b) })
+		mapSlice(o.f64, in.f64, o.Len(), fv)
 		return
 	}
 	for i := range o.Len() {
@@ -283,16 +289,10 @@ func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...floa
 	}
 }
 
-// unarySame sets o[i] = f(x[i]) for i < len(o), computed in float64; NaN
-// stays NaN.
-func unarySame[F float32 | float64](o, x []F, f func(float64) float64) {
-	x = x[:len(o)]
-	for i, v := range x {
-		if v == v {
-			o[i] = F(f(float64(v)))
-		} else {
-			o[i] = v
-		}
+// mapSlice sets o[i] = f(x[i]) for i < n, computed in float64.
+func mapSlice[F float32 | float64](o, x []F, n int, f func(float64) float64) {
+	for i, v := range x[:n] {
+		o[i] = F(f(float64(v)))
 	}
 }
 
