@@ -109,13 +109,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $j := seq $.TN}}
     var acc{{$i}}_{{$j}} = 0.0;
 {{- end}}{{end}}
+    // Texel column k4 of the filters is channel quad c4 at tap (ky, kx),
+    // k4 = (c4·KH + ky)·KW + kx: the tap's offset into the images'
+    // texture is (c4·Wp + kx·DW, ky·DH), kept as (cx + tapx, tapy), stepped
+    // along with k4 (no division: the filters' size is the dispatch's).
     let wp = p.Wp;
     let dw = p.DW;
     let dh = p.DH;
+    let rowEnd = p.KW * dw;
+    let quadEnd = p.KH * dh;
+    var cx = 0u;
+    var tapx = 0u;
+    var tapy = 0u;
     for (var k4 = 0u; k4 < p.Texels; k4++) {
-        let c4 = k4 / {{.Taps}}u;
-        let t = k4 % {{.Taps}}u;
-        let o = vec2<i32>(i32(c4 * wp + t % {{.KW}}u * dw), i32(t / {{.KW}}u * dh));
+        let o = vec2<i32>(i32(cx + tapx), i32(tapy));
         let k = i32(k4);
 {{- range $j := seq .TN}}
         let x{{$j}} = textureLoad(tx, b{{$j}} + o, 0);
@@ -125,6 +132,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $j := seq $.TN}}
         acc{{$i}}_{{$j}} += dot(w{{$i}}, x{{$j}});
 {{- end}}{{end}}
+        tapx += dw;
+        let wrap = tapx == rowEnd;
+        tapx = select(tapx, 0u, wrap);
+        tapy = select(tapy, tapy + dh, wrap);
+        let next = tapy == quadEnd;
+        tapy = select(tapy, 0u, next);
+        cx = select(cx, cx + wp, next);
     }
     let zo = p.Out;
 {{- if .Bias}}
@@ -162,6 +176,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let F = p.F;
     let C = p.C;
     let K4 = p.K4;
+    let taps = p.Taps;
+    let kw = p.KW;
     let fb = (F + {{sub .TM 1}}u) / {{.TM}}u;
     let kb = (K4 + {{sub (div .TN 4) 1}}u) / {{div .TN 4}}u;
     let split = e / (fb * kb);
@@ -175,7 +191,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let wq = i32(p.GyWp);
 {{- range $q := seq (div .TN 4)}}
     let kq{{$q}} = min(k0 + {{$q}}u, K4 - 1u);
-    let o{{$q}} = vec2<i32>(i32(kq{{$q}} / {{$.Taps}}u * p.Wp + kq{{$q}} % {{$.Taps}}u % {{$.KW}}u * p.DW), i32(kq{{$q}} % {{$.Taps}}u / {{$.KW}}u * p.DH));
+    let o{{$q}} = vec2<i32>(i32(kq{{$q}} / taps * p.Wp + kq{{$q}} % taps % kw * p.DW), i32(kq{{$q}} % taps / kw * p.DH));
 {{- end}}
 {{- range $i := seq .TM}}{{range $q := seq (div $.TN 4)}}
     var acc{{$i}}_{{$q}} = vec4<f32>(0.0);
@@ -204,18 +220,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- end}}
         }
     }
-    let row = C * {{.Taps}}u + 1u;
+    let row = C * taps + 1u;
     let zo = (p.Split0 + split) * F * row;
 {{- range $i := seq .TM}}
     if (f0 + {{$i}}u < F) {
         let ob = zo + (f0 + {{$i}}u) * row;
 {{- range $q := seq (div $.TN 4)}}
         if (k0 + {{$q}}u < K4) {
-            let c = kq{{$q}} / {{$.Taps}}u * 4u;
-            let t = kq{{$q}} % {{$.Taps}}u;
+            let c = kq{{$q}} / taps * 4u;
+            let t = kq{{$q}} % taps;
             for (var r = 0u; r < 4u; r++) {
                 if (c + r < C) {
-                    part[ob + (c + r) * {{$.Taps}}u + t] = acc{{$i}}_{{$q}}[r];
+                    part[ob + (c + r) * taps + t] = acc{{$i}}_{{$q}}[r];
                 }
             }
         }

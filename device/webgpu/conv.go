@@ -109,7 +109,6 @@ func dtypesTaken(bufs ...device.Buffer) bool {
 // row) over the images of texture xv (borders included: wp×hp texels an
 // image and channel quad), pix output pixels of oh×ow, into o at off.
 func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow, ohw, k4, off int, g device.Window2D, wp, hp int) {
-	taps := g.KH * g.KW
 	wy := 1
 	for wy < 8 && wy*convTM < f {
 		wy *= 2
@@ -120,14 +119,14 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 		kinds = append(kinds, storageRO)
 	}
 	// out and bias are float32: Conv2d and Conv2dBackward widen float16.
-	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Taps: taps, KW: g.KW, Bias: b != nil, WX: wx, WY: wy}, kinds...)
+	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Bias: b != nil, WX: wx, WY: wy}, kinds...)
 	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
 	if b != nil {
 		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
 	}
 	d.dispatchEntries(k, uint32(groupsOf(pix, convTN*wx)), uint32(groupsOf(f, convTM*wy)), 1,
 		convFwdParams{F: uint32(f), P: uint32(pix), OW: uint32(ow), OHW: uint32(ohw), SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH),
-			Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off)}, entries)
+			KW: uint32(g.KW), KH: uint32(g.KH), Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off)}, entries)
 }
 
 // Conv2d runs the convolution on the direct kernels when they take it
@@ -325,7 +324,7 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 		}
 		defer d.free(part)
 	}
-	k := d.kernelOf(convTexSpec{Stage: "dw", TM: dwTM, TN: dwTN, Taps: taps, KW: g.KW}, textureIn, textureIn, storageRW)
+	k := d.kernelOf(convTexSpec{Stage: "dw", TM: dwTM, TN: dwTN}, textureIn, textureIn, storageRW)
 	d.roomForTextures(3)
 	var wv *wgpu.TextureView
 	if gx != nil {
@@ -347,7 +346,7 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 			return
 		}
 		d.dispatchEntries(k, gx0, gy0, 1,
-			convDWParams{F: uint32(f), C: uint32(g.C), K4: uint32(k4), OW: uint32(ow), OH: uint32(oh), RowsPerSplit: uint32(pl.per), Rows: uint32(nb * oh),
+			convDWParams{F: uint32(f), C: uint32(g.C), K4: uint32(k4), Taps: uint32(taps), KW: uint32(g.KW), OW: uint32(ow), OH: uint32(oh), RowsPerSplit: uint32(pl.per), Rows: uint32(nb * oh),
 				SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH), Wp: uint32(wp), Hp: uint32(hp),
 				GyWp: uint32(wq), GyHp: uint32(hq), GyPW: uint32(t.PW), GyPH: uint32(t.PH), Split0: uint32(first)},
 			[]wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: yv}, {Binding: 3, Buffer: part.b, Size: part.bindSize()}})
@@ -376,20 +375,20 @@ type convWPackParams struct{ F, C, Texels uint32 }
 
 // convFwdParams are stage fwd's: F filters over P output pixels (N·OH·OW;
 // OW a row, OHW an image) with strides SW, SH and dilations DW, DH, from
-// images Wp×Hp texels (borders included) and filters of Texels
+// images Wp×Hp texels (borders included) and filters KH×KW of Texels
 // (C4·KH·KW) texels, into out at Out.
 type convFwdParams struct {
-	F, P, OW, OHW, SW, SH, DW, DH, Wp, Hp, Texels, Out uint32
+	F, P, OW, OHW, SW, SH, DW, DH, KW, KH, Wp, Hp, Texels, Out uint32
 }
 
 // convDWParams are stage dw's: F filters of C channels, K4 (C4·KH·KW)
-// columns, over output pixels OW×OH with strides SW, SH and dilations
+// columns of Taps (KH·KW) taps, KW a row, over output pixels OW×OH with strides SW, SH and dilations
 // DW, DH, Rows (images·OH) rows in splits of RowsPerSplit, the first of
 // this dispatch Split0; x's texture is Wp×Hp texels an image, gy's GyWp×GyHp
 // with borders of GyPW columns and GyPH rows.
 type convDWParams struct {
-	F, C, K4, OW, OH, RowsPerSplit, Rows, SW, SH, DW, DH uint32
-	Wp, Hp, GyWp, GyHp, GyPW, GyPH, Split0               uint32
+	F, C, K4, Taps, KW, OW, OH, RowsPerSplit, Rows, SW, SH, DW, DH uint32
+	Wp, Hp, GyWp, GyHp, GyPW, GyPH, Split0                         uint32
 }
 
 func (s convTexSpec) params() any {
