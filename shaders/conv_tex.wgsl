@@ -74,27 +74,28 @@
 }
 {{- else if eq .Stage "fwd"}}
 // conv_tex, stage fwd: out[n, f, oy, ox] = Σ over channels c and taps
-// (ky, kx) of w[f, c, ky, kx]·x[n, c, oy·SH + ky·DH, ox·SW + kx·DW]{{if .Bias}}
-// + b[f]{{end}}, from the textures of stages pack (x, its border the
-// padding) and wpack (w): an implicit matrix product, with no im2col.
-// Each invocation computes {{.TM}} filters × {{.TN}} output pixels (the
+// (ky, kx) of w[f, c, ky, kx]·x[n, c, oy·SH + ky·DH, ox·SW + kx·DW]
+// + b[f] (where p.Bias is set), from the textures of stages pack (x, its
+// border the padding) and wpack (w): an implicit matrix product, with no
+// im2col. Each invocation computes {{.TM}} filters × {{.TN}} output pixels (the
 // pixels of every image in a row, flattened): per 4 channels and tap,
-// {{.TN}} + {{.TM}} texel loads for {{mul .TM .TN}} dot products of vec4s.
+// {{.TN}} + {{.TM}} texel loads for {{mul .TM .TN}} dot products of vec4s. A
+// workgroup's 64 invocations cover 2^p.WXLog blocks of pixels by 64 / 2^p.WXLog
+// of filters, consecutive invocations along the pixels.
 // p: device/webgpu's convFwdParams.
 @group(0) @binding(1) var tx: texture_2d<f32>;
 @group(0) @binding(2) var tw: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" false "Half" false}}
-{{- if .Bias}}
 @group(0) @binding(4) var<storage, read> bias: array<E>;
 {{template "at" dict "Name" "bias" "Half" false}}
-{{- end}}
 
-@compute @workgroup_size({{.WX}}, {{.WY}}, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l: u32) {
     let F = p.F;
     let P = p.P;
-    let f0 = gid.y * {{.TM}}u;
-    let j0 = gid.x * {{.TN}}u;
+    let wx = 1u << p.WXLog;
+    let f0 = (wg.y * (64u >> p.WXLog) + (l >> p.WXLog)) * {{.TM}}u;
+    let j0 = (wg.x * wx + (l & (wx - 1u))) * {{.TN}}u;
     if (f0 >= F || j0 >= P) {
         return;
     }
@@ -141,17 +142,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         cx = select(cx, cx + wp, next);
     }
     let zo = p.Out;
-{{- if .Bias}}
     // Each filter's bias, loaded once (r clamps to the last filter).
 {{- range $i := seq .TM}}
-    let bias{{$i}} = bias_at(u32(r{{$i}}));
-{{- end}}{{end}}
+    var bias{{$i}} = 0.0;
+{{- end}}
+    let hasBias = p.Bias != 0u;
+    if (hasBias) {
+{{- range $i := seq .TM}}
+        bias{{$i}} = bias_at(u32(r{{$i}}));
+{{- end}}
+    }
 {{- range $j := seq .TN}}
     if (j0 + {{$j}}u < P) {
         let ob = zo + q{{$j}} / ohw * F * ohw + q{{$j}} % ohw;
 {{- range $i := seq $.TM}}
         if (f0 + {{$i}}u < F) {
-            set_out(ob + (f0 + {{$i}}u) * ohw, acc{{$i}}_{{$j}}{{if $.Bias}} + bias{{$i}}{{end}});
+            set_out(ob + (f0 + {{$i}}u) * ohw, select(acc{{$i}}_{{$j}}, acc{{$i}}_{{$j}} + bias{{$i}}, hasBias));
         }
 {{- end}}
     }

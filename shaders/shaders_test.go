@@ -198,10 +198,8 @@ func TestSource(t *testing.T) {
 		{"conv_tex", map[string]any{"Stage": "pack"}, []string{"texture_storage_2d<rgba32float, write>", "let ty = udiv(e, p.C4, p.MagicC4);", "v.w = src_at(a + 3u * hw);", "return f32(src[i]);"}},
 		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": true}, []string{"v[r] = w_at((c * p.F + f) * 9u + 9u - 1u - t);"}},
 		{"conv_tex", map[string]any{"Stage": "wpack", "Taps": 9, "Flip": false}, []string{"v[r] = w_at((f * p.C + c) * 9u + t);", "var<storage, read> w: array<E>;"}},
-		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Bias": true, "WX": 32, "WY": 2},
-			[]string{"@workgroup_size(32, 2, 1)", "let rowEnd = p.KW * dw;", "cx = select(cx, cx + wp, next);", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "let bias31 = bias_at(u32(r31));", "acc31_15 + bias31);", "out[i] = to_e(v);"}},
-		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16, "Bias": false, "WX": 64, "WY": 1},
-			[]string{"@workgroup_size(64, 1, 1)", "var<storage, read_write> out: array<E>;"}},
+		{"conv_tex", map[string]any{"Stage": "fwd", "TM": 32, "TN": 16},
+			[]string{"@workgroup_size(64, 1, 1)", "let rowEnd = p.KW * dw;", "cx = select(cx, cx + wp, next);", "acc31_15 += dot(w31, x15);", "let x15 = textureLoad(tx, b15 + o, 0);", "bias31 = bias_at(u32(r31));", "select(acc31_15, acc31_15 + bias31, hasBias));", "var<storage, read_write> out: array<E>;", "out[i] = to_e(v);"}},
 		{"conv_tex", map[string]any{"Stage": "dw", "TM": 32, "TN": 16},
 			[]string{"acc31_3 += x3 * y7[3];", "bs7 += y7;", "part[ob + (c + r) * taps + t] = acc31_3[r];", "part[ob + row - 1u] = bs7[3];"}},
 	} {

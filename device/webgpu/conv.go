@@ -107,26 +107,29 @@ func dtypesTaken(bufs ...device.Buffer) bool {
 
 // convForward records the fwd stage: f filters (texture wv, k4 texels a
 // row) over the images of texture xv (borders included: wp×hp texels an
-// image and channel quad), pix output pixels of oh×ow, into o at off.
+// image and channel quad), pix output pixels of oh×ow, into o at off,
+// adding bias b unless nil.
 func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow, ohw, k4, off int, g device.Window2D, wp, hp int) {
-	wy := 1
-	for wy < 8 && wy*convTM < f {
-		wy *= 2
+	// A workgroup of 2^wxLog blocks of pixels by 64 / 2^wxLog blocks of
+	// filters, at most 8 of them, at least as many as f needs.
+	wxLog := 6
+	for wxLog > 3 && (convWG>>wxLog)*convTM < f {
+		wxLog--
 	}
-	wx := convWG / wy
-	kinds := []bindKind{textureIn, textureIn, storageRW}
-	if b != nil {
-		kinds = append(kinds, storageRO)
+	wx, wy := 1<<wxLog, convWG>>wxLog
+	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN}, textureIn, textureIn, storageRW, storageRO)
+	// Without a bias, binding 4 holds the index flags' buffer, unread:
+	// one kernel for both.
+	hasBias, bias := uint32(1), b
+	if b == nil {
+		hasBias, bias = 0, d.flags
 	}
 	// out and bias are float32: Conv2d and Conv2dBackward widen float16.
-	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN, Bias: b != nil, WX: wx, WY: wy}, kinds...)
-	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()}}
-	if b != nil {
-		entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: b.b, Size: b.bindSize()})
-	}
+	entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: xv}, {Binding: 2, TextureView: wv}, {Binding: 3, Buffer: o.b, Size: o.bindSize()},
+		{Binding: 4, Buffer: bias.b, Size: bias.bindSize()}}
 	d.dispatchEntries(k, uint32(groupsOf(pix, convTN*wx)), uint32(groupsOf(f, convTM*wy)), 1,
 		convFwdParams{F: uint32(f), P: uint32(pix), OW: uint32(ow), OHW: uint32(ohw), SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH),
-			KW: uint32(g.KW), KH: uint32(g.KH), Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off)}, entries)
+			KW: uint32(g.KW), KH: uint32(g.KH), Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off), Bias: hasBias, WXLog: uint32(wxLog)}, entries)
 }
 
 // Conv2d runs the convolution on the direct kernels when they take it
@@ -376,9 +379,10 @@ type convWPackParams struct{ F, C, Texels uint32 }
 // convFwdParams are stage fwd's: F filters over P output pixels (N·OH·OW;
 // OW a row, OHW an image) with strides SW, SH and dilations DW, DH, from
 // images Wp×Hp texels (borders included) and filters KH×KW of Texels
-// (C4·KH·KW) texels, into out at Out.
+// (C4·KH·KW) texels, into out at Out, adding the bias where Bias is 1;
+// a workgroup covers 2^WXLog blocks of pixels.
 type convFwdParams struct {
-	F, P, OW, OHW, SW, SH, DW, DH, KW, KH, Wp, Hp, Texels, Out uint32
+	F, P, OW, OHW, SW, SH, DW, DH, KW, KH, Wp, Hp, Texels, Out, Bias, WXLog uint32
 }
 
 // convDWParams are stage dw's: F filters of C channels, K4 (C4·KH·KW)

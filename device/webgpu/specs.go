@@ -174,14 +174,13 @@ type texSpec struct {
 // convTexSpec specialises conv_tex.wgsl: the direct convolution's
 // packing of images and of filters of Taps taps, from float32 or WGSL's
 // f16 (F16), and its forward and filters' gradient, which write float32
-// (Conv2d widens), for filters of any size (a dispatch's parameter).
+// (Conv2d widens), for filters of any size, with or without a bias and
+// for any count of filters (the dispatch's parameters).
 type convTexSpec struct {
 	Stage  string
 	Taps   int
 	Flip   bool
 	TM, TN int
-	Bias   bool
-	WX, WY int
 	F16    bool
 }
 
