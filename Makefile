@@ -73,19 +73,19 @@ browser: deps
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
-# test runs every package's tests (unit) beside the browser's (browser)
-# and then the race tests (race), two at a time, each target's output
-# kept together; then the fuzzers' smoke run (fuzz-smoke). The race
+# test runs every package's tests (unit) beside the browser's (browser),
+# then the race tests (race) and the fuzzers' smoke run (fuzz-smoke),
+# two targets at a time, each target's output kept together. The race
 # tests come after the browser's, so that they find the kernels they
 # share with unit (the convolutions', the products') in Mesa's shader
-# cache: started beside unit, they compiled them a second time. FuzzAPI's
-# coordinator runs every kernel its inputs run before any worker starts
-# (go's fuzzing takes an input that runs 10 s for a deadlock): after unit
-# it finds most in Mesa's shader cache, where beside unit it compiled
-# many a second time.
+# cache: started beside unit, they compiled them a second time. The
+# smoke run comes last, beside the end of unit, whose last minutes leave
+# a core idle at times: FuzzAPI's coordinator runs every kernel its
+# inputs run before any worker starts (go's fuzzing takes an input that
+# runs 10 s for a deadlock), and by then it finds most in Mesa's shader
+# cache, where from the start beside unit it compiled many a second time.
 test: deps vet nocgo wasm
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit browser race
-	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit browser race fuzz-smoke
 
 # unit runs the tests under a virtual X display (xvfb-run), so that the
 # window tests open real windows presented by WebGPU, all but the stress
