@@ -14,10 +14,7 @@
 // selected out.
 {{- define "attn_live"}}
 {{- /* live{{.N}}: may query .I see key .J? s{{.N}}: its score, masked. */}}
-        var live{{.N}} = {{.J}} < kend;
-{{- if .Causal}}
-        live{{.N}} = live{{.N}} && {{.J}} <= {{.I}};
-{{- end}}
+        var live{{.N}} = {{.J}} < kend && (!causal || {{.J}} <= {{.I}});
 {{- if eq .Mask 1}}
         s{{.N}} += f32(mask[mbase + min({{.I}}, lq - 1u) * p.MaskStride[2] + min({{.J}}, lk - 1u) * p.MaskStride[3]]);
         live{{.N}} = live{{.N}} && !(is_inf(s{{.N}}) && sign_bit(s{{.N}}));
@@ -27,7 +24,7 @@
 {{- end}}
 {{- end}}
 {{- define "attn_begin"}}
-{{- /* The entry point: invocation t takes p.Rows query rows (or keys) from .From of batch b; kend bounds the keys its rows see; with .Split, jbeg starts its chunk of keys (.Keys, kend then bounding the chunk) or queries. */}}
+{{- /* The entry point: invocation t takes p.Rows query rows (or keys) from .From of batch b; kend bounds the keys its rows see (with .Keys, the causal ones: causal, from p.Causal); with .Split, jbeg starts its chunk of keys (.Keys, kend then bounding the chunk) or queries. */}}
 {{template "entry_64" "t"}}
     if (t >= p.Invocations) {
         return;
@@ -42,8 +39,9 @@
     let {{.From}} = (u % p.Blocks) * p.Rows;
     let lq = p.Lq;
     let lk = p.Lk;
-{{- if .Causal}}
-    var kend = min(lk, {{.From}} + p.Rows);
+    let causal = p.Causal != 0u;
+{{- if .Keys}}
+    var kend = select(lk, min(lk, {{.From}} + p.Rows), causal);
 {{- else}}
     var kend = lk;
 {{- end}}
@@ -115,7 +113,7 @@ fn dropped(r: u32, j: u32) -> bool {
 // An invocation takes {{.R}} query rows of one batch, streaming the keys
 // {{.C}} at a time with the online softmax: running max m, sum l and
 // output acc, rescaled when the max grows.
-{{template "attn_begin" dict "From" "i0" "Causal" .Causal "Split" .Split "Keys" true}}
+{{template "attn_begin" dict "From" "i0" "Split" .Split "Keys" true}}
 {{- range $r := $R}}
     let qb{{$r}} = (b * lq + min(i0 + {{$r}}u, lq - 1u)) * {{$.D4}}u;
 {{- range $c := $D}}
@@ -146,7 +144,7 @@ fn dropped(r: u32, j: u32) -> bool {
         var mx{{$r}} = m{{$r}};
 {{- range $c := seq $.C}}
         s{{$r}}_{{$c}} *= scale;
-{{- template "attn_live" dict "N" (printf "%d_%d" $r $c) "I" (printf "(i0 + %du)" $r) "J" (printf "(j0 + %du)" $c) "Causal" $.Causal "Mask" $.Mask}}
+{{- template "attn_live" dict "N" (printf "%d_%d" $r $c) "I" (printf "(i0 + %du)" $r) "J" (printf "(j0 + %du)" $c) "Mask" $.Mask}}
         if (live{{$r}}_{{$c}}) {
             mx{{$r}} = max_nan(mx{{$r}}, s{{$r}}_{{$c}});
         }
@@ -211,7 +209,7 @@ fn dropped(r: u32, j: u32) -> bool {
 // An invocation takes {{.R}} query rows of one batch and sums their
 // gradient over the keys: dq = scale·Σ p·(dp − Δ)·k.
 {{- end}}
-{{template "attn_begin" dict "From" "i0" "Causal" .Causal "Split" .Split "Keys" true}}
+{{template "attn_begin" dict "From" "i0" "Split" .Split "Keys" true}}
 {{- range $r := $R}}
     let row{{$r}} = b * lq + min(i0 + {{$r}}u, lq - 1u);
 {{- range $c := $D}}
@@ -245,7 +243,7 @@ fn dropped(r: u32, j: u32) -> bool {
         dp{{$r}} += dot(o{{$r}}_{{$c}}, v{{$c}});
 {{- end}}
         s{{$r}} *= scale;
-{{- template "attn_live" dict "N" $r "I" (printf "(i0 + %du)" $r) "J" "j" "Causal" $.Causal "Mask" $.Mask}}
+{{- template "attn_live" dict "N" $r "I" (printf "(i0 + %du)" $r) "J" "j" "Mask" $.Mask}}
 {{- template "attn_kept" dict "N" $r "Row" (printf "row%d" $r) "J" "j" "Drop" $.Drop}}
         let ds{{$r}} = select(0.0, exp(s{{$r}} - lse{{$r}}) * (dp{{$r}} * kept{{$r}} - del{{$r}}), live{{$r}});
 {{- if $.DS}}
@@ -271,7 +269,7 @@ fn dropped(r: u32, j: u32) -> bool {
 
 // An invocation takes {{.R}} keys of one batch and sums their gradients
 // over the queries: dv = Σ p·kept·dO, dk = scale·Σ p·(dp − Δ)·q.
-{{template "attn_begin" dict "From" "j0" "Causal" false "Split" .Split "Keys" false}}
+{{template "attn_begin" dict "From" "j0" "Split" .Split "Keys" false}}
 {{- range $r := $R}}
     let key{{$r}} = b * lk + min(j0 + {{$r}}u, lk - 1u);
 {{- range $c := $D}}
@@ -283,15 +281,14 @@ fn dropped(r: u32, j: u32) -> bool {
     var gv{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- end}}
-{{- if and .Causal .Align}}
-    // From the first query that the workgroup's first key (64 keys
-    // aligned) sees: neighbouring invocations then read the same query
-    // rows together, each ignoring (live) those before its own key.
-    let ibegin = max(j0 & ~63u, jbeg);
-{{- else if .Causal}}
-    let ibegin = max(j0, jbeg);
+    // Causal, from the first query that sees the first key{{if .Align}} of the
+    // workgroup (64 keys aligned): neighbouring invocations then read the
+    // same query rows together, each ignoring (live) those before its own
+    // key{{end}}.
+{{- if .Align}}
+    let ibegin = select(jbeg, max(j0 & ~63u, jbeg), causal);
 {{- else}}
-    let ibegin = jbeg;
+    let ibegin = select(jbeg, max(j0, jbeg), causal);
 {{- end}}
 {{- if .Split}}
     let iend = min(lq, jbeg + p.Chunk);
@@ -318,7 +315,7 @@ fn dropped(r: u32, j: u32) -> bool {
         dp{{$r}} += dot(o{{$c}}, v{{$r}}_{{$c}});
 {{- end}}
         s{{$r}} *= scale;
-{{- template "attn_live" dict "N" $r "I" "i" "J" (printf "(j0 + %du)" $r) "Causal" $.Causal "Mask" $.Mask}}
+{{- template "attn_live" dict "N" $r "I" "i" "J" (printf "(j0 + %du)" $r) "Mask" $.Mask}}
 {{- template "attn_kept" dict "N" $r "Row" "row" "J" (printf "j0 + %du" $r) "Drop" $.Drop}}
         let pr{{$r}} = select(0.0, exp(s{{$r}} - lse), live{{$r}});
         let ds{{$r}} = select(0.0, scale * pr{{$r}} * (dp{{$r}} * kept{{$r}} - del), live{{$r}});

@@ -210,7 +210,7 @@ func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpe
 		stage = "dq"
 	}
 	return d.kernel(attentionSpec{Stage: stage, DS: ds, R: rows, C: attnKeys, D4: a.D / 4, DV4: a.DV / 4, Mask: int(a.Mask),
-		Causal: a.Causal, Drop: drop, F16: st.native(), Split: split, Align: !d.loopLimited}, writable...)
+		Drop: drop, F16: st.native(), Split: split, Align: !d.loopLimited}, writable...)
 }
 
 // attnParamsOf returns the attention family's parameters, for
@@ -220,7 +220,7 @@ func attnParamsOf(a device.AttentionSpec, rows int) attnParams {
 	return attnParams{Invocations: uint32(a.Batch * blocks), Blocks: uint32(blocks), Lq: uint32(a.Lq), Lk: uint32(a.Lk), Scale: float32(a.Scale),
 		MaskStride: [4]uint32{uint32(a.MaskStride[0]), uint32(a.MaskStride[1]), uint32(a.MaskStride[2]), uint32(a.MaskStride[3])},
 		Heads:      uint32(a.Heads), Seed: [2]uint32{uint32(a.Seed), uint32(a.Seed >> 32)},
-		DropThreshold: device.DropThreshold(a.Dropout), DropScale: float32(1 / (1 - a.Dropout)), Rows: uint32(rows)}
+		DropThreshold: device.DropThreshold(a.Dropout), DropScale: float32(1 / (1 - a.Dropout)), Rows: uint32(rows), Causal: b2u(a.Causal)}
 }
 
 // attnParams are the attention family's parameters (shaders/attention.wgsl
@@ -238,6 +238,7 @@ type attnParams struct {
 	DropThreshold uint32
 	DropScale     float32
 	Rows          uint32 // the queries (keys, for dk and dv) an invocation takes
+	Causal        uint32 // 1: a query sees only the keys up to its own position
 	// Split: the keys (queries) of a chunk, the invocations a chunk, and
 	// the chunks a row (stage combine, an invocation a row).
 	Chunk, ChunkInvocations, Chunks uint32

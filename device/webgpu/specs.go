@@ -134,12 +134,13 @@ type windowSpec struct {
 }
 
 // attentionSpec specialises attention.wgsl: a Stage of the fused
-// attention over R rows a workgroup and keys in blocks of C.
+// attention over R rows a workgroup and keys in blocks of C, causal or
+// not (the dispatch's parameter).
 type attentionSpec struct {
-	Stage                           string
-	DS                              bool
-	R, C, D4, DV4, Mask             int
-	Causal, Drop, F16, Split, Align bool
+	Stage                   string
+	DS                      bool
+	R, C, D4, DV4, Mask     int
+	Drop, F16, Split, Align bool
 }
 
 // registerSpec specialises matmul.wgsl, the register-blocked product, on
