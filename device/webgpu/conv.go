@@ -386,10 +386,11 @@ type convFwdParams struct {
 }
 
 // convDWParams are stage dw's: F filters of C channels, K4 (C4·KH·KW)
-// columns of Taps (KH·KW) taps, KW a row, over output pixels OW×OH with strides SW, SH and dilations
-// DW, DH, Rows (images·OH) rows in splits of RowsPerSplit, the first of
-// this dispatch Split0; x's texture is Wp×Hp texels an image, gy's GyWp×GyHp
-// with borders of GyPW columns and GyPH rows.
+// columns of Taps (KH·KW) taps, KW a row, over output pixels OW×OH with
+// strides SW, SH and dilations DW, DH, Rows (images·OH) rows in splits of
+// RowsPerSplit, the first of this dispatch Split0; x's texture is Wp×Hp
+// texels an image, gy's GyWp×GyHp with borders of GyPW columns and GyPH
+// rows.
 type convDWParams struct {
 	F, C, K4, Taps, KW, OW, OH, RowsPerSplit, Rows, SW, SH, DW, DH uint32
 	Wp, Hp, GyWp, GyHp, GyPW, GyPH, Split0                         uint32
