@@ -4,6 +4,7 @@ package webgpu
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
 
@@ -110,13 +111,13 @@ func dtypesTaken(bufs ...device.Buffer) bool {
 // image and channel quad), pix output pixels of oh×ow, into o at off,
 // adding bias b unless nil.
 func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow, ohw, k4, off int, g device.Window2D, wp, hp int) {
-	// A workgroup of 2^wxLog blocks of pixels by 64 / 2^wxLog blocks of
-	// filters, at most 8 of them, at least as many as f needs.
-	wxLog := 6
-	for wxLog > 3 && (convWG>>wxLog)*convTM < f {
-		wxLog--
+	// A workgroup of wy blocks of filters (at most 8, as many as f needs)
+	// by wx of pixels.
+	wy := 1
+	for wy < 8 && wy*convTM < f {
+		wy *= 2
 	}
-	wx, wy := 1<<wxLog, convWG>>wxLog
+	wx := convWG / wy
 	k := d.kernelOf(convTexSpec{Stage: "fwd", TM: convTM, TN: convTN}, textureIn, textureIn, storageRW, storageRO)
 	// Without a bias, binding 4 holds the index flags' buffer, unread:
 	// one kernel for both.
@@ -129,7 +130,7 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 		{Binding: 4, Buffer: bias.b, Size: bias.bindSize()}}
 	d.dispatchEntries(k, uint32(groupsOf(pix, convTN*wx)), uint32(groupsOf(f, convTM*wy)), 1,
 		convFwdParams{F: uint32(f), P: uint32(pix), OW: uint32(ow), OHW: uint32(ohw), SW: uint32(g.SW), SH: uint32(g.SH), DW: uint32(g.DW), DH: uint32(g.DH),
-			KW: uint32(g.KW), KH: uint32(g.KH), Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off), Bias: hasBias, WXLog: uint32(wxLog)}, entries)
+			KW: uint32(g.KW), KH: uint32(g.KH), Wp: uint32(wp), Hp: uint32(hp), Texels: uint32(k4), Out: uint32(off), Bias: hasBias, WXLog: uint32(bits.TrailingZeros(uint(wx)))}, entries)
 }
 
 // Conv2d runs the convolution on the direct kernels when they take it

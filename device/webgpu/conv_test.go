@@ -50,6 +50,9 @@ func TestConv2dDirect(t *testing.T) {
 		{[]int{64, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, true, false},
 		// Stride 2: the input's gradient by the matrix products.
 		{[]int{3, 4, 9, 9}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{2, 2}}, false, 0, 0, false, false},
+		// More filters than 4 blocks of 32: workgroups of 8 blocks of
+		// filters by 8 of pixels.
+		{[]int{2, 8, 9, 9}, []int{130, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false},
 		// float16, on float32 stand-ins.
 		{[]int{16, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true},
 	}
