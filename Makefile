@@ -8,7 +8,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
-.PHONY: all deps test unit vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn web bench fuzz soak
+.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn web bench fuzz soak
 
 all: test
 
@@ -73,32 +73,39 @@ browser: deps
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
-# test runs every package's tests (unit) beside the browser's (browser),
-# then the race tests (race) and the fuzzers' smoke run (fuzz-smoke),
-# two targets at a time, each target's output kept together. The race
-# tests come after the browser's, so that they find the kernels they
-# share with unit (the convolutions', the products') in Mesa's shader
-# cache: started beside unit, they compiled them a second time. The
-# smoke run comes last, beside the end of unit, whose last minutes leave
-# a core idle at times: FuzzAPI's coordinator runs every kernel its
-# inputs run before any worker starts (go's fuzzing takes an input that
-# runs 10 s for a deadlock), and by then it finds most in Mesa's shader
-# cache, where from the start beside unit it compiled many a second time.
-test: deps vet nocgo wasm
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit browser race fuzz-smoke
+# test runs every check: the parity suite (unit-parity), the other
+# packages' tests (unit-packages), the builds without cgo and as
+# WebAssembly (vet, nocgo, wasm), the browser's tests (browser), the race
+# tests (race) and the fuzzers' smoke run (fuzz-smoke), two targets at a
+# time, in the order named as a slot frees, each target's output kept
+# together. The parity suite, the longest, starts first and runs beside
+# the others in turn; the packages' tests start after the race tests,
+# and so find most of their kernels (the convolutions', the products',
+# the softmax's) in Mesa's shader cache, compiled by the parity suite
+# (side by side, each compiled most of its own); the smoke run starts
+# when the parity suite has ended: FuzzAPI's coordinator runs every
+# kernel its inputs run before any worker starts (go's fuzzing takes an
+# input that runs 10 s for a deadlock), and then finds them all in the
+# cache.
+test: deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit-parity vet nocgo wasm browser race unit-packages fuzz-smoke
 
-# unit runs the tests under a virtual X display (xvfb-run), so that the
-# window tests open real windows presented by WebGPU, all but the stress
-# package's, which race runs (the same tests, under the race detector).
-# The parity suite, the longest, is named first, so that it starts first,
-# and the backend's tests last: they then find most of their kernels in
-# Mesa's shader cache, compiled by the parity suite (side by side, each
-# compiled most of its own). -noreset: test
-# binaries run in parallel, and an X server that resets when its last
-# client leaves refuses the connections that arrive meanwhile ("Failed to
-# open display").
-unit: deps
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m ./parity/ $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
+# unit runs every package's tests but the stress package's, which race
+# runs (the same tests, under the race detector).
+unit: unit-parity unit-packages
+
+# unit-parity runs the parity suite (parity).
+unit-parity: deps
+	$(GO) test -count=1 -timeout 45m ./parity/
+
+# unit-packages runs the other packages' tests under a virtual X display
+# (xvfb-run), so that the window tests open real windows presented by
+# WebGPU; the backend's tests last, which find most of their kernels in
+# Mesa's shader cache. -noreset: test binaries run in parallel, and an X
+# server that resets when its last client leaves refuses the connections
+# that arrive meanwhile ("Failed to open display").
+unit-packages: deps
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
