@@ -178,10 +178,29 @@ func TestGPUOrder(t *testing.T) {
 			return ops.Cast(ops.ScaledDotProductAttention(ops.Cast(x, device.Float16), ops.Cast(y, device.Float16), ops.Cast(x, device.Float16), nil, ops.AttentionAttrs{Causal: true}), device.Float32)
 		}},
 		{"attention/split-masked", []int{2, 150, 12}, func(x, y *tensor.Tensor) *tensor.Tensor {
-			// An additive mask [150, 150]: x's first matrix times y's, transposed.
-			x0 := ops.Reshape(ops.Slice(x, 0, 0, 1, 1), 150, 12)
-			y0 := ops.Reshape(ops.Slice(y, 0, 0, 1, 1), 150, 12)
-			return ops.ScaledDotProductAttention(x, y, y, ops.MatMul(x0, ops.Transpose(y0)), ops.AttentionAttrs{})
+			// An additive mask [150, 150]: x's first matrix times y's,
+			// transposed, made on the host (a product on a device taken
+			// for a GPU would time the tiled variants first).
+			xv, err := x.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			yv, err := y.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := make([]float32, 150*150)
+			for i := range 150 {
+				for j := range 150 {
+					var s float32
+					for k := range 12 {
+						s += xv[i*12+k] * yv[j*12+k]
+					}
+					m[i*150+j] = s
+				}
+			}
+			mask := tensor.Must(tensor.FromFloat32(x.Device(), m, 150, 150))
+			return ops.ScaledDotProductAttention(x, y, y, mask, ops.AttentionAttrs{})
 		}},
 	}
 	for _, tc := range cases {
