@@ -249,7 +249,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 {{- define "row_main"}}
 // Entry point of a kernel with one workgroup of {{.W}} a row of {{.Quads}}
-// vec4s ({{.Rows}} rows), over x and y: row is the workgroup's row, live
+// vec4s ({{.Rows}} rows; both expressions of the parameters), over x and
+// y: row is the workgroup's row, live
 // whether it is one (the grid may hold a few workgroups past the last
 // row: they compute it again and store nothing, as every invocation must
 // reach the barriers), base the invocation's first vec4.
@@ -258,7 +259,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32{{if .Sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
     let row = wid.y * nwg.x + wid.x;
     let live = row < {{.Rows}};
-    let base = min(row, {{.Rows}} - 1u) * {{.Quads}}u + lid;
+    let base = min(row, {{.Rows}} - 1u) * {{.Quads}} + lid;
 {{- end}}
 
 {{- define "main_1d"}}

@@ -1,6 +1,6 @@
 {{- if eq .Stage "row"}}
 // The norm family in one pass: a workgroup of {{.W}} invocations a row of
-// {{.Quads}} vec4s, each invocation holding {{.V}} of them (row entries lid,
+// p.N/4 vec4s (more than {{sub .V 1}}·{{.W}}), each invocation holding {{.V}} of them (row entries lid,
 // lid + {{.W}}, …) in registers while the workgroup reduces the row's sums
 // through {{.Group}} operations: every input is read once. The row is
 // normalised {{if .Center}}to zero mean and unit variance{{else}}to unit root mean square{{end}}, accumulating in
@@ -13,15 +13,16 @@
 @group(0) @binding(2) var<storage, read_write> out: array<E4>;
 {{- end}}
 {{- $sub := eq .Group "subgroup"}}
-{{- $n := printf "%d.0" (mul .Quads 4)}}
+{{- $n := "f32(p.N)"}}
+{{- $full := sub .V 1}}
 var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
 
-{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" .Quads "Sub" $sub}}
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" "(p.N / 4u)" "Sub" $sub}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
-    let {{$g}} = lid + {{mul $v $.W}}u < {{$.Quads}}u;
+    let {{$g}} = lid + {{mul $v $.W}}u < p.N / 4u;
     var x{{$v}} = vec4<f32>(0.0);
 {{- if $.Grad}}
     var g{{$v}} = vec4<f32>(0.0);
@@ -48,7 +49,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- else}}
     let mu = 0.0;
 {{- end}}
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
     let d{{$v}} = {{if $g}}select(vec4<f32>(0.0), x{{$v}} - vec4<f32>(mu), {{$g}}){{else}}x{{$v}} - vec4<f32>(mu){{end}};
 {{- end}}
     var q = dot(d0, d0);
@@ -76,7 +77,7 @@ var<workgroup> part: array<f32, {{.W}}>;
     if (!live) {
         return;
     }
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- $val := printf "d%d * rho" $v}}
 {{- if $.Grad}}{{$val = printf "rho * (g%d - vec4<f32>(mg) - d%d * rho * mgx)" $v $v}}{{end}}

@@ -1,7 +1,7 @@
 {{- if eq .Stage "row"}}
 // The softmax family: {{if .Log}}log_softmax{{else}}softmax{{end}}{{if .Grad}}'s gradient{{end}} along the last axis in one pass: a
-// workgroup of {{.W}} invocations a row of {{.Quads}} vec4s, each invocation holding
-// {{.V}} of them (row entries lid, lid + {{.W}}, …) in registers while the
+// workgroup of {{.W}} invocations a row of p.Quads vec4s (more than {{sub .V 1}}·{{.W}}), each invocation
+// holding {{.V}} of them (row entries lid, lid + {{.W}}, …) in registers while the
 // workgroup reduces the row's {{if .Grad}}sum{{else}}maximum and sum{{end}} through workgroup memory: every
 // input is read once and every exponential taken once. p: device/webgpu's rowsParams.
 {{- if .Grad}}
@@ -26,13 +26,14 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- if not .Grad}}
 {{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W "Sub" $sub "Op" "subgroupMax"}}
 {{- end}}
-{{- /* The first .Full vec4s of each invocation lie in the row; "in<v>" tells of the rest. */}}
+{{- /* The first .V - 1 vec4s of each invocation lie in the row; "in<v>" tells of the last. */}}
+{{- $full := sub .V 1}}
 
-{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" .Quads "Sub" $sub}}
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" "p.Quads" "Sub" $sub}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
-    let {{$g}} = lid + {{mul $v $.W}}u < {{$.Quads}}u;
+    let {{$g}} = lid + {{mul $v $.W}}u < p.Quads;
 {{- end}}
 {{- if $.Grad}}
 {{- if $g}}
@@ -70,7 +71,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}{{end}}
     let m = row_max(max_nan(max_nan(m4.x, m4.y), max_nan(m4.z, m4.w)), lid{{if $sub}}, sid, ssize{{end}});
     let bad = is_nan(m) || is_inf(m);
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
     let e{{$v}} = {{if $g}}select(vec4<f32>(0.0), exp(x{{$v}} - vec4<f32>(m)), {{$g}}){{else}}exp(x{{$v}} - vec4<f32>(m)){{end}};
 {{- end}}
     var acc = e0;
@@ -87,7 +88,7 @@ var<workgroup> part: array<f32, {{.W}}>;
     if (!live) {
         return;
     }
-{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $.Full}}{{$g = printf "in%d" $v}}{{end}}
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- $val := ""}}
 {{- if $.Grad}}{{if $.Log}}{{$val = printf "dy%d - exp(y%d) * s" $v $v}}{{else}}{{$val = printf "y%d * (dy%d - s)" $v $v}}{{end}}

@@ -35,7 +35,7 @@ func (d *Device) norm(grad, center bool, rows, n int, eps float64, bufs ...*buff
 	}
 	st := d.storeOf(bufs[0].dt)
 	if w, v, ok := d.softmaxRow(n / 4); n%4 == 0 && ok {
-		k := d.kernel(normSpec{Grad: grad, Center: center, Stage: "row", W: w, V: v, Quads: n / 4, Full: n / 4 / w, Group: d.group(), F16: st.native()}, flags(len(bufs)-1, 1)...)
+		k := d.kernel(normSpec{Grad: grad, Center: center, Stage: "row", W: w, V: v, Group: d.group(), F16: st.native()}, flags(len(bufs)-1, 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}

@@ -87,11 +87,11 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	vec := inner == 1 && n%4 == 0
 	st := d.storeOf(out.dt) // f32 or f16: Softmax widens packed float16
 	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
-		k := d.kernel(softmaxSpec{Log: log, Grad: grad, Stage: "row", W: w, V: v, Quads: n / 4, Full: n / 4 / w, Group: d.group(), F16: st.native()}, flags(len(in), 1)...)
+		k := d.kernel(softmaxSpec{Log: log, Grad: grad, Stage: "row", W: w, V: v, Group: d.group(), F16: st.native()}, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
 		}
-		d.dispatchRows(k, count, rowsParams{Rows: uint32(count)}, append(in, out)...)
+		d.dispatchRows(k, count, rowsParams{Rows: uint32(count), Quads: uint32(n / 4)}, append(in, out)...)
 		return
 	}
 	spec := softmaxSpec{Log: log, Grad: grad, Vec: vec, Stage: "stats", F16: st.native()}
@@ -194,8 +194,8 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 }
 
 // rowsParams are the parameters of the kernels that take a row a
-// workgroup (softmax.wgsl's stage row): Rows rows.
-type rowsParams struct{ Rows uint32 }
+// workgroup (softmax.wgsl's stage row): Rows rows of Quads vec4s.
+type rowsParams struct{ Rows, Quads uint32 }
 
 // lineParams are the parameters of the kernels over lines of an axis
 // (softmax.wgsl's stats and apply, scan.wgsl): Count lines of N elements

@@ -100,13 +100,13 @@ type reduceSpec struct {
 // softmaxSpec specialises softmax.wgsl: a row a workgroup (Stage "row")
 // or the stats and apply passes.
 type softmaxSpec struct {
-	Log, Grad         bool
-	Stage             string
-	W, V, Quads, Full int
-	Group             string
-	F16, Vec          bool
-	Block, Unroll     int
-	Whole, Coalesce   bool
+	Log, Grad       bool
+	Stage           string
+	W, V, Quads     int
+	Group           string
+	F16, Vec        bool
+	Block, Unroll   int
+	Whole, Coalesce bool
 }
 
 // xentSpec specialises softmax_xent.wgsl, or softmax_xent_grad.wgsl
@@ -116,11 +116,11 @@ type xentSpec struct{ Grad, F16 bool }
 // normSpec specialises norm.wgsl: layer (Center) or RMS norm, or their
 // gradients, a row a workgroup (Stage "row") or an invocation.
 type normSpec struct {
-	Grad, Center      bool
-	Stage             string
-	W, V, Quads, Full int
-	Group             string
-	F16               bool
+	Grad, Center bool
+	Stage        string
+	W, V         int
+	Group        string
+	F16          bool
 }
 
 // windowSpec specialises window.wgsl: Op over one geometry of windows,
