@@ -5,6 +5,9 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
+# DEPS is the prerequisite of the targets that need deps; make test's
+# queue sets it empty.
+DEPS      := deps
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
@@ -51,7 +54,7 @@ nocgo:
 # runs the CPU backend's tests there, under Node.js (Go's
 # go_js_wasm_exec), which has no WebGPU (where "webgpu" must be
 # unavailable and "auto" the CPU): see browser.
-wasm: deps
+wasm: $(DEPS)
 	GOOS=js GOARCH=wasm $(GO) build ./...
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" $(WASM_PKGS)
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -run TestOpenWithoutWebGPU -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./device/webgpu/
@@ -67,7 +70,7 @@ wasm: deps
 # disk, which the browser has not) and TestAdapterOverride (a browser
 # offers one adapter, chosen by the browser).
 BROWSER_SKIP := TestMatMulKernels|TestSpecs|TestAdapterOverride
-browser: deps
+browser: $(DEPS)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) build -o "$$d/wasmbrowser" ./cmd/wasmbrowser && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
@@ -86,16 +89,18 @@ browser: deps
 # when the parity suite has ended: FuzzAPI's coordinator runs every
 # kernel its inputs run before any worker starts (go's fuzzing takes an
 # input that runs 10 s for a deadlock), and then finds them all in the
-# cache.
+# cache. The queue's targets take no prerequisite (DEPS=: deps has run):
+# make starts a target waiting on one whenever it comes round to it, not
+# in the order named.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit-parity vet nocgo wasm browser race unit-packages fuzz-smoke
+	$(MAKE) --no-print-directory -j2 --output-sync=target DEPS= unit-parity vet nocgo wasm browser race unit-packages fuzz-smoke
 
 # unit runs every package's tests but the stress package's, which race
 # runs (the same tests, under the race detector).
 unit: unit-parity unit-packages
 
 # unit-parity runs the parity suite (parity).
-unit-parity: deps
+unit-parity: $(DEPS)
 	$(GO) test -count=1 -timeout 45m ./parity/
 
 # unit-packages runs the other packages' tests under a virtual X display
@@ -104,12 +109,12 @@ unit-parity: deps
 # Mesa's shader cache. -noreset: test binaries run in parallel, and an X
 # server that resets when its last client leaves refuses the connections
 # that arrive meanwhile ("Failed to open display").
-unit-packages: deps
+unit-packages: $(DEPS)
 	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
-race: deps
+race: $(DEPS)
 	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
 
 # fuzz-smoke runs each fuzzer for a fixed number of inputs beyond its
@@ -124,7 +129,7 @@ race: deps
 # candidate of a new input may run kernels of new shapes, compiled
 # first; a failing input is reported and written to testdata/fuzz as
 # found (make fuzz minimises).
-fuzz-smoke: deps
+fuzz-smoke: $(DEPS)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 20000x -fuzzminimizetime 0 ./ops/ -args -test.fuzzcachedir="$$d/shapes" && \
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 2000x -fuzzminimizetime 0 ./parity/ -args -test.fuzzcachedir="$$d/api"
