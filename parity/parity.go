@@ -77,6 +77,21 @@ type run struct {
 	outShape []int
 	grads    [][]float64
 	gshapes  [][]int
+	// out32 and grads32 are out and grads rounded to float32, set by
+	// round32 on the float64 run that the others are compared with.
+	out32   []float64
+	grads32 [][]float64
+}
+
+// round32 sets r.out32 and r.grads32.
+func (r *run) round32() {
+	r.out32 = toFloat32(r.out)
+	r.grads32 = make([][]float64, len(r.grads))
+	for i, g := range r.grads {
+		if g != nil {
+			r.grads32[i] = toFloat32(g)
+		}
+	}
 }
 
 func seed(s string) uint64 {
@@ -279,6 +294,7 @@ func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 	if !c.gradShapesOK(t, "cpu float64", want) {
 		res.CPUBwd = Fail
 	}
+	want.round32()
 	res.CPUFwd, res.CPUBwd = c.compareRun(t, "cpu float32", host, vals, g, want, res.CPUBwd)
 	full := gpu != nil && fb != nil && fb.Full(c.Op)
 	if gpu != nil {
@@ -425,7 +441,7 @@ func (c *Case) checkRule(t testing.TB, dev device.Device, dt device.DType, vals 
 			if e != nil {
 				t.Errorf("%s: %v", where, e)
 				status = Fail
-			} else if !Close(t, fmt.Sprintf("%s: gradient %d", where, i), v, toFloat32(want.grads[i]), rtol, max(atol, 1e-7)) {
+			} else if !Close(t, fmt.Sprintf("%s: gradient %d", where, i), v, want.grads32[i], rtol, max(atol, 1e-7)) {
 				status = Fail
 			}
 		}
@@ -483,7 +499,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 	if !slices.Equal(got.outShape, want.outShape) {
 		t.Errorf("%s %s: %s: output shape %v; cpu float64 gives %v", c.Op.Name, c.Case.Name, where, got.outShape, want.outShape)
 		fwd = Fail
-	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op.Name, c.Case.Name, where), got.out, toFloat32(want.out), rtol, atol) {
+	} else if !Close(t, fmt.Sprintf("%s %s: %s forward", c.Op.Name, c.Case.Name, where), got.out, want.out32, rtol, atol) {
 		fwd = Fail
 	}
 	if c.Op.Backward == nil {
@@ -497,7 +513,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 		if c.Inputs[i].Int || c.Inputs[i].NoGrad || bwd == Fail {
 			continue
 		}
-		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], toFloat32(want.grads[i]), rtol, atol) {
+		if !Close(t, fmt.Sprintf("%s %s: %s gradient %d", c.Op.Name, c.Case.Name, where, i), got.grads[i], want.grads32[i], rtol, atol) {
 			bwd = Fail
 		}
 	}
