@@ -3,11 +3,11 @@
 GO        ?= go
 DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromium \
 	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
-# Packages whose tests run everything on the CPU and must also build and pass
-# without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
 # DEPS is the prerequisite of the targets that need deps; make test's
 # queue sets it empty.
 DEPS      := deps
+# Packages whose tests run everything on the CPU and must also build and pass
+# without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 

@@ -88,9 +88,7 @@ func (r *run) round32() {
 	r.out32 = toFloat32(r.out)
 	r.grads32 = make([][]float64, len(r.grads))
 	for i, g := range r.grads {
-		if g != nil {
-			r.grads32[i] = toFloat32(g)
-		}
+		r.grads32[i] = toFloat32(g)
 	}
 }
 

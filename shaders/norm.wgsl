@@ -13,16 +13,17 @@
 @group(0) @binding(2) var<storage, read_write> out: array<E4>;
 {{- end}}
 {{- $sub := eq .Group "subgroup"}}
+{{- $quads := "(p.N / 4u)"}}
 {{- $n := "f32(p.N)"}}
 {{- $full := sub .V 1}}
 var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
 
-{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" "(p.N / 4u)" "Sub" $sub}}
+{{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" $quads "Sub" $sub}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
-    let {{$g}} = lid + {{mul $v $.W}}u < p.N / 4u;
+    let {{$g}} = lid + {{mul $v $.W}}u < {{$quads}};
     var x{{$v}} = vec4<f32>(0.0);
 {{- if $.Grad}}
     var g{{$v}} = vec4<f32>(0.0);

@@ -74,7 +74,7 @@ func TestSource(t *testing.T) {
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "", "F16": true}, []string{"enable f16;", "mu = s / f32(n);", "out[base + j] = to_e(st.y * (f32(g[base + j]) - sg * inv - xh * sgx * inv));"}},
 		{"where", map[string]any{"F16": true}, []string{"enable f16;", "out[i] = select(b[i], a[i], c != 0.0 || is_nan(c));"}},
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "row", "W": 8, "V": 3, "Group": "workgroup", "F16": true},
-			[]string{"enable f16;", "let mu = row_sum(acc.x + acc.y + acc.z + acc.w, lid) / f32(p.N);", "let in2 = lid + 16u < p.N / 4u;", "let base = min(row, p.Rows - 1u) * (p.N / 4u) + lid;", "out[base + 16u] = to_e4(rho * (g2 - vec4<f32>(mg) - d2 * rho * mgx));"}},
+			[]string{"enable f16;", "let mu = row_sum(acc.x + acc.y + acc.z + acc.w, lid) / f32(p.N);", "let in2 = lid + 16u < (p.N / 4u);", "let base = min(row, p.Rows - 1u) * (p.N / 4u) + lid;", "out[base + 16u] = to_e4(rho * (g2 - vec4<f32>(mg) - d2 * rho * mgx));"}},
 		{"norm", map[string]any{"Grad": false, "Center": false, "Stage": "row", "W": 64, "V": 1, "Group": "subgroup"},
 			[]string{"let mu = 0.0;", "fn row_sum(v: f32, lid: u32, sid: u32, ssize: u32) -> f32", "out[base + 0u] = to_e4(d0 * rho);"}},
 		{"scan", map[string]any{"Reverse": true, "F16": false}, []string{"let k = base + (n - 1u - j) * inner;", "out[k] = to_e(s);"}},

@@ -189,15 +189,10 @@ func TestGPUOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := make([]float32, 150*150)
-			for i := range 150 {
-				for j := range 150 {
-					var s float32
-					for k := range 12 {
-						s += xv[i*12+k] * yv[j*12+k]
-					}
-					m[i*150+j] = s
-				}
+			prod, _ := gemmRef(device.GEMM{Batch: 1, M: 150, K: 12, N: 150, TransB: true}, xv, yv, 150*150)
+			m := make([]float32, len(prod))
+			for i, v := range prod {
+				m[i] = float32(v)
 			}
 			mask := tensor.Must(tensor.FromFloat32(x.Device(), m, 150, 150))
 			return ops.ScaledDotProductAttention(x, y, y, mask, ops.AttentionAttrs{})
