@@ -24,9 +24,10 @@ func groupsOf(n, size int) int { return (n + size - 1) / size }
 func f32bits(v float64) uint32 { return math.Float32bits(float32(v)) }
 
 // elemUnroll is how many items (vec4s where the kernel reads vec4s) an
-// invocation of an elementwise kernel takes: on lavapipe 4 are faster
-// than 1 (docs/kernel-choices.md, elementwise).
-const elemUnroll = 4
+// invocation of an elementwise kernel takes: on lavapipe 2 run as fast as
+// 4 and faster than 1, and compile in half the time of 4
+// (docs/kernel-choices.md, elementwise).
+const elemUnroll = 2
 
 // itemBytes is the size of an elementwise kernel's item: a vec4 or a
 // 32-bit word.

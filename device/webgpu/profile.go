@@ -28,7 +28,7 @@ const EnvProfile = "EXTENSOR_PROFILE"
 
 // KernelTime is a kernel's share of the time profiled (EnvProfile).
 type KernelTime struct {
-	Kernel     string        // the kernel and its specialisation, e.g. "unary/exp/unroll=4"
+	Kernel     string        // the kernel and its specialisation, e.g. "unary/exp/unroll=2"
 	Dispatches int           // dispatches recorded
 	Time       time.Duration // the time they took, all together
 }

@@ -215,7 +215,7 @@ func (s xentSpec) family() string {
 // specName names a kernel after its specialisation, for errors, labels
 // and profiles: the family, its string fields, then its other fields that
 // are not zero (a true bool by its name), e.g.
-// "unary/exp/unroll=4,coalesce".
+// "unary/exp/unroll=2,coalesce".
 func specName(s spec) string {
 	v := reflect.ValueOf(s)
 	name := s.family()
