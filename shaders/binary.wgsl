@@ -2,7 +2,7 @@
 // NumPy broadcasting. op_NAME(x, y) is the function named NAME in package
 // device; op_NAME_grad0(x, y, g) and op_NAME_grad1(x, y, g) are g times its
 // partial derivatives with respect to x and y. The kernel at the end applies
-// op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}{{end}}{{if .Same}} to operands of one shape{{else}} with broadcasting{{end}}.
+// op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}{{end}}{{if eq .Scalar 1}} to x, one element, and y{{else if eq .Scalar 2}} to x and y, one element{{else if .Same}} to operands of one shape{{else}} with broadcasting{{end}}.
 
 fn op_add(x: f32, y: f32) -> f32 {
     return x + y;
@@ -191,14 +191,16 @@ fn apply(x: f32, y: f32, g: f32) -> f32 {
 {{- $T := "f32"}}{{$S := "E"}}{{if .Same}}{{$T = "vec4<f32>"}}{{$S = "E4"}}{{end}}
 {{- if .Half}}{{$S = "vec4<u32>"}}{{end}}
 {{- if .RowVec}}{{$S = "E4"}}{{$T = "vec4<f32>"}}{{end}}
-@group(0) @binding(1) var<storage, read> x_in: array<{{if .RowVec}}{{if .VecA}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
-@group(0) @binding(2) var<storage, read> y_in: array<{{if .RowVec}}{{if .VecB}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
+{{- /* Bindings: x, y, g (a gradient's), out; a scalar operand last. */}}
+{{- $bx := 1}}{{$by := 2}}{{$bg := 3}}{{$bo := 3}}{{if ge .Grad 0}}{{$bo = 4}}{{end}}
+{{- if eq .Scalar 1}}{{$by = 1}}{{$bg = 2}}{{$bo = add $bo -1}}{{$bx = add $bo 1}}{{end}}
+{{- if eq .Scalar 2}}{{$bg = 2}}{{$bo = add $bo -1}}{{$by = add $bo 1}}{{end}}
+@group(0) @binding({{$bx}}) var<storage, read> x_in: array<{{if .RowVec}}{{if .VecA}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
+@group(0) @binding({{$by}}) var<storage, read> y_in: array<{{if .RowVec}}{{if .VecB}}E4{{else}}E{{end}}{{else}}{{$S}}{{end}}>;
 {{- if ge .Grad 0}}
-@group(0) @binding(3) var<storage, read> g_in: array<{{$S}}>;
-@group(0) @binding(4) var<storage, read_write> out: array<{{$S}}>;
-{{- else}}
-@group(0) @binding(3) var<storage, read_write> out: array<{{$S}}>;
+@group(0) @binding({{$bg}}) var<storage, read> g_in: array<{{$S}}>;
 {{- end}}
+@group(0) @binding({{$bo}}) var<storage, read_write> out: array<{{$S}}>;
 {{- if .Half}}
 
 // float16 storage, operands of one shape: each u32 word holds two
@@ -253,8 +255,8 @@ fn elem(i: u32) {
 
 fn elem(i: u32) {
 {{- if .Same}}
-    let x = {{$T}}(x_in[i]);
-    let y = {{$T}}(y_in[i]);
+    let x = {{$T}}({{if eq .Scalar 1}}f32(x_in[0].x){{else}}x_in[i]{{end}});
+    let y = {{$T}}({{if eq .Scalar 2}}f32(y_in[0].x){{else}}y_in[i]{{end}});
 {{- else}}
     let off = broadcast_offsets(i);
     let x = {{$T}}(x_in[off.x]);

@@ -33,6 +33,8 @@ func TestCopyStrided(t *testing.T) {
 		{Shape: []int{5, 19}, SrcStrides: []int{19, 1}, DstStrides: []int{20, 1}, SrcOffset: 1, DstOffset: 4},           // into padded rows: vec4s of dst
 		{Shape: []int{2, 3, 17}, SrcStrides: []int{51, 17, 1}, DstStrides: []int{72, 24, 1}},                            // the same, rank 3
 		{Shape: []int{2, 17}, SrcStrides: []int{17, 1}, DstStrides: []int{20, 1}},                                       // dst ends mid-vec4: elements
+		{Shape: []int{2, 1, 9}, SrcStrides: []int{9, 5, 1}, DstStrides: []int{9, 0, 1}, SrcOffset: 1, DstOffset: 3},     // one run: a copy (float16: odd, elements)
+		{Shape: []int{3, 6}, SrcStrides: []int{6, 1}, DstStrides: []int{6, 1}, SrcOffset: 2, DstOffset: 6},              // one run: a copy
 	} {
 		srcLen, dstLen := s.SrcOffset+1, s.DstOffset+1
 		for k, n := range s.Shape {
@@ -231,14 +233,26 @@ func TestGPUOrder(t *testing.T) {
 // operands whole along it, or broadcast along it and splat) against the
 // CPU backend, on float32 and float16.
 func TestBroadcastRows(t *testing.T) {
-	d := fresh(t)
 	t.Parallel()
+	checkBroadcasts(t, [][2][]int{
+		{{3, 4, 8}, {8}}, {{3, 4, 8}, {3, 4, 1}}, {{3, 1, 8}, {1, 5, 8}}, {{2, 3, 4}, {2, 1, 1}},
+		{{64, 4}, {64, 1}}, {{1, 4}, {7, 4}}, {{5, 1}, {1, 12}}, {{2, 6, 16}, {2, 1, 1}},
+	})
+}
+
+// TestScalarOperands runs them where one operand is one element (splat
+// into the same-layout kernel), at lengths by whole vec4s and not.
+func TestScalarOperands(t *testing.T) {
+	t.Parallel()
+	checkBroadcasts(t, [][2][]int{{{6, 16}, {}}, {{}, {3, 5}}, {{4099}, {1}}, {{1, 1}, {2, 1, 7}}, {{1}, {1, 2}}})
+}
+
+// checkBroadcasts runs binary ops and their gradients on the pairs of
+// shapes against the CPU backend, on float32 and float16.
+func checkBroadcasts(t *testing.T, pairs [][2][]int) {
+	d := fresh(t)
 	c := cpu.New()
 	rng := rand.New(rand.NewPCG(5, 6))
-	pairs := [][2][]int{
-		{{3, 4, 8}, {8}}, {{3, 4, 8}, {3, 4, 1}}, {{3, 1, 8}, {1, 5, 8}}, {{2, 3, 4}, {2, 1, 1}},
-		{{64, 4}, {64, 1}}, {{1, 4}, {7, 4}}, {{5, 1}, {1, 12}}, {{6, 16}, {}},
-	}
 	type binOp struct {
 		name string
 		f    func(a, b *tensor.Tensor) *tensor.Tensor

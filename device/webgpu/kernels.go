@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
@@ -134,11 +135,18 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 func (d *Device) Copy(dst, src device.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	o, s := d.buf(dst), d.buf(src)
-	if o.n == 0 || !d.ok() {
+	if o := d.buf(dst); o.n > 0 {
+		d.copyBytes(o, d.buf(src), 0, 0, o.bytes())
+	}
+}
+
+// copyBytes records a copy of size bytes (a multiple of 4) from src at
+// byte srcOff into dst at byte dstOff (multiples of 4), two buffers.
+func (d *Device) copyBytes(dst, src *buffer, dstOff, srcOff, size uint64) {
+	if !d.ok() {
 		return
 	}
-	if o.b == nil || s.b == nil {
+	if dst.b == nil || src.b == nil {
 		d.fail(errFreed("copy"))
 		return
 	}
@@ -146,8 +154,8 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	if enc == nil {
 		return
 	}
-	if err := enc.TryCopyBufferToBuffer(s.b, 0, o.b, 0, o.bytes()); err != nil {
-		d.fail(fmt.Errorf("webgpu: copy of %d bytes: %v", o.bytes(), err))
+	if err := enc.TryCopyBufferToBuffer(src.b, srcOff, dst.b, dstOff, size); err != nil {
+		d.fail(fmt.Errorf("webgpu: copy of %d bytes: %v", size, err))
 		return
 	}
 	d.dispatches++
@@ -248,6 +256,16 @@ func magic(d int) uint32 {
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
 	same := l.SameLayout() // the binary kernels run such operands natively on float16
 	st := d.storeOf(out.dt)
+	if scalar := scalarOperand(l); !same && scalar > 0 && !st.packed() {
+		// By vec4s, the one element splat: its buffer bound whole, last.
+		bufs := append(slices.Delete(slices.Clone(in), scalar-1, scalar), out, in[scalar-1])
+		writable := make([]bool, len(bufs))
+		writable[len(bufs)-2] = true
+		k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: true, F16: st.native(), Scalar: scalar, Unroll: elemUnroll,
+			Coalesce: !d.loopLimited}, writable...)
+		d.runItemsWhole(k, elemUnroll, itemBytes(true, st), countParams{N: uint32(vecs(out.n))}, 1, bufs...)
+		return
+	}
 	n := out.n
 	var params any = broadcastParamsOf(l)
 	if same { // by vec4s (vecs)
@@ -281,6 +299,22 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 		return
 	}
 	d.run(k, groupsOf(n, 256), params, append(in, out)...)
+}
+
+// scalarOperand returns 1 or 2 where operand a or b of a broadcast is one
+// element (its strides all 0) and the other is laid out as the output;
+// else 0. On a CPU adapter the broadcast kernel, an element an
+// invocation, took 6 times the same-layout kernel's time
+// (docs/kernel-choices.md, elementwise).
+func scalarOperand(l device.Broadcast) int {
+	zero := func(st []int) bool { return !slices.ContainsFunc(st, func(s int) bool { return s != 0 }) }
+	switch {
+	case zero(l.AStrides) && device.IsRowMajor(l.Shape, l.BStrides):
+		return 1
+	case zero(l.BStrides) && device.IsRowMajor(l.Shape, l.AStrides):
+		return 2
+	}
+	return 0
 }
 
 // rowVectors reports whether a broadcast runs by vec4s along the output's

@@ -34,12 +34,14 @@ type unarySpec struct {
 
 // binarySpec specialises binary.wgsl: op_Fn, or its gradient with
 // respect to operand Grad (−1: the op), same-layout operands by vec4s
-// (Same), or broadcast ones of rank Rank (RowVec: by vec4s along the last
+// (Same; with Scalar 1 or 2, operand a or b one element, splat, bound
+// last), or broadcast ones of rank Rank (RowVec: by vec4s along the last
 // axis).
 type binarySpec struct {
 	Fn                 string
 	Grad               int
 	Same, Half, F16    bool
+	Scalar             int
 	Unroll             int
 	Coalesce           bool
 	Rank               int

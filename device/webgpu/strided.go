@@ -21,7 +21,7 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 // copyStrided is CopyStrided, d.mu held, for buffers of one storage.
 func (d *Device) copyStrided(dst, src *buffer, s device.Strided) {
 	n := s.Len()
-	if n == 0 {
+	if n == 0 || d.copyRun(dst, src, s, n) {
 		return
 	}
 	// vec4s of both (4-byte elements, or f16), or of dst only (packed
@@ -57,6 +57,28 @@ func (d *Device) copyStrided(dst, src *buffer, s device.Strided) {
 	}
 	k := d.kernel(stridedSpec{Half: packed, F16: st.native(), Rank: len(s.Shape), Vec: vec, VecDst: vecDst}, false, true)
 	d.run(k, groupsOf(n, 256), p, src, dst)
+}
+
+// copyRun records s as a buffer-to-buffer copy where it moves one run of
+// n elements, contiguous in both buffers, that starts and ends on 4-byte
+// words in each (any run of 4-byte elements; float16's at even offsets and
+// of even length), between two buffers; it reports whether it did. On a
+// CPU adapter the copy kernel, an invocation an element, takes several
+// times a copy's time (docs/kernel-choices.md, elementwise).
+func (d *Device) copyRun(dst, src *buffer, s device.Strided, n int) bool {
+	if dst == src || dst.b == src.b || !device.IsRowMajor(s.Shape, s.SrcStrides) || !device.IsRowMajor(s.Shape, s.DstStrides) {
+		return false
+	}
+	size := 4
+	if dst.dt == device.Float16 {
+		size = 2
+	}
+	from, to, bytes := s.SrcOffset*size, s.DstOffset*size, n*size
+	if from%4 != 0 || to%4 != 0 || bytes%4 != 0 {
+		return false
+	}
+	d.copyBytes(dst, src, uint64(to), uint64(from), uint64(bytes))
+	return true
 }
 
 // vecEnd returns the end, in elements, of the last vec4 of dst that a
