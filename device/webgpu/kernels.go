@@ -251,20 +251,20 @@ func magic(d int) uint32 {
 }
 
 // binary records op (grad < 0) or its gradient with respect to operand
-// grad, over operands of one shape by vec4s (vecs), else with
-// broadcasting.
+// grad, over operands of one shape by vec4s (vecs), or so with one
+// operand one element (scalarOperand), else with broadcasting.
 func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broadcast, in ...*buffer) {
 	same := l.SameLayout() // the binary kernels run such operands natively on float16
 	st := d.storeOf(out.dt)
-	if scalar := scalarOperand(l); !same && scalar > 0 && !st.packed() {
-		// By vec4s, the one element splat: its buffer bound whole, last.
-		bufs := append(slices.Delete(slices.Clone(in), scalar-1, scalar), out, in[scalar-1])
-		writable := make([]bool, len(bufs))
-		writable[len(bufs)-2] = true
-		k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: true, F16: st.native(), Scalar: scalar, Unroll: elemUnroll,
-			Coalesce: !d.loopLimited}, writable...)
-		d.runItemsWhole(k, elemUnroll, itemBytes(true, st), countParams{N: uint32(vecs(out.n))}, 1, bufs...)
-		return
+	bufs, writable, whole := append(in, out), flags(len(in), 1), 0
+	scalar := 0
+	if !same && !st.packed() {
+		scalar = scalarOperand(l)
+	}
+	if scalar > 0 { // by vec4s, the one element splat: its buffer bound whole, last
+		same, whole = true, 1
+		bufs = append(slices.Delete(slices.Clone(in), scalar-1, scalar), out, in[scalar-1])
+		writable = append(flags(len(in)-1, 1), false)
 	}
 	n := out.n
 	var params any = broadcastParamsOf(l)
@@ -292,13 +292,13 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 	if same {
 		u = elemUnroll
 	}
-	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Half: st.packed(), F16: st.native(), Unroll: u,
-		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, flags(len(in), 1)...)
+	k := d.kernel(binarySpec{Fn: string(op), Grad: grad, Same: same, Half: st.packed(), F16: st.native(), Scalar: scalar, Unroll: u,
+		Coalesce: !d.loopLimited, Rank: rank, RowVec: rowVec, VecA: vecA, VecB: vecB}, writable...)
 	if same {
-		d.runItems(k, elemUnroll, itemBytes(true, st), params, append(in, out)...)
+		d.runItemsWhole(k, elemUnroll, itemBytes(true, st), params, whole, bufs...)
 		return
 	}
-	d.run(k, groupsOf(n, 256), params, append(in, out)...)
+	d.run(k, groupsOf(n, 256), params, bufs...)
 }
 
 // scalarOperand returns 1 or 2 where operand a or b of a broadcast is one

@@ -66,13 +66,10 @@ func (d *Device) copyStrided(dst, src *buffer, s device.Strided) {
 // CPU adapter the copy kernel, an invocation an element, takes several
 // times a copy's time (docs/kernel-choices.md, elementwise).
 func (d *Device) copyRun(dst, src *buffer, s device.Strided, n int) bool {
-	if dst == src || dst.b == src.b || !device.IsRowMajor(s.Shape, s.SrcStrides) || !device.IsRowMajor(s.Shape, s.DstStrides) {
+	if dst.b == src.b || !device.IsRowMajor(s.Shape, s.SrcStrides) || !device.IsRowMajor(s.Shape, s.DstStrides) {
 		return false
 	}
-	size := 4
-	if dst.dt == device.Float16 {
-		size = 2
-	}
+	size := dst.dt.Size()
 	from, to, bytes := s.SrcOffset*size, s.DstOffset*size, n*size
 	if from%4 != 0 || to%4 != 0 || bytes%4 != 0 {
 		return false
