@@ -6,21 +6,49 @@ import (
 	"github.com/extensor/extensor/device"
 )
 
-// normStats returns a row's mean (0 unless center) and 1/√(variance + eps),
-// in float64.
-func normStats(in *buffer, off, n int, eps float64, center bool) (mu, rho float64) {
+// normRow is a row's statistics: x's element j is normalised as
+// (Ldexp(x, −e) − c − mu)·rho, the row taken scaled by 2⁻ᵉ (its largest
+// magnitude into [½, 1), e ≥ −40) and shifted by c (its first element,
+// scaled; 0 unless centred), so that its sums neither overflow nor cancel.
+type normRow struct {
+	e          int
+	c, mu, rho float64
+	in         *buffer
+	off        int
+}
+
+// y returns the row's element j scaled and shifted.
+func (r *normRow) y(j int) float64 { return math.Ldexp(r.in.at(r.off+j), -r.e) - r.c }
+
+// xhat returns the row's element j normalised.
+func (r *normRow) xhat(j int) float64 { return (r.y(j) - r.mu) * r.rho }
+
+// normStats returns the statistics of the row of n elements at off, in
+// float64: the mean (0 unless center) and ρ = 1/√(variance + eps).
+func normStats(in *buffer, off, n int, eps float64, center bool) normRow {
+	r := normRow{in: in, off: off}
+	m := 0.0
+	for j := range n {
+		m = math.Max(m, math.Abs(in.at(off+j)))
+	}
+	if m > 0 && !math.IsInf(m, 0) && !math.IsNaN(m) {
+		_, r.e = math.Frexp(m)
+		r.e = max(r.e, -40)
+	}
 	if center {
+		r.c = r.y(0)
 		for j := range n {
-			mu += in.at(off + j)
+			r.mu += r.y(j)
 		}
-		mu /= float64(n)
+		r.mu /= float64(n)
 	}
 	v := 0.0
 	for j := range n {
-		d := in.at(off+j) - mu
+		d := r.y(j) - r.mu
 		v += d * d
 	}
-	return mu, 1 / math.Sqrt(v/float64(n)+eps)
+	r.rho = 1 / math.Sqrt(v/float64(n)+math.Ldexp(eps, -2*r.e))
+	return r
 }
 
 // Norm sets each row of dst to (x − μ)·ρ.
@@ -28,9 +56,9 @@ func (d *Device) Norm(dst, x device.Buffer, rows, n int, eps float64, center boo
 	o, in := buf(dst), buf(x)
 	for r := range rows {
 		off := r * n
-		mu, rho := normStats(in, off, n, eps, center)
+		st := normStats(in, off, n, eps, center)
 		for j := range n {
-			o.set(off+j, (in.at(off+j)-mu)*rho)
+			o.set(off+j, st.xhat(j))
 		}
 	}
 }
@@ -40,10 +68,11 @@ func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, cent
 	o, in, gb := buf(dx), buf(x), buf(g)
 	for r := range rows {
 		off := r * n
-		mu, rho := normStats(in, off, n, eps, center)
+		st := normStats(in, off, n, eps, center)
+		rho := math.Ldexp(st.rho, -st.e) // x's, not y's
 		var sg, sgx float64
 		for j := range n {
-			xh := (in.at(off+j) - mu) * rho
+			xh := st.xhat(j)
 			sg += gb.at(off + j)
 			sgx += gb.at(off+j) * xh
 		}
@@ -51,8 +80,7 @@ func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, cent
 			sg = 0
 		}
 		for j := range n {
-			xh := (in.at(off+j) - mu) * rho
-			o.set(off+j, rho*(gb.at(off+j)-sg/float64(n)-xh*sgx/float64(n)))
+			o.set(off+j, rho*(gb.at(off+j)-sg/float64(n)-st.xhat(j)*sgx/float64(n)))
 		}
 	}
 }

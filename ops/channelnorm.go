@@ -148,8 +148,14 @@ func groupNormCases() []Case {
 	special := c(sh(2, 4, 3), 2, 2)
 	special.Name, special.NoFD = "special values "+special.Name, true
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
+	offset := c(sh(2, 4, 3), 2, 2)
+	offset.Name, offset.NoFD = "large mean "+offset.Name, true
+	offset.Inputs[0].Domain = largeMean
+	huge := c(sh(2, 4, 3), 2, 0)
+	huge.Name, huge.NoFD = "huge "+huge.Name, true
+	huge.Inputs[0].Domain = Domain{Values: hugeValues}
 	return []Case{c(sh(2, 6, 4, 4), 3, 2), c(sh(3, 4, 5), 2, 2), c(sh(1, 6, 3, 3), 1, 1), c(sh(2, 4, 2, 2), 2, 0),
-		c(sh(2, 4, 3), 4, 2), c(sh(0, 4, 3), 2, 2), big, special}
+		c(sh(2, 4, 3), 4, 2), c(sh(0, 4, 3), 2, 2), big, special, offset, huge}
 }
 
 // batchNormRule is batch_norm's backward in table ops (normGrads), over
@@ -329,7 +335,10 @@ func batchNormCases() []Case {
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
 	eps := c(sh(6, 2), 0)
 	eps.Name, eps.Attrs = eps.Name+" eps=0.5", NormAttrs{Eps: 0.5}
-	return []Case{c(sh(4, 3), 2), c(sh(2, 3, 4, 5), 2), c(sh(3, 2, 5), 0), c(sh(5, 4, 3, 3), 1), c(sh(0, 3), 2), eps, big, special}
+	offset := c(sh(64, 3), 2)
+	offset.Name, offset.NoFD = "large mean (64,3) w b", true
+	offset.Inputs[0].Domain = largeMean
+	return []Case{c(sh(4, 3), 2), c(sh(2, 3, 4, 5), 2), c(sh(3, 2, 5), 0), c(sh(5, 4, 3, 3), 1), c(sh(0, 3), 2), eps, big, special, offset}
 }
 
 // GroupNormAttrs are group_norm's groups of channels and ε.

@@ -285,8 +285,30 @@ func normCases(center bool) []Case {
 	special := c(sh(3, 5), sh(5), params, eps)
 	special.Name, special.NoFD = "special values (3,5) over (5,)", true
 	special.Inputs[0].Domain = Domain{Values: finiteSpecials}
-	return append(cs, wide, big, long, ragged, special)
+	// Rows of a large mean and a small spread (naive sums in float32 keep
+	// an error of the order of the spread), and rows whose squares
+	// overflow float32; each on the one-pass kernel and on the other.
+	offset := c(sh(3, 1024), sh(1024), params, eps)
+	offset.Name, offset.NoFD = "large mean (3,1024) over (1024,)", true
+	offset.Inputs[0].Domain = largeMean
+	offset.ATol = 3e-5 // the weight's gradient sums x̂'s error over the rows
+	huge := c(sh(2, 1024), sh(1024), 0, eps)
+	huge.Name, huge.NoFD = "huge (2,1024) over (1024,)", true
+	huge.Inputs[0].Domain = Domain{Values: hugeValues}
+	hugeRow := c(sh(2, 5), sh(5), 0, eps)
+	hugeRow.Name, hugeRow.NoFD = "huge (2,5) over (5,)", true
+	hugeRow.Inputs[0].Domain = Domain{Values: hugeValues}
+	return append(cs, wide, big, long, ragged, special, offset, huge, hugeRow)
 }
+
+// largeMean draws values of a mean 170 times their σ: the mean held as
+// one float32 (as PyTorch's) is within half an ulp, 4·10⁻⁶, of its value,
+// which the normalised values keep, 7·10⁻⁶ of σ, within the default
+// tolerances.
+var largeMean = Domain{Lo: 100, Hi: 102}
+
+// hugeValues are values whose squares overflow float32.
+var hugeValues = []float64{3e38, -3e38, 1e38, -2e38, 2.5e38}
 
 // NormAttrs are layer_norm's and rms_norm's normalized shape (the
 // trailing axes), and the ε added to the variance (also batch_norm's,

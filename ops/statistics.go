@@ -100,7 +100,15 @@ func shiftBy(x *T, k float64) *T {
 func centered(x *T, axes []int) *T {
 	mu := mean(x, axes, true)
 	defer mu.Release()
-	return sub(x, mu)
+	xc := sub(x, mu)
+	defer xc.Release()
+	// The mean's rounding error, taken out again: the corrected two-pass
+	// algorithm (Chan, Golub and LeVeque, 1983), without which a row of a
+	// large mean and a small spread keeps an offset of the order of its
+	// spread.
+	e := mean(xc, axes, true)
+	defer e.Release()
+	return sub(xc, e)
 }
 
 // Var returns the variance of x over axes (nil: every axis), as PyTorch's

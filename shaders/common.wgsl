@@ -425,3 +425,16 @@ fn {{.Name}}(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
     return r;
 }
 {{- end}}
+
+{{- define "norm_scale"}}
+// norm_scale returns the power of two 2⁻ᵉ that takes a row of largest
+// magnitude m into [½, 1) (m = 0: 2⁴⁰; m not finite: 1), e within
+// [−40, 126], so that the scale and eps·scale² stay normal: rows of the
+// norm family are summed scaled by it, and their sums of squares neither
+// overflow nor underflow.
+fn norm_scale(m: f32) -> f32 {
+    let eb = i32((bitcast<u32>(m) >> 23u) & 0xffu);
+    let e = select(clamp(eb - 126, -40, 126), 0, eb == 255);
+    return bitcast<f32>(u32(127 - e) << 23u);
+}
+{{- end}}

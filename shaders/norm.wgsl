@@ -5,6 +5,11 @@
 // through {{.Group}} operations: every input is read once. The row is
 // normalised {{if .Center}}to zero mean and unit variance{{else}}to unit root mean square{{end}}, accumulating in
 // f32{{if .Grad}}; this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}. p: device/webgpu's normParams.
+// The row is taken scaled by norm_scale of its largest magnitude{{if .Center}}, its
+// mean summed shifted by its first element{{end}}, so that its sums neither
+// overflow nor cancel. {{if .Center}}The mean is subtracted as one float32 (as
+// PyTorch's): a second term would be folded into it by compilers that
+// reassociate, as lavapipe's does.{{end}}
 @group(0) @binding(1) var<storage, read> x: array<E4>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E4>;
@@ -18,6 +23,8 @@
 {{- $full := sub .V 1}}
 var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "sum" "Doc" "sum" "Combine" "r + part[j]" "W" .W "Sub" $sub "Op" "subgroupAdd"}}
+{{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W "Sub" $sub "Op" "subgroupMax"}}
+{{template "norm_scale"}}
 
 {{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" $quads "Sub" $sub}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
@@ -41,23 +48,32 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}
 {{- end}}
 {{- end}}
-{{- if .Center}}
-    var acc = x0;
+    var am = abs(x0);
 {{- range $v := seq .V}}{{if $v}}
-    acc += x{{$v}};
+    am = max(am, abs(x{{$v}}));
 {{- end}}{{end}}
-    let mu = row_sum(acc.x + acc.y + acc.z + acc.w, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
+    let s = norm_scale(row_max(max(max(am.x, am.y), max(am.z, am.w)), lid{{if $sub}}, sid, ssize{{end}}));
+{{- if .Center}}
+    let c = f32(x[base - lid].x) * s;
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
+    let t{{$v}} = {{if $g}}select(vec4<f32>(0.0), x{{$v}} * s - vec4<f32>(c), {{$g}}){{else}}x{{$v}} * s - vec4<f32>(c){{end}};
+{{- end}}
+    var acc = t0;
+{{- range $v := seq .V}}{{if $v}}
+    acc += t{{$v}};
+{{- end}}{{end}}
+    let mu = c + row_sum(acc.x + acc.y + acc.z + acc.w, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
 {{- else}}
     let mu = 0.0;
 {{- end}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
-    let d{{$v}} = {{if $g}}select(vec4<f32>(0.0), x{{$v}} - vec4<f32>(mu), {{$g}}){{else}}x{{$v}} - vec4<f32>(mu){{end}};
+    let d{{$v}} = {{if $g}}select(vec4<f32>(0.0), x{{$v}} * s - vec4<f32>(mu), {{$g}}){{else}}x{{$v}} * s - vec4<f32>(mu){{end}};
 {{- end}}
     var q = dot(d0, d0);
 {{- range $v := seq .V}}{{if $v}}
     q += dot(d{{$v}}, d{{$v}});
 {{- end}}{{end}}
-    let rho = 1.0 / sqrt(row_sum(q, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}} + p.Eps);
+    let rho = 1.0 / sqrt(row_sum(q, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}} + p.Eps * s * s);
 {{- if .Grad}}
 {{- if .Center}}
     var ga = g0;
@@ -81,7 +97,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- $val := printf "d%d * rho" $v}}
-{{- if $.Grad}}{{$val = printf "rho * (g%d - vec4<f32>(mg) - d%d * rho * mgx)" $v $v}}{{end}}
+{{- if $.Grad}}{{$val = printf "rho * s * (g%d - vec4<f32>(mg) - d%d * rho * mgx)" $v $v}}{{end}}
 {{- if $g}}
     if ({{$g}}) {
         out[{{$at}}] = to_e4({{$val}});
@@ -104,22 +120,33 @@ var<workgroup> part: array<f32, {{.W}}>;
 @group(0) @binding(2) var<storage, read_write> out: array<E>;
 {{- end}}
 
-// stats returns the mean{{if not .Center}} (0){{end}} and ρ = 1/√(variance + eps) of the row at base.
-fn stats(base: u32, n: u32) -> vec2<f32> {
+{{template "norm_scale"}}
+
+// stats returns, for the row at base taken as y = s·x (s = norm_scale of
+// its largest magnitude), s, the mean μ of y{{if .Center}} (summed as y − c, c its
+// first element's y){{else}} (0){{end}} and ρ = 1/√(mean((y − μ)²) + eps·s²): sums that
+// neither overflow nor cancel.
+fn stats(base: u32, n: u32) -> vec3<f32> {
+    var m = 0.0;
+    for (var j = 0u; j < n; j++) {
+        m = max(m, abs(f32(x[base + j])));
+    }
+    let s = norm_scale(m);
     var mu = 0.0;
 {{- if .Center}}
-    var s = 0.0;
+    let c = f32(x[base]) * s;
+    var t = 0.0;
     for (var j = 0u; j < n; j++) {
-        s += f32(x[base + j]);
+        t += f32(x[base + j]) * s - c;
     }
-    mu = s / f32(n);
+    mu = c + t / f32(n);
 {{- end}}
     var v = 0.0;
     for (var j = 0u; j < n; j++) {
-        let d = f32(x[base + j]) - mu;
+        let d = f32(x[base + j]) * s - mu;
         v += d * d;
     }
-    return vec2<f32>(mu, 1.0 / sqrt(v / f32(n) + p.Eps));
+    return vec3<f32>(s, mu, 1.0 / sqrt(v / f32(n) + p.Eps * s * s));
 }
 
 {{template "entry_64" "r"}}
@@ -135,19 +162,19 @@ fn stats(base: u32, n: u32) -> vec2<f32> {
     for (var j = 0u; j < n; j++) {
         let gj = f32(g[base + j]);
         sg += gj;
-        sgx += gj * (f32(x[base + j]) - st.x) * st.y;
+        sgx += gj * (f32(x[base + j]) * st.x - st.y) * st.z;
     }
 {{- if not .Center}}
     sg = 0.0;
 {{- end}}
     let inv = 1.0 / f32(n);
     for (var j = 0u; j < n; j++) {
-        let xh = (f32(x[base + j]) - st.x) * st.y;
-        out[base + j] = to_e(st.y * (f32(g[base + j]) - sg * inv - xh * sgx * inv));
+        let xh = (f32(x[base + j]) * st.x - st.y) * st.z;
+        out[base + j] = to_e(st.z * st.x * (f32(g[base + j]) - sg * inv - xh * sgx * inv));
     }
 {{- else}}
     for (var j = 0u; j < n; j++) {
-        out[base + j] = to_e((f32(x[base + j]) - st.x) * st.y);
+        out[base + j] = to_e((f32(x[base + j]) * st.x - st.y) * st.z);
     }
 {{- end}}
 }
