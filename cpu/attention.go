@@ -6,6 +6,9 @@ import (
 	"github.com/extensor/extensor/device"
 )
 
+// attnStats is the columns of the row statistics.
+const attnStats = device.AttentionStats
+
 // attention holds one Attention call's buffers and spec, for its twin.
 type attention struct {
 	q, k, v, mask *buffer
@@ -24,8 +27,10 @@ func newAttention(q, k, v, mask device.Buffer, a device.AttentionSpec) *attentio
 }
 
 // scores returns query i of batch b's scaled, masked scores s and which
-// keys it may see.
-func (t *attention) scores(b, i int, s []float64, live []bool) {
+// keys it may see; seen[j] is whether it would see key j unmasked. The
+// products of float32 operands are rounded to float32, as the GPU's: a
+// product past float32's range is ±Inf.
+func (t *attention) scores(b, i int, s []float64, live, seen []bool) {
 	a := t.a
 	o, h := b/a.Heads, b%a.Heads
 	for j := range a.Lk {
@@ -33,7 +38,11 @@ func (t *attention) scores(b, i int, s []float64, live []bool) {
 		for c := range a.D {
 			dot += t.q.at((b*a.Lq+i)*a.D+c) * t.k.at((b*a.Lk+j)*a.D+c)
 		}
+		if t.q.dt == device.Float32 {
+			dot = float64(float32(dot))
+		}
 		s[j], live[j] = a.Scale*dot, !a.Causal || j <= i
+		seen[j] = live[j]
 		if t.mask != nil {
 			m := t.mask.at(o*a.MaskStride[0] + h*a.MaskStride[1] + i*a.MaskStride[2] + j*a.MaskStride[3])
 			switch a.Mask {
@@ -59,15 +68,16 @@ func (t *attention) kept(r, j int) float64 {
 }
 
 // Attention sets out to softmax(scale·qkᵀ + mask)·v, and stats' first
-// column to the log-sum-exps (device.Attender).
+// columns to each row's largest score and ln Σ e^(s − max)
+// (device.Attender).
 func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.AttentionSpec) {
 	t := newAttention(q, k, v, mask, a)
 	o, st := buf(out), buf(stats)
-	s, live := make([]float64, a.Lk), make([]bool, a.Lk)
+	s, live, seen := make([]float64, a.Lk), make([]bool, a.Lk), make([]bool, a.Lk)
 	for b := range a.Batch {
 		for i := range a.Lq {
 			r := b*a.Lq + i
-			t.scores(b, i, s, live)
+			t.scores(b, i, s, live, seen)
 			mx := math.Inf(-1)
 			for j, l := range live {
 				if l {
@@ -80,11 +90,11 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 					sum += math.Exp(s[j] - mx)
 				}
 			}
-			lse := mx + math.Log(sum)
+			st.set(attnStats*r, mx)
+			st.set(attnStats*r+1, math.Log(sum))
 			if math.IsInf(mx, -1) { // no key: NaN out
-				lse, sum = mx, math.NaN()
+				sum = math.NaN()
 			}
-			st.set(2*r, lse)
 			for c := range a.DV {
 				acc := 0.0
 				for j, l := range live {
@@ -121,26 +131,30 @@ func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 // first setting Δ = Σ dO·O in stats where o is not nil, else reading it.
 func (t *attention) grad(st, ob, gb *buffer, gq, gk, gv []float64) {
 	a := t.a
-	s, live := make([]float64, a.Lk), make([]bool, a.Lk)
+	s, live, seen := make([]float64, a.Lk), make([]bool, a.Lk), make([]bool, a.Lk)
 	for b := range a.Batch {
 		for i := range a.Lq {
 			r := b*a.Lq + i
-			t.scores(b, i, s, live)
-			lse := st.at(2 * r)
-			delta := 0.0 // Σ dO·O = Σ_j p_j·dp_j
+			t.scores(b, i, s, live, seen)
+			mx, ll := st.at(attnStats*r), st.at(attnStats*r+1)
+			dead := math.IsInf(mx, -1) // NaN through every key it would see
+			delta := 0.0               // Σ dO·O = Σ_j p_j·dp_j
 			if ob != nil {
 				for c := range a.DV {
 					delta += gb.at(r*a.DV+c) * ob.at(r*a.DV+c)
 				}
-				st.set(2*r+1, delta)
+				st.set(attnStats*r+2, delta)
 			} else {
-				delta = st.at(2*r + 1)
+				delta = st.at(attnStats*r + 2)
 			}
 			for j, l := range live {
-				if !l {
+				if !l && !(dead && seen[j]) {
 					continue
 				}
-				p, kept := math.Exp(s[j]-lse), t.kept(r, j)
+				p, kept := math.Exp((s[j]-mx)-ll), t.kept(r, j)
+				if dead {
+					p = math.NaN()
+				}
 				dp := 0.0
 				for c := range a.DV {
 					g := gb.at(r*a.DV + c)

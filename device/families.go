@@ -257,25 +257,32 @@ type Selector interface {
 	Where(dst, cond, a, b Buffer)
 }
 
+// AttentionStats is the columns of the fused attention's row statistics.
+const AttentionStats = 3
+
 // Attender is the fused attention kernel family: softmax(scale·QKᵀ +
 // mask)·V, never holding the Lq×Lk scores in memory. Its buffers are
 // contiguous: q [Batch, Lq, D], k [Batch, Lk, D], v [Batch, Lk, DV], out
-// and dO [Batch, Lq, DV], and stats [Batch·Lq, 2], float32 (float64 for
-// float64 inputs): each query row's log-sum-exp of its scores, then the
+// and dO [Batch, Lq, DV], and stats [Batch·Lq, AttentionStats], float32
+// (float64 for float64 inputs): each query row's largest score m and
+// ln Σ e^(s − m), kept apart (their sum, the log-sum-exp, rounds to m for
+// scores near the float's largest, as a −3.4e38 mask gives), then the
 // scratch of the gradient. Accumulation is in float32 (float64 on the CPU
 // for float64). D and DV are multiples of 4. A key a query may not see
 // (masked, or after it when causal) adds nothing to the output or to any
-// gradient.
+// gradient; a row that may see no key is NaN, and so are its gradients
+// through every key it would see unmasked, as PyTorch's.
 //
 // WGSL: shaders/attention.wgsl.
 type Attender interface {
 	// Attention sets out to the attention of q, k and v under a, and
-	// stats' first column to the rows' log-sum-exps (−Inf for a row with
-	// no key allowed, whose output is NaN). mask is nil unless a.Mask.
+	// stats' first two columns to the rows' m (−Inf for a row with no key
+	// allowed, whose output is NaN) and ln Σ e^(s − m). mask is nil unless
+	// a.Mask.
 	Attention(out, stats, q, k, v, mask Buffer, a AttentionSpec)
 	// AttentionGrad sets dq, dk and dv to the gradients of Attention's
 	// output o given its upstream gradient dO, recomputing the scores
-	// from Attention's stats; it overwrites stats' second column.
+	// from Attention's stats; it overwrites stats' third column.
 	AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO Buffer, a AttentionSpec)
 	// AttentionScoresGrad sets ds [Batch, Lq, Lk] to the gradient of the
 	// masked scores (an additive mask's gradient before broadcasting): 0

@@ -293,7 +293,7 @@ func attention(op string, q, k, v *T, a Attention) (out, stats *T) {
 	vp0 := vp[0]
 	wide := append(slices.Clone(p.batch), s.Lq, s.DV)
 	o, ok := output(p.dev, p.dt, wide, qp, kp, vp0)
-	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, 2}, qp, kp, vp0)
+	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, device.AttentionStats}, qp, kp, vp0)
 	if ok && ok2 {
 		p.dev.Attention(o.Buffer(), st.Buffer(), qp.Buffer(), kp.Buffer(), vp0.Buffer(), maskBuffer(p.mask), s)
 	}

@@ -2,8 +2,10 @@ package parity_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
@@ -113,6 +115,90 @@ func TestNormNumbers(t *testing.T) {
 					t.Errorf("layer_norm's gradient of a large-mean row for g = 1: element %d is %v; want 0", i, v)
 					break
 				}
+			}
+		})
+	}
+}
+
+// TestAttentionMaskedRows checks the fused attention against the same
+// attention composed of matmul, the additive mask and softmax on the
+// tape, on both backends, where the mask takes whole rows away: a row of
+// PyTorch's usual −3.4e38 (finfo.min: every score rounds to it, and the
+// row attends uniformly) and a row of −Inf (the row and its gradients are
+// NaN). And scores past float32's range are ±Inf on both backends.
+func TestAttentionMaskedRows(t *testing.T) {
+	const b, lq, lk, d = 2, 3, 4, 4
+	for _, dev := range numbersDevices(t) {
+		t.Run(dev.Name(), func(t *testing.T) {
+			for _, fill := range []float64{-3.4e38, math.Inf(-1)} {
+				mask := make([]float64, lq*lk)
+				for j := range lk {
+					mask[1*lk+j] = fill // query 1 sees no key
+				}
+				mask[2*lk+3] = fill
+				leaf := func(seed uint64, shape ...int) *autograd.Var {
+					x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, seed, shape...))
+					t.Cleanup(x.Release)
+					return autograd.Leaf(x, true)
+				}
+				run := func(fused bool) [][]float64 {
+					q, k, v := leaf(1, b, lq, d), leaf(2, b, lk, d), leaf(3, b, lk, d)
+					m := autograd.Leaf(filled(t, dev, mask, lq, lk), false)
+					w := filled(t, dev, []float64{0.5, -1, 2, 0.25, 1.5}, b, lq, d)
+					var out *autograd.Var
+					if fused {
+						out = ops.ScaledDotProductAttention(q, k, v, m, ops.AttentionAttrs{})
+					} else {
+						kt := autograd.Apply(ops.PermuteOp, ops.PermuteAttrs{Perm: []int{0, 2, 1}}, k)
+						scale := autograd.Leaf(filled(t, dev, []float64{0.5}), false)
+						out = ops.MatMul(ops.Softmax(ops.Add(ops.Mul(ops.MatMul(q, kt), scale), m), -1), v)
+					}
+					loss := ops.Sum(ops.Mul(out, autograd.Leaf(w, false)))
+					o, err := out.Value().Float64s()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := loss.Backward(); err != nil {
+						t.Fatal(err)
+					}
+					vals := [][]float64{o}
+					for _, l := range []*autograd.Var{q, k, v} {
+						g, err := l.Grad().Float64s()
+						if err != nil {
+							t.Fatal(err)
+						}
+						vals = append(vals, g)
+					}
+					return vals
+				}
+				want, got := run(false), run(true)
+				for i, what := range []string{"output", "dq", "dk", "dv"} {
+					for j := range want[i] {
+						w, g := want[i][j], got[i][j]
+						if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && math.Abs(w-g) > 1e-5+1e-4*math.Abs(w) {
+							t.Errorf("mask row of %v: %s element %d: fused %v, composed %v", fill, what, j, g, w)
+							break
+						}
+					}
+				}
+			}
+			// q·k of 1e60 is +Inf in float32: the row is NaN, as the
+			// composed ops' softmax of [+Inf, 0] is.
+			qk := filled(t, dev, []float64{1e30, 0, 0, 0, 0, 1, 0, 0}, 1, 2, 4)
+			out := values(t, "output of overflowing scores", ops.ScaledDotProductAttention(qk, qk, qk, nil, ops.AttentionAttrs{}))
+			if !math.IsNaN(out[0]) || math.IsNaN(out[4]) {
+				t.Errorf("attention of q = k = [[1e30 0 0 0] [0 1 0 0]]: %v; want the first row NaN (its score overflows), the second not", out)
+			}
+		// A head dimension past the fused kernels' is an error on WebGPU,
+			// not minutes of compiling; the CPU computes it.
+			big := filled(t, dev, []float64{0.01, -0.02}, 1, 2, 1024)
+			y := ops.ScaledDotProductAttention(big, big, big, nil, ops.AttentionAttrs{})
+			_, err := y.Float32s()
+			y.Release()
+			if dev.Name() == "webgpu" && (err == nil || !strings.Contains(err.Error(), "at most 256")) {
+				t.Errorf("attention of head dimension 1024 on WebGPU: %v; want an error naming the limit of 256", err)
+			} else if dev.Name() == "cpu" && err != nil {
+				t.Errorf("attention of head dimension 1024 on the CPU: %v", err)
 			}
 		})
 	}

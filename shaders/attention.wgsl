@@ -9,12 +9,17 @@
 // each chunk's partial result goes to a scratch buffer, chunk-major, for
 // stage combine (the forward) or a sum (the gradients) to finish.
 {{- end}}
-// stats [B·Lq, 2]: each row's log-sum-exp, then Σ dO·O (the gradient's).
-// A key a query may not see adds nothing, not even 0·∞: its terms are
-// selected out.
+// stats [B·Lq, 3]: each row's largest score m and ln Σ e^(s − m) (kept
+// apart: the probabilities are recomputed as e^((s − m) − ln Σ), which
+// their sum m + ln Σ would round away for scores near ±3.4e38), then
+// Σ dO·O (the gradient's). A key a query may not see adds nothing, not
+// even 0·∞: its terms are selected out; but a row that sees no key at
+// all (m = −Inf) is NaN, its gradients too, through every key it could
+// see but for the mask (seen), as PyTorch's.
 {{- define "attn_live"}}
 {{- /* live{{.N}}: may query .I see key .J? s{{.N}}: its score, masked. */}}
         var live{{.N}} = {{.J}} < kend && (!causal || {{.J}} <= {{.I}});
+        let seen{{.N}} = live{{.N}};
 {{- if eq .Mask 1}}
         s{{.N}} += f32(mask[mbase + min({{.I}}, lq - 1u) * p.MaskStride[2] + min({{.J}}, lk - 1u) * p.MaskStride[3]]);
         live{{.N}} = live{{.N}} && !(is_inf(s{{.N}}) && sign_bit(s{{.N}}));
@@ -195,7 +200,8 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
         out[row * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$r}}_{{$c}} * inv);
 {{- end}}
-        stats[2u * row] = select(m{{$r}} + log(l{{$r}}), neg_inf(), dead);
+        stats[3u * row] = select(m{{$r}}, neg_inf(), dead);
+        stats[3u * row + 1u] = log(l{{$r}});
     }
 {{- end}}
 }
@@ -221,8 +227,10 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
     let o{{$r}}_{{$c}} = vec4<f32>(go[row{{$r}} * {{$.DV4}}u + {{$c}}u]);
 {{- end}}
-    let lse{{$r}} = stats[2u * row{{$r}}];
-    let del{{$r}} = stats[2u * row{{$r}} + 1u];
+    let m{{$r}} = stats[3u * row{{$r}}];
+    let ll{{$r}} = stats[3u * row{{$r}} + 1u];
+    let del{{$r}} = stats[3u * row{{$r}} + 2u];
+    let dead{{$r}} = is_neg_inf(m{{$r}});
 {{- end}}
     for (var j = jbeg; j < kend; j++) {
         let kb = (b * lk + j) * {{.D4}}u;
@@ -245,14 +253,16 @@ fn dropped(r: u32, j: u32) -> bool {
         s{{$r}} *= scale;
 {{- template "attn_live" dict "N" $r "I" (printf "(i0 + %du)" $r) "J" "j" "Mask" $.Mask}}
 {{- template "attn_kept" dict "N" $r "Row" (printf "row%d" $r) "J" "j" "Drop" $.Drop}}
-        let ds{{$r}} = select(0.0, exp(s{{$r}} - lse{{$r}}) * (dp{{$r}} * kept{{$r}} - del{{$r}}), live{{$r}});
+        let use{{$r}} = live{{$r}} || (dead{{$r}} && seen{{$r}});
+        let pr{{$r}} = select(exp((s{{$r}} - m{{$r}}) - ll{{$r}}), nan(), dead{{$r}});
+        let ds{{$r}} = select(0.0, pr{{$r}} * (dp{{$r}} * kept{{$r}} - del{{$r}}), use{{$r}});
 {{- if $.DS}}
         if (i0 + {{$r}}u < lq) {
             ds[row{{$r}} * lk + j] = E(ds{{$r}});
         }
 {{- else}}
 {{- range $c := $D}}
-        g{{$r}}_{{$c}} += select(vec4<f32>(0.0), (scale * ds{{$r}}) * k{{$c}}, live{{$r}});
+        g{{$r}}_{{$c}} += select(vec4<f32>(0.0), (scale * ds{{$r}}) * k{{$c}}, use{{$r}});
 {{- end}}
 {{- end}}
 {{- end}}
@@ -303,8 +313,10 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
         let o{{$c}} = vec4<f32>(go[row * {{$.DV4}}u + {{$c}}u]);
 {{- end}}
-        let lse = stats[2u * row];
-        let del = stats[2u * row + 1u];
+        let m = stats[3u * row];
+        let ll = stats[3u * row + 1u];
+        let del = stats[3u * row + 2u];
+        let dead = is_neg_inf(m);
 {{- range $r := $R}}
         var s{{$r}} = 0.0;
         var dp{{$r}} = 0.0;
@@ -317,14 +329,15 @@ fn dropped(r: u32, j: u32) -> bool {
         s{{$r}} *= scale;
 {{- template "attn_live" dict "N" $r "I" "i" "J" (printf "(j0 + %du)" $r) "Mask" $.Mask}}
 {{- template "attn_kept" dict "N" $r "Row" "row" "J" (printf "j0 + %du" $r) "Drop" $.Drop}}
-        let pr{{$r}} = select(0.0, exp(s{{$r}} - lse), live{{$r}});
-        let ds{{$r}} = select(0.0, scale * pr{{$r}} * (dp{{$r}} * kept{{$r}} - del), live{{$r}});
+        let use{{$r}} = live{{$r}} || (dead && seen{{$r}});
+        let pr{{$r}} = select(0.0, select(exp((s{{$r}} - m) - ll), nan(), dead), use{{$r}});
+        let ds{{$r}} = select(0.0, scale * pr{{$r}} * (dp{{$r}} * kept{{$r}} - del), use{{$r}});
         let pk{{$r}} = pr{{$r}} * kept{{$r}};
 {{- range $c := $D}}
-        gk{{$r}}_{{$c}} += select(vec4<f32>(0.0), ds{{$r}} * q{{$c}}, live{{$r}});
+        gk{{$r}}_{{$c}} += select(vec4<f32>(0.0), ds{{$r}} * q{{$c}}, use{{$r}});
 {{- end}}
 {{- range $c := $DV}}
-        gv{{$r}}_{{$c}} += select(vec4<f32>(0.0), pk{{$r}} * o{{$c}}, live{{$r}});
+        gv{{$r}}_{{$c}} += select(vec4<f32>(0.0), pk{{$r}} * o{{$c}}, use{{$r}});
 {{- end}}
 {{- end}}
     }
@@ -342,7 +355,7 @@ fn dropped(r: u32, j: u32) -> bool {
 }
 {{- else if eq .Stage "delta"}}
 
-// An invocation a row: Δ = Σ dO·O into stats' second column.
+// An invocation a row: Δ = Σ dO·O into stats' third column.
 @group(0) @binding(5) var<storage, read> go: array<E4>;
 @group(0) @binding(6) var<storage, read> o: array<E4>;
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;
@@ -355,16 +368,16 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
     acc += dot(vec4<f32>(go[r * {{$.DV4}}u + {{$c}}u]), vec4<f32>(o[r * {{$.DV4}}u + {{$c}}u]));
 {{- end}}
-    stats[2u * r + 1u] = acc;
+    stats[3u * r + 2u] = acc;
 }
 {{- else if eq .Stage "combine"}}
 
 // An invocation a row: the forward's p.Chunks chunks combined. Each
 // chunk c left its running max m_c, sum l_c and unnormalised
 // output a_c; with M the largest m_c, out = Σ a_c·e^(m_c − M) / Σ l_c·e^(m_c − M)
-// and the row's log-sum-exp is M + ln Σ l_c·e^(m_c − M). A chunk that saw
+// and the row's statistics are M and ln Σ l_c·e^(m_c − M). A chunk that saw
 // no key (m_c = −Inf) adds nothing; a row that saw none is NaN, its
-// log-sum-exp −Inf, as the forward leaves them.
+// M −Inf, as the forward leaves them.
 @group(0) @binding(5) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> out: array<E4>;
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;
@@ -396,6 +409,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $c := $DV}}
     out[r * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$c}} * inv);
 {{- end}}
-    stats[2u * r] = select(mx + log(l), neg_inf(), dead);
+    stats[3u * r] = select(mx, neg_inf(), dead);
+    stats[3u * r + 1u] = log(l);
 }
 {{- end}}

@@ -3,6 +3,8 @@
 package webgpu
 
 import (
+	"fmt"
+
 	"github.com/extensor/extensor/device"
 )
 
@@ -43,11 +45,16 @@ func (d *Device) attnSplit(dt device.DType, rows, n int) (parts, chunk int) {
 	return groupsOf(n, chunk), chunk
 }
 
+// MaxAttentionDim is the largest head dimension the fused attention
+// kernels take: they hold a query row, unrolled, in registers, and
+// compile in time (tens of seconds on lavapipe at 256) only up to it.
+const MaxAttentionDim = 256
+
 // attnKeys are the keys the forward scores at a time.
 const attnKeys = 4
 
 // Attention sets out to softmax(scale·q·kᵀ + mask)·v and stats' first
-// column to the rows' log-sum-exps (device.Attender).
+// columns to the rows' statistics (device.Attender).
 func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.AttentionSpec) {
 	if !d.native(present(out, q, k, v, mask)...) && d.widen(1, func(b []device.Buffer) { d.Attention(b[0], stats, b[1], b[2], b[3], b[4], a) }, out, q, k, v, mask) {
 		return
@@ -204,6 +211,10 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 // first key's start (Align), so that a warp's loads coincide
 // (docs/kernel-choices.md, attention).
 func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpec, rows int, split bool, writable []bool) *kernel {
+	if a.D > MaxAttentionDim || a.DV > MaxAttentionDim {
+		d.fail(fmt.Errorf("webgpu: kernel attention/%s: head dimensions of %d (q, k) and %d (v); the fused kernels, unrolled over them, take at most %d (use the composed ops past it)", stage, a.D, a.DV, MaxAttentionDim))
+		return nil
+	}
 	st := d.storeOf(dt)
 	drop, ds := a.Dropout > 0, stage == "ds"
 	if ds {
