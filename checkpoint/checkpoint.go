@@ -12,6 +12,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/tensor"
@@ -70,8 +72,8 @@ func dtypeName(dt device.DType) (string, bool) {
 func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) (err error) {
 	names := make([]string, 0, len(tensors))
 	for name := range tensors {
-		if name == "__metadata__" || name == "" {
-			return fmt.Errorf("checkpoint: invalid tensor name %q", name)
+		if name == "__metadata__" || name == "" || !utf8.ValidString(name) {
+			return fmt.Errorf("checkpoint: invalid tensor name %q (names are non-empty UTF-8, not __metadata__)", name)
 		}
 		names = append(names, name)
 	}
@@ -277,6 +279,9 @@ func Parse(b []byte) (*File, error) {
 	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
 		return bad("header: %v", err)
 	}
+	if name, ok := repeatedKey(b[8 : 8+n]); ok {
+		return bad("header names %q twice", name)
+	}
 	f := &File{entries: map[string]entry{}, data: b[8+n:]}
 	type span struct {
 		lo, hi int64
@@ -336,8 +341,44 @@ func Parse(b []byte) (*File, error) {
 	return f, nil
 }
 
-// Read returns the file at path, checked.
+// repeatedKey returns the first key that the JSON object hdr (valid JSON)
+// holds twice, which encoding/json would take the last of.
+func repeatedKey(hdr []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	if _, err := dec.Token(); err != nil { // {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// Read returns the file at path, checked: a file larger than the host's
+// memory can hold is an error wrapping device.ErrOutOfMemory before any
+// of it is read.
 func Read(path string) (*File, error) {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		if st.Size() > math.MaxInt {
+			return nil, fmt.Errorf("checkpoint: %s: %d bytes: %w", path, st.Size(), device.ErrOutOfMemory)
+		}
+		if err := device.CheckHostAlloc("checkpoint: "+path, int(st.Size()), 1); err != nil {
+			return nil, err
+		}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

@@ -131,6 +131,9 @@ func (m *MultiheadAttentionLayer) heads(x *autograd.Var) *autograd.Var {
 	if len(s) != 3 {
 		tensor.Panicf("nn.MultiheadAttention", tensor.ErrShape, "input of shape %v; want [N, L, E] (batch first)", s)
 	}
+	if m.Heads < 1 || s[2]%m.Heads != 0 {
+		tensor.Panicf("nn.MultiheadAttention", tensor.ErrArgument, "%d heads for embeddings of %d features; want heads ≥ 1 dividing the features", m.Heads, s[2])
+	}
 	return ops.Permute(ops.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
 }
 

@@ -228,9 +228,21 @@ func BatchNorm(dev device.Device, dt device.DType, c int) (*BatchNormLayer, erro
 
 // Forward normalises x. A float16 x (mixed precision) computes with
 // float16 copies of W and B; the running statistics stay in their dtype.
+//
+// In training a batch of one value per channel is refused, as PyTorch
+// refuses it: its unbiased variance is NaN, and would make the running
+// variance, and so every evaluation after it, NaN. An eps that is not a
+// finite value ≥ 0 is refused in evaluation as in training.
 func (l *BatchNormLayer) Forward(x *autograd.Var) *autograd.Var {
+	const op = "nn.BatchNorm"
+	if !(l.Eps >= 0) || math.IsInf(l.Eps, 0) {
+		tensor.Panicf(op, tensor.ErrArgument, "eps %v; want a finite eps ≥ 0", l.Eps)
+	}
 	if !l.Training {
 		return l.eval(x)
+	}
+	if s := x.Value().Shape(); len(s) >= 2 && device.Numel(s) > 0 && device.Numel(s)/s[1] == 1 {
+		tensor.Panicf(op, tensor.ErrShape, "input of shape %v in training: one value per channel; want more than one (its variance is not defined)", s)
 	}
 	y := ops.BatchNorm(x, like(l.W, x), like(l.B, x), l.Eps)
 	l.track(x.Value())

@@ -8,6 +8,7 @@ import (
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
@@ -201,5 +202,58 @@ func TestAttentionMaskedRows(t *testing.T) {
 				t.Errorf("attention of head dimension 1024 on the CPU: %v", err)
 			}
 		})
+	}
+}
+
+// TestFailedStaysFailed checks that a tensor whose kernel was refused
+// (here by lavapipe's loop limit) returns the failure at every readback,
+// after a Sync too, and so does every tensor computed from it; and that
+// the device keeps working for others. On an adapter that runs these
+// kernels there is no failure to check.
+func TestFailedStaysFailed(t *testing.T) {
+	for _, dev := range numbersDevices(t) {
+		if dev.Name() != "webgpu" {
+			continue
+		}
+		failed := 0
+		check := func(what string, x *tensor.Tensor, sync bool) {
+			t.Helper()
+			defer x.Release()
+			if sync {
+				dev.Sync()
+			}
+			_, err := x.Float32s()
+			if err == nil {
+				return // the adapter runs it
+			}
+			failed++
+			for i, y := range []*tensor.Tensor{x, ops.Add(x, x)} {
+				for range 2 {
+					if _, again := y.Float32s(); again == nil {
+						t.Errorf("%s: readback %d of %s: no error after %v", what, i, []string{"it", "a sum of it"}[i], err)
+					}
+				}
+				if i > 0 {
+					y.Release()
+				}
+			}
+		}
+		long := filled(t, dev, []float64{0.5, -1, 2}, 2, 70000)
+		check("layer_norm over 70000", ops.LayerNorm(long, []int{70000}, nil, nil, 1e-5), false)
+		check("softmax over 70000, after a Sync", ops.Softmax(long, -1), true)
+		q := filled(t, dev, []float64{0.1, -0.2, 0.3}, 1, 8, 4)
+		k := filled(t, dev, []float64{0.2, 0.1}, 1, 40000, 4)
+		g := filled(t, dev, []float64{1}, 1, 8, 4)
+		gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(q, k, k, ops.Attention{}, g)
+		check("attention's dq over 40000 keys", gq, false)
+		check("attention's dk over 40000 keys", gk, false)
+		check("attention's dv over 40000 keys", gv, false)
+		if gputest.CI() && failed != 5 {
+			t.Errorf("%d of 5 refused kernels failed on %v; lavapipe refuses each", failed, dev)
+		}
+		ok := values(t, "a small sum after the failures", ops.Add(q, q))
+		if ok[0] != 0.2 && math.Abs(ok[0]-0.2) > 1e-6 {
+			t.Errorf("a sum after the failures gives %v; want 0.2", ok[0])
+		}
 	}
 }

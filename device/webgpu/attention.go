@@ -59,8 +59,8 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 	if !d.native(present(out, q, k, v, mask)...) && d.widen(1, func(b []device.Buffer) { d.Attention(b[0], stats, b[1], b[2], b[3], b[4], a) }, out, q, k, v, mask) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(out, stats)
+	defer d.written()
 	if a.Batch*a.Lq == 0 {
 		return
 	}
@@ -103,7 +103,7 @@ func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 	}, dq, dk, dv, q, k, v, mask, o, dO) {
 		return
 	}
-	kv := d.attentionGrad(dq, stats, q, k, v, mask, o, dO, a)
+	kv := d.attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO, a)
 	if kv == nil {
 		return
 	}
@@ -116,10 +116,11 @@ func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 }
 
 // attentionGrad runs the gradient's kernels, returning the scratch
-// buffer of dk and dv ([Batch·Lk, D + DV]), or nil.
-func (d *Device) attentionGrad(dq, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) *buffer {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// buffer of dk and dv ([Batch·Lk, D + DV]), or nil (a failure fails dk
+// and dv too).
+func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) *buffer {
+	d.writing(dq, dk, dv, stats)
+	defer d.written()
 	if a.Batch*a.Lq*a.Lk == 0 {
 		return nil
 	}
@@ -187,8 +188,8 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 		return
 	}
 	d.Fill(ds, 0) // the keys after a causal block's last query are not visited
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(ds)
+	defer d.written()
 	if a.Batch*a.Lq*a.Lk == 0 {
 		return
 	}
@@ -212,7 +213,7 @@ func (d *Device) AttentionScoresGrad(ds, stats, q, k, v, mask, dO device.Buffer,
 // (docs/kernel-choices.md, attention).
 func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpec, rows int, split bool, writable []bool) *kernel {
 	if a.D > MaxAttentionDim || a.DV > MaxAttentionDim {
-		d.fail(fmt.Errorf("webgpu: kernel attention/%s: head dimensions of %d (q, k) and %d (v); the fused kernels, unrolled over them, take at most %d (use the composed ops past it)", stage, a.D, a.DV, MaxAttentionDim))
+		d.refuse(fmt.Errorf("webgpu: kernel attention/%s: head dimensions of %d (q, k) and %d (v); the fused kernels, unrolled over them, take at most %d (use the composed ops past it)", stage, a.D, a.DV, MaxAttentionDim))
 		return nil
 	}
 	st := d.storeOf(dt)

@@ -32,6 +32,11 @@ type buffer struct {
 type resource struct {
 	b    *wgpu.Buffer
 	size uint64 // the pool bucket's size in bytes
+	// failed is why the buffer's contents could not be computed: the
+	// failure of the call that was to write them, or of an operand of it.
+	// Every Read of the buffer returns it, and every call reading the
+	// buffer fails its outputs with it.
+	failed error
 }
 
 func (b *buffer) Len() int            { return b.n }
@@ -292,6 +297,7 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 	if err := d.queue.TryWriteBuffer(b.b, 0, data); err != nil {
 		return fmt.Errorf("webgpu: writing %d bytes: %v", len(data), err)
 	}
+	b.failed = nil // contents anew
 	return nil
 }
 
@@ -307,6 +313,12 @@ func (d *Device) Read(src device.Buffer, dst any) error {
 	if !d.ok() || b.b == nil {
 		d.fail(fmt.Errorf("webgpu: Read of a freed buffer or on %s after Close", d.id))
 		return d.report()
+	}
+	if b.failed != nil {
+		if d.err == b.failed {
+			d.err = nil // reported here
+		}
+		return b.failed
 	}
 	if len(out) == 0 {
 		d.wait()

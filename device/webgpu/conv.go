@@ -177,8 +177,8 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 	if d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], x, w, s[1], g, f) }, out, b) {
 		return true
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(out)
+	defer d.written()
 	o, xb, wb := d.buf(out), d.buf(x), d.buf(w)
 	var bb *buffer
 	if b != nil {
@@ -299,8 +299,8 @@ func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.
 	// gradient takes a float32 stand-in (the filters' gradient is summed
 	// into one, and the images' is written by the forward's kernel).
 	run := func(gx, gwb device.Buffer) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
+		d.writing(gx, gwb)
+		defer d.written()
 		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f)
 	}
 	if !d.widen(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {

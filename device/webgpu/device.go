@@ -105,7 +105,8 @@ type Device struct {
 	sites        []string          // the ops that passed indices, by id
 	siteIDs      map[string]uint32 // and their ids
 
-	err    error // first runtime failure since the last report
+	err    error       // first runtime failure since the last report
+	outs   []*resource // the outputs of the call under way (writing)
 	closed bool
 	// lost is why the device was lost (a string), set by wgpu's callback
 	// on whichever thread it runs; a wait reports it.
@@ -320,6 +321,55 @@ func (d *Device) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
+}
+
+// writing takes the device's mutex for a call that computes outs (nil
+// ones ignored), until written: a failure that keeps the call's work from
+// running (refuse), or a failed operand of it (tainted), fails them.
+func (d *Device) writing(outs ...device.Buffer) {
+	d.mu.Lock()
+	d.outs = d.outs[:0]
+	for _, o := range outs {
+		if o != nil {
+			d.outs = append(d.outs, d.buf(o).resource)
+		}
+	}
+}
+
+// written ends the call writing began.
+func (d *Device) written() {
+	d.outs = d.outs[:0]
+	d.mu.Unlock()
+}
+
+// refuse records err, a failure that keeps the current call's work from
+// running, and fails the call's outputs with it.
+func (d *Device) refuse(err error) {
+	d.fail(err)
+	d.failOuts(err)
+}
+
+// failOuts fails the current call's outputs with err, but those that
+// failed before.
+func (d *Device) failOuts(err error) {
+	for _, r := range d.outs {
+		if r.failed == nil {
+			r.failed = err
+		}
+	}
+}
+
+// tainted reports whether one of bufs, the operands of a command, failed,
+// and then fails the current call's outputs with its failure: work on a
+// failed buffer is not recorded.
+func (d *Device) tainted(bufs ...*buffer) bool {
+	for _, b := range bufs {
+		if b != nil && b.resource != nil && b.failed != nil {
+			d.failOuts(b.failed)
+			return true
+		}
+	}
+	return false
 }
 
 // report returns the failure recorded since the last report, once.

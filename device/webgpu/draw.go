@@ -11,8 +11,8 @@ var drawNames = map[device.DrawOp]string{device.DrawRect: "rect", device.DrawIma
 
 // Draw paints into canvas, one invocation per pixel of the rectangle.
 func (d *Device) Draw(op device.DrawOp, canvas, src, aux device.Buffer, p device.Paint) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(canvas)
+	defer d.written()
 	name := drawNames[op]
 	k := d.kernel(drawSpec{Op: name}, flags(2, 1)...)
 	params := drawParams{W: uint32(p.W), H: uint32(p.H), X: uint32(p.X), Y: uint32(p.Y), RW: uint32(p.RW), RH: uint32(p.RH), Color: p.Color,

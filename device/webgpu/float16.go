@@ -32,8 +32,8 @@ func (s store) native() bool { return s == "f16" }
 
 // Convert converts src into dst's dtype (float32 and float16).
 func (d *Device) Convert(dst, src device.Buffer) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.convert(d.buf(dst), d.buf(src))
 }
 

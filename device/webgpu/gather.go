@@ -11,8 +11,8 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Gather(b[0], b[1], b[2], t) }, dst, x, idx) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	st := d.storeOf(d.buf(x).dt)
 	rowsForm := t.K > 0 && !t.Table
 	k := d.kernel(gatherSpec{Table: t.Table, Rows: rowsForm, F16: st.native()}, flags(2, 2)...)
@@ -41,8 +41,8 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	if !d.native(dx, g) && d.widen(1, func(b []device.Buffer) { d.GatherGrad(b[0], b[1], b[2], t) }, dx, idx, g) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dx)
+	defer d.written()
 	st := d.storeOf(d.buf(g).dt)
 	rowsForm := t.K > 0 && !t.Table
 	k := d.kernel(gatherSpec{Grad: true, Table: t.Table, Rows: rowsForm, F16: st.native()}, flags(2, 2)...)

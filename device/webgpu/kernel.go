@@ -117,7 +117,7 @@ func (d *Device) kernelOf(s spec, kinds ...bindKind) *kernel {
 		if k != nil {
 			k.release()
 		}
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", name, err))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: %v", name, err))
 		return nil
 	}
 	d.kernels[key] = k
@@ -221,7 +221,7 @@ func (d *Device) run(k *kernel, groups int, params any, bufs ...*buffer) {
 	}
 	x, y, err := grid(groups)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
 		return
 	}
 	d.dispatch(k, x, y, params, bufs...)
@@ -245,7 +245,7 @@ func (d *Device) runItemsWhole(k *kernel, perInv, itemBytes int, params any, who
 // first holds the index of the dispatch's first item (0 unless chunked;
 // a kernel whose values depend on the item's index, as arange's, adds it).
 func (d *Device) runChunks(k *kernel, perInv, itemBytes int, params any, whole, first int, bufs ...*buffer) {
-	if k == nil {
+	if k == nil || d.tainted(bufs...) {
 		return
 	}
 	words := k.words(params)
@@ -282,7 +282,7 @@ func (d *Device) runChunks(k *kernel, perInv, itemBytes int, params any, whole, 
 		}
 		x, y, err := grid(groupsOf(groupsOf(count, perInv), 256))
 		if err != nil {
-			d.fail(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+			d.refuse(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
 			return
 		}
 		d.dispatchEntries(k, x, y, 1, encoded(p), entries)
@@ -323,7 +323,7 @@ func (d *Device) dispatch(k *kernel, x, y uint32, params any, bufs ...*buffer) {
 
 // dispatch3 is dispatch over a grid of x×y×z workgroups.
 func (d *Device) dispatch3(k *kernel, x, y, z uint32, params any, bufs ...*buffer) {
-	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
+	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() || d.tainted(bufs...) {
 		return
 	}
 	var room [maxBound]wgpu.BindGroupEntry // no allocation for the usual counts
@@ -346,11 +346,11 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu
 	}
 	for _, e := range bound {
 		if e.Buffer == nil && e.TextureView == nil && e.Sampler == nil {
-			d.fail(errFreed(k.name))
+			d.refuse(errFreed(k.name))
 			return
 		}
 		if e.Buffer != nil && e.Size > d.limits.MaxStorageBufferBindingSize {
-			d.fail(fmt.Errorf("webgpu: kernel %s: an operand of %d bytes exceeds the maximum storage buffer binding size of %s, %d bytes (elementwise ops take tensors up to the maximum buffer size, %d bytes): %w",
+			d.refuse(fmt.Errorf("webgpu: kernel %s: an operand of %d bytes exceeds the maximum storage buffer binding size of %s, %d bytes (elementwise ops take tensors up to the maximum buffer size, %d bytes): %w",
 				k.name, e.Size, d.info, d.limits.MaxStorageBufferBindingSize, d.limits.MaxBufferSize, device.ErrOutOfMemory))
 			return
 		}
@@ -366,7 +366,7 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu
 	off := d.paramSlot(params) // before the bind group: it may end the pass
 	bg, err := d.bindGroup(k, bound)
 	if err != nil {
-		d.fail(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: binding buffers: %v", k.name, err))
 		return
 	}
 	pass := d.passFor()

@@ -74,8 +74,8 @@ func elemType(fill, vec bool) string {
 
 // Fill sets every element of dst to v.
 func (d *Device) Fill(dst device.Buffer, v float64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.fill(d.buf(dst), v)
 }
 
@@ -101,8 +101,8 @@ func (d *Device) Arange(dst device.Buffer, start, step float64) {
 	if d.widen(1, func(b []device.Buffer) { d.Arange(b[0], start, step) }, dst) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	b := d.buf(dst)
 	t, p1, p2 := "f32", f32bits(start), f32bits(step)
 	if b.dt == device.Int32 {
@@ -118,8 +118,8 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	if !d.native(y, x) && d.widen(1, func(b []device.Buffer) { d.Axpy(b[0], b[1], alpha) }, y, x) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(y)
+	defer d.written()
 	o := d.buf(y)
 	vec, n := vec4(o.n)
 	st := d.storeOf(o.dt)
@@ -133,8 +133,8 @@ func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 
 // Copy copies src into dst.
 func (d *Device) Copy(dst, src device.Buffer) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	if o := d.buf(dst); o.n > 0 {
 		d.copyBytes(o, d.buf(src), 0, 0, o.bytes())
 	}
@@ -143,7 +143,7 @@ func (d *Device) Copy(dst, src device.Buffer) {
 // copyBytes records a copy of size bytes (a multiple of 4) from src at
 // byte srcOff into dst at byte dstOff (multiples of 4), two buffers.
 func (d *Device) copyBytes(dst, src *buffer, dstOff, srcOff, size uint64) {
-	if !d.ok() {
+	if !d.ok() || d.tainted(src) {
 		return
 	}
 	if dst.b == nil || src.b == nil {
@@ -196,15 +196,15 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 
 // Unary sets dst = op(x; p).
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.unary(op, false, d.buf(dst), p, d.buf(x))
 }
 
 // UnaryGrad sets dx = dy·op'(x; p).
 func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dx)
+	defer d.written()
 	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
 }
 
@@ -350,8 +350,8 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 	if !l.SameLayout() && !d.native(dst, a, b) && d.widenAs(1, l.Len() == d.buf(dst).n, func(w []device.Buffer) { d.Binary(op, w[0], w[1], w[2], l) }, dst, a, b) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.binary(op, -1, d.buf(dst), l, d.buf(a), d.buf(b))
 }
 
@@ -360,8 +360,8 @@ func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buf
 	if !l.SameLayout() && !d.native(dst, g, a, b) && d.widenAs(1, l.Len() == d.buf(dst).n, func(w []device.Buffer) { d.BinaryGrad(op, wrt, w[0], w[1], w[2], w[3], l) }, dst, g, a, b) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.binary(op, wrt, d.buf(dst), l, d.buf(a), d.buf(b), d.buf(g))
 }
 

@@ -215,8 +215,8 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		d.widenAs(1, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
 	if s.M == 0 || s.N == 0 || s.Batch == 0 {
 		return
@@ -467,7 +467,7 @@ func (d *Device) matMulDispatches(kern *kernel, bm, bn int, o, x, y *buffer, s d
 	m, k, n := s.M, s.K, s.N
 	gx := groupsOf(n, bn)
 	if gx > maxGroups {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", kern.name, n, gx, maxGroups))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: %d columns need %d workgroups; at most %d", kern.name, n, gx, maxGroups))
 		return
 	}
 	// On CPU adapters, dispatches of row blocks (or, for small matrices,

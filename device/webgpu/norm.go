@@ -11,8 +11,8 @@ func (d *Device) Norm(dst, x device.Buffer, rows, n int, eps float64, center boo
 	if !d.native(dst, x) && d.widenFresh(1, func(b []device.Buffer) { d.Norm(b[0], b[1], rows, n, eps, center) }, dst, x) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.norm(false, center, rows, n, eps, d.buf(x), d.buf(dst))
 }
 
@@ -21,8 +21,8 @@ func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, cent
 	if !d.native(dx, x, g) && d.widenFresh(1, func(b []device.Buffer) { d.NormGrad(b[0], b[1], b[2], rows, n, eps, center) }, dx, x, g) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dx)
+	defer d.written()
 	d.norm(true, center, rows, n, eps, d.buf(x), d.buf(g), d.buf(dx))
 }
 

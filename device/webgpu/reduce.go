@@ -75,8 +75,8 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 			return
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	kept, red := coalesce(shape, axes)
 	count := 1
 	for _, a := range axes {
@@ -263,7 +263,7 @@ func (d *Device) argReduce(op device.ReduceOp, o, in *buffer, kept, red []axis) 
 	chunks := groupsOf(r, chunk)
 	k1 := d.kernel(spec(1), false, true, true)
 	if chunk > maxLoop {
-		d.fail(fmt.Errorf("webgpu: kernel %s: a row of %d elements needs loops of %d iterations; at most %d", k1.name, r, chunk, maxLoop))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: a row of %d elements needs loops of %d iterations; at most %d", k1.name, r, chunk, maxLoop))
 		return
 	}
 	idx := d.scratch(k1, device.Int32, nOut*chunks)

@@ -11,8 +11,8 @@ func (d *Device) Cumsum(dst, x device.Buffer, shape []int, axis int, reverse boo
 	if !d.native(dst, x) && d.widen(1, func(b []device.Buffer) { d.Cumsum(b[0], b[1], shape, axis, reverse) }, dst, x) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	count, n, inner := rows(shape, axis)
 	if count == 0 || n == 0 {
 		return

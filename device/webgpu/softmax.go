@@ -22,7 +22,7 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 	if k == nil || !d.loopLimited || n <= maxLoop {
 		return k != nil
 	}
-	d.fail(fmt.Errorf("webgpu: kernel %s: rows of %d elements are longer than %d, the most this adapter (%s) loops over correctly", k.name, n, maxLoop, d.info))
+	d.refuse(fmt.Errorf("webgpu: kernel %s: rows of %d elements are longer than %d, the most this adapter (%s) loops over correctly", k.name, n, maxLoop, d.info))
 	return false
 }
 
@@ -32,7 +32,7 @@ func (d *Device) rowLimit(k *kernel, n int) bool {
 func (d *Device) dispatchRows(k *kernel, rows int, params any, bufs ...*buffer) {
 	gy := groupsOf(rows, maxGroups)
 	if gy > maxGroups {
-		d.fail(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, rows, maxGroups, maxGroups))
+		d.refuse(fmt.Errorf("webgpu: kernel %s: %d rows exceed %d×%d workgroups", k.name, rows, maxGroups, maxGroups))
 		return
 	}
 	d.dispatch(k, uint32(groupsOf(rows, gy)), uint32(gy), params, bufs...)
@@ -148,8 +148,8 @@ func (d *Device) Softmax(dst, x device.Buffer, shape []int, axis int, log bool) 
 	if !d.native(dst, x) && d.widenFresh(1, func(b []device.Buffer) { d.Softmax(b[0], b[1], shape, axis, log) }, dst, x) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.softmax(log, false, d.buf(dst), shape, axis, d.buf(x))
 }
 
@@ -158,8 +158,8 @@ func (d *Device) SoftmaxGrad(dx, y, dy device.Buffer, shape []int, axis int, log
 	if !d.native(dx, y, dy) && d.widenFresh(1, func(b []device.Buffer) { d.SoftmaxGrad(b[0], b[1], b[2], shape, axis, log) }, dx, y, dy) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dx)
+	defer d.written()
 	d.softmax(log, true, d.buf(dx), shape, axis, d.buf(y), d.buf(dy))
 }
 
@@ -168,8 +168,8 @@ func (d *Device) SoftmaxCrossEntropy(site string, loss, logits, labels device.Bu
 	if !d.native(loss, logits) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropy(site, b[0], b[1], b[2], n, c) }, loss, logits, labels) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(loss)
+	defer d.written()
 	st := d.storeOf(d.buf(logits).dt)
 	k := d.kernel(xentSpec{F16: st.native()}, false, false, true, true)
 	if !d.rowLimit(k, c) {
@@ -183,8 +183,8 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 	if !d.native(dlogits, logits, g) && d.widen(1, func(b []device.Buffer) { d.SoftmaxCrossEntropyGrad(site, b[0], b[1], b[2], b[3], n, c) }, dlogits, logits, labels, g) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dlogits)
+	defer d.written()
 	st := d.storeOf(d.buf(logits).dt)
 	k := d.kernel(xentSpec{Grad: true, F16: st.native()}, false, false, false, true, true)
 	if !d.rowLimit(k, c) {

@@ -11,8 +11,8 @@ import (
 // Step runs one fused optimiser step: one dispatch reading the gradient
 // and updating the parameter and its state in place.
 func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []device.Buffer, h device.StepParams) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(append([]device.Buffer{param}, state...)...)
+	defer d.written()
 	p := d.buf(param)
 	if p.n == 0 {
 		return
@@ -57,8 +57,8 @@ func lnBeta(b float64) float32 { return float32(max(math.Log(b), -104)) }
 // Unscale multiplies grad by the reciprocal of scale's element in place,
 // flagging an Inf or NaN result in the scaler's state.
 func (d *Device) Unscale(grad, scale, state device.Buffer) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(grad, state)
+	defer d.written()
 	g := d.buf(grad)
 	if g.n == 0 {
 		return
@@ -71,8 +71,8 @@ func (d *Device) Unscale(grad, scale, state device.Buffer) {
 
 // UpdateScale ends a step of dynamic loss scaling: one invocation.
 func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer, p device.ScaleParams) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(scale, state)
+	defer d.written()
 	bufs := []*buffer{d.buf(scale), d.buf(state)}
 	for _, k := range skipped {
 		bufs = append(bufs, d.buf(k))

@@ -13,8 +13,8 @@ func (d *Device) CopyStrided(dst, src device.Buffer, s device.Strided) {
 	if (d.buf(dst).dt == device.Float16) != (d.buf(src).dt == device.Float16) && d.widen(1, func(b []device.Buffer) { d.CopyStrided(b[0], b[1], s) }, dst, src) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	d.copyStrided(d.buf(dst), d.buf(src), s)
 }
 

@@ -11,8 +11,8 @@ func (d *Device) Where(dst, cond, a, b device.Buffer) {
 	if !d.native(dst, cond, a, b) && d.widenFresh(1, func(w []device.Buffer) { d.Where(w[0], w[1], w[2], w[3]) }, dst, cond, a, b) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	out := d.buf(dst)
 	if out.n == 0 {
 		return

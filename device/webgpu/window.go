@@ -20,8 +20,8 @@ func (d *Device) Window(op device.WindowOp, dst, x, g device.Buffer, w device.Wi
 		d.widen(1, func(b []device.Buffer) { d.Window(op, b[0], b[1], b[2], w) }, dst, x, g) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.writing(dst)
+	defer d.written()
 	oh, ow := w.Out()
 	var n, loop int
 	var in []*buffer

@@ -184,6 +184,8 @@ func (cfg Config) Check() error {
 	case cfg.Batch < 1 || cfg.Steps < 0 || cfg.Warmup < 0 || cfg.DecaySteps < 0 || cfg.EvalEvery < 1 || cfg.EvalBatches < 1 || cfg.Progress < 0 || cfg.SaveEvery < 0 || cfg.Tokens < 0 || cfg.TopK < 0:
 		return fmt.Errorf("-batch %d, -steps %d, -warmup %d, -eval-every %d, -eval-batches %d, -progress %d, -save-every %d, -tokens %d, -top-k %d: want batch, eval-every and eval-batches ≥ 1, the rest ≥ 0",
 			cfg.Batch, cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.EvalBatches, cfg.Progress, cfg.SaveEvery, cfg.Tokens, cfg.TopK)
+	case cfg.Batch > maxStepTokens/cfg.Model.Context:
+		return fmt.Errorf("-batch %d of windows of %d tokens: want at most %d tokens a step", cfg.Batch, cfg.Model.Context, maxStepTokens)
 	case !finite(cfg.LR) || !finite(cfg.MinLR) || !finite(cfg.WeightDecay) || !finite(cfg.Clip) || !finite(cfg.Temperature) || cfg.LR <= 0:
 		return fmt.Errorf("-lr %v, -min-lr %v, -wd %v, -clip %v, -temperature %v: want finite values ≥ 0, the learning rate > 0", cfg.LR, cfg.MinLR, cfg.WeightDecay, cfg.Clip, cfg.Temperature)
 	}
@@ -194,6 +196,10 @@ func (cfg Config) Check() error {
 	}
 	return run.Writable(map[string]string{"-save": cfg.Save, "-snapshot": cfg.Snapshot})
 }
+
+// maxStepTokens bounds the tokens of a training step, batch × context:
+// more than a step's activations fit in any device's memory.
+const maxStepTokens = 1 << 24
 
 func finite(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 

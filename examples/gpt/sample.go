@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +30,9 @@ func Sample(cfg Config, w io.Writer) error {
 	if err := cfg.Model.Check(); err != nil {
 		return err
 	}
+	if cfg.Tokens < 0 || cfg.TopK < 0 || !finite(cfg.Temperature) {
+		return fmt.Errorf("-tokens %d, -top-k %d, -temperature %v: want counts ≥ 0 and a finite temperature ≥ 0", cfg.Tokens, cfg.TopK, cfg.Temperature)
+	}
 	dev := cfg.dev
 	if dev == nil {
 		d, err := device.Open(cfg.Device)
@@ -45,18 +49,42 @@ func Sample(cfg Config, w io.Writer) error {
 	if _, err := load(cfg.Resume, net, nil); err != nil {
 		return err
 	}
+	if err := finiteParams(net); err != nil {
+		return fmt.Errorf("%s: %w", cfg.Resume, err)
+	}
 	t0 := time.Now()
-	out, err := net.Generate(dev, tokensOf(cfg.Prompt), cfg.Tokens, model.Sampling{Temperature: cfg.Temperature, TopK: cfg.TopK, Seed: cfg.Seed}, !cfg.NoCache)
+	// The sample is written as it is drawn.
+	fmt.Fprint(w, cfg.Prompt)
+	emit := func(t int32) { w.Write([]byte{byte(t)}) }
+	out, err := net.Generate(dev, tokensOf(cfg.Prompt), cfg.Tokens, model.Sampling{Temperature: cfg.Temperature, TopK: cfg.TopK, Seed: cfg.Seed, Emit: emit}, !cfg.NoCache)
+	fmt.Fprintln(w)
 	if err != nil {
 		return err
 	}
 	el := time.Since(t0)
-	fmt.Fprintf(w, "%s%s\n", cfg.Prompt, bytesOf(out))
 	fmt.Fprintf(os.Stderr, "%d tokens in %.2f s: %.1f tokens/s (key-value cache: %v)\n", len(out), el.Seconds(), float64(len(out))/el.Seconds(), !cfg.NoCache)
 	return nil
 }
 
 func tokensOf(s string) []int32 { return gosrc.Tokens([]byte(s)) }
+
+// finiteParams returns an error naming the first parameter of net that
+// holds a value that is not finite (a checkpoint of a run that diverged).
+func finiteParams(net *model.GPT) error {
+	names := net.ParamNames()
+	for i, p := range net.Params() {
+		v, err := p.Value().Float64s()
+		if err != nil {
+			return err
+		}
+		for j, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("the weights are not finite: %s[%d] is %v", names[i], j, x)
+			}
+		}
+	}
+	return nil
+}
 
 func bytesOf(t []int32) []byte {
 	b := make([]byte, len(t))

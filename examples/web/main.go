@@ -91,8 +91,12 @@ func newServer(dir string) (*server, error) {
 		s.HandleFunc("GET /data/"+f, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(s.data, f)) })
 	}
 	s.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
+		if !sameOrigin(r) {
+			http.Error(w, "reports are taken from the page's own origin only", http.StatusForbidden)
+			return
+		}
 		var e events.Event
-		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReport)).Decode(&e); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -111,6 +115,20 @@ func newServer(dir string) (*server, error) {
 		s.onSnapshot(b)
 	})
 	return s, nil
+}
+
+// maxReport bounds a report's body.
+const maxReport = 1 << 20
+
+// sameOrigin reports whether r does not come from another origin's page:
+// a browser names the origin of a cross-origin POST (Origin, and
+// Sec-Fetch-Site); a request without them comes from no page.
+func sameOrigin(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		return false
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site == "" || site == "same-origin"
 }
 
 func (s *server) serve(w http.ResponseWriter, contentType string, b []byte) {

@@ -18,18 +18,23 @@ type Sampling struct {
 	Temperature float64 // divides the logits; 0 takes the most likely token
 	TopK        int     // draw among the TopK most likely tokens only (0: all)
 	Seed        uint64  // the draws' PCG seed
+	// Emit, if not nil, is given each token as it is drawn.
+	Emit func(token int32)
 }
 
 // Generate returns n tokens that follow prompt (at least one token), in
 // evaluation mode, one sequence. The model sees at most Context tokens:
 // when a new token would not fit, the window slides to keep the newest
-// Context/2 and goes on from them. With cached, each new token runs
+// max(1, Context/2) and goes on from them. With cached, each new token runs
 // through Decode with the blocks' key-value caches (the window's tokens
 // once, after each slide); without, the whole window runs through
 // Forward for each token. Both draw the same tokens but for rounding.
 func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cached bool) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("model: generating from an empty prompt")
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("model: generating %d tokens; want a count ≥ 0", n)
 	}
 	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0) || s.TopK < 0 {
 		return nil, fmt.Errorf("model: temperature %v, top-k %d; want a finite temperature ≥ 0 and top-k ≥ 0", s.Temperature, s.TopK)
@@ -89,8 +94,11 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 			return nil, err
 		}
 		seq = append(seq, draw(last, s, rng))
+		if s.Emit != nil {
+			s.Emit(seq[len(seq)-1])
+		}
 		if len(seq)-start > m.Cfg.Context { // slide
-			start = len(seq) - m.Cfg.Context/2
+			start = len(seq) - max(1, m.Cfg.Context/2) // a context of 1 keeps the newest
 			release()
 		}
 	}

@@ -198,6 +198,18 @@ func (m *GPT) Caches() []*nn.KVCache {
 // their keys and values to caches. The positions in all must not pass
 // Context.
 func (m *GPT) Decode(idx *autograd.Var, caches []*nn.KVCache) *autograd.Var {
+	const op = "model.GPT.Decode"
+	if len(caches) != len(m.Blocks) {
+		tensor.Panicf(op, tensor.ErrArgument, "%d key-value caches for %d blocks; want one a block (GPT.Caches)", len(caches), len(m.Blocks))
+	}
+	for i, c := range caches {
+		if c == nil {
+			tensor.Panicf(op, tensor.ErrArgument, "key-value cache %d is nil", i)
+		}
+		if c.Len() != caches[0].Len() {
+			tensor.Panicf(op, tensor.ErrArgument, "key-value cache %d holds %d positions and cache 0 %d; want caches of one sequence (GPT.Caches)", i, c.Len(), caches[0].Len())
+		}
+	}
 	var out *autograd.Var
 	idx = idx.NoGrad()
 	h := m.embed(idx, caches[0].Len())

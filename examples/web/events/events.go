@@ -3,7 +3,10 @@
 // and the example's test reads them.
 package events
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Event is one report of the page.
 type Event struct {
@@ -17,11 +20,12 @@ type Event struct {
 	Problems  []string `json:"problems,omitempty"`  // how the canvas fails to show the frame
 }
 
-// String formats e as the server prints it.
+// String formats e as the server prints it, its text with any control
+// characters escaped (a report must not write to the server's terminal).
 func (e Event) String() string {
 	switch e.Event {
 	case "device", "error":
-		return fmt.Sprintf("page: %s: %s", e.Event, e.Text)
+		return fmt.Sprintf("page: %s: %s", e.Event, printable(e.Text))
 	case "step":
 		return fmt.Sprintf("page: epoch %d, step %d: loss %.4f (%.1f ms/step)", e.Epoch, e.Step, e.Loss, e.MsPerStep)
 	case "epoch":
@@ -32,5 +36,12 @@ func (e Event) String() string {
 		}
 		return fmt.Sprintf("page: the canvas does not show the frame drawn: %q", e.Problems)
 	}
-	return fmt.Sprintf("page: %s at step %d", e.Event, e.Step)
+	return fmt.Sprintf("page: %s at step %d", printable(e.Event), e.Step)
+}
+
+// printable returns s with control characters and invalid UTF-8 escaped
+// as Go would quote them, the rest as it is.
+func printable(s string) string {
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
 }

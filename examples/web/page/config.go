@@ -38,6 +38,9 @@ func parseConfig(q url.Values) (config, error) {
 	if c.epochs < 1 || c.batch < 1 || c.hidden < 1 {
 		return c, fmt.Errorf("?epochs=%d&batch=%d&hidden=%d: want each ≥ 1", c.epochs, c.batch, c.hidden)
 	}
+	if c.batch > maxBatch || c.hidden > maxHidden || c.epochs > maxEpochs {
+		return c, fmt.Errorf("?epochs=%d&batch=%d&hidden=%d: want at most %d epochs, a batch of at most %d (the training set) and %d hidden units", c.epochs, c.batch, c.hidden, maxEpochs, maxBatch, maxHidden)
+	}
 	if s := q.Get("lr"); s != "" {
 		lr, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(lr >= 0) || math.IsInf(lr, 0) {
@@ -55,3 +58,12 @@ func parseConfig(q url.Values) (config, error) {
 	c.autostart, c.check = q.Get("autostart") == "1", q.Get("check") == "1"
 	return c, nil
 }
+
+// The largest run the page takes: a batch no larger than Fashion-MNIST's
+// training set (a larger one would train no step), and sizes whose
+// tensors fit a browser's memory.
+const (
+	maxBatch  = 60000
+	maxHidden = 1 << 16
+	maxEpochs = 1000
+)
