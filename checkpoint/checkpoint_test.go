@@ -130,6 +130,7 @@ func TestBadFiles(t *testing.T) {
 		{"negative shape", header(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}}`, nil), "shape [-1]"},
 		{"overlap", header(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 8)), "tile"},
 		{"data left over", header(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 8)), "cover 4 of 8"},
+		{"a name twice", header(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, make([]byte, 8)), `names "a" twice`},
 		{"huge shape", header(`{"a":{"dtype":"F64","shape":[2147483647,2147483647,2147483647],"data_offsets":[0,8]}}`, make([]byte, 8)), "shape"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +160,38 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSaveRefusesBadNames refuses names that are not UTF-8, which Read
+// would refuse, and writes nothing.
+func TestSaveRefusesBadNames(t *testing.T) {
+	dir := t.TempDir()
+	x := tensor.Must(tensor.FromFloat32(cpu.New(), []float32{1}, 1))
+	defer x.Release()
+	if err := checkpoint.Save(filepath.Join(dir, "m.safetensors"), map[string]*tensor.Tensor{"a\xff": x}, nil); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("Save of a name that is not UTF-8: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Save of a bad name left %v", entries)
+	}
+}
+
+// TestReadHugeFile refuses a (sparse) file of 1 TiB as out of memory
+// before reading it.
+func TestReadHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.safetensors")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 40); err != nil {
+		f.Close()
+		t.Skipf("no sparse file of 1 TiB here: %v", err)
+	}
+	f.Close()
+	if _, err := checkpoint.Read(path); !errors.Is(err, device.ErrOutOfMemory) {
+		t.Fatalf("Read of a 1 TiB file: %v; want ErrOutOfMemory", err)
+	}
 }
 
 // TestSaveRefusesNil returns an error, not a nil dereference, for a nil

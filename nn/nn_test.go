@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -313,5 +314,31 @@ func TestResidual(t *testing.T) {
 	}
 	if names := (nn.Sequential{r}).ParamNames(); len(names) != 2 || names[0] != "0.layer.0.weight" || names[1] != "0.layer.0.bias" {
 		t.Errorf("names %v; want [0.layer.0.weight 0.layer.0.bias]", names)
+	}
+}
+
+// TestBadLayerArguments: arguments PyTorch refuses are typed errors.
+func TestBadLayerArguments(t *testing.T) {
+	dev := cpu.New()
+	bn, err := nn.BatchNorm(dev, device.Float32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 1, 3)), false)
+	if err := tensor.Maybe(func() { bn.Forward(one) }); !errors.Is(err, tensor.ErrShape) {
+		t.Errorf("BatchNorm in training on one value per channel: %v; want ErrShape", err)
+	}
+	bn.Training, bn.Eps = false, -1
+	if err := tensor.Maybe(func() { bn.Forward(one) }); !errors.Is(err, tensor.ErrArgument) {
+		t.Errorf("BatchNorm in evaluation with eps -1: %v; want ErrArgument", err)
+	}
+	mha, err := nn.MultiheadAttention(dev, device.Float32, 8, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mha.Heads = 0
+	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 1, 2, 8)), false)
+	if err := tensor.Maybe(func() { mha.Forward(x) }); !errors.Is(err, tensor.ErrArgument) {
+		t.Errorf("MultiheadAttention with 0 heads: %v; want ErrArgument", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/examples/gpt/model"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -148,6 +150,28 @@ func TestGenerateBadInput(t *testing.T) {
 	} {
 		if _, err := m.Generate(dev, c.prompt, 3, c.s, true); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error containing %q", c.name, err, c.want)
+		}
+	}
+	if _, err := m.Generate(dev, []int32{1}, -3, model.Sampling{}, true); err == nil || !strings.Contains(err.Error(), "-3 tokens") {
+		t.Errorf("Generate of -3 tokens: %v; want an error", err)
+	}
+	caches := m.Caches()
+	idx := autograd.Leaf(tensor.Must(tensor.FromInt32(dev, []int32{1}, 1, 1)), false)
+	for name, cs := range map[string][]*nn.KVCache{"nil": nil, "one short": caches[1:], "a nil cache": append([]*nn.KVCache{nil}, caches[1:]...)} {
+		if err := tensor.Maybe(func() { m.Decode(idx, cs) }); !errors.Is(err, tensor.ErrArgument) {
+			t.Errorf("Decode with %s caches: %v; want ErrArgument", name, err)
+		}
+	}
+	// A context of 1: sliding keeps the newest token.
+	one := small
+	one.Context = 1
+	m1, err := model.New(dev, one, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cached := range []bool{false, true} {
+		if out, err := m1.Generate(dev, []int32{1}, 5, model.Sampling{}, cached); err != nil || len(out) != 5 {
+			t.Errorf("Generate of 5 tokens with a context of 1 (cached %v): %v, %v", cached, out, err)
 		}
 	}
 }

@@ -90,20 +90,7 @@ func newServer(dir string) (*server, error) {
 	for _, f := range fashionmnist.Files {
 		s.HandleFunc("GET /data/"+f, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(s.data, f)) })
 	}
-	s.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
-		if !sameOrigin(r) {
-			http.Error(w, "reports are taken from the page's own origin only", http.StatusForbidden)
-			return
-		}
-		var e events.Event
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReport)).Decode(&e); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.onEvent(e)
-	})
+	s.HandleFunc("POST /report", s.report)
 	s.HandleFunc("POST /snapshot", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 		if err != nil {
@@ -115,6 +102,23 @@ func newServer(dir string) (*server, error) {
 		s.onSnapshot(b)
 	})
 	return s, nil
+}
+
+// report takes one of the page's reports, from the page's own origin
+// only, of at most maxReport bytes.
+func (s *server) report(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "reports are taken from the page's own origin only", http.StatusForbidden)
+		return
+	}
+	var e events.Event
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReport)).Decode(&e); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onEvent(e)
 }
 
 // maxReport bounds a report's body.

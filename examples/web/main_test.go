@@ -10,7 +10,9 @@ import (
 	"image/png"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +150,37 @@ wait:
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("the page sent no snapshot")
+	}
+}
+
+// TestReportGuards: the server takes reports from its own origin only,
+// of a bounded size, and prints their text escaped.
+func TestReportGuards(t *testing.T) {
+	s := &server{onEvent: func(events.Event) {}}
+	s.HandleFunc("POST /report", s.report)
+	for _, c := range []struct {
+		name    string
+		body    string
+		headers map[string]string
+		want    int
+	}{
+		{"same origin", `{"event":"step"}`, map[string]string{"Origin": "http://example.test", "Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+		{"no page", `{"event":"step"}`, nil, http.StatusOK},
+		{"another origin", `{"event":"step"}`, map[string]string{"Origin": "http://evil.test"}, http.StatusForbidden},
+		{"a cross-site fetch", `{"event":"step"}`, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"2 MiB", `{"event":"` + strings.Repeat("x", 2<<20) + `"}`, nil, http.StatusBadRequest},
+	} {
+		r := httptest.NewRequest("POST", "http://example.test/report", strings.NewReader(c.body))
+		for k, v := range c.headers {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("%s: status %d; want %d", c.name, w.Code, c.want)
+		}
+	}
+	if got := (events.Event{Event: "error", Text: "a\x1b[2Jb\a"}).String(); strings.ContainsAny(got, "\x1b\a") {
+		t.Errorf("a report's text printed as %q; want control characters escaped", got)
 	}
 }
