@@ -190,7 +190,7 @@ func TestAttentionMaskedRows(t *testing.T) {
 			if !math.IsNaN(out[0]) || math.IsNaN(out[4]) {
 				t.Errorf("attention of q = k = [[1e30 0 0 0] [0 1 0 0]]: %v; want the first row NaN (its score overflows), the second not", out)
 			}
-		// A head dimension past the fused kernels' is an error on WebGPU,
+			// A head dimension past the fused kernels' is an error on WebGPU,
 			// not minutes of compiling; the CPU computes it.
 			big := filled(t, dev, []float64{0.01, -0.02}, 1, 2, 1024)
 			y := ops.ScaledDotProductAttention(big, big, big, nil, ops.AttentionAttrs{})
