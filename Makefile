@@ -11,7 +11,7 @@ DEPS      := deps
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
-.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity train train-cnn train-gpt watch-cnn web bench fuzz soak
+.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference train train-cnn train-gpt watch-cnn web bench fuzz soak
 
 all: test
 
@@ -144,6 +144,18 @@ fuzz: deps
 # checking that device memory stays flat.
 soak: deps
 	$(GO) test -count=1 -timeout 60m -run 'TestTrainingWithoutRelease|TestForgottenRelease' -v ./stress/ -args -soak
+
+# torch-reference records PyTorch's values on the parity cases that
+# parity.ReferenceCases selects into parity/testdata/torch/reference.json
+# (reference.py, with a Python that imports torch: Debian's
+# python3-torch), which the parity suite compares both backends with, no
+# torch needed; rerun it when a case changes (the suite says which).
+torch-reference:
+	@py=$$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done); \
+	if [ -z "$$py" ]; then echo "torch-reference: no Python here imports torch (Debian: apt-get install python3-torch; or set EXTENSOR_PYTHON)"; exit 1; fi; \
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) test -count=1 -run 'TestTorchReference$$' ./parity/ -args -torch-cases="$$d/cases.json" && \
+	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json
 
 # parity runs the parity suite and rewrites the coverage table in
 # docs/coverage.md.

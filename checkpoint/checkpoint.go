@@ -52,12 +52,6 @@ var dtypes = map[string]device.DType{"F32": device.Float32, "F64": device.Float6
 var sizes = map[string]int64{"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
 	"I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
 
-// sameDType reports whether the safetensors dtype name is dt.
-func sameDType(name string, dt device.DType) bool {
-	d, ok := dtypes[name]
-	return ok && d == dt
-}
-
 func dtypeName(dt device.DType) (string, bool) {
 	for k, v := range dtypes {
 		if v == dt {
@@ -390,16 +384,37 @@ func Read(path string) (*File, error) {
 	return f, nil
 }
 
-// Tensor returns the named tensor on dev.
+// Tensor returns the named tensor on dev: F32, F64, F16 and I32 as
+// they are; BF16 as float32 (exactly) and I64 (PyTorch's counters,
+// BatchNorm's num_batches_tracked) as int32, an error naming the tensor
+// if a value is outside int32's range.
 func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 	e, ok := f.entries[name]
 	if !ok {
 		return nil, fmt.Errorf("checkpoint: no tensor %q", name)
 	}
 	b := f.data[e.Offsets[0]:e.Offsets[1]]
+	switch e.DType {
+	case "BF16": // the upper half of a float32's bits
+		v := make([]float32, len(b)/2)
+		for i := range v {
+			v[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+		}
+		return tensor.FromFloat32(dev, v, e.Shape...)
+	case "I64":
+		v := make([]int32, len(b)/8)
+		for i := range v {
+			x := int64(binary.LittleEndian.Uint64(b[8*i:]))
+			if x != int64(int32(x)) {
+				return nil, fmt.Errorf("checkpoint: tensor %q (I64 %v): element %d is %d, outside int32, extensor's integer dtype", name, e.Shape, i, x)
+			}
+			v[i] = int32(x)
+		}
+		return tensor.FromInt32(dev, v, e.Shape...)
+	}
 	dt, ok := dtypes[e.DType]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint: tensor %q has dtype %s; extensor reads F32, F64, F16 and I32", name, e.DType)
+		return nil, fmt.Errorf("checkpoint: tensor %q has dtype %s; extensor reads F32, F64, F16, BF16, I32 and I64", name, e.DType)
 	}
 	switch dt {
 	case device.Float32:
@@ -429,6 +444,20 @@ func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 	}
 }
 
+// loadable reports whether a tensor of the safetensors dtype name loads
+// into a model's tensor of dtype dt, as PyTorch's load_state_dict copies
+// it: any float dtype into any float one (rounded to the model's), I32
+// and I64 into int32.
+func loadable(name string, dt device.DType) bool {
+	switch name {
+	case "F16", "BF16", "F32", "F64":
+		return dt.IsFloat()
+	case "I32", "I64":
+		return dt == device.Int32
+	}
+	return false
+}
+
 // Mismatch lists what did not fit when loading into a model.
 type Mismatch []string
 
@@ -441,9 +470,13 @@ func (m Mismatch) Error() string {
 }
 
 // LoadInto copies the file's tensors into into's, by name, after checking
-// every name, shape and dtype: a tensor missing from either side or of
-// another shape or dtype is listed in the returned Mismatch, and nothing
-// is copied then.
+// every name, shape and dtype: a tensor missing from either side, of
+// another shape, or of a dtype that does not load into the model's is
+// listed in the returned Mismatch, and nothing is copied then. As
+// PyTorch's load_state_dict, a float tensor loads into a float one of
+// any dtype, rounded to it (a BF16 or F16 checkpoint into a float32
+// model), and I64 and I32 counters into int32 ones (an I64 value outside
+// int32's range is an error naming the tensor).
 func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 	var m Mismatch
 	for name, t := range into {
@@ -451,7 +484,7 @@ func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 		switch {
 		case !ok:
 			m = append(m, fmt.Sprintf("%q: in the model (%v %v), not in the checkpoint", name, t.DType(), t.Shape()))
-		case !sameDType(e.DType, t.DType()) || !slices.Equal(e.Shape, t.Shape()):
+		case !loadable(e.DType, t.DType()) || !slices.Equal(e.Shape, t.Shape()):
 			m = append(m, fmt.Sprintf("%q: the checkpoint has %s %v, the model %v %v", name, e.DType, e.Shape, t.DType(), t.Shape()))
 		}
 	}
@@ -470,14 +503,30 @@ func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 			s.Release()
 		}
 	}()
-	devs := map[device.Device]bool{}
+	// Every tensor is read (and converted) before any is copied: a read
+	// that fails copies nothing.
+	ready := map[string]*tensor.Tensor{}
 	for name, t := range into {
 		src, err := f.Tensor(t.Device(), name)
 		if err != nil {
 			return err
 		}
 		srcs = append(srcs, src)
-		t.Device().Copy(t.Buffer(), src.Buffer())
+		if src.DType() != t.DType() { // converted on the host
+			v, err := src.Float64s()
+			if err != nil {
+				return err
+			}
+			if src, err = tensor.FromValues(t.Device(), t.DType(), v, t.Shape()...); err != nil {
+				return err
+			}
+			srcs = append(srcs, src)
+		}
+		ready[name] = src
+	}
+	devs := map[device.Device]bool{}
+	for name, t := range into {
+		t.Device().Copy(t.Buffer(), ready[name].Buffer())
 		devs[t.Device()] = true
 	}
 	for dev := range devs {

@@ -262,6 +262,17 @@ const (
 	Adam
 )
 
+// String returns "SGD" or "Adam".
+func (o Optimizer) String() string {
+	switch o {
+	case SGD:
+		return "SGD"
+	case Adam:
+		return "Adam"
+	}
+	return fmt.Sprintf("Optimizer(%d)", uint8(o))
+}
+
 // StepParams are the hyper-parameters of one optimiser step.
 type StepParams struct {
 	LR, WeightDecay     float64

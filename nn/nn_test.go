@@ -1,11 +1,18 @@
 package nn_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
+	"github.com/extensor/extensor/checkpoint"
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/nn"
@@ -340,5 +347,108 @@ func TestBadLayerArguments(t *testing.T) {
 	x := autograd.Leaf(tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 1, 2, 8)), false)
 	if err := tensor.Maybe(func() { mha.Forward(x) }); !errors.Is(err, tensor.ErrArgument) {
 		t.Errorf("MultiheadAttention with 0 heads: %v; want ErrArgument", err)
+	}
+}
+
+// safetensors writes a safetensors file of the tensors (name, dtype,
+// shape, little-endian bytes), in order, as PyTorch's writer lays it out.
+func safetensors(t *testing.T, path string, tensors ...struct {
+	name, dtype string
+	shape       []int
+	data        []byte
+}) {
+	t.Helper()
+	var hdr, data []byte
+	hdr = append(hdr, '{')
+	for i, x := range tensors {
+		if i > 0 {
+			hdr = append(hdr, ',')
+		}
+		hdr = fmt.Appendf(hdr, `%q:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, x.name, x.dtype, strings.ReplaceAll(fmt.Sprint(x.shape), " ", ","), len(data), len(data)+len(x.data))
+		data = append(data, x.data...)
+	}
+	hdr = append(hdr, '}')
+	for len(hdr)%8 != 0 {
+		hdr = append(hdr, ' ')
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	if err := os.WriteFile(path, append(append(b, hdr...), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadPyTorchStateDict loads a state_dict as PyTorch writes it: a
+// BatchNorm's num_batches_tracked an I64 0-D tensor, a Linear's weights
+// in BF16, into a float32 model; an I64 past int32 is an error naming
+// the tensor, and copies nothing.
+func TestLoadPyTorchStateDict(t *testing.T) {
+	dev := cpu.New()
+	bn, err := nn.BatchNorm(dev, device.Float32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin, err := nn.Linear(dev, device.Float32, 3, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := nn.Sequential{bn, lin}
+	f32 := func(v ...float32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	bf16 := func(v ...float32) []byte { // exact in bfloat16
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint16(b, uint16(math.Float32bits(x)>>16))
+		}
+		return b
+	}
+	type entry = struct {
+		name, dtype string
+		shape       []int
+		data        []byte
+	}
+	file := func(count int64) string {
+		path := filepath.Join(t.TempDir(), "model.safetensors")
+		safetensors(t, path,
+			entry{"0.weight", "F32", []int{3}, f32(1.5, 2, -1)},
+			entry{"0.bias", "F32", []int{3}, f32(0.25, 0, 3)},
+			entry{"0.running_mean", "F32", []int{3}, f32(0.5, -0.5, 2)},
+			entry{"0.running_var", "F32", []int{3}, f32(4, 1, 0.25)},
+			entry{"0.num_batches_tracked", "I64", []int{}, binary.LittleEndian.AppendUint64(nil, uint64(count))},
+			entry{"1.weight", "BF16", []int{2, 3}, bf16(1, -2, 0.5, 3, 0.125, -8)},
+			entry{"1.bias", "BF16", []int{2}, bf16(-1, 2)})
+		return path
+	}
+	f, err := checkpoint.Read(file(1 << 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.LoadInto(model.StateDict()); err == nil || !strings.Contains(err.Error(), `"0.num_batches_tracked"`) || !strings.Contains(err.Error(), "outside int32") {
+		t.Errorf("LoadInto of a count of 2⁴⁰: %v; want an error naming num_batches_tracked", err)
+	}
+	if v, _ := bn.RunningVar.Float64s(); v[0] != 1 {
+		t.Errorf("a failed LoadInto copied running_var %v", v)
+	}
+	if f, err = checkpoint.Read(file(7)); err != nil {
+		t.Fatal(err)
+	}
+	sd := model.StateDict()
+	if err := f.LoadInto(sd); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want []float64
+	}{
+		{"0.weight", []float64{1.5, 2, -1}}, {"0.running_var", []float64{4, 1, 0.25}}, {"0.num_batches_tracked", []float64{7}},
+		{"1.weight", []float64{1, -2, 0.5, 3, 0.125, -8}}, {"1.bias", []float64{-1, 2}},
+	} {
+		if v, err := sd[c.name].Float64s(); err != nil || !slices.Equal(v, c.want) {
+			t.Errorf("%s: %v, %v; want %v", c.name, v, err, c.want)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type (
 		Axes     []int
 		Keepdims bool
 	}
-	// LossAttrs are a loss's reduction: mse, bce, bce_with_logits, kl_div.
+	// LossAttrs are a loss's reduction: mse, bce, bce_with_logits.
 	LossAttrs struct{ Reduction Reduction }
 	// ShapeAttrs are a target shape: reshape, broadcast_to, sum_to,
 	// adaptive_avg_pool2d's output size.

@@ -117,21 +117,29 @@ var (
 		lossCases(prob, unit, []float64{nan, 0, 1, -1, 2, 1e-30, 0.5, 0.999, inf, -inf}))
 	BCEWithLogitsOp = lossOp("bce_with_logits", "BCE of sigmoid(x), stable: (1−y)·x + softplus(−x), as PyTorch (x = +∞ gives +∞ for y < 1, x = −∞ NaN).", bceWithLogitsLoss, BCEWithLogitsLossBackward,
 		lossCases(moderate, unit, []float64{nan, 1e30, -1e30, 100, -100, 0, 30, -30, inf, -inf}))
-	CrossEntropyOp = &Op{Name: "cross_entropy", Family: "softmax, gather", Doc: "from logits (N×C), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
+	CrossEntropyOp = &Op{Name: "cross_entropy", Family: "softmax, gather", Doc: "from logits (N×C, or N×C×d1×… as PyTorch's K-dimensional form, targets N×d1×…), int32 class indices or probabilities; via logsumexp; label smoothing ε mixes the target with the uniform distribution; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's (its mean divides by the rows' weights).",
 		Forward: fwd(func(in []*T, a CrossEntropyAttrs) *T {
-			return crossEntropyLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
+			return kForward("ops.CrossEntropyLossWith", in, a.Reduction, func(in []*T) *T {
+				return crossEntropyLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
+			})
 		}),
 		Backward: bwd(func(in []*T, g *T, a CrossEntropyAttrs) []*T {
-			gx, gt := CrossEntropyLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a))
-			return []*T{gx, gt, nil}[:len(in)]
+			return kBackward("ops.CrossEntropyLossWithBackward", in, g, a.Reduction, func(in []*T, g *T) []*T {
+				gx, gt := CrossEntropyLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a))
+				return []*T{gx, gt, nil}[:len(in)]
+			})
 		}),
 		Cases: slices.Concat(crossEntropyCases(), smoothingCases(), weightedCases(true))}
-	NLLOp = &Op{Name: "nll", Family: "gather", Doc: "−logp[i, y_i] with int32 class indices; class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
+	NLLOp = &Op{Name: "nll", Family: "gather", Doc: "−logp[i, y_i] with int32 class indices (N×C, or N×C×d1×… with indices N×d1×…); class weights [C] (3rd input, no gradient) and an ignored label as PyTorch's.",
 		Forward: fwd(func(in []*T, a CrossEntropyAttrs) *T {
-			return nllLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
+			return kForward("ops.NLLLossWith", in, a.Reduction, func(in []*T) *T {
+				return nllLossWith(in[0], in[1], a.Reduction, classOptionsOf(in, a))
+			})
 		}),
 		Backward: bwd(func(in []*T, g *T, a CrossEntropyAttrs) []*T {
-			return []*T{NLLLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a)), nil, nil}[:len(in)]
+			return kBackward("ops.NLLLossWithBackward", in, g, a.Reduction, func(in []*T, g *T) []*T {
+				return []*T{NLLLossWithBackward(in[0], in[1], g, a.Reduction, classOptionsOf(in, a)), nil, nil}[:len(in)]
+			})
 		}),
 		Cases: append(classCases(Domain{Lo: -5, Hi: 0}, false), weightedCases(false)...)}
 	MatmulOp = &Op{Name: "matmul", Family: "matmul", Doc: "NumPy's matmul: 1-D operands as a row (a) or column (b) vector, N-D as batches with broadcast batch axes; gradients summed over broadcast batch axes.",
@@ -287,8 +295,8 @@ var others = []*Op{
 	MSEOp.with(mseRule),
 	BCEOp.with(bceRule),
 	BCEWithLogitsOp.with(bceLogitsRule),
-	CrossEntropyOp.with(classRule(true)),
-	NLLOp.with(classRule(false)),
+	CrossEntropyOp.with(kRule(classRule(true))),
+	NLLOp.with(kRule(classRule(false))),
 
 	// Matrices and shapes.
 	MatmulOp.with(matmulRule),

@@ -41,7 +41,7 @@ func crossEntropyCases() []Case {
 	}
 	return append(cs,
 		Case{Name: "probabilities (7,10) ±100", Inputs: []Input{{Shape: sh(7, 10), Domain: bigLogits}, {Shape: sh(7, 10), Domain: unit}}, FDATol: 1e-6},
-		Case{Name: "special values none", Inputs: []Input{
+		Case{Name: "special values (3,4) none", Inputs: []Input{
 			{Shape: sh(3, 4), Domain: Domain{Values: []float64{1e30, -1e30, 0, 1, nan, 1, 2, 3, 100, -100, 50, 0}}},
 			{Shape: sh(3), Int: true, Domain: Domain{Values: []float64{1, 2, 3}}}},
 			Attrs: CrossEntropyAttrs{Reduction: NoReduction}, NoFD: true},

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/extensor/extensor/device"
@@ -377,6 +378,34 @@ func weightedCases(ce bool) []Case {
 		sp.Inputs[0].Domain = Domain{Values: []float64{1e30, -1e30, 0, 1, math.NaN(), 1, 2, 3, 100, -100, 50, math.Inf(-1)}}
 		sp.NoFD = true
 		cs = append(cs, p, sp)
+	}
+	return append(cs, kDimCases(ce)...)
+}
+
+// kDimCases are the class losses' cases of PyTorch's K-dimensional form:
+// input (N, C, d1, …), class indices (N, d1, …) or probabilities of the
+// input's shape.
+func kDimCases(ce bool) []Case {
+	dx := logits
+	if !ce {
+		dx = Domain{Lo: -5, Hi: 0}
+	}
+	c := func(x, y []int, r Reduction) Case {
+		return Case{Name: fmt.Sprintf("K-dim %s labels %s %v", ShapeName(x), ShapeName(y), r), Inputs: []Input{{Shape: x, Domain: dx}, {Shape: y, Int: true, Domain: Domain{Classes: x[1]}}},
+			Attrs: CrossEntropyAttrs{Reduction: r}}
+	}
+	w := c(sh(2, 4, 6), sh(2, 6), MeanReduction)
+	w.Name = "K-dim (2,4,6) weight ignore_index=-100 mean"
+	w.Inputs[1].Domain = Domain{Values: []float64{0, 2, -100, 1, 3, 3, -100}}
+	w.Inputs = append(w.Inputs, Input{Shape: sh(4), Domain: Domain{Lo: 0.2, Hi: 2}, NoGrad: true})
+	w.Attrs = CrossEntropyAttrs{Ignore: true, IgnoreIndex: -100}
+	cs := []Case{c(sh(2, 4, 3, 5), sh(2, 3, 5), MeanReduction), c(sh(2, 4, 3, 5), sh(2, 3, 5), NoReduction), c(sh(3, 5, 7), sh(3, 7), SumReduction),
+		c(sh(2, 3, 2, 2, 2), sh(2, 2, 2, 2), NoReduction), c(sh(0, 4, 3), sh(0, 3), NoReduction), w}
+	if ce {
+		p := Case{Name: "K-dim probabilities (2,3,4) none", Inputs: []Input{{Shape: sh(2, 3, 4), Domain: logits}, {Shape: sh(2, 3, 4), Domain: unit}}, Attrs: CrossEntropyAttrs{Reduction: NoReduction}}
+		s := c(sh(2, 5, 4), sh(2, 4), MeanReduction)
+		s.Name, s.Attrs = "K-dim (2,5,4) smoothing=0.2 mean", CrossEntropyAttrs{LabelSmoothing: 0.2}
+		cs = append(cs, p, s)
 	}
 	return cs
 }

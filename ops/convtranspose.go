@@ -64,8 +64,8 @@ func convTransposeShape(op string, x, w, b *T, win Window, outPad [2]int) []int 
 		if win.Stride[i] < 1 || win.Stride[i] > 1<<24 || win.Padding[i] < 0 || win.Padding[i] > 1<<24 || d[i] > 1<<24 {
 			tensor.Panicf(op, tensor.ErrArgument, "stride %v, padding %v, dilation %v; want strides and dilations in [1, 2²⁴], paddings in [0, 2²⁴]", win.Stride, win.Padding, win.Dilation)
 		}
-		if outPad[i] < 0 || outPad[i] >= win.Stride[i] {
-			tensor.Panicf(op, tensor.ErrArgument, "output padding %v for stride %v; want 0 ≤ output padding < stride", outPad, win.Stride)
+		if outPad[i] < 0 || outPad[i] >= max(win.Stride[i], d[i]) {
+			tensor.Panicf(op, tensor.ErrArgument, "output padding %v for stride %v and dilation %v; want 0 ≤ output padding < max(stride, dilation) (PyTorch's rule)", outPad, win.Stride, win.Dilation)
 		}
 		n := (xs[2+i]-1)*win.Stride[i] - 2*win.Padding[i] + d[i]*(ws[2+i]-1) + outPad[i] + 1
 		if xs[2+i] < 1 || n < 1 || xs[2+i] > 1<<24 || ws[2+i] > 1<<24 {
@@ -80,8 +80,9 @@ func convTransposeShape(op string, x, w, b *T, win Window, outPad [2]int) []int 
 // weight w [in channels, out channels / groups, KH, KW] and bias b
 // ([out channels] or nil): each input pixel scatters its channels times
 // the kernel into the output, stride apart, the output cropped by padding
-// on each side and extended by outPad (< stride) at the bottom and right.
-// float16 computes in float32 and rounds once.
+// on each side and extended by outPad (< max(stride, dilation), PyTorch's
+// rule) at the bottom and right. float16 computes in float32 and rounds
+// once.
 func ConvTranspose2d[V Operand[E], E any](x, w, b V, win Window, outPad [2]int) V {
 	return call(ConvTranspose2dOp, ConvTransposeAttrs{Window: win, OutputPadding: outPad}, inputs("ops.ConvTranspose2d", []V{x, w}, b)...)
 }
@@ -94,7 +95,17 @@ func convTranspose2d(x, w, b *T, win Window, outPad [2]int) *T {
 		defer done()
 		return narrow16(convTranspose2d(in[0], in[1], in[2], win, outPad))
 	}
-	y := as(op, func() *T { return conv2dInputGrad(op, shape, w, x, win) })
+	var y *T
+	if full, ok := uncropped(win, outPad); ok {
+		// Output padding of a stride or more: the output uncropped,
+		// then cropped to the padding and the output padding (whose
+		// rows past the uncropped output are zeros).
+		u := convTranspose2d(x, w, nil, full, [2]int{})
+		y = cropTo(u, shape, win.Padding)
+		u.Release()
+	} else {
+		y = as(op, func() *T { return conv2dInputGrad(op, shape, w, x, win) })
+	}
 	if b == nil {
 		return y
 	}
@@ -118,6 +129,18 @@ func ConvTranspose2dBackward(x, w, b, g *T, win Window, outPad [2]int) (gx, gw, 
 		gx, gw, gb = ConvTranspose2dBackward(in[0], in[1], in[2], in[3], win, outPad)
 		return narrow16(gx), narrow16(gw), narrow16(gb)
 	}
+	if full, ok := uncropped(win, outPad); ok {
+		// The upstream gradient of the uncropped output: g where the
+		// crop kept it, zeros elsewhere.
+		fs := convTransposeShape(op, x, w, nil, full, [2]int{})
+		gu := uncrop(g, fs, win.Padding)
+		defer gu.Release()
+		gx, gw, _ = ConvTranspose2dBackward(x, w, nil, gu, full, [2]int{})
+		if b != nil {
+			gb = sum(g, []int{0, 2, 3}, false)
+		}
+		return gx, gw, gb
+	}
 	gx = as(op, func() *T { return conv2dOf(g, w, nil, win) })
 	gw = as(op, func() (r [3]*T) {
 		r[0], r[1], r[2] = conv2dBackward(g, w, nil, x, win, false, nil)
@@ -127,6 +150,57 @@ func ConvTranspose2dBackward(x, w, b, g *T, win Window, outPad [2]int) (gx, gw, 
 		gb = sum(g, []int{0, 2, 3}, false)
 	}
 	return gx, gw, gb
+}
+
+// uncropped reports whether outPad reaches the stride in a dimension
+// (as PyTorch allows where the dilation is larger), which the output's
+// relation to conv2d's input gradient cannot express, and returns win
+// without padding.
+func uncropped(win Window, outPad [2]int) (Window, bool) {
+	if outPad[0] < win.Stride[0] && outPad[1] < win.Stride[1] {
+		return win, false
+	}
+	win.Padding = [2]int{}
+	return win, true
+}
+
+// cropTo returns the rows and columns of u, a transposed convolution's
+// output without padding, that the output of shape keeps: from crop on,
+// zeros past u's end.
+func cropTo(u *T, shape []int, crop [2]int) *T {
+	y := Clone(u)
+	for i := range 2 {
+		axis, n := 2+i, shape[2+i]
+		keep := min(n, u.Shape()[axis]-crop[i])
+		s := slice(y, axis, crop[i], crop[i]+keep, 1)
+		y.Release()
+		y = s
+		if keep < n {
+			pads := make([][2]int, 4)
+			pads[axis] = [2]int{0, n - keep}
+			p := pad(y, pads, 0)
+			y.Release()
+			y = p
+		}
+	}
+	return y
+}
+
+// uncrop is cropTo's adjoint: g, of the cropped output's shape, placed
+// from crop on in zeros of the uncropped shape fs.
+func uncrop(g *T, fs []int, crop [2]int) *T {
+	y := Clone(g)
+	for i := range 2 {
+		axis := 2 + i
+		keep := min(g.Shape()[axis], fs[axis]-crop[i])
+		s := slice(y, axis, 0, keep, 1)
+		y.Release()
+		pads := make([][2]int, 4)
+		pads[axis] = [2]int{crop[i], fs[axis] - crop[i] - keep}
+		y = pad(s, pads, 0)
+		s.Release()
+	}
+	return y
 }
 
 func convTransposeCases() []Case {
@@ -161,6 +235,10 @@ func convTransposeCases() []Case {
 		c(sh(1, 4, 3, 3), sh(4, 2, 2, 3), false, Window{Stride: pair(2, 1), Groups: 2}, [2]int{1, 0}),
 		c(sh(1, 2, 4, 3), sh(2, 2, 3, 2), true, Window{Stride: pair(1, 2), Padding: pair(2, 1), Dilation: pair(2, 1)}, [2]int{0, 1}),
 		c(sh(0, 2, 3, 3), sh(2, 3, 2, 2), true, s1, [2]int{}),
+		// Output padding of the stride or more, below the dilation.
+		c(sh(1, 2, 3, 4), sh(2, 3, 2, 3), true, Window{Stride: pair(1, 1), Dilation: pair(2, 3)}, [2]int{1, 2}),
+		c(sh(2, 2, 4, 3), sh(2, 2, 3, 2), true, Window{Stride: pair(1, 2), Padding: pair(2, 1), Dilation: pair(3, 1)}, [2]int{2, 1}),
+		c(sh(1, 4, 3, 3), sh(4, 1, 2, 2), false, Window{Stride: pair(2, 1), Padding: pair(1, 0), Dilation: pair(4, 2), Groups: 4}, [2]int{3, 1}),
 		special, big,
 	}
 }
@@ -190,8 +268,16 @@ var (
 	// conv_transpose2d: gx = conv2d(g, w), gw = convWeightGrad(g, x), gb = Σ g.
 	convTransposeRule = rule(func(b Builder, in []Value, _, g Value, a ConvTransposeAttrs) []Value {
 		r := rb{b}
-		ws := in[1].Shape()
-		grads := []Value{r.op(Conv2dOp, a.Window, g, in[1]), convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
+		ws, xs := in[1].Shape(), in[0].Shape()
+		gx := r.op(Conv2dOp, a.Window, g, in[1])
+		// An output padding of the stride or more gives conv2d rows and
+		// columns past x's.
+		for i := range 2 {
+			if gx.Shape()[2+i] != xs[2+i] {
+				gx = r.op(SliceOp, SliceAttrs{Axis: 2 + i, Start: 0, Stop: xs[2+i], Step: 1}, gx)
+			}
+		}
+		grads := []Value{gx, convWeightGrad(r, g, in[0], a.Window, ws[2], ws[3])}
 		if len(in) > 2 {
 			grads = append(grads, r.op(SumOp, ReduceAttrs{Axes: []int{0, 2, 3}}, g))
 		}

@@ -149,11 +149,14 @@ func classLoss(op string, x, target *tensor.Tensor, r Reduction, probs bool) (de
 // the target, reduced by r over the N rows of the N×C logits. The target
 // is either int32 class indices in [0, C) of shape [N] (an index outside
 // gives NaN for its row), or float probabilities of shape [N, C] (as
-// PyTorch's cross_entropy; rows need not sum to 1). It is computed through
-// a log-sum-exp, so it is stable for large logits.
+// PyTorch's cross_entropy; rows need not sum to 1). Logits of PyTorch's
+// K-dimensional form (N, C, d1, …) take indices (N, d1, …) or
+// probabilities of their shape, a loss at each position (NoReduction:
+// of shape (N, d1, …)). It is computed through a log-sum-exp, so it is
+// stable for large logits.
 func CrossEntropyLoss[V Operand[E], E any](logits, target V, r Reduction) V {
 	return callWith(CrossEntropyOp, CrossEntropyAttrs{Reduction: r}, func(in []*T) *T {
-		return crossEntropy("ops.CrossEntropyLoss", in[0], in[1], r)
+		return kForward("ops.CrossEntropyLoss", in, r, func(in []*T) *T { return crossEntropy("ops.CrossEntropyLoss", in[0], in[1], r) })
 	}, logits, target)
 }
 
@@ -246,9 +249,12 @@ func checkLabels(op string, labels *tensor.Tensor) {
 
 // NLLLoss returns the negative log-likelihood −logp[i, target[i]] of the
 // N×C log-probabilities logp for int32 class indices target of shape [N]
-// (an index outside [0, C) gives NaN for its row), reduced by r.
+// (an index outside [0, C) gives NaN for its row), reduced by r; or of
+// PyTorch's K-dimensional form, logp (N, C, d1, …) and target (N, d1, …).
 func NLLLoss[V Operand[E], E any](logp, target V, r Reduction) V {
-	return callWith(NLLOp, CrossEntropyAttrs{Reduction: r}, func(in []*T) *T { return nllLoss(in[0], in[1], r) }, logp, target)
+	return callWith(NLLOp, CrossEntropyAttrs{Reduction: r}, func(in []*T) *T {
+		return kForward("ops.NLLLoss", in, r, func(in []*T) *T { return nllLoss(in[0], in[1], r) })
+	}, logp, target)
 }
 
 func nllLoss(logp, target *T, r Reduction) *T {

@@ -26,15 +26,40 @@ var (
 			return []*T{gp, gt}
 		}),
 		Cases: append(robustCases(), Case{Name: "(7,) delta=0", Inputs: []Input{{Shape: sh(7), Domain: offZero}, {Shape: sh(7), Domain: Domain{Values: []float64{0}}}}, Attrs: HuberAttrs{Delta: 0, Reduction: SumReduction}})}
-	KLDivOp = &Op{Name: "kl_div", Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy; log_target false), reduced (mean over elements; PyTorch's batchmean is the sum over N).",
-		Forward: fwd(func(in []*T, a LossAttrs) *T { return klDivLoss(in[0], in[1], a.Reduction) }),
-		Backward: bwd(func(in []*T, g *T, a LossAttrs) []*T {
-			gx, gt := KLDivLossBackward(in[0], in[1], g, a.Reduction)
+	KLDivOp = &Op{Name: "kl_div", Family: "binary, where", Doc: "t·ln t − t·x for log-probabilities x and probabilities t, t·ln t = 0 at t = 0 (PyTorch's xlogy), or e^t·(t − x) for log-probabilities t (LogTarget, PyTorch's log_target); reduced (mean over elements; PyTorch's batchmean is the sum over N).",
+		Forward: fwd(func(in []*T, a KLDivAttrs) *T { return klDivLoss(in[0], in[1], a) }),
+		Backward: bwd(func(in []*T, g *T, a KLDivAttrs) []*T {
+			gx, gt := KLDivLossWithBackward(in[0], in[1], g, a)
 			return []*T{gx, gt}
 		}),
-		Cases: append(lossCases(Domain{Lo: -3, Hi: 0}, Domain{Lo: 0.05, Hi: 1}, []float64{nan, inf, -inf, 0, -1, -2}),
-			Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: LossAttrs{Reduction: SumReduction}, NoFD: true})}
+		Cases: klDivCases()}
 )
+
+// KLDivAttrs are kl_div's reduction and whether its target holds
+// log-probabilities (PyTorch's log_target).
+type KLDivAttrs struct {
+	Reduction Reduction
+	LogTarget bool
+}
+
+func (KLDivAttrs) isAttrs() {}
+
+func klDivCases() []Case {
+	cs := lossCases(Domain{Lo: -3, Hi: 0}, Domain{Lo: 0.05, Hi: 1}, []float64{nan, inf, -inf, 0, -1, -2})
+	for i := range cs {
+		cs[i].Attrs = KLDivAttrs{Reduction: cs[i].Attrs.(LossAttrs).Reduction}
+	}
+	logt := func(s []int, r Reduction) Case {
+		return Case{Name: ShapeName(s) + " log_target " + r.String(), Inputs: []Input{{Shape: s, Domain: Domain{Lo: -3, Hi: 0}}, {Shape: s, Domain: Domain{Lo: -4, Hi: 0}}},
+			Attrs: KLDivAttrs{Reduction: r, LogTarget: true}}
+	}
+	return append(cs,
+		Case{Name: "zero targets", Inputs: []Input{{Shape: sh(4)}, {Shape: sh(4), Domain: Domain{Values: []float64{0, 0.5, 0, 0.25}}}}, Attrs: KLDivAttrs{Reduction: SumReduction}, NoFD: true},
+		logt(sh(7), MeanReduction), logt(sh(4, 5), SumReduction), logt(sh(3, 4), NoReduction), logt(sh(0), MeanReduction),
+		Case{Name: "special values log_target none", Inputs: []Input{{Shape: sh(7), Domain: Domain{Values: []float64{nan, inf, -inf, 0, -1, -2, -30}}},
+			{Shape: sh(7), Domain: Domain{Values: []float64{-1, -2, -inf, -inf, 0, nan, -0.5}}}}, Attrs: KLDivAttrs{Reduction: NoReduction, LogTarget: true}, NoFD: true},
+	)
+}
 
 // divergences are huber, smooth_l1 and kl_div, in the coverage table's
 // order.
@@ -72,10 +97,14 @@ func huberRule(smooth bool) Rule {
 // klDivRule is kl_div's backward in table ops: −t for x; ln t + 1 − x for
 // t where t > 0, and 0 elsewhere (a constant mask; the rule serves
 // finite, positive targets).
-var klDivRule = rule(func(b Builder, in []Value, _, g Value, a LossAttrs) []Value {
+var klDivRule = rule(func(b Builder, in []Value, _, g Value, a KLDivAttrs) []Value {
 	r := rb{b}
 	gs := r.lossScale(g, device.Numel(in[0].Shape()), a.Reduction, false)
 	x, t := in[0], in[1]
+	if a.LogTarget { // −e^t·g for x; e^t·(t − x + 1)·g for t
+		et := r.un(ExpOp, t)
+		return []Value{r.mul(r.neg(et), gs), r.mul(r.mul(et, r.add(r.sub(t, x), r.scalar(t, 1))), gs)}
+	}
 	pos := b.Const(above(b.Tensor(t), 1, 0))
 	gt := r.mul(r.add(r.sub(r.un(LogOp, t), x), r.scalar(t, 1)), pos)
 	return []Value{r.mul(r.neg(t), gs), r.mul(gt, gs)}
@@ -210,16 +239,31 @@ func SmoothL1LossBackward(p, t, g *T, delta float64, r Reduction) (gp, gt *T) {
 // t·ln t = 0 at t = 0 (xlogy), reduced by r (PyTorch's batchmean is
 // SumReduction divided by the batch size).
 func KLDivLoss[V Operand[E], E any](x, t V, r Reduction) V {
-	return call(KLDivOp, LossAttrs{Reduction: r}, x, t)
+	return call(KLDivOp, KLDivAttrs{Reduction: r}, x, t)
 }
 
-func klDivLoss(x, t *T, r Reduction) *T {
+// KLDivLossWith is KLDivLoss with its attributes: with a.LogTarget, t
+// holds log-probabilities and the loss is e^t·(t − x) (PyTorch's
+// log_target=True).
+func KLDivLossWith[V Operand[E], E any](x, t V, a KLDivAttrs) V {
+	return call(KLDivOp, a, x, t)
+}
+
+func klDivLoss(x, t *T, a KLDivAttrs) *T {
 	const op = "ops.KLDivLoss"
+	r := a.Reduction
 	elementLoss(op, x, t, r)
 	if x.DType() == device.Float16 {
 		in, done := wide32(x, t)
 		defer done()
-		return narrow16(klDivLoss(in[0], in[1], r))
+		return narrow16(klDivLoss(in[0], in[1], a))
+	}
+	if a.LogTarget {
+		et := exp(t)
+		defer et.Release()
+		d := sub(t, x)
+		defer d.Release()
+		return reduceLoss(op, mul(et, d), r)
 	}
 	lt := log(t)
 	defer lt.Release()
@@ -247,16 +291,35 @@ func zeroWhereZero(t, v *T) *T {
 // KLDivLossBackward returns the gradients of KLDivLoss: −t·g for x, and
 // (ln t + 1 − x)·g for t, 0 where t = 0.
 func KLDivLossBackward(x, t, g *T, r Reduction) (gx, gt *T) {
+	return KLDivLossWithBackward(x, t, g, KLDivAttrs{Reduction: r})
+}
+
+// KLDivLossWithBackward returns the gradients of KLDivLossWith: with
+// a.LogTarget, −e^t·g for x and e^t·(t − x + 1)·g for t; else those of
+// KLDivLoss.
+func KLDivLossWithBackward(x, t, g *T, a KLDivAttrs) (gx, gt *T) {
 	const op = "ops.KLDivLossBackward"
+	r := a.Reduction
 	elementLoss(op, x, t, r)
 	if x.DType() == device.Float16 {
 		in, done := wide32(x, t, g)
 		defer done()
-		gx, gt = KLDivLossBackward(in[0], in[1], in[2], r)
+		gx, gt = KLDivLossWithBackward(in[0], in[1], in[2], a)
 		return narrow16(gx), narrow16(gt)
 	}
 	ge := lossUpstream(op, g, x.Shape(), r)
 	defer ge.Release()
+	if a.LogTarget {
+		et := exp(t)
+		defer et.Release()
+		eg := mul(et, ge)
+		defer eg.Release()
+		d := sub(t, x)
+		defer d.Release()
+		d1 := shiftBy(d, 1)
+		defer d1.Release()
+		return neg(eg), mul(eg, d1)
+	}
 	nt := neg(t)
 	defer nt.Release()
 	gx = mul(nt, ge)

@@ -25,7 +25,7 @@ func checkSmoothing(op string, eps float64) {
 // the CE of (1 − eps)·target + eps/C. eps 0 is CrossEntropyLoss.
 func CrossEntropyLossSmoothed[V Operand[E], E any](logits, target V, r Reduction, eps float64) V {
 	return callWith(CrossEntropyOp, CrossEntropyAttrs{Reduction: r, LabelSmoothing: eps}, func(in []*T) *T {
-		return crossEntropyLossSmoothed(in[0], in[1], r, eps)
+		return kForward("ops.CrossEntropyLossSmoothed", in, r, func(in []*T) *T { return crossEntropyLossSmoothed(in[0], in[1], r, eps) })
 	}, logits, target)
 }
 

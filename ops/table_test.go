@@ -240,6 +240,21 @@ func TestCasesShareTheirOpsAttrsType(t *testing.T) {
 	}
 }
 
+// TestCaseNamesAreUnique checks that no op has two cases of one name:
+// a case's name seeds its values and keys its results and its PyTorch
+// values.
+func TestCaseNamesAreUnique(t *testing.T) {
+	for _, op := range ops.Table() {
+		seen := map[string]bool{}
+		for _, c := range op.Cases {
+			if seen[c.Name] {
+				t.Errorf("%s: two cases named %q", op.Name, c.Name)
+			}
+			seen[c.Name] = true
+		}
+	}
+}
+
 // TestAttrsOfAnotherType checks that an op given attributes of a type it
 // does not take panics with ErrArgument naming both types, and that nil
 // stands for the zero value of its type.

@@ -108,6 +108,12 @@ func badInput(t *testing.T, dev device.Device) {
 		{"CrossEntropyLoss labels shape", func() { ops.CrossEntropyLoss(m23, i(0, 1, 2), ops.MeanReduction) }, "ops.CrossEntropyLoss", tensor.ErrShape, "want [2]"},
 		{"CrossEntropyLoss probabilities shape", func() { ops.CrossEntropyLoss(m23, m32, ops.MeanReduction) }, "ops.CrossEntropyLoss", tensor.ErrShape, "target probabilities"},
 		{"NLLLoss float targets", func() { ops.NLLLoss(m23, v3, ops.MeanReduction) }, "ops.NLLLoss", tensor.ErrDType, "int32 class indices"},
+		{"CrossEntropyLoss K-dim labels shape", func() { ops.CrossEntropyLoss(f(2, 3, 4), i(0, 1, 2, 0, 1, 2, 0, 1), ops.MeanReduction) }, "ops.CrossEntropyLoss", tensor.ErrShape, "want them [2 4] (N, d1, …)"},
+		{"CrossEntropyLoss K-dim probabilities shape", func() { ops.CrossEntropyLoss(f(2, 3, 4), f(2, 4, 3), ops.NoReduction) }, "ops.CrossEntropyLoss", tensor.ErrShape, "want the target of the input's shape"},
+		{"NLLLoss K-dim labels shape", func() { ops.NLLLoss(f(2, 3, 4), i(0, 1), ops.SumReduction) }, "ops.NLLLoss", tensor.ErrShape, "want them [2 4]"},
+		{"ConvTranspose2d output padding", func() {
+			ops.ConvTranspose2d(f(1, 1, 3, 3), f(1, 1, 2, 2), nil, ops.Window{Stride: [2]int{2, 1}, Dilation: [2]int{1, 3}}, [2]int{1, 3})
+		}, "ops.ConvTranspose2d", tensor.ErrArgument, "want 0 ≤ output padding < max(stride, dilation)"},
 		{"Mod broadcast", func() { ops.Mod(m23, f(2)) }, "ops.Mod", tensor.ErrShape, "do not broadcast"},
 		{"MatMul inner dims", func() { ops.MatMul(m23, m23) }, "ops.MatMul", tensor.ErrShape, "inner dimensions differ: a has shape [2 3], b [2 3]"},
 		{"MatMul vector inner dims", func() { ops.MatMul(m23, f(2)) }, "ops.MatMul", tensor.ErrShape, "b's first (b is 1-D)"},

@@ -30,6 +30,9 @@ const (
 type Case struct {
 	Op *ops.Op
 	ops.Case
+	// Torch, when set, is PyTorch's values on the case, which Check
+	// compares every run with.
+	Torch *Reference
 }
 
 // Name returns "op/case".
@@ -40,7 +43,7 @@ func Specs() []Case {
 	var cs []Case
 	for _, op := range ops.Table() {
 		for _, c := range op.Cases {
-			cs = append(cs, Case{op, c})
+			cs = append(cs, Case{Op: op, Case: c})
 		}
 	}
 	return cs
@@ -69,6 +72,8 @@ type Result struct {
 	// them (an ErrDType naming float16) or computes what it computes on
 	// their values in float64, within float16's precision.
 	Half Status
+	// Torch: every run agrees with PyTorch's values (cases with them).
+	Torch Status
 }
 
 // run is one evaluation of a case on a device in a dtype.
@@ -277,7 +282,7 @@ type Fallback struct {
 // fb fails the WebGPU cell it belongs to.
 func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 	t.Helper()
-	res := Result{Op: c.Op.Name, Family: c.Op.Family, Case: c.Case.Name, FD: NotApplicable}
+	res := Result{Op: c.Op.Name, Family: c.Op.Family, Case: c.Case.Name, FD: NotApplicable, Torch: NotApplicable}
 	if c.Op.Backward == nil {
 		res.CPUBwd, res.GPUBwd = NotApplicable, NotApplicable
 	}
@@ -293,15 +298,21 @@ func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 		res.CPUBwd = Fail
 	}
 	want.round32()
-	res.CPUFwd, res.CPUBwd = c.compareRun(t, "cpu float32", host, vals, g, want, res.CPUBwd)
+	// The CPU float64 run is compared rounded to float32, as PyTorch's
+	// values are.
+	runs := map[string]*run{"cpu float64": {out: want.out32, outShape: want.outShape, grads: want.grads32}}
+	res.CPUFwd, res.CPUBwd, runs["cpu float32"] = c.compareRun(t, "cpu float32", host, vals, g, want, res.CPUBwd)
 	full := gpu != nil && fb != nil && fb.Full(c.Op)
 	if gpu != nil {
 		bwd := res.GPUBwd
-		res.GPUFwd, res.GPUBwd = c.compareRun(t, "webgpu", gpu, vals, g, want, bwd)
+		res.GPUFwd, res.GPUBwd, runs["webgpu"] = c.compareRun(t, "webgpu", gpu, vals, g, want, bwd)
 		if full {
-			f, b := c.compareRun(t, "webgpu fallbacks", fb.Device, vals, g, want, bwd)
-			res.GPUFwd, res.GPUBwd = merge(res.GPUFwd, f), merge(res.GPUBwd, b)
+			f, b, r := c.compareRun(t, "webgpu fallbacks", fb.Device, vals, g, want, bwd)
+			res.GPUFwd, res.GPUBwd, runs["webgpu fallbacks"] = merge(res.GPUFwd, f), merge(res.GPUBwd, b), r
 		}
+	}
+	if c.Torch != nil {
+		res.Torch = c.checkReference(t, c.Torch, vals, g, runs)
 	}
 	if c.Op.Backward != nil && !c.NoFD {
 		res.FD = c.finiteDifferences(t, vals, g, want)
@@ -310,7 +321,7 @@ func Check(t testing.TB, c Case, gpu device.Device, fb *Fallback) Result {
 	if gpu != nil && fb != nil && fb.Half {
 		devs = append(devs, fb.Device)
 	}
-	res.Half = c.checkHalf(t, vals, devs...)
+	res.Half = c.checkHalf(t, vals, g, devs...)
 	res.Rule = NotApplicable
 	if c.Op.Grad != nil && !c.NoFD {
 		res.Rule = c.checkRule(t, host, device.Float64, vals, g, want, FDRTol, FDATol)
@@ -335,10 +346,34 @@ const (
 	HalfATol = 6.2e-5
 )
 
-// checkHalf runs the case's forward on float16 inputs (vals rounded to
-// float16) on the devices (the CPU first; nil ones skipped), and
-// requires all to compute it or all to refuse it.
-func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) Status {
+// HalfGradRTol is the relative tolerance of a gradient on float16 values
+// against float64 on the same values: a backward rounds each of the two
+// or three ops it runs to float16 and sums in them (a broadcast's, a
+// product's), so it gets four roundings' room, and as absolute
+// tolerance 2⁻¹⁰ of the gradient's largest magnitude (see halfGradATol),
+// where its sums cancel.
+const HalfGradRTol = 4.0 / 1024
+
+// halfGradATol returns the absolute tolerance of a float16 gradient
+// whose float64 values are want: 2⁻¹⁰ of their largest finite
+// magnitude, at least HalfATol.
+func halfGradATol(want []float64) float64 {
+	most := 0.0
+	for _, w := range want {
+		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+			most = max(most, math.Abs(w))
+		}
+	}
+	return max(HalfATol, most/1024)
+}
+
+// checkHalf runs the case on float16 inputs (vals rounded to float16),
+// forward and, where the op has one, backward for an upstream gradient
+// rounded to float16, on the devices (the CPU first; nil ones skipped),
+// and requires all to compute it or all to refuse it. What they compute
+// is compared with the CPU's float64 run on the same values, rounded to
+// float16.
+func (c *Case) checkHalf(t testing.TB, vals [][]float64, g []float64, devs ...device.Device) Status {
 	t.Helper()
 	rounded := make([][]float64, len(c.Inputs))
 	for i, v := range vals {
@@ -347,20 +382,28 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 			rounded[i] = toHalf(v)
 		}
 	}
+	var gh []float64
+	if g != nil {
+		gh = toHalf(g)
+	}
 	// The float64 reference, computed once a device computes the case
 	// (an op that refuses float16 needs none). With no floating-point
 	// input, nothing is float16: the result (an int32 arange, say) is
 	// compared as it is.
-	var want, ref []float64
+	var want *run
 	var err error
 	reference := func() {
 		if want != nil || err != nil {
 			return
 		}
-		want, _, err = c.forward(cpu.New(), device.Float64, rounded)
-		ref = toHalf(want)
-		if !slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return !in.Int }) {
-			ref = want
+		if want, _, err = c.eval(cpu.New(), device.Float64, rounded, gh); err != nil {
+			return
+		}
+		if slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return !in.Int }) {
+			want.out = toHalf(want.out)
+			for i := range want.grads {
+				want.grads[i] = toHalf(want.grads[i])
+			}
 		}
 	}
 	status := Refused
@@ -368,7 +411,7 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 		if dev == nil {
 			continue
 		}
-		got, _, ferr := c.forward(dev, device.Float16, rounded)
+		got, _, ferr := c.eval(dev, device.Float16, rounded, gh)
 		if ferr == nil {
 			reference()
 		}
@@ -379,8 +422,17 @@ func (c *Case) checkHalf(t testing.TB, vals [][]float64, devs ...device.Device) 
 				t.Errorf("%s %s: float16: the cpu refuses it but %s computes it", c.Op.Name, c.Case.Name, dev)
 				return Fail
 			}
-			if !Close(t, fmt.Sprintf("%s %s: %s float16 forward", c.Op.Name, c.Case.Name, dev), got, ref, HalfRTol, HalfATol) {
+			where := fmt.Sprintf("%s %s: %s float16", c.Op.Name, c.Case.Name, dev)
+			if !Close(t, where+" forward", got.out, want.out, HalfRTol, HalfATol) {
 				return Fail
+			}
+			for i, in := range c.Inputs {
+				if c.Op.Backward == nil || in.Int || in.NoGrad {
+					continue
+				}
+				if !Close(t, fmt.Sprintf("%s gradient %d", where, i), got.grads[i], want.grads[i], HalfGradRTol, halfGradATol(want.grads[i])) {
+					return Fail
+				}
 			}
 			status = Pass
 		case errors.As(ferr, &te) && errors.Is(ferr, tensor.ErrDType) && strings.Contains(ferr.Error(), "float16"):
@@ -476,13 +528,13 @@ func (c *Case) gradShapesOK(t testing.TB, where string, r *run) bool {
 }
 
 // compareRun evaluates the case in float32 on dev and compares it with the
-// CPU float64 run.
-func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals [][]float64, g []float64, want *run, bwdSoFar Status) (fwd, bwd Status) {
+// CPU float64 run; it returns the run too (nil if it failed).
+func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals [][]float64, g []float64, want *run, bwdSoFar Status) (fwd, bwd Status, got *run) {
 	t.Helper()
 	got, _, err := c.eval(dev, device.Float32, vals, g)
 	if err != nil {
 		t.Errorf("%s %s: %s: %v", c.Op.Name, c.Case.Name, where, err)
-		return Fail, Fail
+		return Fail, Fail, nil
 	}
 	rtol, atol := c.RTol, c.ATol
 	if rtol == 0 {
@@ -501,7 +553,7 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 		fwd = Fail
 	}
 	if c.Op.Backward == nil {
-		return fwd, NotApplicable
+		return fwd, NotApplicable, got
 	}
 	bwd = Pass
 	if bwdSoFar == Fail || !c.gradShapesOK(t, where, got) {
@@ -515,5 +567,5 @@ func (c *Case) compareRun(t testing.TB, where string, dev device.Device, vals []
 			bwd = Fail
 		}
 	}
-	return fwd, bwd
+	return fwd, bwd, got
 }

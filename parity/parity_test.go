@@ -57,6 +57,10 @@ func TestParity(t *testing.T) {
 		fb = &parity.Fallback{Device: d, Full: usesSubgroups, Half: strings.Contains(gpu.String(), ", f16")}
 	}
 	specs := subsetOf(parity.Specs(), *subset)
+	refs := torchReferences(t)
+	for i := range specs {
+		specs[i].Torch = refs[specs[i].Name()]
+	}
 	results := make([]*parity.Result, len(specs))
 	t.Cleanup(func() {
 		if fb != nil {

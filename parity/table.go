@@ -14,8 +14,10 @@ type Table struct {
 type tableRow struct {
 	family               string
 	cases, fdPass, fdRun int
+	torchPass, torchRun  int
 	cells                [4]Status // cpu fwd, cpu bwd, webgpu fwd, webgpu bwd
 	fd, rule, half       Status
+	torch                Status
 }
 
 // merge combines the outcomes of two cases for one cell: a failure wins,
@@ -35,7 +37,7 @@ func (t *Table) Add(r Result) {
 	}
 	row, ok := t.rows[r.Op]
 	if !ok {
-		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable, rule: NotApplicable, half: NotApplicable}
+		row = &tableRow{family: r.Family, cells: [4]Status{NotApplicable, NotApplicable, NotApplicable, NotApplicable}, fd: NotApplicable, rule: NotApplicable, half: NotApplicable, torch: NotApplicable}
 		t.rows[r.Op] = row
 		t.order = append(t.order, r.Op)
 	}
@@ -46,6 +48,13 @@ func (t *Table) Add(r Result) {
 	row.fd = merge(row.fd, r.FD)
 	row.rule = merge(row.rule, r.Rule)
 	row.half = merge(row.half, r.Half)
+	row.torch = merge(row.torch, r.Torch)
+	if r.Torch == Pass || r.Torch == Fail {
+		row.torchRun++
+	}
+	if r.Torch == Pass {
+		row.torchPass++
+	}
 	if r.FD == Pass || r.FD == Fail {
 		row.fdRun++
 	}
@@ -57,7 +66,7 @@ func (t *Table) Add(r Result) {
 // Complete reports whether every applicable check ran and passed.
 func (t *Table) Complete() bool {
 	for _, row := range t.rows {
-		for _, s := range append(row.cells[:], row.fd, row.rule) {
+		for _, s := range append(row.cells[:], row.fd, row.rule, row.torch) {
 			if s == Fail || s == NotRun {
 				return false
 			}
@@ -91,16 +100,20 @@ func (t *Table) Markdown() string {
 		cases += t.rows[op].cases
 	}
 	fmt.Fprintf(&b, "%d ops, %d cases.\n\n", len(t.order), cases)
-	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order | float16 |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| op | kernel family | cases | cpu fwd | cpu bwd | webgpu fwd | webgpu bwd | finite differences | 2nd order | float16 | pytorch |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, op := range t.order {
 		row := t.rows[op]
 		fd := row.fd.String()
 		if row.fd == Pass || row.fd == Fail {
 			fd = fmt.Sprintf("%s %d/%d", fd, row.fdPass, row.cases)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
-			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd, row.rule, row.half)
+		torch := row.torch.String()
+		if row.torch == Pass || row.torch == Fail {
+			torch = fmt.Sprintf("%s %d/%d", torch, row.torchPass, row.cases)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, row.family, row.cases,
+			row.cells[0], row.cells[1], row.cells[2], row.cells[3], fd, row.rule, row.half, torch)
 	}
 	return b.String()
 }
