@@ -50,13 +50,21 @@ func Temp(t *tensor.Tensor) *Var {
 // Value returns the variable's tensor. After Backward has consumed the
 // graph, an intermediate's value (an op's result, with or without a
 // gradient, that a recorded op read) is released unless Retain was called.
-func (v *Var) Value() *tensor.Tensor { return v.t }
+func (v *Var) Value() *tensor.Tensor { v.notNil("autograd.Var.Value"); return v.t }
+
+// notNil panics with ErrArgument, naming op, for a nil variable (a layer
+// given nil, say).
+func (v *Var) notNil(op string) {
+	if v == nil {
+		tensor.Panicf(op, tensor.ErrArgument, "nil variable")
+	}
+}
 
 // Grad returns the gradient accumulated by Backward, or nil.
-func (v *Var) Grad() *tensor.Tensor { return v.grad }
+func (v *Var) Grad() *tensor.Tensor { v.notNil("autograd.Var.Grad"); return v.grad }
 
 // RequiresGrad reports whether Backward computes the variable's gradient.
-func (v *Var) RequiresGrad() bool { return v.requires }
+func (v *Var) RequiresGrad() bool { v.notNil("autograd.Var.RequiresGrad"); return v.requires }
 
 // ZeroGrad releases the accumulated gradient.
 func (v *Var) ZeroGrad() {
@@ -90,7 +98,7 @@ func (v *Var) Retain() *Var {
 
 // Detach returns v's value as a leaf that requires no gradient: what is
 // computed from it is not recorded.
-func (v *Var) Detach() *Var { return &Var{t: v.t} }
+func (v *Var) Detach() *Var { v.notNil("autograd.Var.Detach"); return &Var{t: v.t} }
 
 // Release releases the variable's value and gradient.
 func (v *Var) Release() {

@@ -8,7 +8,7 @@ import (
 )
 
 // Shape returns the shape of the variable's value.
-func (v *Var) Shape() []int { return v.t.Shape() }
+func (v *Var) Shape() []int { v.notNil("autograd.Var.Shape"); return v.t.Shape() }
 
 // Grad returns the gradients of y, a 0-D variable, with respect to each
 // variable of wrt, as torch.autograd.grad does; it leaves Grad alone and

@@ -14,4 +14,4 @@ package autograd
 //
 // An op that reads no such variable (one on parameters alone) is recorded
 // as usual; what it records is dropped with its result.
-func (v *Var) NoGrad() *Var { return &Var{t: v.t, noGrad: true} }
+func (v *Var) NoGrad() *Var { v.notNil("autograd.Var.NoGrad"); return &Var{t: v.t, noGrad: true} }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/extensor/extensor/autograd"
@@ -239,6 +240,9 @@ type GroupNormLayer struct {
 // GroupNorm returns a group normalisation of c channels in groups groups,
 // eps 1e-5, with an affine transform.
 func GroupNorm(dev device.Device, dt device.DType, groups, c int) (*GroupNormLayer, error) {
+	if groups < 1 || c < 0 || c%groups != 0 {
+		return nil, fmt.Errorf("nn.GroupNorm: %d channels in %d groups; want groups ≥ 1 dividing the channels", c, groups)
+	}
 	w, err := tensor.Ones(dev, dt, c)
 	if err != nil {
 		return nil, err

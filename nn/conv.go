@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/extensor/extensor/autograd"
@@ -55,6 +56,9 @@ type ConvTranspose2dLayer struct {
 // OutputPadding for others), initialised as PyTorch does (bounds from
 // the weight's second dimension times the taps) from seed.
 func ConvTranspose2d(dev device.Device, dt device.DType, in, out, k, stride int, seed uint64) (*ConvTranspose2dLayer, error) {
+	if stride < 1 || stride > 1<<24 {
+		return nil, fmt.Errorf("nn.ConvTranspose2d: stride %d; want a stride in [1, 2²⁴]", stride)
+	}
 	bound := 1 / math.Sqrt(float64(max(out*k*k, 1)))
 	w, err := uniform(dev, dt, bound, seed, in, out, k, k)
 	if err != nil {

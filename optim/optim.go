@@ -9,7 +9,9 @@
 package optim
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
@@ -154,6 +156,15 @@ func (o *Optimizer) State(i int) []*tensor.Tensor { return o.state[i] }
 // (SGD: momentum; Adam: m, v, vmax), made (zeros) if no step has made it
 // yet. Steps and SetSteps carry the step count.
 func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error) {
+	if len(names) != len(o.params) {
+		return nil, fmt.Errorf("optim: StateDict: %d names for %d parameters; want one a parameter", len(names), len(o.params))
+	}
+	if i := slices.Index(names, ""); i >= 0 {
+		return nil, fmt.Errorf("optim: StateDict: parameter %d has no name", i)
+	}
+	if d := duplicateName(names); d != "" {
+		return nil, fmt.Errorf("optim: StateDict: two parameters named %q", d)
+	}
 	labels := []string{"momentum"}
 	if o.kind == device.Adam {
 		labels = []string{"m", "v", "vmax"}
@@ -175,6 +186,18 @@ func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error)
 		}
 	}
 	return d, nil
+}
+
+// duplicateName returns a name that names holds twice, or "".
+func duplicateName(names []string) string {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return n
+		}
+		seen[n] = true
+	}
+	return ""
 }
 
 // SetSteps sets the number of steps taken (when resuming from a

@@ -180,3 +180,29 @@ func TestClipGradNorm(t *testing.T) {
 		t.Errorf("ClipGradNorm without gradients: %v; want an ErrArgument saying there are none", err)
 	}
 }
+
+// TestStateDictNames refuses names that do not name each parameter once:
+// too few, too many, empty or repeated (a map would lose a state).
+func TestStateDictNames(t *testing.T) {
+	dev := cpu.New()
+	p := func() *autograd.Var { return autograd.Leaf(tensor.Must(tensor.Zeros(dev, device.Float32, 2)), true) }
+	o := optim.Adam([]*autograd.Var{p(), p()}, 1e-3)
+	for _, tt := range []struct {
+		names []string
+		says  string
+	}{
+		{nil, "0 names for 2 parameters"},
+		{[]string{"a"}, "1 names for 2 parameters"},
+		{[]string{"a", "b", "c"}, "3 names for 2 parameters"},
+		{[]string{"a", ""}, "parameter 1 has no name"},
+		{[]string{"a", "a"}, `two parameters named "a"`},
+	} {
+		if _, err := o.StateDict(tt.names); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("StateDict(%q): %v; want an error saying %q", tt.names, err, tt.says)
+		}
+	}
+	d, err := o.StateDict([]string{"a", "b"})
+	if err != nil || len(d) != 4 || d["b.v"] == nil {
+		t.Errorf("StateDict(a, b): %v, %v; want a.m, a.v, b.m, b.v", d, err)
+	}
+}

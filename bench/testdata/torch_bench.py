@@ -16,6 +16,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "internal", "torchpy"))
+from blas import blas  # noqa: E402
+
 cuda = torch.cuda.is_available()
 dev = torch.device("cuda" if cuda else "cpu")
 seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
@@ -51,7 +54,7 @@ def main():
     if cuda:
         print("device PyTorch %s CUDA, %s" % (torch.__version__, torch.cuda.get_device_name()), flush=True)
     else:
-        print("device PyTorch %s CPU, %d threads" % (torch.__version__, torch.get_num_threads()), flush=True)
+        print("device PyTorch %s CPU, %d threads, BLAS %s" % (torch.__version__, torch.get_num_threads(), blas()), flush=True)
 
     sizes = [256, 512, 1024, 2048] + ([4096] if cuda else [])
     for n in sizes:

@@ -44,12 +44,17 @@ func (l *Loader) Len() int {
 	return n
 }
 
-// Steps returns the number of batches in an epoch.
+// Steps returns the number of batches in an epoch: 0 for a loader that
+// Check refuses.
 func (l *Loader) Steps() int {
-	if l.DropLast {
-		return l.Len() / l.Batch
+	if l.Check() != nil {
+		return 0
 	}
-	return (l.Len() + l.Batch - 1) / l.Batch
+	n := l.Len()
+	if l.DropLast || n%l.Batch == 0 {
+		return n / l.Batch
+	}
+	return n/l.Batch + 1 // (n + Batch − 1)/Batch would overflow for a huge Batch
 }
 
 // A Batch is one batch on a device; the consumer releases X and Y.
@@ -60,12 +65,16 @@ type Batch struct {
 }
 
 // Epoch returns the batches of one epoch on dev, the order of the last
-// epoch shuffled again (rand.Rand.Shuffle of a PCG seeded (seed, 7)).
+// epoch shuffled again (rand.Rand.Shuffle of a PCG seeded (seed, 7); seed
+// 0 for a Loader made without New).
 // While the loop body trains on one batch, the next is gathered and
 // uploaded on another goroutine. Stopping the loop early is fine.
 func (l *Loader) Epoch(dev device.Device) iter.Seq2[int, Batch] {
 	if err := l.Check(); err != nil {
 		return func(yield func(int, Batch) bool) { yield(0, Batch{Err: err}) }
+	}
+	if l.rng == nil { // a Loader made without New
+		l.rng = rand.New(rand.NewPCG(0, 7))
 	}
 	n := l.Len()
 	if len(l.order) != n {

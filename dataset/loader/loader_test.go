@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +160,30 @@ func TestEpochHalf(t *testing.T) {
 		}
 		b.X.Release()
 		b.Y.Release()
+	}
+}
+
+// TestHugeBatches: a batch larger than the data is one batch of all of
+// it (Steps never wraps), and a loader Check refuses has no steps.
+func TestHugeBatches(t *testing.T) {
+	dev := cpu.New()
+	for _, batch := range []int{5, 1 << 40, math.MaxInt} {
+		l := &loader.Loader{Images: make([]float32, 5*3), Labels: make([]int32, 5), Features: 3, Batch: batch}
+		if got := l.Steps(); got != 1 {
+			t.Errorf("batch %d: %d steps; want 1", batch, got)
+		}
+		n := 0
+		for _, b := range l.Epoch(dev) {
+			if b.Err != nil || b.Size != 5 {
+				t.Fatalf("batch %d: a batch of %d, %v; want all 5", batch, b.Size, b.Err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Errorf("batch %d: %d batches; want 1", batch, n)
+		}
+	}
+	if got := (&loader.Loader{Images: make([]float32, 3), Labels: make([]int32, 1), Features: 3}).Steps(); got != 0 {
+		t.Errorf("batches of 0: %d steps; want 0", got)
 	}
 }

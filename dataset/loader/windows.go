@@ -23,14 +23,22 @@ type Windows struct {
 	Seed    uint64
 }
 
-// Check returns an error unless Context and Batch are positive and
-// Tokens holds at least one window.
+// Check returns an error unless Context and Batch are positive, a
+// batch's Batch×Context tokens a tensor can hold, and Tokens holds at
+// least one window.
 func (w *Windows) Check() error {
 	switch {
 	case w.Context < 1 || w.Batch < 1:
 		return fmt.Errorf("loader: windows of %d tokens, %d a batch; want ≥ 1 of each", w.Context, w.Batch)
-	case len(w.Tokens) < w.Context+1:
+	case len(w.Tokens) <= w.Context: // Context+1 would overflow for a huge Context
 		return fmt.Errorf("loader: %d tokens for windows of %d+1; want at least one window", len(w.Tokens), w.Context)
+	}
+	n, err := device.CheckNumel([]int{w.Batch, w.Context})
+	if err == nil {
+		err = device.CheckHostAlloc("loader: a batch's tokens", n, 4)
+	}
+	if err != nil {
+		return fmt.Errorf("loader: batches of %d windows of %d tokens: %w", w.Batch, w.Context, err)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package loader_test
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/cpu"
@@ -53,5 +55,35 @@ func TestWindows(t *testing.T) {
 				t.Errorf("%d tokens, context %d, batch %d: no error", len(bad.Tokens), bad.Context, bad.Batch)
 			}
 		}
+	}
+}
+
+// TestWindowsHostile: sizes that overflow or outgrow memory are errors
+// from Check, and from Steps' first batch, before anything is allocated.
+func TestWindowsHostile(t *testing.T) {
+	tokens := make([]int32, 100)
+	for _, tt := range []struct {
+		name           string
+		context, batch int
+		says           string
+	}{
+		{"no context", 0, 2, "want ≥ 1"},
+		{"a negative batch", 4, -1, "want ≥ 1"},
+		{"a context of MaxInt", math.MaxInt, 2, "at least one window"},
+		{"a context past the tokens", 100, 2, "at least one window"},
+		{"a batch of 2⁴⁰", 4, 1 << 40, "exceed the host memory"},
+		{"a batch of MaxInt", 4, math.MaxInt, "than an int counts"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &loader.Windows{Tokens: tokens, Context: tt.context, Batch: tt.batch}
+			if err := w.Check(); err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("Check: %v; want an error saying %q", err, tt.says)
+			}
+			for _, b := range w.Steps(cpu.New(), 0, 3) {
+				if b.Err == nil {
+					t.Fatal("Steps yielded a batch without the error")
+				}
+			}
+		})
 	}
 }

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "internal", "torchpy"))
 from safetensors_reader import load_file  # noqa: E402
+from blas import blas  # noqa: E402
 
 STD = 0.02
 
@@ -135,7 +136,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=c["lr"], betas=(0.9, 0.999), eps=1e-8, weight_decay=c["weight_decay"])
     steps = a.steps or c["steps"]
     print(json.dumps({"step": 0, "val_loss": evaluate(model, val, vstarts, c), "threads": torch.get_num_threads(),
-                      "torch": torch.__version__}), flush=True)
+                      "torch": torch.__version__, "blas": blas()}), flush=True)
     elapsed, ran = 0.0, 0
     t0 = time.perf_counter()
     for step in range(1, steps + 1):

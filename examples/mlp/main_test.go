@@ -131,3 +131,55 @@ func TestTapeMatchesHandWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileFlags: a count below its range is refused before any work;
+// huge counts do what they say without wrapping (a batch past the data is
+// one batch of all of it, a limit past it all of it) or fail with an
+// error (a hidden layer that cannot be allocated).
+func TestHostileFlags(t *testing.T) {
+	base := Config{Device: "cpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 16, LR: 0.1, Hidden: 8, Seed: 1, Limit: 64}
+	fields := []struct {
+		name string
+		at   func(c *Config) *int
+		min  int
+	}{
+		{"-epochs", func(c *Config) *int { return &c.Epochs }, 1},
+		{"-batch", func(c *Config) *int { return &c.Batch }, 1},
+		{"-hidden", func(c *Config) *int { return &c.Hidden }, 1},
+		{"-limit", func(c *Config) *int { return &c.Limit }, 0},
+		{"-progress", func(c *Config) *int { return &c.Progress }, 0},
+	}
+	for _, f := range fields {
+		for _, v := range []int{f.min - 1, -1, math.MinInt} {
+			c := base
+			*f.at(&c) = v
+			if err := c.Check(); err == nil || !strings.Contains(err.Error(), f.name) {
+				t.Errorf("%s %d: Check gave %v; want an error naming %s", f.name, v, err, f.name)
+			}
+		}
+	}
+	huge := []struct {
+		name string
+		set  func(c *Config)
+		fail bool
+	}{
+		{"-batch MaxInt", func(c *Config) { c.Batch = math.MaxInt }, false},
+		{"-limit MaxInt", func(c *Config) { c.Limit, c.Batch = math.MaxInt, 4096 }, false},
+		{"-progress MaxInt", func(c *Config) { c.Progress = math.MaxInt }, false},
+		{"-hidden 2⁴⁰", func(c *Config) { c.Hidden = 1 << 40 }, true},
+	}
+	for _, h := range huge {
+		c := base
+		h.set(&c)
+		epochs, err := Train(c, new(bytes.Buffer))
+		if !h.fail {
+			needData(t, err)
+		}
+		switch {
+		case h.fail && err == nil:
+			t.Errorf("%s: trained; want an error", h.name)
+		case !h.fail && (len(epochs) != 1 || math.IsNaN(epochs[0].Loss)):
+			t.Errorf("%s: %v; want one epoch trained", h.name, epochs)
+		}
+	}
+}
