@@ -166,6 +166,7 @@ func Apply(op *ops.Op, a ops.Attrs, in ...*Var) *Var {
 // It then releases the graph's intermediate values (those not Retained);
 // a second Backward through the same graph is an error.
 func (v *Var) Backward() error {
+	v.notNil("autograd.Var.Backward")
 	if v.t.Rank() != 0 {
 		return fmt.Errorf("autograd: Backward of a tensor of shape %v; want a 0-D loss, or BackwardWith an upstream gradient", v.t.Shape())
 	}
@@ -181,6 +182,7 @@ func (v *Var) Backward() error {
 // With retain, the graph keeps its intermediate values for another
 // backward pass.
 func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
+	v.notNil("autograd.Var.BackwardWith")
 	if !v.requires {
 		return fmt.Errorf("autograd: Backward of a variable that requires no gradient")
 	}

@@ -19,6 +19,7 @@ func (v *Var) Shape() []int { v.notNil("autograd.Var.Shape"); return v.t.Shape()
 // An op without a rule is an error when create is set, as is a variable of
 // wrt that y does not depend on.
 func Grad(y *Var, wrt []*Var, create bool) ([]*Var, error) {
+	y.notNil("autograd.Grad")
 	if y.t.Rank() != 0 {
 		return nil, fmt.Errorf("autograd: Grad of a tensor of shape %v; want a 0-D value", y.t.Shape())
 	}
@@ -32,6 +33,8 @@ func Grad(y *Var, wrt []*Var, create bool) ([]*Var, error) {
 // GradWith is Grad with the upstream gradient g (shaped like y), for a y
 // of any shape.
 func GradWith(y, g *Var, wrt []*Var, create bool) (gs []*Var, err error) {
+	y.notNil("autograd.GradWith")
+	g.notNil("autograd.GradWith")
 	if !y.requires {
 		return nil, fmt.Errorf("autograd: Grad of a variable that requires no gradient")
 	}

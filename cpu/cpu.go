@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -98,6 +99,33 @@ type buffer struct {
 	i32 []int32
 	f16 []uint16 // float16 bits
 	*lease
+	// mu orders the kernels that update a buffer in place (an optimiser
+	// step, Axpy, Copy, Write) and the readbacks of it: a Read on another
+	// goroutine sees the buffer before or after such a kernel, never half
+	// updated.
+	mu sync.RWMutex
+}
+
+// updating locks bufs for a kernel that writes them in place and
+// returns the unlock; a buffer named twice is locked once.
+func updating(bufs ...device.Buffer) func() {
+	var held []*buffer
+	for _, x := range bufs {
+		if x == nil {
+			continue
+		}
+		b := buf(x)
+		if slices.Contains(held, b) {
+			continue
+		}
+		b.mu.Lock()
+		held = append(held, b)
+	}
+	return func() {
+		for _, b := range held {
+			b.mu.Unlock()
+		}
+	}
 }
 
 // lease is a buffer's share of the device's memory, which its Free, or
@@ -252,6 +280,7 @@ func (d *Device) release(l *lease) {
 // Write copies src into dst.
 func (d *Device) Write(dst device.Buffer, src any) error {
 	b := buf(dst)
+	defer updating(dst)()
 	if err := device.CheckHost("cpu: Write", src, b.dt, b.Len()); err != nil {
 		return err
 	}
@@ -268,9 +297,12 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 	return nil
 }
 
-// Read copies src into dst.
+// Read copies src into dst, between the kernels that update src in
+// place.
 func (d *Device) Read(src device.Buffer, dst any) error {
 	b := buf(src)
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if err := device.CheckHost("cpu: Read", dst, b.dt, b.Len()); err != nil {
 		return err
 	}
@@ -317,6 +349,11 @@ func (d *Device) Arange(dst device.Buffer, start, step float64) {
 // Copy copies src into dst.
 func (d *Device) Copy(dst, src device.Buffer) {
 	o, s := buf(dst), buf(src)
+	defer updating(dst)()
+	if s != o {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
 	copy(o.f32, s.f32)
 	copy(o.f64, s.f64)
 	copy(o.i32, s.i32)
@@ -417,6 +454,7 @@ func (d *Device) SoftmaxCrossEntropyGrad(site string, dlogits, logits, labels, g
 // float32.
 func (d *Device) Axpy(y, x device.Buffer, alpha float64) {
 	o, in := buf(y), buf(x)
+	defer updating(y)()
 	switch {
 	case alpha == 0: // BLAS skips the terms, where 0·Inf and 0·NaN are NaN
 		for i := range o.Len() {

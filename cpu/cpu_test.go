@@ -964,3 +964,42 @@ func TestStepFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDuringStep reads a parameter on one goroutine while optimiser
+// steps update it on another: each read sees the parameter between two
+// steps (every element alike), never half updated.
+func TestReadDuringStep(t *testing.T) {
+	d := cpu.New()
+	const n = 1 << 18
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	p, g := load(t, d, device.Float32, ones), load(t, d, device.Float32, ones)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			d.Step(device.SGD, p, g, nil, device.StepParams{LR: 1})
+		}
+	}()
+	v := make([]float32, n)
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Log("the steps ended before the first read")
+			}
+			return
+		default:
+		}
+		if err := d.Read(p, v); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range v {
+			if x != v[0] {
+				t.Fatalf("read %d: element %d is %v, element 0 %v: a step half done", reads, i, x, v[0])
+			}
+		}
+	}
+}

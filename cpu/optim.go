@@ -13,6 +13,7 @@ import (
 // step, are computed in float64 and rounded once).
 func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []device.Buffer, h device.StepParams) {
 	p := buf(param)
+	defer updating(append([]device.Buffer{param, h.Scaling, h.Skipped}, state...)...)()
 	if p.dt == device.Float64 {
 		step[float64](op, p, buf(grad), state, h)
 		return
@@ -96,6 +97,7 @@ func elems[F float32 | float64](b *buffer) []F {
 // that is Inf or NaN.
 func (d *Device) Unscale(grad, scale, state device.Buffer) {
 	g := buf(grad)
+	defer updating(grad, state)()
 	var found bool
 	if g.dt == device.Float64 {
 		found = unscale[float64](g, buf(scale))
@@ -124,6 +126,7 @@ func unscale[F float32 | float64](g, scale *buffer) bool {
 // scale is stored.
 func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer, p device.ScaleParams) {
 	sc, st := buf(scale), buf(state)
+	defer updating(append([]device.Buffer{scale, state}, skipped...)...)()
 	s := float32(sc.at(0))
 	if st.at(device.ScaleFound) != 0 {
 		sc.set(0, float64(s*float32(p.Backoff)))

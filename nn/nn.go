@@ -399,6 +399,15 @@ func (d *DropoutLayer) Params() []*autograd.Var { return nil }
 // Sequential applies its layers in order.
 type Sequential []Layer
 
+// check panics with ErrArgument, naming op, if a layer of s is nil.
+func (s Sequential) check(op string) {
+	for i, l := range s {
+		if l == nil {
+			tensor.Panicf(op, tensor.ErrArgument, "layer %d of %d is nil", i, len(s))
+		}
+	}
+}
+
 // Forward applies every layer, in order but for one exchange: a Relu
 // directly followed by a MaxPool2d runs as the pooling, then the ReLU.
 // A maximum commutes with ReLU, a non-decreasing function that keeps
@@ -411,6 +420,7 @@ type Sequential []Layer
 // quarter of the elements for 2×2 windows, forward and backward
 // (docs/kernel-choices.md, convolutions).
 func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
+	s.check("nn.Sequential.Forward")
 	for i := 0; i < len(s); i++ {
 		if _, ok := s[i].(ReluLayer); ok && i+1 < len(s) {
 			if p, ok := s[i+1].(MaxPool2dLayer); ok {
@@ -426,6 +436,7 @@ func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
 
 // Params returns every layer's parameters, in order.
 func (s Sequential) Params() []*autograd.Var {
+	s.check("nn.Sequential.Params")
 	var ps []*autograd.Var
 	for _, l := range s {
 		ps = append(ps, l.Params()...)
@@ -436,6 +447,7 @@ func (s Sequential) Params() []*autograd.Var {
 // Train sets training (true) or evaluation mode on the layers that have
 // one (Dropout, BatchNorm).
 func (s Sequential) Train(on bool) {
+	s.check("nn.Sequential.Train")
 	for _, l := range s {
 		switch l := l.(type) {
 		case *DropoutLayer:
@@ -453,6 +465,7 @@ func (s Sequential) Train(on bool) {
 // "<index>.bias" for a Linear or Conv2d at that index, "<index>.<name>"
 // for a Namer's.
 func (s Sequential) ParamNames() []string {
+	s.check("nn.Sequential.ParamNames")
 	var names []string
 	for i, l := range s {
 		switch l := l.(type) {
@@ -480,6 +493,7 @@ func (s Sequential) ParamNames() []string {
 // 0-D tensor of NumBatchesTracked, which loading into it leaves as it
 // is: with a momentum the count changes nothing).
 func (s Sequential) StateDict() map[string]*tensor.Tensor {
+	s.check("nn.Sequential.StateDict")
 	d := map[string]*tensor.Tensor{}
 	names := s.ParamNames()
 	for i, p := range s.Params() {

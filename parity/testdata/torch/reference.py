@@ -18,6 +18,10 @@ gradient of an elementwise op at NaN is NaN; sign(NaN) is NaN; gelu(−Inf)
 is 0; pow's gradient for the exponent is 0 where the base is at most 0;
 kl_div's for a target of 0 is 0; var's over a row holding ±Inf or NaN is
 NaN; a cast's gradient is the upstream cast back at full precision. Where
+PyTorch's own formula loses what extensor keeps (elu and celu near 0,
+which it computes without expm1; softplus past βx = 709 with threshold
++Inf, which overflows), its torch.expm1 and softplus's limit x stand in
+at those elements. Where
 PyTorch has no counterpart or fails (attention's seeded dropout, which no
 PyTorch generator draws; max_pool2d's windows wholly in the padding, past
 whose buffers torch 1.13 writes), the case is recorded as skipped, with
@@ -379,19 +383,28 @@ def hardswish(x):
     return (torch.cat(parts) if parts else flat * 0).reshape(x.shape)
 
 
-def near_zero(x):
-    if ((x < 0) & (x > -1e-15)).any():
-        raise Skip("PyTorch 1.13's elu and celu compute eˣ − 1 without expm1: 0 for x = −1e-30, "
-                   "where extensor's expm1 keeps x (the case checks relative accuracy near 0)")
-    return x
+def elu(x, alpha, celu=False):
+    # PyTorch 1.13's elu and celu compute eˣ − 1 without expm1: 0 for x =
+    # −1e-30, where extensor keeps x (its near-0 cases check relative
+    # accuracy). There the script takes alpha·expm1(x/alpha), torch's
+    # expm1; elsewhere torch's elu and celu.
+    f = F.celu(x, alpha) if celu else F.elu(x, alpha)
+    tiny = (x < 0) & (x > -1e-15)
+    if not tiny.any():
+        return f
+    return torch.where(tiny, alpha * torch.expm1(x / alpha if celu else x), f)
 
 
 def softplus(x, a=None):
+    # With threshold +Inf PyTorch computes ln(1 + e^(βx)) as it stands:
+    # +Inf, and a NaN gradient, past βx = 709. There the script takes x,
+    # softplus's value to float64's precision (and PyTorch's own form past
+    # a finite threshold); elsewhere torch's softplus.
     beta, threshold = fval(a, "Beta"), fval(a, "Threshold")
-    if math.isinf(threshold) and (beta * x.detach() > 700).any():
-        raise Skip("with threshold +Inf PyTorch computes ln(1 + e^(βx)) as it stands, +Inf (and a NaN gradient) "
-                   "past βx = 709; extensor's is stable")
-    return F.softplus(x, beta, threshold)
+    big = beta * x.detach() > 700
+    if not (math.isinf(threshold) and big.any()):
+        return F.softplus(x, beta, threshold)
+    return torch.where(big, x, F.softplus(torch.where(big, torch.zeros_like(x), x), beta, threshold))
 
 
 def pow_scalar(x, a=None):
@@ -521,8 +534,8 @@ OPS = {
     "ndtr": unary(torch.special.ndtr),
     "silu": unary(F.silu),
     "softplus": softplus,
-    "elu": lambda x, a=None: F.elu(near_zero(x), fval(a, "Alpha")),
-    "celu": lambda x, a=None: F.celu(near_zero(x), fval(a, "Alpha")),
+    "elu": lambda x, a=None: elu(x, fval(a, "Alpha")),
+    "celu": lambda x, a=None: elu(x, fval(a, "Alpha"), celu=True),
     "hardswish": unary(hardswish),
     "mish": unary(F.mish),
     "pow_scalar": pow_scalar,
