@@ -392,7 +392,8 @@ def elu(x, alpha, celu=False):
     tiny = (x < 0) & (x > -1e-15)
     if not tiny.any():
         return f
-    return torch.where(tiny, alpha * torch.expm1(x / alpha if celu else x), f)
+    safe = torch.where(tiny, x, torch.zeros_like(x))  # no 0·Inf in the other branch's gradient
+    return torch.where(tiny, alpha * torch.expm1(safe / alpha if celu else safe), f)
 
 
 def softplus(x, a=None):
