@@ -268,3 +268,35 @@ func TestSample(t *testing.T) {
 		t.Errorf("samples %q (cached) and %q; want the prompt, %d bytes and a newline, alike", cached.String(), plain.String(), cfg.Tokens)
 	}
 }
+
+// TestHostileSizes: every size of the model and the batch refuses
+// negative, zero, huge and overflowing values in Check, before anything
+// is allocated (a context of 2⁴⁰ made a slice of 4 TiB, which ends the
+// process).
+func TestHostileSizes(t *testing.T) {
+	good := Config{Model: model.Config{Vocab: 256, Context: 32, Layers: 2, Heads: 2, Width: 32}, Batch: 8, Steps: 10, LR: 1e-3, EvalEvery: 5, EvalBatches: 1}
+	fields := []struct {
+		name string
+		at   func(c *Config) *int
+	}{
+		{"vocab", func(c *Config) *int { return &c.Model.Vocab }},
+		{"context", func(c *Config) *int { return &c.Model.Context }},
+		{"layers", func(c *Config) *int { return &c.Model.Layers }},
+		{"heads", func(c *Config) *int { return &c.Model.Heads }},
+		{"width", func(c *Config) *int { return &c.Model.Width }},
+		{"batch", func(c *Config) *int { return &c.Batch }},
+		{"eval-batches", func(c *Config) *int { return &c.EvalBatches }},
+	}
+	for _, f := range fields {
+		for _, v := range []int{0, -1, math.MinInt, 1 << 40, math.MaxInt} {
+			c := good
+			*f.at(&c) = v
+			if f.name == "eval-batches" && v > 0 {
+				continue // as many as asked: a count of work, not of memory
+			}
+			if err := c.Check(); err == nil {
+				t.Errorf("-%s %d: Check passed", f.name, v)
+			}
+		}
+	}
+}

@@ -37,7 +37,33 @@ func (c Config) Check() error {
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("model: dropout %v; want 0 ≤ p < 1", c.Dropout)
 	}
+	if n, ok := c.params(); !ok || n > MaxParams {
+		return fmt.Errorf("model: vocab %d, context %d, layers %d, width %d: more than %d parameters", c.Vocab, c.Context, c.Layers, c.Width, MaxParams)
+	}
 	return nil
+}
+
+// MaxParams bounds a model's parameters (2³¹ float32: 8 GiB, and their
+// gradients and Adam's state three times as much): a configuration past
+// it is refused before anything is allocated.
+const MaxParams = 1 << 31
+
+// params returns the model's parameter count, Vocab·Width + Context·Width
+// for the embeddings and Layers·(12·Width² + 13·Width) for the blocks (and
+// the final norm's 2·Width), false if it overflows an int.
+func (c Config) params() (int, bool) {
+	mul, add := device.CheckedMul, device.CheckedAdd
+	emb, ok1 := mul(c.Vocab, c.Width)
+	pos, ok2 := mul(c.Context, c.Width)
+	w2, ok3 := mul(c.Width, c.Width)
+	b12, ok4 := mul(w2, 12)
+	b13, ok5 := mul(c.Width, 13)
+	block, ok6 := add(b12, b13)
+	blocks, ok7 := mul(block, c.Layers)
+	n, ok8 := add(emb, pos)
+	n, ok9 := add(n, blocks)
+	n, ok10 := add(n, 2*c.Width)
+	return n, ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10
 }
 
 // GPT is the model.
