@@ -168,20 +168,22 @@ func uncropped(win Window, outPad [2]int) (Window, bool) {
 // output without padding, that the output of shape keeps: from crop on,
 // zeros past u's end.
 func cropTo(u *T, shape []int, crop [2]int) *T {
-	y := Clone(u)
+	y := u
 	for i := range 2 {
 		axis, n := 2+i, shape[2+i]
 		keep := min(n, u.Shape()[axis]-crop[i])
-		s := slice(y, axis, crop[i], crop[i]+keep, 1)
-		y.Release()
-		y = s
+		next := slice(y, axis, crop[i], crop[i]+keep, 1)
 		if keep < n {
 			pads := make([][2]int, 4)
 			pads[axis] = [2]int{0, n - keep}
-			p := pad(y, pads, 0)
-			y.Release()
-			y = p
+			padded := pad(next, pads, 0)
+			next.Release()
+			next = padded
 		}
+		if y != u {
+			y.Release()
+		}
+		y = next
 	}
 	return y
 }
@@ -189,16 +191,19 @@ func cropTo(u *T, shape []int, crop [2]int) *T {
 // uncrop is cropTo's adjoint: g, of the cropped output's shape, placed
 // from crop on in zeros of the uncropped shape fs.
 func uncrop(g *T, fs []int, crop [2]int) *T {
-	y := Clone(g)
+	y := g
 	for i := range 2 {
 		axis := 2 + i
 		keep := min(g.Shape()[axis], fs[axis]-crop[i])
 		s := slice(y, axis, 0, keep, 1)
-		y.Release()
 		pads := make([][2]int, 4)
 		pads[axis] = [2]int{crop[i], fs[axis] - crop[i] - keep}
-		y = pad(s, pads, 0)
+		next := pad(s, pads, 0)
 		s.Release()
+		if y != g {
+			y.Release()
+		}
+		y = next
 	}
 	return y
 }

@@ -276,6 +276,13 @@ func klDivLoss(x, t *T, a KLDivAttrs) *T {
 	return reduceLoss(op, sub(xlogy, tx), r)
 }
 
+// oneMore returns a − b + 1.
+func oneMore(a, b *T) *T {
+	d := sub(a, b)
+	defer d.Release()
+	return shiftBy(d, 1)
+}
+
 // zeroWhereZero returns v where t ≠ 0 (NaN included) and 0 where t = 0.
 func zeroWhereZero(t, v *T) *T {
 	pos, neg := above(t, 1, 0), above(t, -1, 0)
@@ -314,9 +321,7 @@ func KLDivLossWithBackward(x, t, g *T, a KLDivAttrs) (gx, gt *T) {
 		defer et.Release()
 		eg := mul(et, ge)
 		defer eg.Release()
-		d := sub(t, x)
-		defer d.Release()
-		d1 := shiftBy(d, 1)
+		d1 := oneMore(t, x)
 		defer d1.Release()
 		return neg(eg), mul(eg, d1)
 	}
@@ -325,9 +330,7 @@ func KLDivLossWithBackward(x, t, g *T, a KLDivAttrs) (gx, gt *T) {
 	gx = mul(nt, ge)
 	lt := log(t)
 	defer lt.Release()
-	d := sub(lt, x)
-	defer d.Release()
-	d1 := shiftBy(d, 1)
+	d1 := oneMore(lt, x)
 	defer d1.Release()
 	sel := zeroWhereZero(t, d1)
 	defer sel.Release()

@@ -70,24 +70,14 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func nums(v []float64) []Num {
+// convert returns v's values as To, nil for nil (JSON's null).
+func convert[To, From ~float64](v []From) []To {
 	if v == nil {
 		return nil
 	}
-	out := make([]Num, len(v))
+	out := make([]To, len(v))
 	for i, x := range v {
-		out[i] = Num(x)
-	}
-	return out
-}
-
-func floats(v []Num) []float64 {
-	if v == nil {
-		return nil
-	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
+		out[i] = To(x)
 	}
 	return out
 }
@@ -216,9 +206,9 @@ func (c *Case) recorded(vals [][]float64, shape []int, g []float64) ReferenceCas
 		rc.Attrs = attrsMap(reflect.ValueOf(c.Attrs))
 	}
 	for i, in := range c.Inputs {
-		rc.Inputs = append(rc.Inputs, ReferenceInput{Shape: in.Shape, Int: in.Int, Grad: !in.Int && !in.NoGrad && c.Op.Backward != nil, Values: nums(vals[i])})
+		rc.Inputs = append(rc.Inputs, ReferenceInput{Shape: in.Shape, Int: in.Int, Grad: !in.Int && !in.NoGrad && c.Op.Backward != nil, Values: convert[Num](vals[i])})
 	}
-	rc.Upstream = nums(g)
+	rc.Upstream = convert[Num](g)
 	rc.Hash = c.hash(vals, rc)
 	return rc
 }
@@ -328,9 +318,9 @@ func (c *Case) checkReference(t testing.TB, ref *Reference, vals [][]float64, g 
 	if atol == 0 {
 		atol = ATol
 	}
-	want := &run{out: floats(ref.Out), outShape: ref.OutShape}
+	want := &run{out: convert[float64](ref.Out), outShape: ref.OutShape}
 	for _, g := range ref.Grads {
-		want.grads = append(want.grads, floats(g))
+		want.grads = append(want.grads, convert[float64](g))
 	}
 	want.round32()
 	status := Pass
