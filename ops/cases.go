@@ -185,6 +185,15 @@ func reduceCases(empty, large bool) []Case {
 			inf, 1, -1, 0, 5,
 			-inf, -inf, 7, 1e30, -1e30,
 			0, negZero, nan, nan, inf}}}}, Attrs: ReduceAttrs{Axes: []int{1}}, NoFD: true},
+		// Partial sums past float32's range, of finite sums: rows of
+		// one invocation and of chunks, the vec4 path and the strided
+		// one.
+		Case{Name: "overflowing partial sums axes=[1]", Inputs: []Input{{Shape: sh(3, 4), Domain: Domain{Values: []float64{
+			3e38, 3e38, -3e38, -3e38,
+			3e38, 3e38, 3e38, -3e38,
+			-3e38, -3e38, -3e38, 1}}}}, Attrs: ReduceAttrs{Axes: []int{1}}, NoFD: true},
+		Case{Name: "overflowing partial sums (2,3000) axes=[1]", Inputs: []Input{{Shape: sh(2, 3000), Domain: Domain{Values: []float64{3e38, 3e38, -3e38, -3e38, 3e38, 2e38}}}}, Attrs: ReduceAttrs{Axes: []int{1}}, NoFD: true},
+		Case{Name: "overflowing partial sums (3001,2) axes=[0]", Inputs: []Input{{Shape: sh(3001, 2), Domain: Domain{Values: []float64{3e38, -3e38, 3e38, -3e38, -3e38, 3e38}}}}, Attrs: ReduceAttrs{Axes: []int{0}}, NoFD: true},
 	)
 	if large {
 		cs = append(cs, Case{Name: ShapeName(sh(LargeLen)), Inputs: []Input{{Shape: sh(LargeLen)}}, NoFD: true})

@@ -410,9 +410,15 @@ fn f32_to_half4(f: vec4<f32>) -> vec4<u32> {
 // {{.Name}} returns the {{.Doc}} of the workgroup's v to every invocation:
 // a subgroup operation, a NaN kept by hand (a subgroup's max or min may
 // skip it), then the subgroups' results through part, which it leaves
-// free for another reduction. .Combine folds part[j] into r.
-fn {{.Name}}(v: f32, lid: u32, sid: u32, ssize: u32) -> f32 {
+// free for another reduction. .Combine folds part[j] into r; v is of
+// type .T, whose NaNs .Keep(s, v) keeps (if unset, the test for f32s).
+{{- $t := .T}}
+fn {{.Name}}(v: {{$t}}, lid: u32, sid: u32, ssize: u32) -> {{$t}} {
+{{- if .Keep}}
+    let s = {{.Keep}}({{.Op}}(v), v);
+{{- else}}
     let s = select({{.Op}}(v), nan(), subgroupAny(is_nan(v)));
+{{- end}}
     if (sid == 0u) {
         part[lid / ssize] = s;
     }

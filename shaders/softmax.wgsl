@@ -273,7 +273,7 @@ fn {{.}}_at(i: u32) -> {{$t}} {
 
 {{- define "row_reduce"}}
 {{- if .Sub}}
-{{template "subgroup_reduce" dict "Name" (printf "row_%s" .Name) "Doc" .Doc "Op" .Op "Combine" .Combine "W" .W}}
+{{template "subgroup_reduce" dict "Name" (printf "row_%s" .Name) "Doc" .Doc "Op" .Op "Combine" .Combine "W" .W "T" "f32" "Keep" ""}}
 {{- else}}
 // The {{.Doc}} of the workgroup's v.
 fn row_{{.Name}}(v: f32, lid: u32) -> f32 {

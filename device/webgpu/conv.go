@@ -360,7 +360,7 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 		}
 	}
 	if pl.splits > 1 {
-		d.reduce(device.Sum, o, part, []axis{{f * row, 1}}, []axis{{pl.splits, f * row}}, 1)
+		d.reduce(device.Sum, o, part, false, []axis{{f * row, 1}}, []axis{{pl.splits, f * row}}, 1)
 	}
 }
 

@@ -94,7 +94,7 @@ func (d *Device) Reduce(op device.ReduceOp, dst, x device.Buffer, shape, axes []
 		d.argReduce(op, d.buf(dst), d.buf(x), kept, red)
 		return
 	}
-	d.reduce(op, d.buf(dst), d.buf(x), kept, red, scale)
+	d.reduce(op, d.buf(dst), d.buf(x), false, kept, red, scale)
 }
 
 // reduceParams are the reduce family's parameters (shaders/reduce.wgsl):
@@ -138,7 +138,9 @@ func sizes(kept, red []axis) (nOut, r int) {
 	return nOut, r
 }
 
-func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, scale float64) {
+// reduce reduces in over red into o, times scale; acc says that in holds
+// the accumulators of a previous pass (pairs of float32 for a sum).
+func (d *Device) reduce(op device.ReduceOp, o, in *buffer, acc bool, kept, red []axis, scale float64) {
 	nOut, r := sizes(kept, red)
 	if nOut == 0 {
 		return
@@ -146,7 +148,7 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	p := reduceParamsOf(nOut, r, kept, red, scale)
 	xs, os := d.storeOf(in.dt), d.storeOf(o.dt)
 	half := xs.packed()
-	spec := reduceSpec{Op: op.String(), Half: half, XF16: xs.native(), OF16: os.native(), F16: xs.native() || os.native(), Kept: len(kept), Red: len(red)}
+	spec := reduceSpec{Op: op.String(), Acc: acc, Half: half, XF16: xs.native(), OF16: os.native(), F16: xs.native() || os.native(), Kept: len(kept), Red: len(red)}
 	// Short rows, and many outputs of rows not too long: one invocation
 	// per output. On a GPU a row of more than a few dozen elements goes to
 	// a workgroup instead, where one invocation's loop over it would
@@ -169,26 +171,32 @@ func (d *Device) reduce(op device.ReduceOp, o, in *buffer, kept, red []axis, sca
 	lanes := reduceLanes(d.loopLimited)
 	spec.Group, spec.SubgroupOp, spec.L = d.reduceGroup(op), subgroupOps[op], lanes
 	length, r4 := chunkPerLane*lanes, r
-	if !half && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
+	if !half && !acc && len(red) == 1 && red[0].stride == 1 && r%4 == 0 && (len(kept) == 0 || len(kept) == 1 && kept[0].stride == r) {
 		spec.Vec, spec.Unroll, spec.Coalesce = true, vecUnroll, !d.loopLimited
 		length, r4 = vecUnroll*lanes, r/4
 	}
 	chunks := groupsOf(r4, length)
-	k := d.kernel(spec, false, true)
 	p.N, p.R, p.Chunks, p.ChunkLen = uint32(nOut*chunks*lanes), uint32(r4), uint32(chunks), uint32(length)
 	if chunks == 1 && o.dt == device.Float32 {
 		// A chunk a row: its workgroup writes the row's result, scaled.
-		d.run(k, nOut, p, in, o)
+		d.run(d.kernel(spec, false, true), nOut, p, in, o)
 		return
 	}
-	partial := d.scratch(k, device.Float32, nOut*chunks)
+	// The partial results: accumulators, unscaled (the next pass scales).
+	spec.Partial = op == device.Sum
+	k := d.kernel(spec, false, true)
+	width := 1
+	if spec.Partial {
+		width = 2
+	}
+	partial := d.scratch(k, device.Float32, width*nOut*chunks)
 	if partial == nil {
 		return
 	}
 	defer d.free(partial)
-	p.Scale = 1 // the partial results unscaled: the next pass scales
+	p.Scale = 1
 	d.run(k, nOut*chunks, p, in, partial)
-	d.reduce(op, o, partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
+	d.reduce(op, o, partial, spec.Partial, []axis{{nOut, chunks}}, []axis{{chunks, 1}}, scale)
 }
 
 // reduceLanes is the workgroup size of the chunked reductions: 256 on

@@ -88,9 +88,13 @@ type stridedSpec struct {
 // reduceSpec specialises reduce.wgsl: Op over Red axes of Kept kept
 // ones, one output an invocation or in chunks (Chunks) of Group
 // reductions over L lanes; the argmax and argmin passes (Arg, Stage).
+// Acc: x holds a previous pass's accumulators; Partial: out receives
+// accumulators, for another pass (a sum's are pairs, set only for sums:
+// those of max and min are their values).
 type reduceSpec struct {
 	Op                    string
 	Arg, Chunks, Vec      bool
+	Acc, Partial          bool
 	Stage                 int
 	Half, XF16, OF16, F16 bool
 	Kept, Red             int
