@@ -502,6 +502,14 @@ func optimCases(op device.Optimizer) []Case {
 		cs.Inputs[0].Domain = Domain{Values: specials}
 		return cs
 	}
+	// spGrads: NaN and ±Inf in the gradients (AMSGrad's maximum of the
+	// second moments keeps their NaNs), no value whose square overflows
+	// float32.
+	spGrads := func(h device.StepParams) Case {
+		cs := c("amsgrad special gradients", sh(8), h)
+		cs.Inputs[1].Domain = Domain{Values: []float64{nan, 1, inf, -0.5, -inf, 0, negZero, 2}}
+		return cs
+	}
 	if op == device.SGD {
 		h := device.StepParams{LR: 0.1, Momentum: 0.9}
 		return []Case{
@@ -521,7 +529,7 @@ func optimCases(op device.Optimizer) []Case {
 	return []Case{
 		c("lr 0.01", sh(257), h), c("adamw weight decay 0.1", sh(3, 4), w), c("L2 weight decay 0.05", sh(7), l2),
 		c("amsgrad", sh(2, 5), ams), c("empty", sh(0), h), c("0-D", sh(), h), c("large", sh(LargeLen), h),
-		sp(h),
+		sp(h), spGrads(ams),
 	}
 }
 

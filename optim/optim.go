@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
@@ -154,13 +155,17 @@ func (o *Optimizer) State(i int) []*tensor.Tensor { return o.state[i] }
 // StateDict returns the optimiser's state by name, for checkpoints: for
 // parameter i named names[i], "<name>.<k>" for each of its state tensors
 // (SGD: momentum; Adam: m, v, vmax), made (zeros) if no step has made it
-// yet. Steps and SetSteps carry the step count.
+// yet. The names must be distinct, not empty, and valid UTF-8 (as a
+// checkpoint's). Steps and SetSteps carry the step count.
 func (o *Optimizer) StateDict(names []string) (map[string]*tensor.Tensor, error) {
 	if len(names) != len(o.params) {
 		return nil, fmt.Errorf("optim: StateDict: %d names for %d parameters; want one a parameter", len(names), len(o.params))
 	}
 	if i := slices.Index(names, ""); i >= 0 {
 		return nil, fmt.Errorf("optim: StateDict: parameter %d has no name", i)
+	}
+	if i := slices.IndexFunc(names, func(n string) bool { return !utf8.ValidString(n) }); i >= 0 {
+		return nil, fmt.Errorf("optim: StateDict: parameter %d's name %q is not valid UTF-8 (a checkpoint could not hold it)", i, names[i])
 	}
 	if d := duplicateName(names); d != "" {
 		return nil, fmt.Errorf("optim: StateDict: two parameters named %q", d)
@@ -200,13 +205,18 @@ func duplicateName(names []string) string {
 	return ""
 }
 
+// MaxSteps bounds the step count that SetSteps takes: 2⁵³, the counts
+// that PyTorch's float step counter holds exactly, far from the
+// overflow of the next step's number.
+const MaxSteps = 1 << 53
+
 // SetSteps sets the number of steps taken (when resuming from a
 // checkpoint: Adam's bias correction depends on it), any count of
-// skipped steps forgotten. A negative n panics
-// with ErrArgument.
+// skipped steps forgotten. An n outside [0, MaxSteps] panics with
+// ErrArgument.
 func (o *Optimizer) SetSteps(n int) {
-	if n < 0 {
-		tensor.Panicf("optim.SetSteps", tensor.ErrArgument, "%d steps; want ≥ 0", n)
+	if n < 0 || n > MaxSteps {
+		tensor.Panicf("optim.SetSteps", tensor.ErrArgument, "%d steps; want 0 to %d", n, MaxSteps)
 	}
 	o.steps, o.offset = n, 0
 	if o.skipped != nil {

@@ -196,6 +196,7 @@ func TestStateDictNames(t *testing.T) {
 		{[]string{"a", "b", "c"}, "3 names for 2 parameters"},
 		{[]string{"a", ""}, "parameter 1 has no name"},
 		{[]string{"a", "a"}, `two parameters named "a"`},
+		{[]string{"a", "b\xff"}, `parameter 1's name "b\xff" is not valid UTF-8`},
 	} {
 		if _, err := o.StateDict(tt.names); err == nil || !strings.Contains(err.Error(), tt.says) {
 			t.Errorf("StateDict(%q): %v; want an error saying %q", tt.names, err, tt.says)

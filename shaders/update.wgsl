@@ -113,7 +113,8 @@ fn one_minus_exp(x: f32) -> f32 {
     m[i] = mi;
     v[i] = vi;
 {{- if .AMSGrad}}
-    vi = max(vmax[i], vi);
+    // NaN where either is: WGSL's max may drop a NaN, PyTorch's maximum keeps it.
+    vi = max_nan4(vmax[i], vi);
     vmax[i] = vi;
 {{- end}}
     param[i] = w - step_size * mi / (sqrt(vi) / bias2_root + p.Eps);

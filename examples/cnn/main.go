@@ -434,7 +434,7 @@ func save(path string, net nn.Sequential, opt *optim.Optimizer, epoch int) error
 }
 
 // readResume reads a checkpoint that save wrote and its epoch and step
-// count, which must not be negative.
+// count, which must lie in [0, optim.MaxSteps].
 func readResume(path string) (f *checkpoint.File, epoch, steps int, err error) {
 	if f, err = checkpoint.Read(path); err != nil {
 		return nil, 0, 0, err
@@ -444,8 +444,8 @@ func readResume(path string) (f *checkpoint.File, epoch, steps int, err error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: no epoch and step count in its metadata: %w", path, err)
 	}
-	if epoch < 0 || steps < 0 {
-		return nil, 0, 0, fmt.Errorf("%s: epoch %d and step count %d in its metadata; want counts ≥ 0", path, epoch, steps)
+	if epoch < 0 || steps < 0 || epoch > optim.MaxSteps || steps > optim.MaxSteps {
+		return nil, 0, 0, fmt.Errorf("%s: epoch %d and step count %d in its metadata; want counts from 0 to %d", path, epoch, steps, optim.MaxSteps)
 	}
 	return f, epoch, steps, nil
 }

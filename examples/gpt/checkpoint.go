@@ -59,8 +59,8 @@ func readCheckpoint(path string, c model.Config) (*checkpoint.File, int, error) 
 		return nil, 0, fmt.Errorf("%s: a model of %s; this run's is %s", path, m, modelMeta(c))
 	}
 	steps, err := strconv.Atoi(f.Metadata["steps"])
-	if err != nil || steps < 0 {
-		return nil, 0, fmt.Errorf("%s: step count %q in its metadata; want a count ≥ 0", path, f.Metadata["steps"])
+	if err != nil || steps < 0 || steps > optim.MaxSteps {
+		return nil, 0, fmt.Errorf("%s: step count %q in its metadata; want a count from 0 to %d", path, f.Metadata["steps"], optim.MaxSteps)
 	}
 	return f, steps, nil
 }
