@@ -117,10 +117,11 @@ unit-packages: $(DEPS)
 race: $(DEPS)
 	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
 
-# fuzz-smoke runs each fuzzer for a fixed number of inputs beyond its
-# seed corpus (which the plain test run replays): the shape fuzzer on the
-# CPU, and the API fuzzer (hostile arguments and special values, both
-# backends compared). Counts, not durations: go's fuzzing can fail a run
+# fuzz-smoke runs the op and layer fuzzers for a fixed number of inputs
+# beyond their seed corpora (which the plain test run replays, as every
+# fuzzer's): the shape fuzzer on the CPU, the API fuzzer (hostile
+# arguments and special values, both backends compared) and the layer
+# fuzzer (the same for package nn's layers). Counts, not durations: go's fuzzing can fail a run
 # whose -fuzztime duration ends mid-input ("context deadline exceeded",
 # go.dev/issue/75804). A fresh cache directory each time: the inputs that
 # make fuzz keeps in GOCACHE grow without bound, and replaying them all
@@ -132,13 +133,18 @@ race: $(DEPS)
 fuzz-smoke: $(DEPS)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 20000x -fuzzminimizetime 0 ./ops/ -args -test.fuzzcachedir="$$d/shapes" && \
-	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 2000x -fuzzminimizetime 0 ./parity/ -args -test.fuzzcachedir="$$d/api"
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 2000x -fuzzminimizetime 0 ./parity/ -args -test.fuzzcachedir="$$d/api" && \
+	$(GO) test -run '^$$' -fuzz FuzzLayers -fuzztime 1000x -fuzzminimizetime 0 ./parity/ -args -test.fuzzcachedir="$$d/layers"
 
-# fuzz runs each fuzzer for 10 minutes; add what they find to their
-# testdata/fuzz.
+# fuzz runs the op fuzzers for 10 minutes each, the others for 2; add
+# what they find to their testdata/fuzz. (make test replays every
+# fuzzer's seeds and testdata/fuzz.)
+FUZZ_SHORT := ./parity/:FuzzLayers ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
+	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10m ./parity/
+	for f in $(FUZZ_SHORT); do $(GO) test -run '^$$' -fuzz "$${f#*:}" -fuzztime 2m "$${f%%:*}" || exit 1; done
 
 # soak trains for 10,000 steps on each backend with no Release at all,
 # checking that device memory stays flat.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/extensor/extensor/autograd"
@@ -176,5 +177,41 @@ func hostileShapes(shape []int) [][]int {
 func release(l nn.Layer) {
 	for _, v := range l.Params() {
 		v.Value().Release()
+	}
+}
+
+// TestNilAndShapeInEvaluation: the layers that may return their input
+// unchanged (Dropout in evaluation or at p = 0, an empty Sequential)
+// refuse a nil one as the others do, with ErrArgument; BatchNorm in
+// evaluation refuses an input without its channels at axis 1, with
+// ErrShape, as in training. Train switches BatchNorm and Dropout, alone
+// or in a Residual, as a Sequential does.
+func TestNilAndShapeInEvaluation(t *testing.T) {
+	dev := cpu.New()
+	drop := nn.Dropout(0.5, 1)
+	idle := nn.Dropout(0, 1)
+	drop.Train(false)
+	for _, tt := range []struct {
+		name string
+		l    nn.Layer
+	}{{"Dropout in evaluation", drop}, {"Dropout 0", idle}, {"empty Sequential", nn.Sequential{}}} {
+		if err := tensor.Maybe(func() { tt.l.Forward(nil) }); !errors.Is(err, tensor.ErrArgument) {
+			t.Errorf("%s.Forward(nil): %v; want ErrArgument", tt.name, err)
+		}
+	}
+	bn, err := nn.BatchNorm(dev, device.Float32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := nn.Residual(bn)
+	res.Train(false)
+	if bn.Training {
+		t.Errorf("Residual(BatchNorm).Train(false) left it training")
+	}
+	for _, shape := range [][]int{{3}, {4, 2}, {2, 1, 5}} {
+		x := autograd.Leaf(tensor.Must(tensor.Zeros(dev, device.Float32, shape...)), false)
+		if err := tensor.Maybe(func() { bn.Forward(x) }); !errors.Is(err, tensor.ErrShape) || !strings.Contains(err.Error(), "want (N, 3, …)") {
+			t.Errorf("BatchNorm(3) in evaluation of %v: %v; want ErrShape asking for 3 channels", shape, err)
+		}
 	}
 }

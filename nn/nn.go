@@ -282,6 +282,9 @@ func (l *BatchNormLayer) track(x *tensor.Tensor) {
 // eval returns (x − running mean)/√(running var + eps)·W + B.
 func (l *BatchNormLayer) eval(x *autograd.Var) *autograd.Var {
 	c := l.RunningMean.Len()
+	if s := x.Value().Shape(); len(s) < 2 || s[1] != c {
+		tensor.Panicf("nn.BatchNorm", tensor.ErrShape, "input of shape %v in evaluation; want (N, %d, …)", s, c)
+	}
 	shape := make([]int, x.Value().Rank())
 	for i := range shape {
 		shape[i] = 1
@@ -303,6 +306,9 @@ func (l *BatchNormLayer) eval(x *autograd.Var) *autograd.Var {
 
 // Params returns W and B.
 func (l *BatchNormLayer) Params() []*autograd.Var { return []*autograd.Var{l.W, l.B} }
+
+// Train sets training (true) or evaluation mode.
+func (l *BatchNormLayer) Train(on bool) { l.Training = on }
 
 // SiLU is the SiLU (swish) layer, x·σ(x).
 var SiLU = Func(ops.Silu[*autograd.Var])
@@ -347,8 +353,10 @@ func Dropout(p float64, seed uint64) *DropoutLayer {
 	return &DropoutLayer{P: p, Training: true, rng: rand.New(rand.NewPCG(seed, 0x0d))}
 }
 
-// Forward applies the layer.
+// Forward applies the layer; a nil x panics with ErrArgument, in
+// evaluation too.
 func (d *DropoutLayer) Forward(x *autograd.Var) *autograd.Var {
+	notNil("nn.Dropout.Forward", x)
 	if !d.Training || d.P == 0 {
 		return x
 	}
@@ -396,8 +404,19 @@ func (d *DropoutLayer) mask(v *tensor.Tensor) (*tensor.Tensor, error) {
 // Params returns none.
 func (d *DropoutLayer) Params() []*autograd.Var { return nil }
 
+// Train sets training (true) or evaluation mode.
+func (d *DropoutLayer) Train(on bool) { d.Training = on }
+
 // Sequential applies its layers in order.
 type Sequential []Layer
+
+// notNil panics with ErrArgument, naming op, if x is nil: layers that
+// may return their input as it is check it first.
+func notNil(op string, x *autograd.Var) {
+	if x == nil {
+		tensor.Panicf(op, tensor.ErrArgument, "input is nil")
+	}
+}
 
 // check panics with ErrArgument, naming op, if a layer of s is nil.
 func (s Sequential) check(op string) {
@@ -421,6 +440,7 @@ func (s Sequential) check(op string) {
 // (docs/kernel-choices.md, convolutions).
 func (s Sequential) Forward(x *autograd.Var) *autograd.Var {
 	s.check("nn.Sequential.Forward")
+	notNil("nn.Sequential.Forward", x)
 	for i := 0; i < len(s); i++ {
 		if _, ok := s[i].(ReluLayer); ok && i+1 < len(s) {
 			if p, ok := s[i+1].(MaxPool2dLayer); ok {
@@ -449,12 +469,7 @@ func (s Sequential) Params() []*autograd.Var {
 func (s Sequential) Train(on bool) {
 	s.check("nn.Sequential.Train")
 	for _, l := range s {
-		switch l := l.(type) {
-		case *DropoutLayer:
-			l.Training = on
-		case *BatchNormLayer:
-			l.Training = on
-		case Trainer:
+		if l, ok := l.(Trainer); ok {
 			l.Train(on)
 		}
 	}

@@ -60,7 +60,7 @@ type outcome struct {
 // runtime error at the readback on both, or results of one shape whose
 // NaNs and infinities sit in the same places and whose finite values
 // agree. Allocations past a backend's memory are errors whose limits
-// differ by design, and end the comparison. make test runs it for 5 s,
+// differ by design, and end the comparison. make test runs 2,000 inputs,
 // make fuzz for 10 minutes.
 func FuzzAPI(f *testing.F) {
 	for _, seed := range [][]byte{

@@ -77,33 +77,18 @@ type Screen = dashboard.Screen
 type Epoch = report.Epoch
 
 func main() {
-	cfg := Config{}
-	flag.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
-	flag.StringVar(&cfg.Data, "data", fashionmnist.DefaultDir, "directory of the Fashion-MNIST .gz files")
-	flag.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
-	flag.IntVar(&cfg.Batch, "batch", 64, "batch size")
-	flag.StringVar(&cfg.Opt, "opt", "adam", `optimiser: "adam" or "sgd" (momentum 0.9)`)
-	flag.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 activations and gradients, float32 master weights, dynamic loss scaling")
-	flag.Float64Var(&cfg.LR, "lr", 0, "learning rate (0: 1e-3 for adam, 0.01 for sgd)")
-	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
-	flag.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
-	flag.IntVar(&cfg.Test, "test", 0, "test on the first N examples only (0: all)")
-	flag.IntVar(&cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
-	flag.StringVar(&cfg.Save, "save", "cnn.safetensors", `checkpoint written after each epoch ("": none)`)
-	flag.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from")
-	flag.StringVar(&cfg.Plots, "plots", "cnn-report", `directory for the metrics log and PNG plots ("": none)`)
-	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
-	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
-	flag.IntVar(&cfg.PlotEvery, "plot-every", 0, "also redraw the plots every N steps (0: only at the end)")
-	live := flag.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops)")
+	cfg, live := flags(flag.CommandLine)
 	flag.Parse()
 	log.SetFlags(0)
+	if err := run.NoArgs(flag.CommandLine); err != nil {
+		log.Fatalf("cnn: %v", err)
+	}
 	cfg.Bar = os.Stderr
 	if err := cfg.Check(); err != nil {
 		log.Fatalf("cnn: %v", err)
 	}
 	if !*live {
-		if err := train(cfg); err != nil {
+		if err := train(*cfg); err != nil {
 			log.Fatalf("cnn: %v", err)
 		}
 		return
@@ -112,11 +97,36 @@ func main() {
 	// on it; training runs on another goroutine.
 	err := window.Train("extensor: a CNN learns Fashion-MNIST", dashboard.Width, dashboard.Height, func(win *window.Window) error {
 		cfg.Window = win
-		return train(cfg)
+		return train(*cfg)
 	})
 	if err != nil {
 		log.Fatalf("cnn: %v", err)
 	}
+}
+
+// flags defines the command's flags on fs, parsed into the returned
+// configuration and -window.
+func flags(fs *flag.FlagSet) (cfg *Config, live *bool) {
+	cfg = &Config{}
+	fs.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
+	fs.StringVar(&cfg.Data, "data", fashionmnist.DefaultDir, "directory of the Fashion-MNIST .gz files")
+	fs.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
+	fs.IntVar(&cfg.Batch, "batch", 64, "batch size")
+	fs.StringVar(&cfg.Opt, "opt", "adam", `optimiser: "adam" or "sgd" (momentum 0.9)`)
+	fs.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 activations and gradients, float32 master weights, dynamic loss scaling")
+	fs.Float64Var(&cfg.LR, "lr", 0, "learning rate (0: 1e-3 for adam, 0.01 for sgd)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	fs.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
+	fs.IntVar(&cfg.Test, "test", 0, "test on the first N examples only (0: all)")
+	fs.IntVar(&cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
+	fs.StringVar(&cfg.Save, "save", "cnn.safetensors", `checkpoint written after each epoch ("": none)`)
+	fs.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from")
+	fs.StringVar(&cfg.Plots, "plots", "cnn-report", `directory for the metrics log and PNG plots ("": none)`)
+	fs.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
+	fs.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
+	fs.IntVar(&cfg.PlotEvery, "plot-every", 0, "also redraw the plots every N steps (0: only at the end)")
+	live = fs.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops)")
+	return cfg, live
 }
 
 // train runs Train, printing to standard output (run.Caught).

@@ -96,44 +96,14 @@ type Eval struct {
 }
 
 func main() {
-	cfg := Config{}
-	flag.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
-	flag.IntVar(&cfg.Model.Context, "context", 128, "context length (tokens)")
-	flag.IntVar(&cfg.Model.Layers, "layers", 4, "transformer blocks")
-	flag.IntVar(&cfg.Model.Heads, "heads", 4, "attention heads")
-	flag.IntVar(&cfg.Model.Width, "width", 128, "features")
-	flag.Float64Var(&cfg.Model.Dropout, "dropout", 0, "dropout probability")
-	flag.IntVar(&cfg.Batch, "batch", 8, "windows a step")
-	flag.IntVar(&cfg.Steps, "steps", 1200, "training steps")
-	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
-	flag.Float64Var(&cfg.LR, "lr", 2e-3, "peak learning rate")
-	flag.Float64Var(&cfg.MinLR, "min-lr", 2e-4, "the cosine decay's final learning rate")
-	flag.IntVar(&cfg.Warmup, "warmup", 100, "warmup steps")
-	flag.IntVar(&cfg.DecaySteps, "decay-steps", 0, "the step the cosine decay ends at (0: -steps)")
-	flag.Float64Var(&cfg.WeightDecay, "wd", 0.01, "AdamW weight decay")
-	flag.Float64Var(&cfg.Clip, "clip", 1, "clip the gradients' global norm to this (0: no clipping)")
-	flag.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 blocks, float32 master weights, dynamic loss scaling")
-	flag.IntVar(&cfg.EvalEvery, "eval-every", 100, "validation loss every N steps")
-	flag.IntVar(&cfg.EvalBatches, "eval-batches", 8, "validation batches measured")
-	flag.IntVar(&cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
-	flag.StringVar(&cfg.Save, "save", "gpt.safetensors", `checkpoint path ("": none)`)
-	flag.IntVar(&cfg.SaveEvery, "save-every", 500, "save a checkpoint every N steps too (0: at the end only)")
-	flag.StringVar(&cfg.Resume, "resume", "", "checkpoint to resume from (with -sample: to sample from)")
-	flag.StringVar(&cfg.Plots, "plots", "gpt-report", `directory for loss.png, metrics.tsv and sample.txt ("": none)`)
-	sample := flag.String("sample", "", "only sample: generate from this prompt with the -resume checkpoint (else the -save one), no training")
-	flag.IntVar(&cfg.Tokens, "tokens", 400, "tokens to sample")
-	flag.Float64Var(&cfg.Temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
-	flag.IntVar(&cfg.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
-	flag.BoolVar(&cfg.NoCache, "no-cache", false, "sample without the key-value cache (each token reruns the whole window)")
-	flag.StringVar(&cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
-	flag.IntVar(&cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
-	live := flag.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops with a checkpoint)")
-	export := flag.String("export", "", "write the corpus, the windows and the configuration for torch_gpt.py to this directory, and exit")
+	c := flags(flag.CommandLine)
 	flag.Parse()
 	log.SetFlags(0)
-	cfg.Model.Vocab = 256
+	if err := run.NoArgs(flag.CommandLine); err != nil {
+		log.Fatalf("gpt: %v", err)
+	}
+	cfg, sample, live, export := c.cfg, c.sample, c.live, c.export
 	cfg.Bar = os.Stderr
-	cfg.Prompt = "func main() {"
 	var err error
 	switch {
 	case *export != "":
@@ -149,6 +119,55 @@ func main() {
 	if err != nil {
 		log.Fatalf("gpt: %v", err)
 	}
+}
+
+// command is what the command line sets: the configuration, and the
+// flags that choose what to do.
+type command struct {
+	cfg            Config
+	sample, export *string
+	live           *bool
+}
+
+// flags defines the command's flags on fs, parsed into the returned
+// command.
+func flags(fs *flag.FlagSet) *command {
+	c := &command{}
+	fs.StringVar(&c.cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
+	fs.IntVar(&c.cfg.Model.Context, "context", 128, "context length (tokens)")
+	fs.IntVar(&c.cfg.Model.Layers, "layers", 4, "transformer blocks")
+	fs.IntVar(&c.cfg.Model.Heads, "heads", 4, "attention heads")
+	fs.IntVar(&c.cfg.Model.Width, "width", 128, "features")
+	fs.Float64Var(&c.cfg.Model.Dropout, "dropout", 0, "dropout probability")
+	fs.IntVar(&c.cfg.Batch, "batch", 8, "windows a step")
+	fs.IntVar(&c.cfg.Steps, "steps", 1200, "training steps")
+	fs.Uint64Var(&c.cfg.Seed, "seed", 1, "random seed")
+	fs.Float64Var(&c.cfg.LR, "lr", 2e-3, "peak learning rate")
+	fs.Float64Var(&c.cfg.MinLR, "min-lr", 2e-4, "the cosine decay's final learning rate")
+	fs.IntVar(&c.cfg.Warmup, "warmup", 100, "warmup steps")
+	fs.IntVar(&c.cfg.DecaySteps, "decay-steps", 0, "the step the cosine decay ends at (0: -steps)")
+	fs.Float64Var(&c.cfg.WeightDecay, "wd", 0.01, "AdamW weight decay")
+	fs.Float64Var(&c.cfg.Clip, "clip", 1, "clip the gradients' global norm to this (0: no clipping)")
+	fs.BoolVar(&c.cfg.AMP, "amp", false, "mixed precision: float16 blocks, float32 master weights, dynamic loss scaling")
+	fs.IntVar(&c.cfg.EvalEvery, "eval-every", 100, "validation loss every N steps")
+	fs.IntVar(&c.cfg.EvalBatches, "eval-batches", 8, "validation batches measured")
+	fs.IntVar(&c.cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
+	fs.StringVar(&c.cfg.Save, "save", "gpt.safetensors", `checkpoint path ("": none)`)
+	fs.IntVar(&c.cfg.SaveEvery, "save-every", 500, "save a checkpoint every N steps too (0: at the end only)")
+	fs.StringVar(&c.cfg.Resume, "resume", "", "checkpoint to resume from (with -sample: to sample from)")
+	fs.StringVar(&c.cfg.Plots, "plots", "gpt-report", `directory for loss.png, metrics.tsv and sample.txt ("": none)`)
+	fs.IntVar(&c.cfg.Tokens, "tokens", 400, "tokens to sample")
+	fs.Float64Var(&c.cfg.Temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
+	fs.IntVar(&c.cfg.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
+	fs.BoolVar(&c.cfg.NoCache, "no-cache", false, "sample without the key-value cache (each token reruns the whole window)")
+	fs.StringVar(&c.cfg.Snapshot, "snapshot", "", "write the dashboard, drawn on the training device, to this PNG at the end")
+	fs.IntVar(&c.cfg.SnapshotEvery, "snapshot-every", 0, "also rewrite the snapshot every N steps (0: only at the end)")
+	c.sample = fs.String("sample", "", "only sample: generate from this prompt with the -resume checkpoint (else the -save one), no training")
+	c.live = fs.Bool("window", false, "watch training in a window drawn by the training GPU (Space pauses, Escape stops with a checkpoint)")
+	c.export = fs.String("export", "", "write the corpus, the windows and the configuration for torch_gpt.py to this directory, and exit")
+	c.cfg.Model.Vocab = 256 // bytes
+	c.cfg.Prompt = "func main() {"
+	return c
 }
 
 // train runs Train, printing to standard output (run.Caught).

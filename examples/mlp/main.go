@@ -42,25 +42,35 @@ type Epoch struct {
 }
 
 func main() {
-	cfg := Config{}
-	flag.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
-	flag.StringVar(&cfg.Data, "data", fashionmnist.DefaultDir, "directory of the Fashion-MNIST .gz files")
-	flag.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
-	flag.IntVar(&cfg.Batch, "batch", 128, "batch size")
-	flag.Float64Var(&cfg.LR, "lr", 0.1, "SGD learning rate")
-	flag.IntVar(&cfg.Hidden, "hidden", 256, "hidden units")
-	flag.Uint64Var(&cfg.Seed, "seed", 2, "random seed (initialisation and shuffling)")
-	flag.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
-	flag.IntVar(&cfg.Progress, "progress", 50, "update the progress bar every N steps (0: never)")
+	cfg := flags(flag.CommandLine)
 	flag.Parse()
 	log.SetFlags(0)
+	if err := run.NoArgs(flag.CommandLine); err != nil {
+		log.Fatalf("mlp: %v", err)
+	}
 	cfg.Bar = os.Stderr
 	if err := cfg.Check(); err != nil {
 		log.Fatalf("mlp: %v", err)
 	}
-	if _, err := Train(cfg, os.Stdout); err != nil {
+	if _, err := Train(*cfg, os.Stdout); err != nil {
 		log.Fatalf("mlp: %v", err)
 	}
+}
+
+// flags defines the command's flags on fs, parsed into the returned
+// configuration.
+func flags(fs *flag.FlagSet) *Config {
+	cfg := &Config{}
+	fs.StringVar(&cfg.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
+	fs.StringVar(&cfg.Data, "data", fashionmnist.DefaultDir, "directory of the Fashion-MNIST .gz files")
+	fs.IntVar(&cfg.Epochs, "epochs", 3, "training epochs")
+	fs.IntVar(&cfg.Batch, "batch", 128, "batch size")
+	fs.Float64Var(&cfg.LR, "lr", 0.1, "SGD learning rate")
+	fs.IntVar(&cfg.Hidden, "hidden", 256, "hidden units")
+	fs.Uint64Var(&cfg.Seed, "seed", 2, "random seed (initialisation and shuffling)")
+	fs.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
+	fs.IntVar(&cfg.Progress, "progress", 50, "update the progress bar every N steps (0: never)")
+	return cfg
 }
 
 // Check returns an error for a configuration that cannot train: counts

@@ -4,6 +4,7 @@
 package run
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -56,6 +57,15 @@ func Writable(paths map[string]string) error {
 		if err := checkpoint.Writable(path); err != nil {
 			return fmt.Errorf("%s %s: %w", flag, path, err)
 		}
+	}
+	return nil
+}
+
+// NoArgs returns an error naming the arguments that fs parsed no flag
+// from: the commands take flags only.
+func NoArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: the command takes flags only (-h lists them)", fs.Args())
 	}
 	return nil
 }
