@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
 	"net"
@@ -36,14 +37,20 @@ func need(t *testing.T, err error) {
 	t.Skip(err)
 }
 
-// pageBar is the test accuracy the page must reach after one epoch (469
-// steps of 128 examples); make train's MLP reaches 81.4% there.
-const pageBar = 0.79
+// pageLimit is the training examples of the page's epoch in TestPage:
+// a quarter of the set, 120 steps of 128 (SwiftShader runs the whole
+// epoch in a minute of CPU).
+const pageLimit = 15360
+
+// pageBar is the test accuracy the page must reach after that epoch; it
+// reached 78.0% on SwiftShader (2026-12-02).
+const pageBar = 0.75
 
 // TestPage opens the page in headless Chromium, where it trains on the
 // browser's WebGPU (SwiftShader where there is no GPU): training starts,
 // the page's button pauses it (no step runs while paused) and resumes it,
-// the loss halves, the test accuracy after one epoch reaches pageBar, and
+// the loss halves, the test accuracy after an epoch of pageLimit examples
+// reaches pageBar, and
 // the canvas, read back as the browser shows it, shows the dashboard's
 // last frame (dashboard.Check).
 func TestPage(t *testing.T) {
@@ -71,7 +78,7 @@ func TestPage(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var log bytes.Buffer
-	cmd := browser.Headless(ctx, chromium, t.TempDir(), "http://"+ln.Addr().String()+"/?autostart=1&epochs=1&pauseat=20&check=1", false)
+	cmd := browser.Headless(ctx, chromium, t.TempDir(), "http://"+ln.Addr().String()+fmt.Sprintf("/?autostart=1&epochs=1&limit=%d&pauseat=20&check=1", pageLimit), false)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
