@@ -8,7 +8,7 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 DEPS      := deps
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
-NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/...
+NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./hf/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
 .PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference train train-cnn train-gpt watch-cnn web bench fuzz soak

@@ -478,6 +478,15 @@ func (m Mismatch) Error() string {
 // model), and I64 and I32 counters into int32 ones (an I64 value outside
 // int32's range is an error naming the tensor).
 func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
+	if m := f.Check(into); len(m) > 0 {
+		return m
+	}
+	return f.load(into)
+}
+
+// Check returns what LoadInto would list as mismatches between the file
+// and into (nil if none), sorted, copying nothing.
+func (f *File) Check(into map[string]*tensor.Tensor) Mismatch {
 	var m Mismatch
 	for name, t := range into {
 		e, ok := f.entries[name]
@@ -493,10 +502,12 @@ func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 			m = append(m, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, e.DType, e.Shape))
 		}
 	}
-	if len(m) > 0 {
-		sort.Strings(m)
-		return m
-	}
+	sort.Strings(m)
+	return m
+}
+
+// load copies the file's tensors into into's, which Check accepted.
+func (f *File) load(into map[string]*tensor.Tensor) error {
 	var srcs []*tensor.Tensor
 	defer func() {
 		for _, s := range srcs {
