@@ -155,13 +155,15 @@ soak: deps
 # parity.ReferenceCases selects into parity/testdata/torch/reference.json
 # (reference.py, with a Python that imports torch: Debian's
 # python3-torch), which the parity suite compares both backends with, no
-# torch needed; rerun it when a case changes (the suite says which).
+# torch needed; rerun it when a case changes (the suite says which). It
+# also writes models/gpt2's tiny model and its logits.
 torch-reference:
 	@py=$$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done); \
 	if [ -z "$$py" ]; then echo "torch-reference: no Python here imports torch (Debian: apt-get install python3-torch; or set EXTENSOR_PYTHON)"; exit 1; fi; \
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) test -count=1 -run 'TestTorchReference$$' ./parity/ -args -torch-cases="$$d/cases.json" && \
-	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json
+	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json && \
+	cd models/gpt2/testdata && $$py reference.py
 
 # parity runs the parity suite and rewrites the coverage table in
 # docs/coverage.md.

@@ -487,6 +487,20 @@ func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
 // Check returns what LoadInto would list as mismatches between the file
 // and into (nil if none), sorted, copying nothing.
 func (f *File) Check(into map[string]*tensor.Tensor) Mismatch {
+	m := f.Fits(into)
+	for name, e := range f.entries {
+		if _, ok := into[name]; !ok {
+			m = append(m, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, e.DType, e.Shape))
+		}
+	}
+	sort.Strings(m)
+	return m
+}
+
+// Fits returns the mismatches of into's tensors alone (nil if none),
+// sorted: a name the file lacks, another shape, a dtype that does not
+// load into the model's. The file's other tensors are not counted.
+func (f *File) Fits(into map[string]*tensor.Tensor) Mismatch {
 	var m Mismatch
 	for name, t := range into {
 		e, ok := f.entries[name]
@@ -497,13 +511,24 @@ func (f *File) Check(into map[string]*tensor.Tensor) Mismatch {
 			m = append(m, fmt.Sprintf("%q: the checkpoint has %s %v, the model %v %v", name, e.DType, e.Shape, t.DType(), t.Shape()))
 		}
 	}
-	for name, e := range f.entries {
-		if _, ok := into[name]; !ok {
-			m = append(m, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, e.DType, e.Shape))
-		}
-	}
 	sort.Strings(m)
 	return m
+}
+
+// LoadSome is LoadInto for into's tensors alone: the file's others are
+// left out (a shard's tensors of another part of a model).
+func (f *File) LoadSome(into map[string]*tensor.Tensor) error {
+	if m := f.Fits(into); len(m) > 0 {
+		return m
+	}
+	return f.load(into)
+}
+
+// Info returns the safetensors dtype ("F32", "BF16", …) and the shape of
+// the named tensor, and whether the file holds it.
+func (f *File) Info(name string) (dtype string, shape []int, ok bool) {
+	e, ok := f.entries[name]
+	return e.DType, slices.Clone(e.Shape), ok
 }
 
 // load copies the file's tensors into into's, which Check accepted.

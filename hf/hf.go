@@ -181,6 +181,16 @@ func Open(dir string) (*Model, error) {
 // Names returns the names of the model's tensors, sorted.
 func (m *Model) Names() []string { return slices.Sorted(maps.Keys(m.where)) }
 
+// Ignore leaves the named tensors of the checkpoint out of Names and
+// LoadInto: buffers an architecture recomputes (GPT-2's causal masks,
+// attn.bias) and weights tied to others (a tied lm_head.weight). Names
+// the checkpoint lacks are ignored.
+func (m *Model) Ignore(names ...string) {
+	for _, n := range names {
+		delete(m.where, n)
+	}
+}
+
 // LoadInto copies the model's tensors into into's, by name: every name,
 // shape and dtype is checked across all the shards first (a tensor
 // missing from either side, of another shape, or of a dtype that does not
@@ -202,19 +212,21 @@ func (m *Model) LoadInto(into map[string]*tensor.Tensor) error {
 		}
 		byShard[file][name] = t
 	}
-	for file, f := range m.shards {
-		sub := byShard[file]
-		if sub == nil {
-			sub = map[string]*tensor.Tensor{}
+	for file, sub := range byShard {
+		mismatch = append(mismatch, m.shards[file].Fits(sub)...)
+	}
+	for name, file := range m.where {
+		if _, ok := into[name]; !ok {
+			dt, shape, _ := m.shards[file].Info(name)
+			mismatch = append(mismatch, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, dt, shape))
 		}
-		mismatch = append(mismatch, f.Check(sub)...)
 	}
 	if len(mismatch) > 0 {
 		sort.Strings(mismatch)
 		return mismatch
 	}
 	for file, sub := range byShard {
-		if err := m.shards[file].LoadInto(sub); err != nil {
+		if err := m.shards[file].LoadSome(sub); err != nil {
 			return fmt.Errorf("hf: %s: %w", file, err)
 		}
 	}
