@@ -218,3 +218,71 @@ func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
 	x = ops.Reshape(ops.LayerNorm(x, []int{e}, m.LnFW, m.LnFB, eps), n*t, e)
 	return ops.Reshape(ops.MatMul(x, ops.Transpose(m.WTE)), n, t, m.Cfg.VocabSize)
 }
+
+// A Sampler picks the next token from the logits of the last position.
+type Sampler func(logits []float32) int
+
+// Greedy is the Sampler of greedy decoding: the first token of the
+// largest logit (a NaN logit is never picked).
+func Greedy(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] || logits[best] != logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// Generate returns n tokens that follow prompt, each picked by pick from
+// the logits of the last position over the last n_positions tokens (the
+// window slides past them), computed on the model's device. Each token
+// goes to emit as it is drawn, if emit is not nil. A prompt that is empty
+// or holds a token outside the vocabulary, or a negative n, is an error
+// before any work; so is a token that pick returns outside the
+// vocabulary. Each step runs the whole window (a key-value cache is to
+// come).
+func (m *Model) Generate(prompt []int32, n int, pick Sampler, emit func(token int32)) ([]int32, error) {
+	switch {
+	case len(prompt) == 0 || n < 0:
+		return nil, fmt.Errorf("gpt2: Generate: a prompt of %d tokens, %d tokens to draw; want a prompt and a count ≥ 0", len(prompt), n)
+	case pick == nil:
+		return nil, fmt.Errorf("gpt2: Generate: no sampler")
+	}
+	for i, tok := range prompt {
+		if tok < 0 || int(tok) >= m.Cfg.VocabSize {
+			return nil, fmt.Errorf("gpt2: Generate: prompt token %d is %d; want one of the %d of the vocabulary", i, tok, m.Cfg.VocabSize)
+		}
+	}
+	dev := m.WTE.Value().Device()
+	seq := append([]int32(nil), prompt...)
+	out := make([]int32, 0, n)
+	for range n {
+		window := seq[max(0, len(seq)-m.Cfg.Positions):]
+		ids, err := tensor.FromInt32(dev, window, 1, len(window))
+		if err != nil {
+			return out, err
+		}
+		var logits []float32
+		err = tensor.Maybe(func() {
+			y := m.Forward(autograd.Leaf(ids, false)).Value()
+			last := ops.Narrow(ops.Reshape(y, len(window), m.Cfg.VocabSize), 0, len(window)-1, 1)
+			logits, err = last.Float32s()
+			last.Release()
+			y.Release()
+		})
+		ids.Release()
+		if err != nil {
+			return out, fmt.Errorf("gpt2: Generate: token %d: %w", len(out), err)
+		}
+		tok := pick(logits)
+		if tok < 0 || tok >= m.Cfg.VocabSize {
+			return out, fmt.Errorf("gpt2: Generate: the sampler picked %d; want one of the %d of the vocabulary", tok, m.Cfg.VocabSize)
+		}
+		seq, out = append(seq, int32(tok)), append(out, int32(tok))
+		if emit != nil {
+			emit(int32(tok))
+		}
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,4 +191,45 @@ func TestFineTune(t *testing.T) {
 		}
 	}
 	t.Logf("losses: %v", losses)
+}
+
+// TestGreedy decodes greedily past the 16 positions on both backends and
+// gets PyTorch's tokens (reference.py keeps each step's top two logits
+// apart), streaming each as drawn; bad arguments are errors.
+func TestGreedy(t *testing.T) {
+	var ref struct {
+		Prompt []int32 `json:"prompt"`
+		Greedy []int32 `json:"greedy"`
+	}
+	if err := json.Unmarshal(reference, &ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []device.Device{cpu.New(), gputest.OrNil(t)} {
+		if dev == nil {
+			continue
+		}
+		m := tiny(t, dev)
+		var streamed []int32
+		got, err := m.Generate(ref.Prompt, len(ref.Greedy), gpt2.Greedy, func(tok int32) { streamed = append(streamed, tok) })
+		if err != nil || !slices.Equal(got, ref.Greedy) || !slices.Equal(streamed, got) {
+			t.Errorf("%v: Generate: %v (streamed %v), %v; PyTorch %v", dev, got, streamed, err, ref.Greedy)
+		}
+	}
+	m := tiny(t, cpu.New())
+	for _, tt := range []struct {
+		prompt []int32
+		n      int
+		pick   gpt2.Sampler
+		says   string
+	}{
+		{nil, 3, gpt2.Greedy, "a prompt of 0 tokens"},
+		{[]int32{1}, -1, gpt2.Greedy, "-1 tokens to draw"},
+		{[]int32{1, 37}, 1, gpt2.Greedy, "prompt token 1 is 37"},
+		{[]int32{1}, 1, nil, "no sampler"},
+		{[]int32{1}, 1, func([]float32) int { return 99 }, "the sampler picked 99"},
+	} {
+		if _, err := m.Generate(tt.prompt, tt.n, tt.pick, nil); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("Generate(%v, %d): %v; want an error saying %s", tt.prompt, tt.n, err, tt.says)
+		}
+	}
 }

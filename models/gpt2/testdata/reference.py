@@ -85,6 +85,19 @@ with open("tiny/config.json", "w") as f:
     json.dump(cfg, f, indent=2)
 ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2], [6, 5, 3, 5, 8, 9, 7]])
 logits = forward(ids)
+# Greedy decoding from a prompt, past the 16 positions (the window slides:
+# the last 16 tokens), each step's top two logits further apart than
+# float32 can blur.
+prompt, tokens, gaps = [3, 1, 4], [], []
+seq = list(prompt)
+for _ in range(20):
+    last = forward(torch.tensor([seq[-P:]]))[0, -1]
+    top = torch.topk(last, 2)
+    gaps.append(float(top.values[0] - top.values[1]))
+    seq.append(int(top.indices[0]))
+    tokens.append(seq[-1])
+assert min(gaps) > 1e-3, gaps
 with open("reference.json", "w") as f:
-    json.dump({"torch": torch.__version__, "ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape)}, f)
+    json.dump({"torch": torch.__version__, "ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape),
+               "prompt": prompt, "greedy": tokens, "min_gap": min(gaps)}, f)
 print("logits", list(logits.shape), "torch", torch.__version__)
