@@ -478,18 +478,20 @@ func (m Mismatch) Error() string {
 // model), and I64 and I32 counters into int32 ones (an I64 value outside
 // int32's range is an error naming the tensor).
 func (f *File) LoadInto(into map[string]*tensor.Tensor) error {
-	if m := f.Check(into); len(m) > 0 {
+	if m := append(f.Fits(into), f.Unused(into, nil)...); len(m) > 0 {
+		sort.Strings(m)
 		return m
 	}
 	return f.load(into)
 }
 
-// Check returns what LoadInto would list as mismatches between the file
-// and into (nil if none), sorted, copying nothing.
-func (f *File) Check(into map[string]*tensor.Tensor) Mismatch {
-	m := f.Fits(into)
+// Unused lists, as LoadInto's mismatches, the file's tensors that into
+// lacks, of those counts reports true for (every one if counts is nil),
+// sorted.
+func (f *File) Unused(into map[string]*tensor.Tensor, counts func(name string) bool) Mismatch {
+	var m Mismatch
 	for name, e := range f.entries {
-		if _, ok := into[name]; !ok {
+		if _, ok := into[name]; !ok && (counts == nil || counts(name)) {
 			m = append(m, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, e.DType, e.Shape))
 		}
 	}
@@ -524,14 +526,7 @@ func (f *File) LoadSome(into map[string]*tensor.Tensor) error {
 	return f.load(into)
 }
 
-// Info returns the safetensors dtype ("F32", "BF16", …) and the shape of
-// the named tensor, and whether the file holds it.
-func (f *File) Info(name string) (dtype string, shape []int, ok bool) {
-	e, ok := f.entries[name]
-	return e.DType, slices.Clone(e.Shape), ok
-}
-
-// load copies the file's tensors into into's, which Check accepted.
+// load copies the file's tensors into into's, which Fits accepted.
 func (f *File) load(into map[string]*tensor.Tensor) error {
 	var srcs []*tensor.Tensor
 	defer func() {

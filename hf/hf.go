@@ -215,11 +215,9 @@ func (m *Model) LoadInto(into map[string]*tensor.Tensor) error {
 	for file, sub := range byShard {
 		mismatch = append(mismatch, m.shards[file].Fits(sub)...)
 	}
-	for name, file := range m.where {
-		if _, ok := into[name]; !ok {
-			dt, shape, _ := m.shards[file].Info(name)
-			mismatch = append(mismatch, fmt.Sprintf("%q: in the checkpoint (%s %v), not in the model", name, dt, shape))
-		}
+	kept := func(name string) bool { _, ok := m.where[name]; return ok } // not ignored
+	for _, f := range m.shards {
+		mismatch = append(mismatch, f.Unused(into, kept)...)
 	}
 	if len(mismatch) > 0 {
 		sort.Strings(mismatch)

@@ -39,15 +39,15 @@ type Case struct {
 	HalfGrads bool
 }
 
-// LargeLen is the size from which Check calls a case large: an input
-// or upstream gradient of more elements than this.
-const LargeLen = 1 << 20
+// LargeInput is the size from which Check calls a case large: an input
+// of more elements than this (ops.LargeLen's cases, among others).
+const LargeInput = 1 << 20
 
-// Large reports whether an input of c has more than LargeLen elements.
+// Large reports whether an input of c has more than LargeInput elements.
 // Check runs a large case on the CPU in float64 only (its reference),
 // and not in float16.
 func (c *Case) Large() bool {
-	return slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return device.Numel(in.Shape) > LargeLen })
+	return slices.ContainsFunc(c.Inputs, func(in ops.Input) bool { return device.Numel(in.Shape) > LargeInput })
 }
 
 // Name returns "op/case".

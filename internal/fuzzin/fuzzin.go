@@ -1,10 +1,12 @@
 // Package fuzzin turns a fuzzer's bytes into the small choices a fuzz test
-// makes: integers in a range, one of a list.
+// makes: integers in a range, one of a list; and FuzzCommandLine, a
+// fuzzer of a command's flags.
 package fuzzin
 
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,7 +29,7 @@ func (f *Bytes) Next(lo, hi int) int {
 // used up).
 func Pick[E any](f *Bytes, vs ...E) E { return vs[f.Next(0, len(vs)-1)] }
 
-// hostileValues are the values Args gives flags: counts at and past
+// hostileValues are the values args gives flags: counts at and past
 // their ranges, special and malformed numbers, empty and odd strings.
 var hostileValues = []string{
 	"0", "1", "2", "-1", "3", "-2", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
@@ -35,10 +37,10 @@ var hostileValues = []string{
 	"abc", "true", "false", " 1", "1_000",
 }
 
-// Args returns a command line of up to eight flags named from names
+// args returns a command line of up to eight flags named from names
 // (without the dash), each with a hostile value, as -name=value, -name
 // value or -name alone; now and then a stray argument or an unknown flag.
-func Args(f *Bytes, names ...string) []string {
+func args(f *Bytes, names ...string) []string {
 	var args []string
 	for range f.Next(0, 8) {
 		name := "-" + Pick(f, names...)
@@ -76,7 +78,7 @@ var commandLineSeeds = [][]byte{
 }
 
 // FuzzCommandLine fuzzes a command's flags: each input is a hostile
-// command line (Args over the flags that define defines on a fresh flag
+// command line (args over the flags that define defines on a fresh flag
 // set, messages discarded), parsed in a directory of its own (where
 // Check may make and try the paths it is given). A line that parses with
 // no stray argument is given to the command's Check; its error must name
@@ -94,20 +96,19 @@ func FuzzCommandLine(f *testing.F, name string, defines func(fs *flag.FlagSet) C
 		var names []string
 		fs.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
 		in := Bytes(data)
-		args := Args(&in, names...)
-		if fs.Parse(args) != nil || fs.NArg() > 0 {
+		line := args(&in, names...)
+		if fs.Parse(line) != nil || fs.NArg() > 0 {
 			return
 		}
 		if err := c.Check(); err != nil {
-			named := false
-			fs.VisitAll(func(fl *flag.Flag) { named = named || strings.Contains(err.Error(), "-"+fl.Name) })
+			named := slices.ContainsFunc(names, func(n string) bool { return strings.Contains(err.Error(), "-"+n) })
 			if !named && (c.Unnamed == nil || !c.Unnamed(err)) {
-				t.Fatalf("%q: %v names no flag", args, err)
+				t.Fatalf("%q: %v names no flag", line, err)
 			}
 			return
 		}
 		if err := c.Accepted(); err != nil {
-			t.Fatalf("%q: Check accepted it, but %v", args, err)
+			t.Fatalf("%q: Check accepted it, but %v", line, err)
 		}
 	})
 }

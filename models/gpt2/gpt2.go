@@ -265,7 +265,7 @@ func (m *Model) Generate(prompt []int32, n int, pick Sampler, emit func(token in
 		}
 		var logits []float32
 		err = tensor.Maybe(func() {
-			y := m.Forward(autograd.Leaf(ids, false)).Value()
+			y := m.Forward(autograd.Leaf(ids, false).NoGrad()).Value() // no graph kept
 			last := ops.Narrow(ops.Reshape(y, len(window), m.Cfg.VocabSize), 0, len(window)-1, 1)
 			logits, err = last.Float32s()
 			last.Release()
