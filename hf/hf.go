@@ -20,6 +20,8 @@ const (
 	ConfigFile  = "config.json"
 	WeightsFile = "model.safetensors"
 	IndexFile   = "model.safetensors.index.json"
+	// GenerationFile is the optional file of generation settings.
+	GenerationFile = "generation_config.json"
 )
 
 // CacheDir returns the Hugging Face hub cache: $HF_HUB_CACHE, else
@@ -102,13 +104,52 @@ func (c *Config) Decode(v any) error {
 	return nil
 }
 
+// IDs is one token id or a list of them, as the *_token_id fields of
+// Hugging Face's files hold them.
+type IDs []int32
+
+// UnmarshalJSON reads a number, a list of numbers or null.
+func (ids *IDs) UnmarshalJSON(b []byte) error {
+	var one *int32
+	if err := json.Unmarshal(b, &one); err == nil {
+		*ids = nil
+		if one != nil {
+			*ids = IDs{*one}
+		}
+		return nil
+	}
+	var many []int32
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("a token id or a list of them: %s", b)
+	}
+	*ids = many
+	return nil
+}
+
+// Generation is a model's generation_config.json (the fields read here),
+// with config.json's bos_token_id and eos_token_id where it lacks them.
+type Generation struct {
+	BOS IDs `json:"bos_token_id"`
+	EOS IDs `json:"eos_token_id"` // the tokens that end a generation
+	PAD IDs `json:"pad_token_id"`
+	// DoSample, Temperature, TopK, TopP and RepetitionPenalty are the
+	// model's sampling defaults (0 where unset).
+	DoSample          bool    `json:"do_sample"`
+	Temperature       float64 `json:"temperature"`
+	TopK              int     `json:"top_k"`
+	TopP              float64 `json:"top_p"`
+	RepetitionPenalty float64 `json:"repetition_penalty"`
+	MaxNewTokens      int     `json:"max_new_tokens"`
+}
+
 // Model is a model directory, opened: its configuration and the
 // safetensors files that hold its weights.
 type Model struct {
-	Dir    string
-	Config Config
-	shards map[string]*checkpoint.File // by file name
-	where  map[string]string           // tensor name → file name
+	Dir        string
+	Config     Config
+	Generation Generation
+	shards     map[string]*checkpoint.File // by file name
+	where      map[string]string           // tensor name → file name
 }
 
 // Open reads the model directory dir (Find's result): config.json, and
@@ -126,6 +167,17 @@ func Open(dir string) (*Model, error) {
 		return nil, fmt.Errorf("hf: %s: %w", filepath.Join(dir, ConfigFile), err)
 	}
 	m.Config.raw = b
+	if err := json.Unmarshal(b, &m.Generation); err != nil {
+		return nil, fmt.Errorf("hf: %s: %w", filepath.Join(dir, ConfigFile), err)
+	}
+	switch g, err := os.ReadFile(filepath.Join(dir, GenerationFile)); {
+	case err == nil:
+		if err := json.Unmarshal(g, &m.Generation); err != nil {
+			return nil, fmt.Errorf("hf: %s: %w", filepath.Join(dir, GenerationFile), err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("hf: %w", err)
+	}
 	index, err := os.ReadFile(filepath.Join(dir, IndexFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):

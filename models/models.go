@@ -2,21 +2,42 @@ package models
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/hf"
+	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/models/gpt2"
+	"github.com/extensor/extensor/models/llama"
+	"github.com/extensor/extensor/tokenizer"
 )
 
 // An LM is a causal language model: logits [B, T, vocabulary] of int32
-// token ids [B, T], recorded on the tape.
+// token ids [B, T], recorded on the tape, and decoding through a
+// key-value cache for generate.Generate.
 type LM interface {
 	Forward(ids *autograd.Var) *autograd.Var
 	Params() []*autograd.Var
 	Release()
+	generate.Model
+}
+
+// Pretrained is a model loaded from its directory, with what the
+// directory says of its text.
+type Pretrained struct {
+	LM
+	// Dir is the model's directory.
+	Dir string
+	// Tokenizer is the directory's tokenizer.json (and
+	// tokenizer_config.json), nil where it has none.
+	Tokenizer *tokenizer.Tokenizer
+	// Generation is generation_config.json's settings, with config.json's
+	// token ids where it lacks them.
+	Generation hf.Generation
 }
 
 // builders are the architectures by config.json's model_type.
@@ -30,6 +51,18 @@ var builders = map[string]func(*hf.Model, device.Device, device.DType) (LM, erro
 	},
 }
 
+func init() {
+	for _, t := range llama.ModelTypes {
+		builders[t] = func(m *hf.Model, dev device.Device, dt device.DType) (LM, error) {
+			l, err := llama.Load(m, dev, dt)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		}
+	}
+}
+
 // Known returns the model_type values that Load builds, sorted.
 func Known() []string {
 	var k []string
@@ -41,9 +74,11 @@ func Known() []string {
 }
 
 // Load returns the model name (a directory or a repository id in the
-// Hugging Face cache: hf.Find) on dev in dt, its weights loaded. A
-// model_type it does not know is an error naming it and the known ones.
-func Load(name string, dev device.Device, dt device.DType) (LM, error) {
+// Hugging Face cache: hf.Find) on dev in dt, its weights loaded, with its
+// tokenizer where the directory has one. A model_type it does not know is
+// an error naming it and the known ones; so is a tokenizer that does not
+// load, or whose ids the model lacks.
+func Load(name string, dev device.Device, dt device.DType) (*Pretrained, error) {
 	dir, err := hf.Find(name)
 	if err != nil {
 		return nil, err
@@ -56,5 +91,19 @@ func Load(name string, dev device.Device, dt device.DType) (LM, error) {
 	if !ok {
 		return nil, fmt.Errorf("models: %s: model_type %q (architectures %v) is not one extensor knows: %s", dir, m.Config.ModelType, m.Config.Architectures, strings.Join(Known(), ", "))
 	}
-	return build(m, dev, dt)
+	var tok *tokenizer.Tokenizer
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		if tok, err = tokenizer.Load(dir); err != nil {
+			return nil, err
+		}
+	}
+	lm, err := build(m, dev, dt)
+	if err != nil {
+		return nil, err
+	}
+	if tok != nil && tok.VocabSize() > lm.VocabSize() {
+		lm.Release()
+		return nil, fmt.Errorf("models: %s: the tokenizer has %d ids, the model %d", dir, tok.VocabSize(), lm.VocabSize())
+	}
+	return &Pretrained{LM: lm, Dir: dir, Tokenizer: tok, Generation: m.Generation}, nil
 }

@@ -340,6 +340,34 @@ func (c *KVCache) append(k, v *tensor.Tensor) {
 	c.K, c.V = nk, nv
 }
 
+// Attend adds the keys k and values v [N, Heads, L, D] of L new
+// positions to c and returns the attention of their queries q
+// [N, Heads, L, D] to every position c holds (a scale of 0 is
+// 1/sqrt(D)), with no tape: with causal, new position i sees the P
+// positions held before and the new positions ≤ i, as a causal
+// attention over all P + L positions gives for the last L.
+func (c *KVCache) Attend(q *autograd.Var, k, v *tensor.Tensor, causal bool, scale float64) *autograd.Var {
+	p, l := c.Len(), k.Dim(2)
+	c.append(k, v)
+	var mask *autograd.Var
+	causal = causal && l > 1
+	if causal && p > 0 { // new position i sees keys ≤ p + i
+		allow := make([]float64, l*(p+l))
+		for i := range l {
+			for j := range p + i + 1 {
+				allow[i*(p+l)+j] = 1
+			}
+		}
+		t, err := tensor.FromValues(k.Device(), k.DType(), allow, l, p+l)
+		if err != nil {
+			t = tensor.Failed(k.Device(), k.DType(), err, l, p+l)
+		}
+		mask, causal = autograd.Temp(t), false
+	}
+	a := ops.AttentionAttrs{Causal: causal, BoolMask: mask != nil, Scale: scale}
+	return ops.ScaledDotProductAttention(q.NoGrad(), autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
+}
+
 // Decode returns the self-attention of the new positions x [N, L, E]
 // (evaluation mode: no dropout, no tape) to every position in c and to
 // themselves, and adds their keys and values to c. With Causal, new
@@ -354,25 +382,7 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 	q := m.heads(ops.Slice(y, -1, 0, e, 1))
 	k := m.heads(ops.Slice(y, -1, e, 2*e, 1)).Value()
 	v := m.heads(ops.Slice(y, -1, 2*e, 3*e, 1)).Value()
-	p, l := c.Len(), x.Value().Dim(1)
-	c.append(k, v)
-	var mask *autograd.Var
-	causal := m.Causal && l > 1
-	if causal && p > 0 { // new position i sees keys ≤ p + i
-		allow := make([]float64, l*(p+l))
-		for i := range l {
-			for j := range p + i + 1 {
-				allow[i*(p+l)+j] = 1
-			}
-		}
-		t, err := tensor.FromValues(x.Value().Device(), x.Value().DType(), allow, l, p+l)
-		if err != nil {
-			t = tensor.Failed(x.Value().Device(), x.Value().DType(), err, l, p+l)
-		}
-		mask, causal = autograd.Temp(t), false
-	}
-	a := ops.AttentionAttrs{Causal: causal, BoolMask: mask != nil}
-	o := ops.ScaledDotProductAttention(q, autograd.Temp(c.K), autograd.Temp(c.V), mask, a)
+	o := c.Attend(q, k, v, m.Causal, 0)
 	s := o.Value().Shape()
 	o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
 	out = m.OutProj.Forward(o)

@@ -7,6 +7,9 @@ import (
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/hf"
+	"github.com/extensor/extensor/models/generate"
+	"github.com/extensor/extensor/models/internal/params"
+	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 )
@@ -75,21 +78,9 @@ func New(dev device.Device, dt device.DType, cfg Config) (*Model, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	p := params.New("gpt2", dev, dt)
+	param := p.Zeros
 	m := &Model{Cfg: cfg}
-	var made []*tensor.Tensor
-	var failed error
-	param := func(shape ...int) *autograd.Var {
-		if failed != nil {
-			return nil
-		}
-		t, err := tensor.Zeros(dev, dt, shape...)
-		if err != nil {
-			failed = fmt.Errorf("gpt2: a parameter %v: %w", shape, err)
-			return nil
-		}
-		made = append(made, t)
-		return autograd.Leaf(t, true)
-	}
 	e, f := cfg.Embd, cfg.inner()
 	m.WTE, m.WPE = param(cfg.VocabSize, e), param(cfg.Positions, e)
 	for range cfg.Layers {
@@ -99,11 +90,8 @@ func New(dev device.Device, dt device.DType, cfg Config) (*Model, error) {
 		})
 	}
 	m.LnFW, m.LnFB = param(e), param(e)
-	if failed != nil {
-		for _, t := range made {
-			t.Release()
-		}
-		return nil, failed
+	if err := p.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -185,18 +173,24 @@ func (m *Model) Release() {
 // Forward returns the logits [B, T, vocab_size] of the int32 token ids
 // [B, T], T at most n_positions (else ErrShape).
 func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
-	const op = "gpt2.Forward"
+	return m.forward("gpt2.Forward", ids, 0, nil)
+}
+
+// forward returns the logits of ids at positions start onwards, their
+// attention through caches (one a block; none when caches is nil, and
+// then start is 0).
+func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVCache) *autograd.Var {
 	if ids == nil {
 		tensor.Panicf(op, tensor.ErrArgument, "ids are nil")
 	}
 	s := ids.Value().Shape()
-	if len(s) != 2 || s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
-		tensor.Panicf(op, tensor.ErrShape, "ids %v %v; want int32 [batch, tokens] of at most %d tokens", ids.Value().DType(), s, m.Cfg.Positions)
+	if len(s) != 2 || start+s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
+		tensor.Panicf(op, tensor.ErrShape, "ids %v %v after %d cached positions; want int32 [batch, tokens], at most %d tokens in all", ids.Value().DType(), s, start, m.Cfg.Positions)
 	}
 	n, t, e, h := s[0], s[1], m.Cfg.Embd, m.Cfg.Heads
 	pos := make([]int32, t)
 	for i := range pos {
-		pos[i] = int32(i)
+		pos[i] = int32(start + i)
 	}
 	p := tensor.Must(tensor.FromInt32(ids.Value().Device(), pos, t))
 	x := ops.Add(ops.Embedding(ids, m.WTE), ops.Embedding(autograd.Temp(p), m.WPE)) // [B, T, E]
@@ -204,11 +198,16 @@ func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
 	// conv1d is transformers' Conv1D: x·W + b, x [B·T, in], W [in, out].
 	conv1d := func(x, w, b *autograd.Var) *autograd.Var { return ops.Add(ops.MatMul(x, w), b) }
 	heads := func(x *autograd.Var) *autograd.Var { return ops.Permute(ops.Reshape(x, n, t, h, e/h), 0, 2, 1, 3) }
-	for _, b := range m.Blocks {
+	for i, b := range m.Blocks {
 		a := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln1W, b.Ln1B, eps), n*t, e)
 		qkv := conv1d(a, b.AttnW, b.AttnB)
 		q, k, v := heads(ops.Narrow(qkv, 1, 0, e)), heads(ops.Narrow(qkv, 1, e, e)), heads(ops.Narrow(qkv, 1, 2*e, e))
-		o := ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true})
+		var o *autograd.Var
+		if caches != nil {
+			o = caches[i].Attend(q, k.Value(), v.Value(), true, 0)
+		} else {
+			o = ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true})
+		}
 		o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n*t, e)
 		x = ops.Add(x, ops.Reshape(conv1d(o, b.AttnProjW, b.AttnProjB), n, t, e))
 		f := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln2W, b.Ln2B, eps), n*t, e)
@@ -219,70 +218,19 @@ func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
 	return ops.Reshape(ops.MatMul(x, ops.Transpose(m.WTE)), n, t, m.Cfg.VocabSize)
 }
 
-// A Sampler picks the next token from the logits of the last position.
-type Sampler func(logits []float32) int
+// Context returns n_positions, the most positions the model sees.
+func (m *Model) Context() int { return m.Cfg.Positions }
 
-// Greedy is the Sampler of greedy decoding: the first token of the
-// largest logit (a NaN logit is never picked).
-func Greedy(logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] || logits[best] != logits[best] {
-			best = i
-		}
-	}
-	return best
-}
+// VocabSize returns vocab_size.
+func (m *Model) VocabSize() int { return m.Cfg.VocabSize }
 
-// Generate returns n tokens that follow prompt, each picked by pick from
-// the logits of the last position over the last n_positions tokens (the
-// window slides past them), computed on the model's device. Each token
-// goes to emit as it is drawn, if emit is not nil. A prompt that is empty
-// or holds a token outside the vocabulary, or a negative n, is an error
-// before any work; so is a token that pick returns outside the
-// vocabulary. Each step runs the whole window (a key-value cache is to
-// come).
-func (m *Model) Generate(prompt []int32, n int, pick Sampler, emit func(token int32)) ([]int32, error) {
-	switch {
-	case len(prompt) == 0 || n < 0:
-		return nil, fmt.Errorf("gpt2: Generate: a prompt of %d tokens, %d tokens to draw; want a prompt and a count ≥ 0", len(prompt), n)
-	case pick == nil:
-		return nil, fmt.Errorf("gpt2: Generate: no sampler")
-	}
-	for i, tok := range prompt {
-		if tok < 0 || int(tok) >= m.Cfg.VocabSize {
-			return nil, fmt.Errorf("gpt2: Generate: prompt token %d is %d; want one of the %d of the vocabulary", i, tok, m.Cfg.VocabSize)
-		}
-	}
-	dev := m.WTE.Value().Device()
-	seq := append([]int32(nil), prompt...)
-	out := make([]int32, 0, n)
-	for range n {
-		window := seq[max(0, len(seq)-m.Cfg.Positions):]
-		ids, err := tensor.FromInt32(dev, window, 1, len(window))
-		if err != nil {
-			return out, err
-		}
-		var logits []float32
-		err = tensor.Maybe(func() {
-			y := m.Forward(autograd.Leaf(ids, false).NoGrad()).Value() // no graph kept
-			last := ops.Narrow(ops.Reshape(y, len(window), m.Cfg.VocabSize), 0, len(window)-1, 1)
-			logits, err = last.Float32s()
-			last.Release()
-			y.Release()
-		})
-		ids.Release()
-		if err != nil {
-			return out, fmt.Errorf("gpt2: Generate: token %d: %w", len(out), err)
-		}
-		tok := pick(logits)
-		if tok < 0 || tok >= m.Cfg.VocabSize {
-			return out, fmt.Errorf("gpt2: Generate: the sampler picked %d; want one of the %d of the vocabulary", tok, m.Cfg.VocabSize)
-		}
-		seq, out = append(seq, int32(tok)), append(out, int32(tok))
-		if emit != nil {
-			emit(int32(tok))
-		}
-	}
-	return out, nil
+// NewCache returns an empty cache (an *nn.Caches, one a block) of one
+// sequence.
+func (m *Model) NewCache() generate.Cache { return nn.NewCaches(len(m.Blocks)) }
+
+// Step runs ids after the positions c (one of m.NewCache's) holds, adds
+// them to it and returns the logits of the last, without a tape (for
+// generate.Generate).
+func (m *Model) Step(ids []int32, c generate.Cache) ([]float64, error) {
+	return nn.Decode("gpt2.Step", c, len(m.Blocks), m.WTE.Value().Device(), ids, m.Cfg.VocabSize, m.Cfg.Positions, m.forward)
 }

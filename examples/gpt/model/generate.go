@@ -2,12 +2,11 @@ package model
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
@@ -36,8 +35,9 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 	if n < 0 {
 		return nil, fmt.Errorf("model: generating %d tokens; want a count ≥ 0", n)
 	}
-	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0) || s.TopK < 0 {
-		return nil, fmt.Errorf("model: temperature %v, top-k %d; want a finite temperature ≥ 0 and top-k ≥ 0", s.Temperature, s.TopK)
+	pick, err := generate.NewSampler(generate.Sampling{Temperature: s.Temperature, TopK: s.TopK, Seed: s.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	for _, t := range prompt {
 		if t < 0 || int(t) >= m.Cfg.Vocab {
@@ -46,7 +46,6 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 	}
 	m.Train(false)
 	defer m.Train(true)
-	rng := rand.New(rand.NewPCG(s.Seed, 0x9e))
 	seq := slices.Clone(prompt)
 	start := max(0, len(seq)-m.Cfg.Context) // the window is seq[start:]
 	var caches []*nn.KVCache
@@ -93,7 +92,7 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 		if err != nil {
 			return nil, err
 		}
-		seq = append(seq, draw(last, s, rng))
+		seq = append(seq, int32(pick.Pick(last, nil)))
 		if s.Emit != nil {
 			s.Emit(seq[len(seq)-1])
 		}
@@ -103,48 +102,4 @@ func (m *GPT) Generate(dev device.Device, prompt []int32, n int, s Sampling, cac
 		}
 	}
 	return seq[len(prompt):], nil
-}
-
-// draw picks a token from logits as s says.
-func draw(logits []float64, s Sampling, rng *rand.Rand) int32 {
-	u := rng.Float64() // drawn whatever the temperature, so draws stay aligned
-	if s.Temperature == 0 {
-		best := 0
-		for i, v := range logits {
-			if v > logits[best] {
-				best = i
-			}
-		}
-		return int32(best)
-	}
-	idx := make([]int, len(logits))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case logits[a] > logits[b]:
-			return -1
-		case logits[a] < logits[b]:
-			return 1
-		}
-		return 0
-	})
-	if s.TopK > 0 && s.TopK < len(idx) {
-		idx = idx[:s.TopK]
-	}
-	p := make([]float64, len(idx))
-	sum := 0.0
-	for i, k := range idx {
-		p[i] = math.Exp((logits[k] - logits[idx[0]]) / s.Temperature)
-		sum += p[i]
-	}
-	u *= sum
-	for i, k := range idx {
-		if u < p[i] {
-			return int32(k)
-		}
-		u -= p[i]
-	}
-	return int32(idx[len(idx)-1])
 }

