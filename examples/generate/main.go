@@ -21,6 +21,7 @@ import (
 	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/internal/run"
+	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models"
 	"github.com/extensor/extensor/models/generate"
 )
@@ -29,9 +30,12 @@ import (
 type Config struct {
 	Device string // "auto", "webgpu" or "cpu"
 	Model  string // a model directory or a repository id in the Hugging Face cache
-	DType  string // the weights' dtype on the device: "float32" or "float16"
-	Prompt string
-	Tokens int // the most tokens to draw
+	// Download fetches the repository Model names into the cache first
+	// (hf.Download).
+	Download bool
+	DType    string // the weights' dtype on the device: "float32" or "float16"
+	Prompt   string
+	Tokens   int // the most tokens to draw
 	generate.Sampling
 	NoStop  bool // go on past the model's eos tokens
 	NoCache bool // rerun every position for each token
@@ -59,6 +63,7 @@ func flags(fs *flag.FlagSet) *Config {
 	c := &Config{}
 	fs.StringVar(&c.Device, "device", "auto", `device: "auto", "webgpu" or "cpu"`)
 	fs.StringVar(&c.Model, "model", "", "model directory, or ORG/NAME[@REVISION] in the Hugging Face cache")
+	fs.BoolVar(&c.Download, "download", false, "download the -model repository into the Hugging Face cache first (HF_TOKEN, HF_ENDPOINT)")
 	fs.StringVar(&c.DType, "dtype", "float32", `weights on the device: "float32" or "float16"`)
 	fs.StringVar(&c.Prompt, "prompt", "Hello", "the text to continue")
 	fs.IntVar(&c.Tokens, "tokens", 64, "the most tokens to draw")
@@ -100,6 +105,11 @@ func (c Config) Check() error {
 func Run(cfg Config, w io.Writer) error {
 	if err := cfg.Check(); err != nil {
 		return err
+	}
+	if cfg.Download {
+		if _, err := hf.Download(cfg.Model, true); err != nil {
+			return err
+		}
 	}
 	dev, err := device.Open(cfg.Device)
 	if err != nil {
