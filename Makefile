@@ -140,7 +140,7 @@ fuzz-smoke: $(DEPS)
 # what they find to their testdata/fuzz. (make test replays every
 # fuzzer's seeds and testdata/fuzz.)
 FUZZ_SHORT := ./parity/:FuzzLayers ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
-	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags ./examples/embed/:FuzzFlags
+	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags ./examples/embed/:FuzzFlags ./examples/finetune/:FuzzFlags
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 10m ./parity/

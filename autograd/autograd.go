@@ -66,6 +66,22 @@ func (v *Var) Grad() *tensor.Tensor { v.notNil("autograd.Var.Grad"); return v.gr
 // RequiresGrad reports whether Backward computes the variable's gradient.
 func (v *Var) RequiresGrad() bool { v.notNil("autograd.Var.RequiresGrad"); return v.requires }
 
+// SetRequiresGrad sets whether Backward computes the gradient of a leaf
+// (PyTorch's requires_grad_: freezing a parameter, or thawing it); off,
+// it releases the gradient accumulated. On an op's result it panics
+// with ErrArgument. It returns v.
+func (v *Var) SetRequiresGrad(on bool) *Var {
+	v.notNil("autograd.Var.SetRequiresGrad")
+	if v.node != nil {
+		tensor.Panicf("autograd.Var.SetRequiresGrad", tensor.ErrArgument, "not a leaf: the result of %s", v.node.op.Name)
+	}
+	v.requires = on
+	if !on {
+		v.ZeroGrad()
+	}
+	return v
+}
+
 // ZeroGrad releases the accumulated gradient.
 func (v *Var) ZeroGrad() {
 	v.grad.Release()

@@ -468,3 +468,37 @@ func TestSavedReleased(t *testing.T) {
 		b.ZeroGrad()
 	}
 }
+
+// TestSetRequiresGrad freezes a leaf (no gradient, the old one released)
+// and thaws it; an op's result refuses.
+func TestSetRequiresGrad(t *testing.T) {
+	dev := cpu.New()
+	w := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{1, 2}, 2)), true)
+	b := autograd.Leaf(tensor.Must(tensor.FromFloat64(dev, []float64{3, 4}, 2)), true)
+	step := func() {
+		if err := ops.Sum(ops.Mul(w, b)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if w.Grad() == nil || b.Grad() == nil {
+		t.Fatal("no gradients")
+	}
+	if w.SetRequiresGrad(false) != w || w.Grad() != nil || w.RequiresGrad() {
+		t.Fatal("SetRequiresGrad(false) kept the gradient or the flag")
+	}
+	b.ZeroGrad()
+	step()
+	if w.Grad() != nil || b.Grad() == nil {
+		t.Errorf("frozen w: gradients %v, %v; want none for w", w.Grad(), b.Grad())
+	}
+	w.SetRequiresGrad(true)
+	step()
+	if g, err := w.Grad().Float64s(); err != nil || !slices.Equal(g, []float64{3, 4}) {
+		t.Errorf("thawed w: gradient %v, %v", g, err)
+	}
+	y := ops.Mul(w, b)
+	if err := tensor.Maybe(func() { y.SetRequiresGrad(false) }); !errors.Is(err, tensor.ErrArgument) || !strings.Contains(err.Error(), "not a leaf") {
+		t.Errorf("SetRequiresGrad on an op's result: %v", err)
+	}
+}

@@ -282,3 +282,31 @@ func (m *Model) LoadInto(into map[string]*tensor.Tensor) error {
 	}
 	return nil
 }
+
+// Save writes a model to the directory dir in Hugging Face's layout:
+// model.safetensors holding tensors by their names, and the
+// configuration, generation settings and tokenizer files of the model
+// directory from (config.json, generation_config.json, tokenizer.json,
+// tokenizer_config.json, those it has) copied beside it. Open reads it
+// back.
+func Save(dir, from string, tensors map[string]*tensor.Tensor) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("hf: %w", err)
+	}
+	for _, f := range []string{ConfigFile, GenerationFile, "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		switch {
+		case errors.Is(err, os.ErrNotExist) && f != ConfigFile:
+			continue
+		case err != nil:
+			return fmt.Errorf("hf: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return fmt.Errorf("hf: %w", err)
+		}
+	}
+	if err := checkpoint.Save(filepath.Join(dir, WeightsFile), tensors, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("hf: %w", err)
+	}
+	return nil
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/models/gpt2"
 	"github.com/extensor/extensor/models/llama"
+	"github.com/extensor/extensor/models/lora"
+	"github.com/extensor/extensor/tensor"
 	"github.com/extensor/extensor/tokenizer"
 )
 
@@ -23,8 +25,12 @@ import (
 type LM interface {
 	Forward(ids *autograd.Var) *autograd.Var
 	Params() []*autograd.Var
+	// StateDict returns the parameters by Hugging Face's names (hf.Save
+	// writes them).
+	StateDict() map[string]*tensor.Tensor
 	Release()
 	generate.Model
+	lora.Model
 }
 
 // Pretrained is a model loaded from its directory, with what the

@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"strings"
 
@@ -39,15 +38,10 @@ type Config struct {
 
 func main() {
 	cfg := flags(flag.CommandLine)
-	flag.Parse()
-	log.SetFlags(0)
-	if err := run.NoArgs(flag.CommandLine); err != nil {
-		log.Fatalf("embed: %v", err)
-	}
-	cfg.stdin = os.Stdin
-	if err := run.Caught(func() error { return Run(*cfg, os.Stdout) }); err != nil {
-		log.Fatalf("embed: %v", err)
-	}
+	run.Main("embed", func() error {
+		cfg.stdin = os.Stdin
+		return Run(*cfg, os.Stdout)
+	})
 }
 
 // flags defines the command's flags on fs, parsed into the returned

@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"unicode/utf8"
 
@@ -45,16 +44,11 @@ type Config struct {
 
 func main() {
 	cfg := flags(flag.CommandLine)
-	flag.Parse()
-	log.SetFlags(0)
-	if err := run.NoArgs(flag.CommandLine); err != nil {
-		log.Fatalf("generate: %v", err)
-	}
-	cfg.set = map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { cfg.set[f.Name] = true })
-	if err := run.Caught(func() error { return Run(*cfg, os.Stdout) }); err != nil {
-		log.Fatalf("generate: %v", err)
-	}
+	run.Main("generate", func() error {
+		cfg.set = map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { cfg.set[f.Name] = true })
+		return Run(*cfg, os.Stdout)
+	})
 }
 
 // flags defines the command's flags on fs, parsed into the returned

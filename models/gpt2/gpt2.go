@@ -9,6 +9,7 @@ import (
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/models/internal/params"
+	"github.com/extensor/extensor/models/lora"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
@@ -70,7 +71,25 @@ type Model struct {
 	WTE, WPE   *autograd.Var
 	Blocks     []Block
 	LnFW, LnFB *autograd.Var
+	adapters   map[string]*lora.Adapter // by module name
 }
+
+// Modules returns the Conv1D projections by GPT2LMHeadModel's module
+// names (transformer.h.N.attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj),
+// for package lora.
+func (m *Model) Modules() map[string]lora.Module {
+	mods := map[string]lora.Module{}
+	for i, b := range m.Blocks {
+		p := fmt.Sprintf("transformer.h.%d.", i)
+		for name, w := range map[string]*autograd.Var{"attn.c_attn": b.AttnW, "attn.c_proj": b.AttnProjW, "mlp.c_fc": b.FcW, "mlp.c_proj": b.MlpProjW} {
+			mods[p+name] = lora.Module{W: w, FanInFanOut: true}
+		}
+	}
+	return mods
+}
+
+// SetAdapters makes Forward add the adapters to their modules' outputs.
+func (m *Model) SetAdapters(a map[string]*lora.Adapter) { m.adapters = a }
 
 // New returns a GPT-2 of cfg on dev in dt, its parameters zeros (Load
 // fills them).
@@ -195,12 +214,25 @@ func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVC
 	p := tensor.Must(tensor.FromInt32(ids.Value().Device(), pos, t))
 	x := ops.Add(ops.Embedding(ids, m.WTE), ops.Embedding(autograd.Temp(p), m.WPE)) // [B, T, E]
 	eps := m.Cfg.Eps
-	// conv1d is transformers' Conv1D: x·W + b, x [B·T, in], W [in, out].
-	conv1d := func(x, w, b *autograd.Var) *autograd.Var { return ops.Add(ops.MatMul(x, w), b) }
+	// conv1d is transformers' Conv1D: x·W + b, x [B·T, in], W [in, out],
+	// with the adapter of module name, if any.
+	conv1d := func(name string, x, w, b *autograd.Var) *autograd.Var {
+		y := ops.Add(ops.MatMul(x, w), b)
+		if a := m.adapters[name]; a != nil {
+			y = a.Apply(x, y)
+		}
+		return y
+	}
 	heads := func(x *autograd.Var) *autograd.Var { return ops.Permute(ops.Reshape(x, n, t, h, e/h), 0, 2, 1, 3) }
 	for i, b := range m.Blocks {
+		mod := func(name string) string {
+			if m.adapters == nil {
+				return ""
+			}
+			return fmt.Sprintf("transformer.h.%d.%s", i, name)
+		}
 		a := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln1W, b.Ln1B, eps), n*t, e)
-		qkv := conv1d(a, b.AttnW, b.AttnB)
+		qkv := conv1d(mod("attn.c_attn"), a, b.AttnW, b.AttnB)
 		q, k, v := heads(ops.Narrow(qkv, 1, 0, e)), heads(ops.Narrow(qkv, 1, e, e)), heads(ops.Narrow(qkv, 1, 2*e, e))
 		var o *autograd.Var
 		if caches != nil {
@@ -209,9 +241,9 @@ func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVC
 			o = ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true})
 		}
 		o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n*t, e)
-		x = ops.Add(x, ops.Reshape(conv1d(o, b.AttnProjW, b.AttnProjB), n, t, e))
+		x = ops.Add(x, ops.Reshape(conv1d(mod("attn.c_proj"), o, b.AttnProjW, b.AttnProjB), n, t, e))
 		f := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln2W, b.Ln2B, eps), n*t, e)
-		f = conv1d(ops.GeluTanh(conv1d(f, b.FcW, b.FcB)), b.MlpProjW, b.MlpProjB)
+		f = conv1d(mod("mlp.c_proj"), ops.GeluTanh(conv1d(mod("mlp.c_fc"), f, b.FcW, b.FcB)), b.MlpProjW, b.MlpProjB)
 		x = ops.Add(x, ops.Reshape(f, n, t, e))
 	}
 	x = ops.Reshape(ops.LayerNorm(x, []int{e}, m.LnFW, m.LnFB, eps), n*t, e)

@@ -11,6 +11,7 @@ import (
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models/generate"
 	"github.com/extensor/extensor/models/internal/params"
+	"github.com/extensor/extensor/models/lora"
 	"github.com/extensor/extensor/nn"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
@@ -133,7 +134,29 @@ type Model struct {
 	Blocks []Block
 	Norm   *autograd.Var // model.norm.weight
 	Head   *autograd.Var // lm_head.weight; Embed when tied
+
+	adapters map[string]*lora.Adapter // by module name
 }
+
+// Modules returns the projections by LlamaForCausalLM's module names
+// (model.layers.N.self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj), for
+// package lora.
+func (m *Model) Modules() map[string]lora.Module {
+	mods := map[string]lora.Module{}
+	for i, b := range m.Blocks {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		for name, w := range map[string]*autograd.Var{
+			"self_attn.q_proj": b.Q, "self_attn.k_proj": b.K, "self_attn.v_proj": b.V, "self_attn.o_proj": b.O,
+			"mlp.gate_proj": b.Gate, "mlp.up_proj": b.Up, "mlp.down_proj": b.Down,
+		} {
+			mods[p+name] = lora.Module{W: w}
+		}
+	}
+	return mods
+}
+
+// SetAdapters makes Forward add the adapters to their modules' outputs.
+func (m *Model) SetAdapters(a map[string]*lora.Adapter) { m.adapters = a }
 
 // New returns a model of cfg on dev in dt, its parameters zeros (Load
 // fills them).
@@ -298,19 +321,29 @@ func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVC
 	}
 	eps := m.Cfg.Eps
 	for i, b := range m.Blocks {
+		// linear is nn.Linear with the adapter of module name, if any.
+		linear := func(name string, x, w, bias *autograd.Var) *autograd.Var {
+			y := ops.Linear(x, w, bias)
+			if m.adapters != nil {
+				if a := m.adapters[fmt.Sprintf("model.layers.%d.%s", i, name)]; a != nil {
+					y = a.Apply(x, y)
+				}
+			}
+			return y
+		}
 		a := ops.RMSNorm(x, []int{e}, b.InputNorm, eps)
-		q := rotate(heads(ops.Linear(a, b.Q, b.QB), h))
-		kk := repeat(rotate(heads(ops.Linear(a, b.K, b.KB), k)))
-		v := repeat(heads(ops.Linear(a, b.V, b.VB), k))
+		q := rotate(heads(linear("self_attn.q_proj", a, b.Q, b.QB), h))
+		kk := repeat(rotate(heads(linear("self_attn.k_proj", a, b.K, b.KB), k)))
+		v := repeat(heads(linear("self_attn.v_proj", a, b.V, b.VB), k))
 		var o *autograd.Var
 		if caches != nil {
 			o = caches[i].Attend(q, kk.Value(), v.Value(), true, 0)
 		} else {
 			o = ops.ScaledDotProductAttention(q, kk, v, nil, ops.AttentionAttrs{Causal: true})
 		}
-		x = ops.Add(x, ops.Linear(ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n, t, h*d), b.O, b.OB))
+		x = ops.Add(x, linear("self_attn.o_proj", ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n, t, h*d), b.O, b.OB))
 		f := ops.RMSNorm(x, []int{e}, b.PostNorm, eps)
-		x = ops.Add(x, ops.Linear(ops.Mul(ops.Silu(ops.Linear(f, b.Gate, nil)), ops.Linear(f, b.Up, nil)), b.Down, nil))
+		x = ops.Add(x, linear("mlp.down_proj", ops.Mul(ops.Silu(linear("mlp.gate_proj", f, b.Gate, nil)), linear("mlp.up_proj", f, b.Up, nil)), b.Down, nil))
 	}
 	x = ops.RMSNorm(x, []int{e}, m.Norm, eps)
 	return ops.Linear(x, m.Head, nil)

@@ -148,8 +148,8 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// Plot writes loss.png, accuracy.png and (once SetConfusion has been
-// called) confusion.png into the Recorder's directory and returns their
+// Plot writes loss.png, accuracy.png (once AddEpoch has been called) and
+// (once SetConfusion has been called) confusion.png into the Recorder's directory and returns their
 // paths. It may be called at any time during training.
 func (r *Recorder) Plot() ([]string, error) {
 	if r.dir == "" {
@@ -165,8 +165,8 @@ func (r *Recorder) Plot() ([]string, error) {
 		{"accuracy.png", r.accuracyPlot, 7 * vg.Inch, 4 * vg.Inch},
 		{"confusion.png", r.confusionPlot, 7 * vg.Inch, 6 * vg.Inch},
 	} {
-		if f.name == "confusion.png" && r.Confusion == nil {
-			continue // during training: no test predictions yet
+		if f.name == "confusion.png" && r.Confusion == nil || f.name == "accuracy.png" && r.Epochs == nil {
+			continue // during training: no test predictions yet; no epochs in a run of steps
 		}
 		p, err := f.make()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 
@@ -78,4 +79,19 @@ func Caught(f func() error) (err error) {
 		return perr
 	}
 	return err
+}
+
+// Main is a command's main: it parses the command line's flags (defined
+// on flag.CommandLine before), refuses arguments that are not flags, and
+// runs body (Caught); an error ends the process, named as the command.
+func Main(name string, body func() error) {
+	flag.Parse()
+	log.SetFlags(0)
+	err := NoArgs(flag.CommandLine)
+	if err == nil {
+		err = Caught(body)
+	}
+	if err != nil {
+		log.Fatalf("%s: %v", name, err)
+	}
 }

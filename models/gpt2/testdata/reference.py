@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../testdata"))
-from hflayout import save  # noqa: E402
+from hflayout import lora_adapter, save, save_adapter, train_lora  # noqa: E402
 
 torch.manual_seed(0)
 cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 512, "n_positions": 16,
@@ -49,7 +49,7 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def forward(ids):
+def forward(ids, lora=None, scale=0.0):
     d = {k: v.double() for k, v in w.items()}
     B, T = ids.shape
     h = d["wte.weight"][ids] + d["wpe.weight"][torch.arange(T)]
@@ -57,7 +57,11 @@ def forward(ids):
     for i in range(L):
         p = f"h.{i}."
         a = torch.nn.functional.layer_norm(h, (E,), d[p + "ln_1.weight"], d[p + "ln_1.bias"], cfg["layer_norm_epsilon"])
-        qkv = torch.addmm(d[p + "attn.c_attn.bias"], a.view(-1, E), d[p + "attn.c_attn.weight"]).view(B, T, 3 * E)
+        qkv = torch.addmm(d[p + "attn.c_attn.bias"], a.view(-1, E), d[p + "attn.c_attn.weight"])
+        if lora:  # PEFT's LoRA on the Conv1D (fan_in_fan_out): x·Aᵀ·Bᵀ·scale
+            la, lb = lora[f"transformer.h.{i}.attn.c_attn"]
+            qkv = qkv + scale * (a.view(-1, E) @ la.T @ lb.T)
+        qkv = qkv.view(B, T, 3 * E)
         q, k, v = qkv.split(E, dim=2)
         q, k, v = (t.view(B, T, H, D).permute(0, 2, 1, 3) for t in (q, k, v))
         att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D)
@@ -121,7 +125,13 @@ for _ in range(20):
     seq.append(int(top.indices[0]))
     tokens.append(seq[-1])
 assert min(gaps) > 1e-3, gaps
+# LoRA on c_attn (r 4, alpha 8; fan_in_fan_out, as GPT-2's Conv1D), five
+# AdamW steps.
+adapters = lora_adapter({f"transformer.h.{i}.attn.c_attn": (E, 3 * E) for i in range(L)}, 4, 1)
+save_adapter("tiny-lora", adapters, 4, 8.0, ["c_attn"], True)
+lora = {"losses": train_lora(lambda x, ab: forward(x, ab, 2.0), adapters, ids.tolist()),
+        "logits": forward(ids, {k: (a.double(), b.double()) for k, (a, b) in adapters.items()}, 2.0).flatten().tolist()}
 with open("reference.json", "w") as f:
-    json.dump({"torch": torch.__version__, "ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape),
+    json.dump({"torch": torch.__version__, "lora": lora, "ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape),
                "prompt": prompt, "greedy": tokens, "min_gap": min(gaps)}, f)
 print("logits", list(logits.shape), "torch", torch.__version__)

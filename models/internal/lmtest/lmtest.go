@@ -20,6 +20,7 @@ import (
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/internal/gputest"
 	"github.com/extensor/extensor/models/generate"
+	"github.com/extensor/extensor/models/lora"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
@@ -41,6 +42,7 @@ type LM interface {
 	StateDict() map[string]*tensor.Tensor
 	Release()
 	generate.Model
+	lora.Model
 }
 
 // A Loader loads the model directory dir on dev in float32.
@@ -53,6 +55,12 @@ type Ref struct {
 	Shape  []int     `json:"shape"`
 	Prompt []int32   `json:"prompt"`
 	Greedy []int32   `json:"greedy"`
+	// LoRA is the logits with the adapter of the dir-lora directory, and
+	// the losses of five AdamW steps on it.
+	LoRA struct {
+		Logits []float64 `json:"logits"`
+		Losses []float64 `json:"losses"`
+	} `json:"lora"`
 }
 
 // Read returns the reference of file (JSON), or of its entry at key
@@ -220,6 +228,75 @@ func StoredForms(t *testing.T, load Loader, dir string, dev device.Device, rows 
 	}
 }
 
+// LoRA loads the adapter of dir-lora (PEFT's layout) onto the model of
+// dir and checks, against PyTorch's values, its logits and the losses of
+// five AdamW steps on the adapters alone (the base weights frozen and
+// unchanged); the trained adapters saved and loaded onto a fresh model
+// give the same logits, merging them into the base gives them within
+// 10⁻⁵, and the merged model saved in Hugging Face's layout loads back
+// to them exactly.
+func LoRA(t *testing.T, load Loader, dir string, dev device.Device, ref Ref) {
+	t.Helper()
+	m := Load(t, load, dir, dev)
+	s, err := lora.Load(m, dir+"-lora", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MatchesPyTorch(t, m, dev, Ref{IDs: ref.IDs, Logits: ref.LoRA.Logits}, 1e-4)
+	base := m.Params()[len(m.Params())-1]
+	before, err := base.Value().Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	losses := FineTune(t, lmWith(m, s.Params()), dev, ref.IDs, len(ref.LoRA.Losses))
+	for i, w := range ref.LoRA.Losses {
+		if math.Abs(losses[i]-w) > 1e-4*(1+math.Abs(w)) {
+			t.Errorf("%v: LoRA step %d: loss %v; PyTorch %v", dev, i, losses[i], w)
+		}
+	}
+	if after, err := base.Value().Float32s(); err != nil || !slices.Equal(before, after) || base.Grad() != nil {
+		t.Errorf("%v: a frozen base weight changed (%v) or has a gradient", dev, err)
+	}
+	trained := Logits(t, m, dev, ref.IDs)
+	saved := t.TempDir()
+	if err := s.Save(saved, dir); err != nil {
+		t.Fatal(err)
+	}
+	fresh := Load(t, load, dir, dev)
+	if _, err := lora.Load(fresh, saved, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := Logits(t, fresh, dev, ref.IDs); !slices.Equal(got, trained) {
+		t.Errorf("%v: the saved adapters' logits differ from the trained ones", dev)
+	}
+	if err := s.Merge(); err != nil {
+		t.Fatal(err)
+	}
+	merged := Logits(t, m, dev, ref.IDs)
+	for i := range merged {
+		if math.Abs(merged[i]-trained[i]) > 1e-5*(1+math.Abs(trained[i])) {
+			t.Fatalf("%v: merged logit %d: %v; with the adapters %v", dev, i, merged[i], trained[i])
+		}
+	}
+	out := t.TempDir()
+	if err := hf.Save(out, dir, m.StateDict()); err != nil {
+		t.Fatal(err)
+	}
+	if got := Logits(t, Load(t, load, out, dev), dev, ref.IDs); !slices.Equal(got, merged) {
+		t.Errorf("%v: the saved merged model's logits differ", dev)
+	}
+}
+
+// withParams is an LM whose Params are another set (the adapters').
+type withParams struct {
+	LM
+	ps []*autograd.Var
+}
+
+func (w withParams) Params() []*autograd.Var { return w.ps }
+
+func lmWith(m LM, ps []*autograd.Var) LM { return withParams{m, ps} }
+
 // FineTune takes steps AdamW steps on m's next-token loss over rows and
 // returns the losses, which must fall.
 func FineTune(t *testing.T, m LM, dev device.Device, rows [][]int32, steps int) []float64 {
@@ -282,6 +359,9 @@ func All(t *testing.T, load Loader, dir string, ref Ref, seq []int32) {
 				StoredForms(t, load, dir, dev, ref.IDs)
 			}
 			losses = append(losses, FineTune(t, m, dev, ref.IDs, 5))
+			if ref.LoRA.Logits != nil {
+				LoRA(t, load, dir, dev, ref)
+			}
 		})
 	}
 	if len(losses) == 2 {

@@ -29,7 +29,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../testdata"))
-from hflayout import save  # noqa: E402
+from hflayout import lora_adapter, save, save_adapter, train_lora  # noqa: E402
 
 torch.manual_seed(0)
 V = 512
@@ -82,7 +82,7 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
-def forward(cfg, w, ids):
+def forward(cfg, w, ids, lora=None, scale=0.0):
     d = {k: v.double() for k, v in w.items()}
     E, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = E // H
@@ -99,7 +99,12 @@ def forward(cfg, w, ids):
 
     def proj(x, name, p):
         y = x @ d[p + name + ".weight"].T
-        return y + d[p + name + ".bias"] if p + name + ".bias" in d else y
+        if p + name + ".bias" in d:
+            y = y + d[p + name + ".bias"]
+        if lora and p + name in lora:
+            a, b = lora[p + name]
+            y = y + scale * (x @ a.T @ b.T)
+        return y
 
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -163,7 +168,17 @@ for name, cfg in configs.items():
         gaps.append(float(top.values[0] - top.values[1]))
         seq.append(int(top.indices[0]))
     assert min(gaps) > 1e-3, (name, min(gaps))
-    ref["models"][name] = {"ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape),
+    lora = {}
+    if name == "tiny":
+        # LoRA on q_proj and v_proj (r 4, alpha 8), five AdamW steps.
+        E, K, D = cfg["hidden_size"], cfg["num_key_value_heads"], cfg["hidden_size"] // cfg["num_attention_heads"]
+        shapes = {f"model.layers.{i}.self_attn.{n}": (E, E if n == "q_proj" else K * D)
+                  for i in range(cfg["num_hidden_layers"]) for n in ("q_proj", "v_proj")}
+        adapters = lora_adapter(shapes, 4, 1)
+        save_adapter("tiny-lora", adapters, 4, 8.0, ["q_proj", "v_proj"], False)
+        lora = {"losses": train_lora(lambda x, ab: forward(cfg, w, x, ab, 8.0 / 4), adapters, ids.tolist()),
+                "logits": forward(cfg, w, ids, {k: (a.double(), b.double()) for k, (a, b) in adapters.items()}, 2.0).flatten().tolist()}
+    ref["models"][name] = {"lora": lora, "ids": ids.tolist(), "logits": logits.flatten().tolist(), "shape": list(logits.shape),
                            "prompt": prompt, "greedy": seq[len(prompt):], "min_gap": min(gaps)}
     print(name, "logits", list(logits.shape), "min gap", min(gaps))
 with open("reference.json", "w") as f:
