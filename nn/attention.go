@@ -345,22 +345,47 @@ func (c *KVCache) append(k, v *tensor.Tensor) {
 // [N, Heads, L, D] to every position c holds (a scale of 0 is
 // 1/sqrt(D)), with no tape: with causal, new position i sees the P
 // positions held before and the new positions ≤ i, as a causal
-// attention over all P + L positions gives for the last L.
-func (c *KVCache) Attend(q *autograd.Var, k, v *tensor.Tensor, causal bool, scale float64) *autograd.Var {
+// attention over all P + L positions gives for the last L. pads, if not
+// nil, holds for each of the N sequences the positions at its start that
+// are padding (left padding): no query sees them but their own (a
+// padding query, whose output is unused, sees itself alone).
+func (c *KVCache) Attend(q *autograd.Var, k, v *tensor.Tensor, causal bool, pads []int, scale float64) *autograd.Var {
 	p, l := c.Len(), k.Dim(2)
 	c.append(k, v)
 	var mask *autograd.Var
+	seen := causal // whether new position i sees only keys ≤ p + i
 	causal = causal && l > 1
-	if causal && p > 0 { // new position i sees keys ≤ p + i
-		allow := make([]float64, l*(p+l))
-		for i := range l {
-			for j := range p + i + 1 {
-				allow[i*(p+l)+j] = 1
+	if pads != nil || causal && p > 0 { // new position i sees keys ≤ p + i, past the padding
+		n, s := k.Dim(0), p+l
+		rows := 1
+		if pads != nil {
+			rows = n
+		}
+		allow := make([]float64, rows*l*s)
+		for r := range rows {
+			pad := 0
+			if pads != nil {
+				pad = pads[r]
+			}
+			for i := range l {
+				last := s - 1
+				if seen {
+					last = p + i
+				}
+				for j := range last + 1 {
+					if j >= pad || j == p+i {
+						allow[(r*l+i)*s+j] = 1
+					}
+				}
 			}
 		}
-		t, err := tensor.FromValues(k.Device(), k.DType(), allow, l, p+l)
+		shape := []int{l, s}
+		if pads != nil {
+			shape = []int{n, 1, l, s}
+		}
+		t, err := tensor.FromValues(k.Device(), k.DType(), allow, shape...)
 		if err != nil {
-			t = tensor.Failed(k.Device(), k.DType(), err, l, p+l)
+			t = tensor.Failed(k.Device(), k.DType(), err, shape...)
 		}
 		mask, causal = autograd.Temp(t), false
 	}
@@ -382,7 +407,7 @@ func (m *MultiheadAttentionLayer) Decode(x *autograd.Var, c *KVCache) *autograd.
 	q := m.heads(ops.Slice(y, -1, 0, e, 1))
 	k := m.heads(ops.Slice(y, -1, e, 2*e, 1)).Value()
 	v := m.heads(ops.Slice(y, -1, 2*e, 3*e, 1)).Value()
-	o := c.Attend(q, k, v, m.Causal, 0)
+	o := c.Attend(q, k, v, m.Causal, nil, 0)
 	s := o.Value().Shape()
 	o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
 	out = m.OutProj.Forward(o)

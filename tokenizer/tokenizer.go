@@ -11,8 +11,10 @@ import (
 	"unicode"
 
 	"github.com/dlclark/regexp2"
+	esentencepiece "github.com/eliben/go-sentencepiece"
 	"github.com/gomlx/go-huggingface/tokenizers/api"
 	"github.com/gomlx/go-huggingface/tokenizers/hftokenizer"
+	"github.com/gomlx/go-huggingface/tokenizers/sentencepiece"
 )
 
 // GPT2Pattern is the pre-tokenizer pattern of GPT-2 (what a ByteLevel
@@ -25,14 +27,17 @@ type Tokenizer struct {
 	// lib is the whole pipeline with the post-processor's special tokens
 	// and plain without them; with split set, both are the BPE of
 	// byte-mapped pieces.
-	lib, plain *hftokenizer.Tokenizer
+	lib, plain api.Tokenizer
+	// known reports whether an id below size names a token.
+	known func(id int) bool
 	// split is the byte-level pre-tokenizer's pattern; nil: hftokenizer
 	// pre-tokenizes.
-	split       *regexp2.Regexp
-	prefixSpace bool // byte-level: a space goes before text that starts without one
-	added       []added
-	template    []item // the special tokens around a text (the post-processor's single template)
-	size        int
+	split         *regexp2.Regexp
+	sentencePiece bool // lib is a SentencePiece model; template says what surrounds a text
+	prefixSpace   bool // byte-level: a space goes before text that starts without one
+	added         []added
+	template      []item // the special tokens around a text (the post-processor's single template)
+	size          int
 
 	// BOS, EOS and PAD are the ids of tokenizer_config.json's bos_token,
 	// eos_token and pad_token, -1 where it names none.
@@ -55,14 +60,19 @@ type item struct {
 }
 
 // Load returns the tokenizer of path: a model directory holding
-// tokenizer.json and, optionally, tokenizer_config.json, or a
-// tokenizer.json file.
+// tokenizer.json (or, without it, a SentencePiece tokenizer.model) and,
+// optionally, tokenizer_config.json; or a tokenizer.json file.
 func Load(path string) (*Tokenizer, error) {
 	file, config := path, ""
 	if st, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	} else if st.IsDir() {
 		file, config = filepath.Join(path, "tokenizer.json"), filepath.Join(path, "tokenizer_config.json")
+		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(path, "tokenizer.model")); err == nil {
+				return loadSentencePiece(filepath.Join(path, "tokenizer.model"), config)
+			}
+		}
 	}
 	tj, err := os.ReadFile(file)
 	if err != nil {
@@ -78,6 +88,62 @@ func Load(path string) (*Tokenizer, error) {
 	t, err := Parse(tj, cj)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", file, err)
+	}
+	return t, nil
+}
+
+// loadSentencePiece returns the tokenizer of a SentencePiece model file
+// (go-huggingface's sentencepiece, over github.com/eliben/go-sentencepiece):
+// Encode puts the BOS before the text unless tokenizer_config.json's
+// add_bos_token is false, and the EOS after it if add_eos_token is true,
+// as transformers' LlamaTokenizer does.
+func loadSentencePiece(path, config string) (*Tokenizer, error) {
+	var cfg struct {
+		BOS    *bool `json:"add_bos_token"`
+		EOS    bool  `json:"add_eos_token"`
+		PadTok token `json:"pad_token"`
+	}
+	if b, err := os.ReadFile(config); err == nil {
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return nil, fmt.Errorf("tokenizer: %s: %w", config, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t := &Tokenizer{BOS: -1, EOS: -1, PAD: -1}
+	for _, special := range []bool{true, false} {
+		proc, err := esentencepiece.NewProcessorFromPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+		}
+		sp := &sentencepiece.Tokenizer{Processor: proc, Info: proc.ModelInfo()}
+		if special {
+			t.lib = sp
+		} else {
+			t.plain = sp
+		}
+		info := proc.ModelInfo()
+		t.size = info.VocabularySize
+		t.BOS, t.EOS, t.PAD = int32(info.BeginningOfSentenceID), int32(info.EndOfSentenceID), int32(info.PadID)
+	}
+	if cfg.PadTok != "" {
+		// tokenizer_config.json may name a pad token the model lacks.
+		t.PAD = -1
+	}
+	if t.BOS >= 0 && (cfg.BOS == nil || *cfg.BOS) {
+		t.template = append(t.template, item{ids: []int32{t.BOS}})
+	}
+	t.template = append(t.template, item{seq: true})
+	if cfg.EOS && t.EOS >= 0 {
+		t.template = append(t.template, item{ids: []int32{t.EOS}})
+	}
+	t.known = func(int) bool { return true }
+	t.sentencePiece = true
+	// Only the text's ids come from the model; Encode adds the template.
+	for _, sp := range []api.Tokenizer{t.lib, t.plain} {
+		if err := sp.With(api.EncodeOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -206,7 +272,7 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 	// Two copies, as hftokenizer's Encode reads its options from the
 	// tokenizer (Encode is otherwise read-only: safe to share).
 	for _, to := range []struct {
-		lib     **hftokenizer.Tokenizer
+		lib     *api.Tokenizer
 		special bool
 	}{{&t.lib, !byteLevel}, {&t.plain, false}} {
 		lib, err := hftokenizer.NewFromContent(&api.Config{BosToken: string(cfg.BOS), EosToken: string(cfg.EOS), PadToken: string(cfg.PAD)}, content)
@@ -222,9 +288,13 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 			break
 		}
 	}
-	lib := t.lib
-	for _, id := range lib.GetVocab() {
+	hl := t.lib.(*hftokenizer.Tokenizer)
+	for _, id := range hl.GetVocab() {
 		t.size = max(t.size, id+1)
+	}
+	t.known = func(id int) bool {
+		_, ok := hl.IDToToken(id)
+		return ok
 	}
 	for _, s := range []struct {
 		name token
@@ -233,7 +303,7 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 		if s.name == "" {
 			continue
 		}
-		id, ok := lib.TokenToID(string(s.name))
+		id, ok := hl.TokenToID(string(s.name))
 		if !ok {
 			return nil, fmt.Errorf("tokenizer_config.json names the token %q, not in the vocabulary", s.name)
 		}
@@ -329,7 +399,7 @@ func (t *Tokenizer) VocabSize() int { return t.size }
 // tokenizer's post-processor puts around it (a BOS, for Llama's), as
 // transformers' tokenizer(text) gives them.
 func (t *Tokenizer) Encode(text string) []int32 {
-	if t.split == nil {
+	if t.split == nil && !t.sentencePiece {
 		return int32s(t.lib.Encode(text))
 	}
 	ids := t.EncodeText(text)
@@ -424,7 +494,7 @@ func (t *Tokenizer) Decode(ids []int32) (string, error) {
 		if id < 0 || int(id) >= t.size {
 			return "", fmt.Errorf("tokenizer: Decode: id %d at %d; want one of the %d of the vocabulary", id, i, t.size)
 		}
-		if _, ok := t.lib.IDToToken(int(id)); !ok {
+		if !t.known(int(id)) {
 			if _, ok := t.addedContent(id); !ok {
 				return "", fmt.Errorf("tokenizer: Decode: id %d at %d is no token of the vocabulary", id, i)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -149,4 +150,44 @@ func TestShared(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestSentencePiece encodes the texts with a SentencePiece model trained
+// here by Debian's python3-sentencepiece (testdata/spm_reference.py: BPE
+// with byte fallback, as Llama 2's) as python3-sentencepiece does, the
+// BOS first as transformers' LlamaTokenizer puts it.
+func TestSentencePiece(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/sentencepiece/tokenizer.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "tokenizer.model"), b, 0o644)
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	var want [][]int32
+	readJSON(t, "testdata/texts.json", &texts)
+	readJSON(t, "testdata/sentencepiece/ids.json", &want)
+	same := 0
+	for i, text := range texts {
+		got := tok.EncodeText(text)
+		if slices.Equal(got, want[i]) {
+			same++
+		} else if same+5 > i {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+		}
+		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != tok.BOS || tok.BOS != 1 {
+			t.Errorf("text %d: Encode %v; want the BOS (1) and EncodeText's", i, with[:min(3, len(with))])
+		}
+	}
+	t.Logf("%d of %d texts encode as python3-sentencepiece does", same, len(texts))
+	if same != len(texts) {
+		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
+	}
+	if s, err := tok.Decode(tok.EncodeText("Hello, wörld")); err != nil || s != "Hello, wörld" {
+		t.Errorf("Decode: %q, %v", s, err)
+	}
 }

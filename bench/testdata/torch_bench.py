@@ -8,6 +8,7 @@ device ("MatMul/1024", "Add/16M", "TrainStep/cnn") and the unit one of
 GFLOP/s, GB/s, µs/op, ms/step. Each figure is the mean over about
 `seconds` (argv[1], default 0.3) of calls after two warm-up calls.
 """
+import math
 import os
 import sys
 import time
@@ -159,6 +160,77 @@ def main():
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
     out("GPTStep", per_call(gpt_step, True) * 1e3, "ms/step")
+
+    gpt2_bench()
+
+
+def gpt2_bench():
+    """BenchmarkGPT2: GPT-2 small (124 M parameters) with random weights
+    in GPT-2's layout, batch 1, written out as transformers' GPT-2 computes
+    it, with a key-value cache: the prefill of 128 tokens and one token a
+    step after it, the last logits read back each step; float32 (and
+    float16 on CUDA: PyTorch 1.13's CPU has no half-precision matmul)."""
+    V, P, E, L, H = 50257, 1024, 768, 12, 12
+    D = E // H
+    src = torch.empty(64 << 20, device=dev)
+    dst = torch.empty_like(src)
+    copy = per_call(lambda: dst.copy_(src), True)
+    out("GPT2/CopyBandwidth", src.numel() * 4 / copy / 1e9, "GB/s")
+    del src, dst
+    for dt in [torch.float32] + ([torch.float16] if cuda else []):
+        g = torch.Generator().manual_seed(1)
+
+        def u(*shape):
+            return (torch.rand(*shape, generator=g) * 0.04 - 0.02).to(dev, dt)
+
+        def one(n):
+            return torch.ones(n, device=dev, dtype=dt)
+
+        wte, wpe, lnfw, lnfb = u(V, E), u(P, E), one(E), u(E)
+        blocks = [dict(ln1w=one(E), ln1b=u(E), aw=u(E, 3 * E), ab=u(3 * E), pw=u(E, E), pb=u(E),
+                       ln2w=one(E), ln2b=u(E), fw=u(E, 4 * E), fb=u(4 * E), mw=u(4 * E, E), mb=u(E)) for _ in range(L)]
+        weights = sum(t.numel() for t in [wte, lnfw, lnfb] + [t for b in blocks for t in b.values()]) * wte.element_size() + E * wte.element_size()
+
+        @torch.no_grad()
+        def step(ids, cache):
+            t = ids.shape[0]
+            start = cache[0][0].shape[1] if cache else 0
+            x = wte[ids] + wpe[start:start + t]
+            allow = torch.arange(start + t, device=dev)[None, :] <= (start + torch.arange(t, device=dev))[:, None]
+            for i, b in enumerate(blocks):
+                a = F.layer_norm(x, (E,), b["ln1w"], b["ln1b"], 1e-5)
+                q, k, v = (z.view(t, H, D).transpose(0, 1) for z in torch.addmm(b["ab"], a, b["aw"]).split(E, 1))
+                if len(cache) > i:
+                    k, v = torch.cat((cache[i][0], k), 1), torch.cat((cache[i][1], v), 1)
+                    cache[i] = (k, v)
+                else:
+                    cache.append((k, v))
+                att = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+                att = torch.softmax(att.masked_fill(~allow, float("-inf")), -1)
+                o = (att @ v).transpose(0, 1).reshape(t, E)
+                x = x + torch.addmm(b["pb"], o, b["pw"])
+                m = F.layer_norm(x, (E,), b["ln2w"], b["ln2b"], 1e-5)
+                x = x + torch.addmm(b["mb"], F.gelu(torch.addmm(b["fb"], m, b["fw"]), approximate="tanh"), b["mw"])
+            x = F.layer_norm(x[-1:], (E,), lnfw, lnfb, 1e-5)
+            return (x @ wte.T).float().cpu()
+
+        prompt = (torch.arange(128, device=dev) * 389 + 7) % V
+        name = "float32" if dt == torch.float32 else "float16"
+        out("GPT2/Prefill128/" + name, 128 / per_call(lambda: step(prompt, []), True), "tokens/s")
+        cache = []
+        step(prompt, cache)
+        state = {"cache": cache, "i": 0}
+
+        def decode():
+            if state["cache"][0][0].shape[1] == P:
+                state["cache"] = []
+                step(prompt, state["cache"])
+            state["i"] += 1
+            step(torch.tensor([(state["i"] * 7919 + 11) % V], device=dev), state["cache"])
+
+        rate = 1 / per_call(decode, True)
+        out("GPT2/Decode/" + name, rate, "tokens/s")
+        out("GPT2/Decode/%s/weights" % name, weights * rate / 1e9, "GB/s")
 
 
 if __name__ == "__main__":

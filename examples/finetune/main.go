@@ -142,7 +142,7 @@ func Run(cfg Config, w io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer dev.Close()
-	m, err := models.Load(cfg.Model, dev, device.Float32)
+	m, err := models.LoadWith(cfg.Model, dev, device.Float32, report.Loading(os.Stderr, "loading "+cfg.Model))
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
+	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models"
@@ -114,7 +115,7 @@ func Run(cfg Config, w io.Writer) error {
 	if cfg.DType == "float16" {
 		dt = device.Float16
 	}
-	m, err := models.Load(cfg.Model, dev, dt)
+	m, err := models.LoadWith(cfg.Model, dev, dt, report.Loading(os.Stderr, "loading "+cfg.Model))
 	if err != nil {
 		return err
 	}

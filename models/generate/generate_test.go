@@ -194,3 +194,74 @@ func sqrtNorm(p ...float64) []float64 {
 	}
 	return p
 }
+
+// batchCounter is counter for rows: each row's next token is its last
+// plus 1; it records each step's rows and paddings.
+type batchCounter struct {
+	counter
+	pads [][]int
+}
+
+func (c *batchCounter) StepBatch(ids [][]int32, pads []int, k generate.Cache) ([][]float64, error) {
+	p := k.(*positions)
+	if p.n+len(ids[0]) > c.context {
+		return nil, fmt.Errorf("past the context")
+	}
+	p.n += len(ids[0])
+	c.steps = append(c.steps, slices.Concat(ids...))
+	c.pads = append(c.pads, slices.Clone(pads))
+	var out [][]float64
+	for _, row := range ids {
+		l := make([]float64, c.vocab)
+		l[(int(row[len(row)-1])+1)%c.vocab] = 10
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// TestGenerateBatch checks the left padding, one token a row a step, the
+// rows that stop early and the end at the context.
+func TestGenerateBatch(t *testing.T) {
+	m := &batchCounter{counter: counter{context: 6, vocab: 10}}
+	var emitted []string
+	got, err := generate.GenerateBatch(m, [][]int32{{1, 2, 3}, {7}}, generate.Options{Tokens: 4, Stop: []int32{9},
+		EmitRow: func(r int, t int32) { emitted = append(emitted, fmt.Sprint(r, ":", t)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Row 0 fills the context of 6 with 1 2 3 4 5 6, whose logits draw
+	// its 7; row 1 stops at 9.
+	if fmt.Sprint(got) != "[[4 5 6 7] [8 9]]" {
+		t.Errorf("GenerateBatch: %v; want [[4 5 6 7] [8 9]]", got)
+	}
+	if want := "[[1 2 3 0 0 7] [4 8] [5 9] [6 9]]"; fmt.Sprint(m.steps) != want {
+		t.Errorf("steps %v; want %s (row 1 padded by 2, then fed its stop token)", m.steps, want)
+	}
+	if fmt.Sprint(m.pads[0]) != "[0 2]" {
+		t.Errorf("paddings %v; want [0 2]", m.pads[0])
+	}
+	if fmt.Sprint(emitted) != "[0:4 1:8 0:5 1:9 0:6 0:7]" {
+		t.Errorf("emitted %v", emitted)
+	}
+	for _, tt := range []struct {
+		prompts [][]int32
+		o       generate.Options
+		says    string
+	}{
+		{nil, generate.Options{Tokens: 1}, "no prompts"},
+		{[][]int32{{1}, {}}, generate.Options{Tokens: 1}, "prompt 1 has 0 tokens"},
+		{[][]int32{{1}, make([]int32, 7)}, generate.Options{Tokens: 1}, "prompt 1 has 7 tokens"},
+		{[][]int32{{1, 10}}, generate.Options{Tokens: 1}, "prompt 0, token 1 is 10"},
+		{[][]int32{{1}}, generate.Options{Tokens: -1}, "-1 tokens"},
+		{[][]int32{{1}}, generate.Options{Tokens: 1, Stop: []int32{10}}, "stop token 0 is 10"},
+		{[][]int32{{1}}, generate.Options{Tokens: 1, Sampling: generate.Sampling{TopK: -1}}, "top-k -1"},
+	} {
+		m := &batchCounter{counter: counter{context: 6, vocab: 10}}
+		if _, err := generate.GenerateBatch(m, tt.prompts, tt.o); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("GenerateBatch(%v, %+v): %v; want an error saying %s", tt.prompts, tt.o, err, tt.says)
+		}
+		if len(m.steps) != 0 {
+			t.Errorf("GenerateBatch(%v) ran steps before its error", tt.prompts)
+		}
+	}
+}

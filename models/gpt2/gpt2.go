@@ -192,26 +192,22 @@ func (m *Model) Release() {
 // Forward returns the logits [B, T, vocab_size] of the int32 token ids
 // [B, T], T at most n_positions (else ErrShape).
 func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
-	return m.forward("gpt2.Forward", ids, 0, nil)
+	return m.forward("gpt2.Forward", ids, nn.Positions{}, nil)
 }
 
-// forward returns the logits of ids at positions start onwards, their
-// attention through caches (one a block; none when caches is nil, and
-// then start is 0).
-func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVCache) *autograd.Var {
+// forward returns the logits of ids at positions at, their attention
+// through caches (one a block; none when caches is nil, and then at is
+// zero).
+func (m *Model) forward(op string, ids *autograd.Var, at nn.Positions, caches []nn.KVCache) *autograd.Var {
 	if ids == nil {
 		tensor.Panicf(op, tensor.ErrArgument, "ids are nil")
 	}
 	s := ids.Value().Shape()
-	if len(s) != 2 || start+s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
-		tensor.Panicf(op, tensor.ErrShape, "ids %v %v after %d cached positions; want int32 [batch, tokens], at most %d tokens in all", ids.Value().DType(), s, start, m.Cfg.Positions)
+	if len(s) != 2 || at.Start+s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
+		tensor.Panicf(op, tensor.ErrShape, "ids %v %v after %d cached positions; want int32 [batch, tokens], at most %d tokens in all", ids.Value().DType(), s, at.Start, m.Cfg.Positions)
 	}
 	n, t, e, h := s[0], s[1], m.Cfg.Embd, m.Cfg.Heads
-	pos := make([]int32, t)
-	for i := range pos {
-		pos[i] = int32(start + i)
-	}
-	p := tensor.Must(tensor.FromInt32(ids.Value().Device(), pos, t))
+	p := tensor.Must(tensor.FromInt32(ids.Value().Device(), at.IDs(n, t), n, t))
 	x := ops.Add(ops.Embedding(ids, m.WTE), ops.Embedding(autograd.Temp(p), m.WPE)) // [B, T, E]
 	eps := m.Cfg.Eps
 	// conv1d is transformers' Conv1D: x·W + b, x [B·T, in], W [in, out],
@@ -236,7 +232,7 @@ func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVC
 		q, k, v := heads(ops.Narrow(qkv, 1, 0, e)), heads(ops.Narrow(qkv, 1, e, e)), heads(ops.Narrow(qkv, 1, 2*e, e))
 		var o *autograd.Var
 		if caches != nil {
-			o = caches[i].Attend(q, k.Value(), v.Value(), true, 0)
+			o = caches[i].Attend(q, k.Value(), v.Value(), true, at.Pads, 0)
 		} else {
 			o = ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true})
 		}
@@ -265,4 +261,10 @@ func (m *Model) NewCache() generate.Cache { return nn.NewCaches(len(m.Blocks)) }
 // generate.Generate).
 func (m *Model) Step(ids []int32, c generate.Cache) ([]float64, error) {
 	return nn.Decode("gpt2.Step", c, len(m.Blocks), m.WTE.Value().Device(), ids, m.Cfg.VocabSize, m.Cfg.Positions, m.forward)
+}
+
+// StepBatch is Step for rows of sequences, left-padded as pads says (for
+// generate.GenerateBatch).
+func (m *Model) StepBatch(ids [][]int32, pads []int, c generate.Cache) ([][]float64, error) {
+	return nn.DecodeBatch("gpt2.StepBatch", c, len(m.Blocks), m.WTE.Value().Device(), ids, pads, m.Cfg.VocabSize, m.Cfg.Positions, m.forward)
 }

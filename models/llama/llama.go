@@ -266,46 +266,51 @@ func (m *Model) Release() {
 // Forward returns the logits [B, T, vocab_size] of the int32 token ids
 // [B, T], T at most max_position_embeddings (else ErrShape).
 func (m *Model) Forward(ids *autograd.Var) *autograd.Var {
-	return m.forward("llama.Forward", ids, 0, nil)
+	return m.forward("llama.Forward", ids, nn.Positions{}, nil)
 }
 
-// rope returns the rotary tables cos and sin [T, D] of positions start
-// onwards: position p's angle for dimension i (and i + D/2) is
-// p/factor · theta^(-2i/D).
-func (m *Model) rope(dev device.Device, dt device.DType, start, t int) (cos, sin *autograd.Var) {
+// rope returns the rotary tables cos and sin of n rows of t tokens at
+// positions at: [T, D], or [N, 1, T, D] for a padded batch; position p's
+// angle for dimensions i and i + D/2 is p/factor · theta^(-2i/D).
+func (m *Model) rope(dev device.Device, dt device.DType, at nn.Positions, n, t int) (cos, sin *autograd.Var) {
 	d := m.Cfg.headDim()
 	factor := 1.0
 	if s := m.Cfg.Scaling; s != nil && s.kind() == "linear" {
 		factor = s.Factor
 	}
-	c, s := make([]float64, t*d), make([]float64, t*d)
-	for p := range t {
+	rows, shape := 1, []int{t, d}
+	if at.Pads != nil {
+		rows, shape = n, []int{n, 1, t, d}
+	}
+	pos := at.IDs(rows, t)
+	c, s := make([]float64, len(pos)*d), make([]float64, len(pos)*d)
+	for k, p := range pos {
 		for i := range d / 2 {
-			a := float64(start+p) / factor / math.Pow(m.Cfg.Theta, float64(2*i)/float64(d))
-			c[p*d+i], c[p*d+i+d/2] = math.Cos(a), math.Cos(a)
-			s[p*d+i], s[p*d+i+d/2] = math.Sin(a), math.Sin(a)
+			a := float64(p) / factor / math.Pow(m.Cfg.Theta, float64(2*i)/float64(d))
+			c[k*d+i], c[k*d+i+d/2] = math.Cos(a), math.Cos(a)
+			s[k*d+i], s[k*d+i+d/2] = math.Sin(a), math.Sin(a)
 		}
 	}
-	ct := tensor.Must(tensor.FromValues(dev, dt, c, t, d))
-	st := tensor.Must(tensor.FromValues(dev, dt, s, t, d))
+	ct := tensor.Must(tensor.FromValues(dev, dt, c, shape...))
+	st := tensor.Must(tensor.FromValues(dev, dt, s, shape...))
 	return autograd.Temp(ct), autograd.Temp(st)
 }
 
-// forward returns the logits of ids at positions start onwards, their
-// attention through caches (one a block; none when caches is nil, and
-// then start is 0).
-func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVCache) *autograd.Var {
+// forward returns the logits of ids at positions at, their attention
+// through caches (one a block; none when caches is nil, and then at is
+// zero).
+func (m *Model) forward(op string, ids *autograd.Var, at nn.Positions, caches []nn.KVCache) *autograd.Var {
 	if ids == nil {
 		tensor.Panicf(op, tensor.ErrArgument, "ids are nil")
 	}
 	s := ids.Value().Shape()
-	if len(s) != 2 || start+s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
-		tensor.Panicf(op, tensor.ErrShape, "ids %v %v after %d cached positions; want int32 [batch, tokens], at most %d tokens in all", ids.Value().DType(), s, start, m.Cfg.Positions)
+	if len(s) != 2 || at.Start+s[1] > m.Cfg.Positions || ids.Value().DType() != device.Int32 {
+		tensor.Panicf(op, tensor.ErrShape, "ids %v %v after %d cached positions; want int32 [batch, tokens], at most %d tokens in all", ids.Value().DType(), s, at.Start, m.Cfg.Positions)
 	}
 	n, t, e, d, h, k := s[0], s[1], m.Cfg.Hidden, m.Cfg.headDim(), m.Cfg.Heads, m.Cfg.kv()
 	x := ops.Embedding(ids, m.Embed) // [B, T, E]
 	w := m.Embed.Value()
-	cos, sin := m.rope(w.Device(), w.DType(), start, t)
+	cos, sin := m.rope(w.Device(), w.DType(), at, n, t)
 	rotate := func(x *autograd.Var) *autograd.Var { // x·cos + rotate_half(x)·sin, x [B, heads, T, D]
 		half := ops.Concat([]*autograd.Var{ops.Neg(ops.Narrow(x, 3, d/2, d/2)), ops.Narrow(x, 3, 0, d/2)}, 3)
 		return ops.Add(ops.Mul(x, cos), ops.Mul(half, sin))
@@ -337,7 +342,7 @@ func (m *Model) forward(op string, ids *autograd.Var, start int, caches []nn.KVC
 		v := repeat(heads(linear("self_attn.v_proj", a, b.V, b.VB), k))
 		var o *autograd.Var
 		if caches != nil {
-			o = caches[i].Attend(q, kk.Value(), v.Value(), true, 0)
+			o = caches[i].Attend(q, kk.Value(), v.Value(), true, at.Pads, 0)
 		} else {
 			o = ops.ScaledDotProductAttention(q, kk, v, nil, ops.AttentionAttrs{Causal: true})
 		}
@@ -364,4 +369,10 @@ func (m *Model) NewCache() generate.Cache { return nn.NewCaches(len(m.Blocks)) }
 // generate.Generate).
 func (m *Model) Step(ids []int32, c generate.Cache) ([]float64, error) {
 	return nn.Decode("llama.Step", c, len(m.Blocks), m.Embed.Value().Device(), ids, m.Cfg.VocabSize, m.Cfg.Positions, m.forward)
+}
+
+// StepBatch is Step for rows of sequences, left-padded as pads says (for
+// generate.GenerateBatch).
+func (m *Model) StepBatch(ids [][]int32, pads []int, c generate.Cache) ([][]float64, error) {
+	return nn.DecodeBatch("llama.StepBatch", c, len(m.Blocks), m.Embed.Value().Device(), ids, pads, m.Cfg.VocabSize, m.Cfg.Positions, m.forward)
 }

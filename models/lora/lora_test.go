@@ -15,6 +15,8 @@ import (
 	"github.com/extensor/extensor/hf"
 	"github.com/extensor/extensor/models/llama"
 	"github.com/extensor/extensor/models/lora"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -150,5 +152,52 @@ func TestLoadRefuses(t *testing.T) {
 	}
 	if _, err := lora.Load(m, t.TempDir(), 0); err == nil {
 		t.Error("Load of an empty directory gave no error")
+	}
+}
+
+// TestHalfBase trains float32 adapters on a float16 base: the loss is
+// finite and falls, the gradients reach the adapters alone.
+func TestHalfBase(t *testing.T) {
+	mdl, err := hf.Open("../llama/testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := cpu.New()
+	m, err := llama.Load(mdl, dev, device.Float16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	s, err := lora.Attach(m, lora.Config{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1, DType: device.Float32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := autograd.Leaf(tensor.Must(tensor.FromInt32(dev, []int32{5, 9, 300, 2, 7, 7, 1, 3}, 1, 8)), false)
+	y := autograd.Leaf(tensor.Must(tensor.FromInt32(dev, []int32{9, 300, 2, 7, 7, 1, 3, 8}, 8)), false)
+	opt := optim.AdamW(s.Params(), 3e-2, 0)
+	defer opt.Release()
+	var losses []float64
+	for range 4 {
+		opt.ZeroGrad()
+		logits := ops.Cast(ops.Reshape(m.Forward(x), 8, m.Cfg.VocabSize), device.Float32)
+		loss := ops.CrossEntropyLoss(logits, y, ops.MeanReduction)
+		v, err := loss.Value().Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, v[0])
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if s.Params()[0].Grad() == nil || m.Params()[0].Grad() != nil {
+			t.Fatal("gradients: want the adapters' alone")
+		}
+		opt.Step()
+	}
+	if !(losses[3] < losses[0]) {
+		t.Errorf("losses %v; want them to fall", losses)
+	}
+	if s.Params()[0].Value().DType() != device.Float32 || m.Params()[0].Value().DType() != device.Float16 {
+		t.Error("dtypes: want float32 adapters on a float16 base")
 	}
 }

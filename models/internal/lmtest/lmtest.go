@@ -41,7 +41,7 @@ type LM interface {
 	Params() []*autograd.Var
 	StateDict() map[string]*tensor.Tensor
 	Release()
-	generate.Model
+	generate.BatchModel
 	lora.Model
 }
 
@@ -190,6 +190,43 @@ func Cache(t *testing.T, m LM, dev device.Device, seq []int32) {
 	plain, err := generate.Generate(m, prompt, generate.Options{Tokens: 11, Sampling: s, NoCache: true})
 	if err != nil || !slices.Equal(cached, plain) {
 		t.Errorf("%v: cached %v; uncached %v, %v", dev, cached, plain, err)
+	}
+}
+
+// Batch decodes prompts of different lengths in one left-padded batch:
+// each row's logits of the prompt equal those of the prompt alone (within
+// 10⁻⁴), and greedy GenerateBatch gives each row Generate's tokens.
+func Batch(t *testing.T, m LM, dev device.Device) {
+	t.Helper()
+	prompts := [][]int32{{300, 1, 4}, {5, 9, 2, 6, 5, 3, 1}, {44}}
+	c := m.NewCache()
+	rows, err := m.StepBatch([][]int32{append([]int32{0, 0, 0, 0}, prompts[0]...), prompts[1], append(make([]int32, 6), prompts[2]...)}, []int{4, 0, 6}, c)
+	c.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range prompts {
+		one := m.NewCache()
+		alone, err := m.Step(p, one)
+		one.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, w := range alone {
+			if math.Abs(rows[r][j]-w) > 1e-4*(1+math.Abs(w)) {
+				t.Fatalf("%v: row %d (padded by %d), logit %d: %v; alone %v", dev, r, 7-len(p), j, rows[r][j], w)
+			}
+		}
+	}
+	got, err := generate.GenerateBatch(m, prompts, generate.Options{Tokens: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range prompts {
+		want, err := generate.Generate(m, p, generate.Options{Tokens: 6})
+		if err != nil || !slices.Equal(got[r], want) {
+			t.Errorf("%v: batch row %d: %v; alone %v, %v", dev, r, got[r], want, err)
+		}
 	}
 }
 
@@ -355,6 +392,7 @@ func All(t *testing.T, load Loader, dir string, ref Ref, seq []int32) {
 			MatchesPyTorch(t, m, dev, ref, 1e-4)
 			Greedy(t, m, ref)
 			Cache(t, m, dev, seq)
+			Batch(t, m, dev)
 			if stored {
 				StoredForms(t, load, dir, dev, ref.IDs)
 			}
