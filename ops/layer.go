@@ -41,7 +41,9 @@ func Linear[V Operand[E], E any](x, w, b V) V {
 func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Linear"
 	dev, dt := layerOperands(op, x, w, b)
-	if dt == device.Float16 {
+	// float16 products accumulate in float32 and round once on both
+	// backends' gemm; a bias would round twice, so it takes float32 copies.
+	if dt == device.Float16 && b != nil {
 		in, done := wide32(x, w, b)
 		defer done()
 		return narrow16(linear(in[0], in[1], in[2]))

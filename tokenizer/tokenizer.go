@@ -33,8 +33,9 @@ type Tokenizer struct {
 	// split is the byte-level pre-tokenizer's pattern; nil: hftokenizer
 	// pre-tokenizes.
 	split         *regexp2.Regexp
-	sentencePiece bool // lib is a SentencePiece model; template says what surrounds a text
-	prefixSpace   bool // byte-level: a space goes before text that starts without one
+	meta          *metaspace // SentencePiece-made BPE: the text's pieces made here, merged by lib
+	sentencePiece bool       // lib is a SentencePiece model; template says what surrounds a text
+	prefixSpace   bool       // byte-level: a space goes before text that starts without one
 	added         []added
 	template      []item // the special tokens around a text (the post-processor's single template)
 	size          int
@@ -153,6 +154,9 @@ type pre struct {
 	Type           string `json:"type"`
 	AddPrefixSpace bool   `json:"add_prefix_space"`
 	UseRegex       *bool  `json:"use_regex"`
+	Replacement    string `json:"replacement"`    // Metaspace
+	PrependScheme  string `json:"prepend_scheme"` // Metaspace
+	Split          *bool  `json:"split"`          // Metaspace
 	Pattern        *struct {
 		Regex, String string
 	} `json:"pattern"`
@@ -184,10 +188,7 @@ type file struct {
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  *pre            `json:"pre_tokenizer"`
 	PostProcessor *post           `json:"post_processor"`
-	Model         struct {
-		Type  string          `json:"type"`
-		Vocab json.RawMessage `json:"vocab"`
-	} `json:"model"`
+	ModelRaw      json.RawMessage `json:"model"`
 }
 
 // token is tokenizer_config.json's form of a token: a string or an
@@ -225,10 +226,14 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer_config.json: %w", err)
 		}
 	}
-	switch f.Model.Type {
+	var model struct{ Type string }
+	if err := json.Unmarshal(f.ModelRaw, &model); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: model: %w", err)
+	}
+	switch model.Type {
 	case "BPE", "WordPiece", "Unigram":
 	default:
-		return nil, fmt.Errorf("model type %q; want BPE, WordPiece or Unigram", f.Model.Type)
+		return nil, fmt.Errorf("model type %q; want BPE, WordPiece or Unigram", model.Type)
 	}
 	t := &Tokenizer{BOS: -1, EOS: -1, PAD: -1}
 	pattern, prefix, byteLevel, err := byteLevelSplit(f.PreTokenizer)
@@ -236,9 +241,31 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 	content := tj
+	if !byteLevel {
+		if t.meta, err = metaspaceOf(&f); err != nil {
+			return nil, err
+		}
+	}
+	if t.meta != nil {
+		if t.template, err = templateOf(f.PostProcessor); err != nil {
+			return nil, err
+		}
+		// hftokenizer merges runs of the vocabulary's characters, one
+		// word each (a Split that never matches), and nothing else.
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(tj, &raw); err != nil {
+			return nil, fmt.Errorf("tokenizer.json: %w", err)
+		}
+		raw["normalizer"], raw["post_processor"] = json.RawMessage("null"), json.RawMessage("null")
+		raw["pre_tokenizer"] = json.RawMessage(`{"type": "Split", "pattern": {"Regex": "[^\\x00-\\x{10FFFF}]"}, "behavior": "Removed", "invert": false}`)
+		raw["added_tokens"] = json.RawMessage("[]")
+		if content, err = json.Marshal(raw); err != nil {
+			return nil, err
+		}
+	}
 	if byteLevel {
-		if f.Model.Type != "BPE" {
-			return nil, fmt.Errorf("a byte-level pre-tokenizer before a %s model; want BPE", f.Model.Type)
+		if model.Type != "BPE" {
+			return nil, fmt.Errorf("a byte-level pre-tokenizer before a %s model; want BPE", model.Type)
 		}
 		t.split, err = regexp2.Compile(pattern, regexp2.Unicode)
 		if err != nil {
@@ -274,7 +301,7 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 	for _, to := range []struct {
 		lib     *api.Tokenizer
 		special bool
-	}{{&t.lib, !byteLevel}, {&t.plain, false}} {
+	}{{&t.lib, !byteLevel && t.meta == nil}, {&t.plain, false}} {
 		lib, err := hftokenizer.NewFromContent(&api.Config{BosToken: string(cfg.BOS), EosToken: string(cfg.EOS), PadToken: string(cfg.PAD)}, content)
 		if err != nil {
 			return nil, err
@@ -283,7 +310,7 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 			return nil, err
 		}
 		*to.lib = lib
-		if byteLevel {
+		if byteLevel || t.meta != nil {
 			t.plain = lib
 			break
 		}
@@ -291,6 +318,11 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 	hl := t.lib.(*hftokenizer.Tokenizer)
 	for _, id := range hl.GetVocab() {
 		t.size = max(t.size, id+1)
+	}
+	if t.meta != nil {
+		if err := t.meta.index(hl.GetVocab()); err != nil {
+			return nil, err
+		}
 	}
 	t.known = func(id int) bool {
 		_, ok := hl.IDToToken(id)
@@ -399,7 +431,7 @@ func (t *Tokenizer) VocabSize() int { return t.size }
 // tokenizer's post-processor puts around it (a BOS, for Llama's), as
 // transformers' tokenizer(text) gives them.
 func (t *Tokenizer) Encode(text string) []int32 {
-	if t.split == nil && !t.sentencePiece {
+	if t.split == nil && t.meta == nil && !t.sentencePiece {
 		return int32s(t.lib.Encode(text))
 	}
 	ids := t.EncodeText(text)
@@ -420,6 +452,9 @@ func (t *Tokenizer) Encode(text string) []int32 {
 // EncodeText returns the ids of text alone, without the post-processor's
 // special tokens (add_special_tokens=False).
 func (t *Tokenizer) EncodeText(text string) []int32 {
+	if t.meta != nil {
+		return t.meta.encode(t, text)
+	}
 	if t.split == nil {
 		return int32s(t.plain.Encode(text))
 	}
@@ -500,6 +535,9 @@ func (t *Tokenizer) Decode(ids []int32) (string, error) {
 			}
 		}
 		in[i] = int(id)
+	}
+	if t.meta != nil {
+		return t.meta.decode(t, ids), nil
 	}
 	if t.split == nil {
 		return t.lib.Decode(in), nil

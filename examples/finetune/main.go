@@ -48,8 +48,11 @@ type Config struct {
 	Seed     uint64
 	Progress int    // print a line every Progress steps (0: never)
 	Save     string // the adapter directory
-	Merge    string // also write the merged model here ("": not)
-	Plots    string // metrics.jsonl and loss.png here ("": none)
+	// SaveEvery also saves the adapters every SaveEvery steps (0: at the
+	// end only).
+	SaveEvery int
+	Merge     string // also write the merged model here ("": not)
+	Plots     string // metrics.jsonl and loss.png here ("": none)
 }
 
 // Result is what a run achieved.
@@ -86,6 +89,7 @@ func flags(fs *flag.FlagSet) *Config {
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the adapters, the windows and dropout")
 	fs.IntVar(&c.Progress, "progress", 10, "print a line every N steps (0: never)")
 	fs.StringVar(&c.Save, "save", "finetune-lora", "the adapter directory (PEFT's layout)")
+	fs.IntVar(&c.SaveEvery, "save-every", 0, "also save the adapters every N steps (0: at the end only)")
 	fs.StringVar(&c.Merge, "merge", "", "also write the merged model to this directory (Hugging Face's layout)")
 	fs.StringVar(&c.Plots, "plots", "finetune-report", `directory for metrics.jsonl and loss.png ("": none)`)
 	return c
@@ -98,8 +102,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("-model: want a model directory or a repository id")
 	case c.Data == "":
 		return fmt.Errorf("-data: want a text file")
-	case c.Steps < 1 || c.Batch < 1 || c.Context < 2 || c.Progress < 0:
-		return fmt.Errorf("-steps %d, -batch %d, -context %d, -progress %d: want ≥ 1, ≥ 1, ≥ 2 and ≥ 0", c.Steps, c.Batch, c.Context, c.Progress)
+	case c.Steps < 1 || c.Batch < 1 || c.Context < 2 || c.Progress < 0 || c.SaveEvery < 0:
+		return fmt.Errorf("-steps %d, -batch %d, -context %d, -progress %d, -save-every %d: want ≥ 1, ≥ 1, ≥ 2, ≥ 0 and ≥ 0", c.Steps, c.Batch, c.Context, c.Progress, c.SaveEvery)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0) || !(c.WD >= 0) || math.IsInf(c.WD, 0):
 		return fmt.Errorf("-lr %v, -wd %v: want a finite rate > 0 and a finite decay ≥ 0", c.LR, c.WD)
 	case c.Save == "":
@@ -242,6 +246,11 @@ func Run(cfg Config, w io.Writer) (*Result, error) {
 		}
 		if cfg.Progress > 0 && (step+1)%cfg.Progress == 0 {
 			fmt.Fprintf(w, "step %d: loss %.4f\n", step+1, v[0])
+		}
+		if cfg.SaveEvery > 0 && (step+1)%cfg.SaveEvery == 0 && step+1 < cfg.Steps {
+			if err := set.Save(cfg.Save, m.Dir); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if res.ValEnd, err = validate(); err != nil {

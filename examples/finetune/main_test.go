@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		}
 		dir := t.TempDir()
 		cfg := Config{Device: name, Model: tiny, Data: "main.go", Steps: 12, Batch: 4, Context: 32, LR: 3e-2, Rank: 4, Alpha: 8,
-			Dropout: 0.05, Seed: 1, Save: filepath.Join(dir, "lora"), Merge: filepath.Join(dir, "merged"), Plots: filepath.Join(dir, "plots")}
+			Dropout: 0.05, Seed: 1, Save: filepath.Join(dir, "lora"), SaveEvery: 5, Merge: filepath.Join(dir, "merged"), Plots: filepath.Join(dir, "plots")}
 		var out strings.Builder
 		res, err := Run(cfg, &out)
 		if err != nil {
@@ -121,7 +121,7 @@ func FuzzFlags(f *testing.F) {
 	fuzzin.FuzzCommandLine(f, "finetune", func(fs *flag.FlagSet) fuzzin.Command {
 		cfg := flags(fs)
 		return fuzzin.Command{Check: func() error { return cfg.Check() }, Accepted: func() error {
-			if cfg.Model == "" || cfg.Data == "" || cfg.Steps < 1 || cfg.Batch < 1 || cfg.Context < 2 || !(cfg.LR > 0) || cfg.Rank < 1 || !(cfg.Dropout < 1) {
+			if cfg.Model == "" || cfg.Data == "" || cfg.Steps < 1 || cfg.SaveEvery < 0 || cfg.Batch < 1 || cfg.Context < 2 || !(cfg.LR > 0) || cfg.Rank < 1 || !(cfg.Dropout < 1) {
 				return fmt.Errorf("%+v is out of range", *cfg)
 			}
 			return nil

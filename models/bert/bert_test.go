@@ -110,6 +110,32 @@ func TestMatchesPyTorch(t *testing.T) {
 	}
 }
 
+// TestStoredForms loads the tiny BERT stored in two shards and in BF16:
+// the shards give the single file's hidden states exactly, BF16 exactly
+// those of the float32 weights rounded to bfloat16, on both backends.
+func TestStoredForms(t *testing.T) {
+	ids := []int32{2, 18, 27, 19, 29, 3}
+	for _, dev := range lmtest.Backends(t) {
+		hidden := func(m *bert.Model) []float32 {
+			x := autograd.Leaf(tensor.Must(tensor.FromInt32(dev, ids, 1, len(ids))), false)
+			v, err := m.Forward(x.NoGrad(), nil).Value().Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		m := load(t, "testdata/tiny", dev)
+		want := hidden(m)
+		if got := hidden(load(t, "testdata/tiny-sharded", dev)); !slices.Equal(got, want) {
+			t.Errorf("%v: the sharded copy's hidden states differ", dev)
+		}
+		lmtest.RoundToBF16(t, m.StateDict())
+		if got, rounded := hidden(load(t, "testdata/tiny-bf16", dev)), hidden(m); !slices.Equal(got, rounded) || slices.Equal(got, want) {
+			t.Errorf("%v: the BF16 copy's hidden states differ from those of the rounded weights (or equal the float32 ones)", dev)
+		}
+	}
+}
+
 // TestRefuses checks the errors: another architecture, a configuration
 // the encoder does not run, sequences Embed cannot take.
 func TestRefuses(t *testing.T) {

@@ -243,7 +243,7 @@ func (m *Model) forward(op string, ids *autograd.Var, at nn.Positions, caches []
 		x = ops.Add(x, ops.Reshape(f, n, t, e))
 	}
 	x = ops.Reshape(ops.LayerNorm(x, []int{e}, m.LnFW, m.LnFB, eps), n*t, e)
-	return ops.Reshape(ops.MatMul(x, ops.Transpose(m.WTE)), n, t, m.Cfg.VocabSize)
+	return ops.Reshape(ops.Linear(x, m.WTE, nil), n, t, m.Cfg.VocabSize) // x·WTEᵀ, the head tied to the embedding
 }
 
 // Context returns n_positions, the most positions the model sees.

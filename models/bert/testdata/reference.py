@@ -1,5 +1,7 @@
 """Writes a tiny BERT encoder in Hugging Face's layout and names
-(BertModel's, as sentence-transformers stores all-MiniLM-L6-v2:
+(BertModel's, as sentence-transformers stores all-MiniLM-L6-v2; also
+rounded to bfloat16 and stored as BF16, tiny-bf16, and in two shards,
+tiny-sharded:
 embeddings.{word,position,token_type}_embeddings, embeddings.LayerNorm,
 encoder.layer.N.{attention.self.{query,key,value},
 attention.output.{dense,LayerNorm}, intermediate.dense,
@@ -114,11 +116,20 @@ m = mask[:, :, None].double()
 pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
 emb = pooled / pooled.norm(dim=1, keepdim=True).clamp(min=1e-12)
 
-os.makedirs("tiny", exist_ok=True)
-with open("tiny/config.json", "w") as f:
-    json.dump(cfg, f, indent=2)
 stored = dict(w, **{"embeddings.position_ids": torch.arange(P)[None].float()})
+for d in ("tiny", "tiny-bf16", "tiny-sharded"):
+    os.makedirs(d, exist_ok=True)
+    with open(d + "/config.json", "w") as f:
+        json.dump(dict(cfg, torch_dtype="bfloat16") if d == "tiny-bf16" else cfg, f, indent=2)
 save("tiny/model.safetensors", stored)
+save("tiny-bf16/model.safetensors", {k: v.bfloat16() for k, v in stored.items()})
+names = sorted(stored)
+halves = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+for file, part in halves.items():
+    save("tiny-sharded/" + file, {k: stored[k] for k in part})
+with open("tiny-sharded/model.safetensors.index.json", "w") as f:
+    json.dump({"metadata": {"total_size": sum(4 * v.numel() for v in stored.values())},
+               "weight_map": {k: file for file, part in halves.items() for k in part}}, f, indent=2)
 tok = {"version": "1.0", "truncation": None, "padding": None,
        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
                          "normalized": False, "special": True} for i, t in enumerate(special)],

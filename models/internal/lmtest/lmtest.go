@@ -240,22 +240,7 @@ func StoredForms(t *testing.T, load Loader, dir string, dev device.Device, rows 
 	if got := Logits(t, Load(t, load, dir+"-sharded", dev), dev, rows); !slices.Equal(got, want) {
 		t.Errorf("%v: the sharded copy's logits differ from the single file's", dev)
 	}
-	for _, p := range m.StateDict() {
-		v, err := p.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, x := range v {
-			b := math.Float32bits(x)
-			v[i] = math.Float32frombits((b + 0x7fff + (b >> 16 & 1)) &^ 0xffff) // to nearest bfloat16, ties to even
-		}
-		r := tensor.Must(tensor.FromFloat32(dev, v, p.Shape()...))
-		dev.Copy(p.Buffer(), r.Buffer())
-		if err := dev.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		r.Release()
-	}
+	RoundToBF16(t, m.StateDict())
 	got, rounded := Logits(t, Load(t, load, dir+"-bf16", dev), dev, rows), Logits(t, m, dev, rows)
 	switch {
 	case !slices.Equal(got, rounded):
@@ -333,6 +318,29 @@ type withParams struct {
 func (w withParams) Params() []*autograd.Var { return w.ps }
 
 func lmWith(m LM, ps []*autograd.Var) LM { return withParams{m, ps} }
+
+// RoundToBF16 rounds each float32 tensor of state, in place, to the
+// nearest bfloat16 (ties to even), as torch's .bfloat16() rounds.
+func RoundToBF16(t testing.TB, state map[string]*tensor.Tensor) {
+	t.Helper()
+	for _, p := range state {
+		v, err := p.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range v {
+			b := math.Float32bits(x)
+			v[i] = math.Float32frombits((b + 0x7fff + (b >> 16 & 1)) &^ 0xffff)
+		}
+		dev := p.Device()
+		r := tensor.Must(tensor.FromFloat32(dev, v, p.Shape()...))
+		dev.Copy(p.Buffer(), r.Buffer())
+		if err := dev.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+}
 
 // FineTune takes steps AdamW steps on m's next-token loss over rows and
 // returns the losses, which must fall.
