@@ -60,31 +60,46 @@ func readJSON(t testing.TB, path string, v any) {
 // does, and decodes each back.
 func TestGPT2(t *testing.T) {
 	tok := gpt2(t)
-	var texts []string
-	var want [][]int32
-	readJSON(t, "testdata/texts.json", &texts)
-	readJSON(t, "testdata/ids.json", &want)
-	if len(texts) != len(want) || len(texts) < 300 {
-		t.Fatalf("%d texts, %d encodings", len(texts), len(want))
-	}
 	if n := tok.VocabSize(); n != 50257 {
 		t.Errorf("VocabSize %d; want 50257", n)
 	}
+	agree(t, tok, "testdata/ids.json", "gpt-3-encoder", -1, true)
+}
+
+// agree checks that tok encodes every text of testdata/texts.json to the
+// ids of the file want (EncodeText), that Encode puts first (the
+// template's token, when first ≥ 0) what it should, and, with roundTrip,
+// that each encoding decodes back to its text; it logs the agreement
+// count, as measured against the reference named by what.
+func agree(t *testing.T, tok *tokenizer.Tokenizer, want, what string, first int32, roundTrip bool) {
+	t.Helper()
+	var texts []string
+	var ids [][]int32
+	readJSON(t, "testdata/texts.json", &texts)
+	readJSON(t, want, &ids)
+	if len(texts) != len(ids) || len(texts) < 300 {
+		t.Fatalf("%d texts, %d encodings", len(texts), len(ids))
+	}
 	same, tokens := 0, 0
 	for i, text := range texts {
-		got := tok.Encode(text)
+		got := tok.EncodeText(text)
 		tokens += len(got)
-		if slices.Equal(got, want[i]) {
+		if slices.Equal(got, ids[i]) {
 			same++
-		} else if same+10 > i {
-			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+		} else if same+5 > i {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, ids[i])
 		}
-		back, err := tok.Decode(got)
-		if err != nil || back != text {
-			t.Errorf("text %d decodes to %q, %v", i, back, err)
+		with := tok.Encode(text)
+		if first >= 0 && (len(with) != len(got)+1 || with[0] != first) || first < 0 && !slices.Equal(with, got) {
+			t.Errorf("text %d: Encode %v…; want %d first, then EncodeText's", i, with[:min(3, len(with))], first)
+		}
+		if roundTrip {
+			if back, err := tok.Decode(got); err != nil || back != text {
+				t.Errorf("text %d decodes to %q, %v", i, back, err)
+			}
 		}
 	}
-	t.Logf("%d of %d texts (%d tokens) encode as gpt-3-encoder does", same, len(texts), tokens)
+	t.Logf("%d of %d texts (%d tokens) encode as %s does", same, len(texts), tokens, what)
 	if same != len(texts) {
 		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
 	}
@@ -174,26 +189,10 @@ func TestSentencePiece(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []string
-	var want [][]int32
-	readJSON(t, "testdata/texts.json", &texts)
-	readJSON(t, "testdata/sentencepiece/ids.json", &want)
-	same := 0
-	for i, text := range texts {
-		got := tok.EncodeText(text)
-		if slices.Equal(got, want[i]) {
-			same++
-		} else if same+5 > i {
-			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
-		}
-		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != tok.BOS || tok.BOS != 1 {
-			t.Errorf("text %d: Encode %v; want the BOS (1) and EncodeText's", i, with[:min(3, len(with))])
-		}
+	if tok.BOS != 1 {
+		t.Errorf("BOS %d; want 1", tok.BOS)
 	}
-	t.Logf("%d of %d texts encode as python3-sentencepiece does", same, len(texts))
-	if same != len(texts) {
-		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
-	}
+	agree(t, tok, "testdata/sentencepiece/ids.json", "python3-sentencepiece", 1, false)
 	if s, err := tok.Decode(tok.EncodeText("Hello, wörld")); err != nil || s != "Hello, wörld" {
 		t.Errorf("Decode: %q, %v", s, err)
 	}
@@ -209,29 +208,10 @@ func TestLlama2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []string
-	var want [][]int32
-	readJSON(t, "testdata/texts.json", &texts)
-	readJSON(t, "testdata/llama2/ids.json", &want)
-	same := 0
-	for i, text := range texts {
-		got := tok.EncodeText(text)
-		if slices.Equal(got, want[i]) {
-			same++
-		} else if same+5 > i {
-			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
-		}
-		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != 1 || tok.BOS != 1 {
-			t.Errorf("text %d: Encode %v; want the BOS (1) and EncodeText's", i, with[:min(3, len(with))])
-		}
-		if back, err := tok.Decode(got); err != nil || back != text {
-			t.Errorf("text %d decodes to %q, %v", i, back, err)
-		}
+	if tok.BOS != 1 {
+		t.Errorf("BOS %d; want 1", tok.BOS)
 	}
-	t.Logf("%d of %d texts encode as python3-sentencepiece does", same, len(texts))
-	if same != len(texts) {
-		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
-	}
+	agree(t, tok, "testdata/llama2/ids.json", "python3-sentencepiece", 1, true)
 }
 
 // TestLlama3Split encodes the texts with GPT-2's vocabulary behind Llama
@@ -263,24 +243,5 @@ func TestLlama3Split(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []string
-	var want [][]int32
-	readJSON(t, "testdata/texts.json", &texts)
-	readJSON(t, "testdata/llama3-ids.json", &want)
-	same := 0
-	for i, text := range texts {
-		got := tok.EncodeText(text)
-		if slices.Equal(got, want[i]) {
-			same++
-		} else if same+5 > i {
-			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
-		}
-		if with := tok.Encode(text); len(with) != len(got)+1 || with[0] != 50256 {
-			t.Errorf("text %d: Encode %v; want the template's 50256 first", i, with[:min(3, len(with))])
-		}
-	}
-	t.Logf("%d of %d texts split and encode as Llama 3's pattern through Python's regex gives", same, len(texts))
-	if same != len(texts) {
-		t.Errorf("%d of %d texts differ", len(texts)-same, len(texts))
-	}
+	agree(t, tok, "testdata/llama3-ids.json", "Llama 3's pattern through Python's regex with OpenAI's BPE", 50256, false)
 }
