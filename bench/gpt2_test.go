@@ -55,11 +55,9 @@ func randomGPT2(b *testing.B, dev device.Device, dt device.DType, cfg gpt2.Confi
 // second (each weight once a token) in GB/s; CopyBandwidth is the host's
 // memory copy rate (a 256 MiB copy), measured in the same run, to set it
 // against. GPT2Vocab16k is the same model with 16,384 tokens (98 M
-// parameters), which lavapipe runs: its matmul kernels take a float32
-// stand-in of a float16 operand, and GPT-2's token embedding in float32,
-// 154 MB, passes its 128 MiB storage bindings. A device that cannot run a
-// model is left out, its error printed. testdata/torch_bench.py runs the
-// same models in PyTorch.
+// parameters): the share of the head and the embedding. A device that
+// cannot run a model is left out, its error printed.
+// testdata/torch_bench.py runs the same models in PyTorch.
 func BenchmarkGPT2(b *testing.B) {
 	b.Run("CopyBandwidth/cpu", func(b *testing.B) {
 		src, dst := make([]byte, 256<<20), make([]byte, 256<<20)

@@ -328,6 +328,13 @@ type Take struct {
 	IgnoreIndex int32
 }
 
+// A BindingLimit is a device whose kernels bind at most MaxBinding bytes
+// of one operand (WebGPU's maxStorageBufferBindingSize): ops split the
+// products whose weights would pass it.
+type BindingLimit interface {
+	MaxBinding() int
+}
+
 // GEMM describes a batch of matrix products for Device.MatMul: for each
 // i < Batch, matrix i of dst (M×N, at OffDst + i·M·N) = op(A_i)·op(B_i),
 // where A_i starts at element OffA + j·StrideA of a, j = i, or i mod

@@ -33,7 +33,10 @@ func layerOperands(op string, x, w, b *tensor.Tensor, more ...*tensor.Tensor) (d
 
 // Linear returns x·Wᵀ + b, PyTorch's linear layer: w is [out, in], x has
 // any leading batch shape and in features last, b is [out] or nil (no
-// bias). The result has x's leading shape and out features last.
+// bias). The result has x's leading shape and out features last. On a
+// device whose storage binding the weight (as float32) would pass
+// (device.BindingLimit), the products take its rows a chunk at a time,
+// forward and backward.
 func Linear[V Operand[E], E any](x, w, b V) V {
 	return call(LinearOp, nil, inputs("ops.Linear", []V{x, w}, b)...)
 }
@@ -41,6 +44,9 @@ func Linear[V Operand[E], E any](x, w, b V) V {
 func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	const op = "ops.Linear"
 	dev, dt := layerOperands(op, x, w, b)
+	if _, in, out := linearShape(op, x, w, b); weightRows(dev, out, in) < out {
+		return linearChunks(x, w, b, weightRows(dev, out, in))
+	}
 	// float16 products accumulate in float32 and round once on both
 	// backends' gemm; a bias would round twice, so it takes float32 copies.
 	if dt == device.Float16 && b != nil {
@@ -62,6 +68,46 @@ func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	return yb
 }
 
+// weightRows returns how many rows of a weight [out, in] one product
+// takes on dev: out, or fewer where the weight, or the float32 stand-in
+// of a float16 one, would pass the device's storage binding
+// (device.BindingLimit).
+func weightRows(dev device.Device, out, in int) int {
+	lim, ok := dev.(device.BindingLimit)
+	if !ok || in == 0 {
+		return out
+	}
+	if per := lim.MaxBinding() / 4 / in; per >= 1 && per < out {
+		return per
+	}
+	return out
+}
+
+// linearChunks is linear over the weight's rows per at a time, the
+// results joined along the last axis.
+func linearChunks(x, w, b *tensor.Tensor, per int) *tensor.Tensor {
+	out := w.Dim(0)
+	var ys []*tensor.Tensor
+	for r0 := 0; r0 < out; r0 += per {
+		r1 := min(out, r0+per)
+		wc := slice(w, 0, r0, r1, 1)
+		var bc *tensor.Tensor
+		if b != nil {
+			bc = slice(b, 0, r0, r1, 1)
+		}
+		ys = append(ys, linear(x, wc, bc))
+		wc.Release()
+		if bc != nil {
+			bc.Release()
+		}
+	}
+	y := concat(ys, ys[0].Rank()-1)
+	for _, p := range ys {
+		p.Release()
+	}
+	return y
+}
+
 // LinearBackward returns the gradients of Linear for the upstream
 // gradient g (shaped like its result): gx = g·W, gw = gᵀ·x summed over
 // every row of the batch, and gb = g summed to [out] (nil when b is nil).
@@ -77,6 +123,9 @@ func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.T
 	dev, dt := layerOperands(op, x, w, b, g)
 	rows, in, out := linearShape(op, x, w, b)
 	sameShape(op, "upstream gradient", g, append(x.Shape()[:x.Rank()-1], out))
+	if per := weightRows(dev, out, in); per < out {
+		return linearBackwardChunks(x, w, b, g, wantX, per)
+	}
 	if wantX {
 		var ok bool
 		gx, ok = output(dev, dt, x.Shape(), x, w, g)
@@ -92,6 +141,47 @@ func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.T
 		g2 := g.Reshape(rows, out)
 		gb = sumTo(g2, b.Shape())
 		g2.Release()
+	}
+	return gx, gw, gb
+}
+
+// linearBackwardChunks is linearBackward over the weight's rows per at a
+// time: gx accumulates g's columns of each chunk times its rows, gw joins
+// each chunk's gᵀ·x.
+func linearBackwardChunks(x, w, b, g *tensor.Tensor, wantX bool, per int) (gx, gw, gb *tensor.Tensor) {
+	dev, dt := x.Device(), x.DType()
+	out, in := w.Dim(0), w.Dim(1)
+	rows := x.Len() / max(in, 1)
+	g2, x2 := g.Reshape(rows, out), x.Reshape(rows, in)
+	defer g2.Release()
+	defer x2.Release()
+	var ok bool
+	if wantX {
+		gx, ok = output(dev, dt, x.Shape(), x, w, g)
+		wantX = ok && gx.Len() > 0
+	}
+	var parts []*tensor.Tensor
+	for r0 := 0; r0 < out; r0 += per {
+		r1 := min(out, r0+per)
+		gc, wc := slice(g2, 1, r0, r1, 1), slice(w, 0, r0, r1, 1)
+		if wantX {
+			gemm(dev, gx, operand{t: gc}, operand{t: wc}, device.GEMM{Batch: 1, M: rows, K: r1 - r0, N: in, Accumulate: r0 > 0})
+		}
+		if p, ok := output(dev, dt, []int{r1 - r0, in}, x, w, g); ok {
+			if p.Len() > 0 {
+				gemm(dev, p, operand{t: gc}, operand{t: x2}, device.GEMM{Batch: 1, M: r1 - r0, K: rows, N: in, TransA: true})
+			}
+			parts = append(parts, p)
+		}
+		gc.Release()
+		wc.Release()
+	}
+	gw = concat(parts, 0)
+	for _, p := range parts {
+		p.Release()
+	}
+	if b != nil {
+		gb = sumTo(g2, b.Shape())
 	}
 	return gx, gw, gb
 }

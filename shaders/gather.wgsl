@@ -120,7 +120,10 @@ fn ignored(k: i32) -> bool {
 {{- else if .Table}}
 
 // gather, table: out[i, j] = scale·x[idx[i], j]; one invocation per
-// element of out, the first of each row reporting a bad index.
+// element of out, the first of each row reporting a bad index. x holds
+// the table's rows [p.I0, p.I1) (the whole table unless it is bound a
+// chunk at a time): an index in another chunk writes nothing, and the
+// first chunk (p.I0 = 0) writes the ignored and the bad indices' rows.
 {{template "main_1d_count" "p.N * p.Width"}}
     let d = p.Width;
     let i = e / d;
@@ -128,14 +131,19 @@ fn ignored(k: i32) -> bool {
     let k = idx[i];
     let c = p.C;
     if (ignored(k)) {
-        out[e] = to_e(0.0);
+        if (p.I0 == 0u) {
+            out[e] = to_e(0.0);
+        }
         return;
     }
-    if ((j == 0u && !check_index(k, c, p.Site)) || k < 0 || u32(k) >= c) {
+    if (p.I0 == 0u && ((j == 0u && !check_index(k, c, p.Site)) || k < 0 || u32(k) >= c)) {
         out[e] = to_e(nan());
         return;
     }
-    out[e] = to_e(p.Scale * f32(x[u32(k) * d + j]));
+    if (k < 0 || u32(k) < p.I0 || u32(k) >= p.I1) {
+        return;
+    }
+    out[e] = to_e(p.Scale * f32(x[(u32(k) - p.I0) * d + j]));
 }
 {{- else}}
 

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -309,6 +310,12 @@ func (d *Device) String() string { return d.info }
 // the device was made, with the binding size no larger than the buffer
 // size.
 func (d *Device) Limits() wgpu.Limits { return d.limits }
+
+// MaxBinding returns the largest storage binding, in bytes
+// (device.BindingLimit).
+func (d *Device) MaxBinding() int {
+	return int(min(d.limits.MaxStorageBufferBindingSize, math.MaxInt32))
+}
 
 // Supports reports true for float32, float16 and int32.
 func (d *Device) Supports(dt device.DType) bool {

@@ -3,6 +3,10 @@
 package webgpu
 
 import (
+	"fmt"
+
+	"github.com/oliverbestmann/webgpu/wgpu"
+
 	"github.com/extensor/extensor/device"
 )
 
@@ -23,9 +27,56 @@ func (d *Device) Gather(dst, x, idx device.Buffer, t device.Take) {
 	case rowsForm:
 		n, w = t.N*t.K, t.K
 	}
-	d.run(k, groupsOf(n, 256), gatherParams{N: uint32(t.N), C: uint32(t.C), Scale: float32(t.Scale), Site: d.site(t.Site), Width: uint32(w),
-		Ignoring: b2u(t.Ignoring), IgnoreIndex: int32(t.IgnoreIndex)},
-		d.buf(x), d.buf(idx), d.buf(dst), d.flags)
+	p := gatherParams{N: uint32(t.N), C: uint32(t.C), Scale: float32(t.Scale), Site: d.site(t.Site), Width: uint32(w),
+		Ignoring: b2u(t.Ignoring), IgnoreIndex: int32(t.IgnoreIndex), I1: uint32(t.C)}
+	xb := d.buf(x)
+	if t.Table && xb.bindSize() > d.limits.MaxStorageBufferBindingSize {
+		d.gatherTableChunks(k, n, p, xb, d.buf(idx), d.buf(dst), t)
+		return
+	}
+	d.run(k, groupsOf(n, 256), p, xb, d.buf(idx), d.buf(dst), d.flags)
+}
+
+// gatherTableChunks runs the table gather with the table bound a chunk of
+// rows at a time, at offsets aligned for storage bindings: a table larger
+// than the binding limit (a language model's token embedding).
+func (d *Device) gatherTableChunks(k *kernel, n int, p gatherParams, x, idx, dst *buffer, t device.Take) {
+	if k == nil || d.tainted(x, idx, dst) {
+		return
+	}
+	rowBytes := uint64(t.D) * uint64(x.dt.Size())
+	align := max(uint64(d.limits.MinStorageBufferOffsetAlignment), 256)
+	step := align / gcd(rowBytes, align) // rows whose bytes are a multiple of align
+	rows := d.limits.MaxStorageBufferBindingSize / rowBytes / step * step
+	if rows == 0 {
+		d.refuse(fmt.Errorf("webgpu: kernel %s: a table row of %d bytes in %d-byte aligned chunks passes the storage binding size of %s, %d bytes: %w",
+			k.name, rowBytes, align, d.info, d.limits.MaxStorageBufferBindingSize, device.ErrOutOfMemory))
+		return
+	}
+	gx, gy, err := grid(groupsOf(n, 256))
+	if err != nil {
+		d.refuse(fmt.Errorf("webgpu: kernel %s: %v", k.name, err))
+		return
+	}
+	for r0 := uint64(0); r0 < uint64(t.C); r0 += rows {
+		r1 := min(uint64(t.C), r0+rows)
+		p.I0, p.I1 = uint32(r0), uint32(r1)
+		off := r0 * rowBytes
+		entries := []wgpu.BindGroupEntry{
+			{Binding: 1, Buffer: x.b, Offset: off, Size: min(vecBytes((r1-r0)*rowBytes), x.size-off)},
+			{Binding: 2, Buffer: idx.b, Size: idx.bindSize()},
+			{Binding: 3, Buffer: dst.b, Size: dst.bindSize()},
+			{Binding: 4, Buffer: d.flags.b, Size: d.flags.bindSize()},
+		}
+		d.dispatchEntries(k, gx, gy, 1, p, entries)
+	}
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // tableRows is how many table rows one invocation of the table form's
