@@ -177,6 +177,7 @@ func TestBadIndex(t *testing.T) {
 		{"a tensor of a shard it maps elsewhere", map[string]string{"h.0.w": "model-00001-of-00003.safetensors", "h.0.b": "model-00001-of-00003.safetensors", "wte": "model-00002-of-00003.safetensors"}, `model-00002-of-00003.safetensors holds "h.0.b", which`},
 		{"a path outside", map[string]string{"h.0.w": "../model-00001-of-00003.safetensors"}, "want a file of the directory"},
 		{"no tensors", map[string]string{}, "maps no tensor"},
+		{"a shard the directory lacks", map[string]string{"h.0.w": "model-00001-of-00003.safetensors", "h.0.b": "model-00002-of-00003.safetensors", "wte": "model-00004-of-00004.safetensors"}, "model-00004-of-00004.safetensors"},
 	} {
 		dir := shardedModel(t)
 		index, _ := json.Marshal(map[string]any{"weight_map": tt.index})
@@ -193,6 +194,16 @@ func TestBadIndex(t *testing.T) {
 	write(t, dir, hf.ConfigFile, []byte("{"))
 	if _, err := hf.Open(dir); err == nil || !strings.Contains(err.Error(), hf.ConfigFile) {
 		t.Errorf("Open of a broken config: %v", err)
+	}
+	// A truncated weights file: its header promises more data than it has.
+	b, err := os.ReadFile("../models/gpt2/testdata/tiny/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, hf.ConfigFile, []byte(tinyConfig))
+	write(t, dir, hf.WeightsFile, b[:len(b)-100])
+	if _, err := hf.Open(dir); err == nil || !strings.Contains(err.Error(), hf.WeightsFile) {
+		t.Errorf("Open of a truncated %s: %v; want an error naming it", hf.WeightsFile, err)
 	}
 }
 
