@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/extensor/extensor/device"
@@ -35,7 +36,10 @@ type Config struct {
 	Download bool
 	DType    string // the weights' dtype on the device: "float32" or "float16"
 	Prompt   string
-	Tokens   int // the most tokens to draw
+	// Prompts, if set, is a file of prompts, one a line, continued in one
+	// batch (generate.GenerateBatch), each printed when all are done.
+	Prompts string
+	Tokens  int // the most tokens to draw
 	generate.Sampling
 	NoStop  bool // go on past the model's eos tokens
 	NoCache bool // rerun every position for each token
@@ -61,6 +65,7 @@ func flags(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.Download, "download", false, "download the -model repository into the Hugging Face cache first (HF_TOKEN, HF_ENDPOINT)")
 	fs.StringVar(&c.DType, "dtype", "float32", `weights on the device: "float32" or "float16"`)
 	fs.StringVar(&c.Prompt, "prompt", "Hello", "the text to continue")
+	fs.StringVar(&c.Prompts, "prompts", "", "a file of prompts, one a line, continued in one batch (instead of -prompt)")
 	fs.IntVar(&c.Tokens, "tokens", 64, "the most tokens to draw")
 	fs.Float64Var(&c.Temperature, "temperature", 0, "sampling temperature (0: greedy)")
 	fs.IntVar(&c.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
@@ -101,6 +106,21 @@ func Run(cfg Config, w io.Writer) error {
 	if err := cfg.Check(); err != nil {
 		return err
 	}
+	var texts []string // -prompts' lines, read before any work
+	if cfg.Prompts != "" {
+		b, err := os.ReadFile(cfg.Prompts)
+		if err != nil {
+			return fmt.Errorf("-prompts: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				texts = append(texts, line)
+			}
+		}
+		if len(texts) == 0 {
+			return fmt.Errorf("-prompts %s: no prompt", cfg.Prompts)
+		}
+	}
 	if cfg.Download {
 		if _, err := hf.Download(cfg.Model, true); err != nil {
 			return err
@@ -139,11 +159,14 @@ func Run(cfg Config, w io.Writer) error {
 			s.Temperature = 1 // transformers' default where do_sample
 		}
 	}
-	prompt := m.Tokenizer.Encode(cfg.Prompt)
 	var stop []int32
 	if !cfg.NoStop {
 		stop = m.Generation.EOS
 	}
+	if texts != nil {
+		return batch(texts, cfg, m, s, stop, w)
+	}
+	prompt := m.Tokenizer.Encode(cfg.Prompt)
 	out := &stream{w: w, decode: m.Tokenizer.Decode}
 	fmt.Fprint(w, cfg.Prompt)
 	_, err = generate.Generate(m, prompt, generate.Options{Tokens: cfg.Tokens, Sampling: s, Stop: stop, NoCache: cfg.NoCache, Emit: out.add})
@@ -153,6 +176,29 @@ func Run(cfg Config, w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	return err
+}
+
+// batch continues texts in one batch and writes each, with what follows
+// it, on a line of its own.
+func batch(texts []string, cfg Config, m *models.Pretrained, s generate.Sampling, stop []int32, w io.Writer) error {
+	var prompts [][]int32
+	for _, t := range texts {
+		prompts = append(prompts, m.Tokenizer.Encode(t))
+	}
+	out, err := generate.GenerateBatch(m, prompts, generate.Options{Tokens: cfg.Tokens, Sampling: s, Stop: stop})
+	if err != nil {
+		return err
+	}
+	for r, toks := range out {
+		text, err := m.Tokenizer.Decode(toks)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s%s\n", texts[r], text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stream writes the text of the tokens drawn as they come: the decoded

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +51,31 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestBatch continues two prompts in one batch: each line is its
+// prompt and what generate.GenerateBatch drew for it.
+func TestBatch(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prompts.txt")
+	os.WriteFile(file, []byte("Hello, world\n\nfunc main() {\n"), 0o644)
+	var out strings.Builder
+	if err := Run(Config{Device: "cpu", Model: tiny, DType: "float32", Prompt: "x", Prompts: file, Tokens: 6}, &out); err != nil {
+		t.Fatal(err)
+	}
+	m, err := models.Load(tiny, cpu.New(), device.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	toks, err := generate.GenerateBatch(m, [][]int32{m.Tokenizer.Encode("Hello, world"), m.Tokenizer.Encode("func main() {")}, generate.Options{Tokens: 6, Stop: m.Generation.EOS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := m.Tokenizer.Decode(toks[0])
+	b, _ := m.Tokenizer.Decode(toks[1])
+	if want := "Hello, world" + a + "\nfunc main() {" + b + "\n"; out.String() != want {
+		t.Errorf("wrote %q; want %q", out.String(), want)
+	}
+}
+
 // TestRefuses checks the errors before any work: flags out of range, a
 // directory that is no model.
 func TestRefuses(t *testing.T) {
@@ -64,6 +91,7 @@ func TestRefuses(t *testing.T) {
 		{func(c *Config) { c.TopP = 2 }, "-top-p"},
 		{func(c *Config) { c.Temperature = -1 }, "-temperature"},
 		{func(c *Config) { c.Model = t.TempDir() }, "config.json"},
+		{func(c *Config) { c.Prompts = filepath.Join(t.TempDir(), "none") }, "-prompts"},
 		{func(c *Config) { c.Device = "tpu" }, "tpu"},
 	} {
 		c := ok
