@@ -350,6 +350,9 @@ func (c *KVCache) append(k, v *tensor.Tensor) {
 // are padding (left padding): no query sees them but their own (a
 // padding query, whose output is unused, sees itself alone).
 func (c *KVCache) Attend(q *autograd.Var, k, v *tensor.Tensor, causal bool, pads []int, scale float64) *autograd.Var {
+	if pads != nil && len(pads) != k.Dim(0) {
+		tensor.Panicf("nn.KVCache.Attend", tensor.ErrArgument, "%d paddings for %d sequences; want one a sequence", len(pads), k.Dim(0))
+	}
 	p, l := c.Len(), k.Dim(2)
 	c.append(k, v)
 	var mask *autograd.Var

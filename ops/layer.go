@@ -167,12 +167,11 @@ func linearBackwardChunks(x, w, b, g *tensor.Tensor, wantX bool, per int) (gx, g
 		if wantX {
 			gemm(dev, gx, operand{t: gc}, operand{t: wc}, device.GEMM{Batch: 1, M: rows, K: r1 - r0, N: in, Accumulate: r0 > 0})
 		}
-		if p, ok := output(dev, dt, []int{r1 - r0, in}, x, w, g); ok {
-			if p.Len() > 0 {
-				gemm(dev, p, operand{t: gc}, operand{t: x2}, device.GEMM{Batch: 1, M: r1 - r0, K: rows, N: in, TransA: true})
-			}
-			parts = append(parts, p)
+		p, ok := output(dev, dt, []int{r1 - r0, in}, x, w, g) // a failed p carries its error into gw
+		if ok && p.Len() > 0 {
+			gemm(dev, p, operand{t: gc}, operand{t: x2}, device.GEMM{Batch: 1, M: r1 - r0, K: rows, N: in, TransA: true})
 		}
+		parts = append(parts, p)
 		gc.Release()
 		wc.Release()
 	}

@@ -18,6 +18,7 @@ import (
 type metaspace struct {
 	replace     [][2]string // in order
 	prepend     string      // before each text segment
+	metaPre     bool        // the prepend is a Metaspace pre-tokenizer\'s: not before a segment that starts with it
 	first       bool        // prepend before the first segment only
 	splitAt     string      // start a word at each of these ("": no split)
 	vocab       map[string]int
@@ -81,6 +82,7 @@ func metaspaceOf(f *file) (*metaspace, error) {
 			r = "\u2581"
 		}
 		m.replace = append(m.replace, [2]string{" ", r})
+		m.metaPre = true
 		switch p.PrependScheme {
 		case "", "always":
 			m.prepend = r
@@ -131,7 +133,7 @@ func (m *metaspace) encode(t *Tokenizer, text string) []int32 {
 		for _, r := range m.replace {
 			s = strings.ReplaceAll(s, r[0], r[1])
 		}
-		if m.prepend != "" && (!m.first || i == 0) && !(m.splitAt != "" && strings.HasPrefix(s, m.prepend)) {
+		if m.prepend != "" && (!m.first || i == 0) && !(m.metaPre && strings.HasPrefix(s, m.prepend)) {
 			s = m.prepend + s
 		}
 		words := []string{s}
@@ -154,20 +156,22 @@ func (m *metaspace) word(t *Tokenizer, w string, ids []int32) []int32 {
 			ids = append(ids, int32s(t.plain.Encode(w[start:end]))...)
 		}
 	}
-	for i, r := range w {
-		n := utf8.RuneLen(r)
-		if _, ok := m.vocab[w[i:i+max(n, 1)]]; ok {
+	for i := 0; i < len(w); {
+		_, n := utf8.DecodeRuneInString(w[i:]) // 1 for a byte that is not UTF-8
+		if _, ok := m.vocab[w[i:i+n]]; ok {
+			i += n
 			continue
 		}
 		flush(i)
-		start = i + max(n, 1)
 		if !m.hasBytes {
 			ids = append(ids, m.unknown)
-			continue
+		} else {
+			for _, b := range []byte(w[i : i+n]) {
+				ids = append(ids, m.bytes[b])
+			}
 		}
-		for _, b := range []byte(w[i:start]) {
-			ids = append(ids, m.bytes[b])
-		}
+		i += n
+		start = i
 	}
 	flush(len(w))
 	return ids

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 	esentencepiece "github.com/eliben/go-sentencepiece"
@@ -319,6 +320,9 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 	for _, id := range hl.GetVocab() {
 		t.size = max(t.size, id+1)
 	}
+	for _, a := range t.added { // tokens only in added_tokens (Llama 3's, Qwen2's)
+		t.size = max(t.size, int(a.id)+1)
+	}
 	if t.meta != nil {
 		if err := t.meta.index(hl.GetVocab()); err != nil {
 			return nil, err
@@ -333,6 +337,10 @@ func Parse(tj, cj []byte) (*Tokenizer, error) {
 		id   *int32
 	}{{cfg.BOS, &t.BOS}, {cfg.EOS, &t.EOS}, {cfg.PAD, &t.PAD}} {
 		if s.name == "" {
+			continue
+		}
+		if id, ok := t.addedID(string(s.name)); ok {
+			*s.id = id
 			continue
 		}
 		id, ok := hl.TokenToID(string(s.name))
@@ -465,7 +473,7 @@ func (t *Tokenizer) EncodeText(text string) []int32 {
 			continue
 		}
 		s := seg.text
-		if t.prefixSpace && s != "" && s[0] != ' ' && len(ids) == 0 {
+		if t.prefixSpace && s != "" && s[0] != ' ' {
 			s = " " + s
 		}
 		for m, _ := t.split.FindStringMatch(s); m != nil; m, _ = t.split.FindNextMatch(m) {
@@ -509,8 +517,12 @@ func (t *Tokenizer) segments(text string) []segment {
 		out = append(out, segment{added: true, id: hit.id})
 		i += len(hit.content)
 		if hit.rstr {
-			for i < len(text) && unicode.IsSpace(rune(text[i])) {
-				i++
+			for i < len(text) {
+				r, n := utf8.DecodeRuneInString(text[i:])
+				if !unicode.IsSpace(r) {
+					break
+				}
+				i += n
 			}
 		}
 		start = i
@@ -562,6 +574,16 @@ func (t *Tokenizer) Decode(ids []int32) (string, error) {
 	}
 	flush()
 	return b.String(), nil
+}
+
+// addedID returns the id of the added token content.
+func (t *Tokenizer) addedID(content string) (int32, bool) {
+	for _, a := range t.added {
+		if a.content == content {
+			return a.id, true
+		}
+	}
+	return 0, false
 }
 
 // addedContent returns the content of the added token id.

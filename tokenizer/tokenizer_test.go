@@ -3,6 +3,7 @@ package tokenizer_test
 import (
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -244,4 +245,44 @@ func TestLlama3Split(t *testing.T) {
 		t.Fatal(err)
 	}
 	agree(t, tok, "testdata/llama3-ids.json", "Llama 3's pattern through Python's regex with OpenAI's BPE", 50256, false)
+}
+
+// TestEdges checks the corners Hugging Face's tokenizers define: tokens
+// only in added_tokens (Llama 3's specials) count in the vocabulary and
+// name the config's tokens; add_prefix_space puts a space before every
+// segment between added tokens; a Metaspace pre-tokenizer does not put a
+// second ▁ before text that starts with one; bytes that are not UTF-8 go
+// by byte fallback one by one.
+func TestEdges(t *testing.T) {
+	bpe := `{"type": "BPE", "vocab": {"a": 0, "b": 1, "Ġ": 2, "Ġa": 3, "Ġb": 4}, "merges": ["Ġ a", "Ġ b"]}`
+	tj := `{"added_tokens": [{"id": 5, "content": "<|x|>", "special": true}], "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}, "model": ` + bpe + `}`
+	tok, err := tokenizer.Parse([]byte(tj), []byte(`{"eos_token": "<|x|>"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != 6 || tok.EOS != 5 {
+		t.Errorf("VocabSize %d, EOS %d; want 6 and 5", tok.VocabSize(), tok.EOS)
+	}
+	if got := tok.EncodeText("a<|x|>b"); !slices.Equal(got, []int32{3, 5, 4}) {
+		t.Errorf("EncodeText(a<|x|>b) = %v; want [3 5 4] (Ġa, <|x|>, Ġb)", got)
+	}
+	if s, err := tok.Decode([]int32{0, 5}); err != nil || s != "a<|x|>" {
+		t.Errorf("Decode([0 5]) = %q, %v", s, err)
+	}
+	vocab := map[string]int{"<unk>": 0, "▁": 1, "a": 2, "▁a": 3}
+	for b := range 256 {
+		vocab[fmt.Sprintf("<0x%02X>", b)] = 4 + b
+	}
+	vj, _ := json.Marshal(vocab)
+	meta := `{"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false}, "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>", "vocab": ` + string(vj) + `, "merges": ["▁ a"]}}`
+	m, err := tokenizer.Parse([]byte(meta), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.EncodeText(" a"); !slices.Equal(got, []int32{3}) {
+		t.Errorf("Metaspace EncodeText(\" a\") = %v; want [3] (one ▁a)", got)
+	}
+	if got := m.EncodeText("a\xff\xfe"); !slices.Equal(got, []int32{3, 4 + 0xff, 4 + 0xfe}) {
+		t.Errorf("EncodeText of bytes that are not UTF-8 = %v; want [3 259 258]", got)
+	}
 }

@@ -125,6 +125,9 @@ func TestPick(t *testing.T) {
 		{generate.Sampling{Temperature: 5, TopK: 1}, []float64{1, 3, 2}, nil, 1},
 		{generate.Sampling{Temperature: 1, TopP: 0.5}, []float64{math.Log(.5), math.Log(.3), math.Log(.2)}, nil, 0},
 		{generate.Sampling{Temperature: 1}, []float64{nan, 0, nan}, nil, 1},
+		// +Inf: that token (an overflowing float16 logit, say).
+		{generate.Sampling{Temperature: 1}, []float64{0, math.Inf(1), -5}, nil, 1},
+		{generate.Sampling{Temperature: 1}, []float64{math.Inf(-1), math.Inf(-1)}, nil, 0},
 	} {
 		p, err := generate.NewSampler(tt.s)
 		if err != nil {
@@ -263,5 +266,20 @@ func TestGenerateBatch(t *testing.T) {
 		if len(m.steps) != 0 {
 			t.Errorf("GenerateBatch(%v) ran steps before its error", tt.prompts)
 		}
+	}
+}
+
+// TestTopKTies keeps the tokens tied with the k-th, as transformers does.
+func TestTopKTies(t *testing.T) {
+	p, err := generate.NewSampler(generate.Sampling{Temperature: 1, TopK: 1, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for range 300 {
+		seen[p.Pick([]float64{1, 1, 1, 0}, nil)] = true
+	}
+	if !seen[0] || !seen[1] || !seen[2] || seen[3] {
+		t.Errorf("top-1 of three tied logits drew %v; want each of the three, never the fourth", seen)
 	}
 }

@@ -14,7 +14,8 @@ type Sampling struct {
 	// Temperature divides the logits; 0 picks the largest (greedy
 	// decoding, transformers' do_sample=False).
 	Temperature float64
-	// TopK, if above 0, draws among the TopK largest logits only.
+	// TopK, if above 0, draws among the TopK largest logits only (and
+	// those tied with the TopK-th, as transformers keeps them).
 	TopK int
 	// TopP, if in (0, 1), draws among the fewest tokens whose
 	// probabilities add up to at least TopP (nucleus sampling); 0 and 1
@@ -111,7 +112,19 @@ func (p *Sampler) Pick(logits []float64, seen []int32) int {
 		return 0
 	})
 	if p.s.TopK > 0 && p.s.TopK < len(idx) {
-		idx = idx[:p.s.TopK]
+		k := p.s.TopK // and the tokens tied with the k-th, as transformers keeps them
+		for k < len(idx) && logits[idx[k]] == logits[idx[p.s.TopK-1]] {
+			k++
+		}
+		idx = idx[:k]
+	}
+	if top := logits[idx[0]]; math.IsInf(top, 0) {
+		// +Inf: those tokens alone, equally likely; all −Inf: the first.
+		n := 1
+		for n < len(idx) && logits[idx[n]] == top && top > 0 {
+			n++
+		}
+		return idx[int(u*float64(n))%n]
 	}
 	w := make([]float64, len(idx))
 	sum := 0.0

@@ -242,51 +242,80 @@ func (s *Set) Detach() {
 
 // Merge adds each adapter's update, Scale·B·A, to its module's weight (in
 // the weight's dtype), then detaches the adapters: the model computes
-// what it computed with them, at a plain model's cost.
+// what it computed with them, at a plain model's cost. Every merged
+// weight is computed before any is written: a failure changes nothing.
 func (s *Set) Merge() error {
 	mods := s.model.Modules()
-	for _, name := range sortedKeys(s.Adapters) {
+	names := sortedKeys(s.Adapters)
+	merged := make([]*tensor.Tensor, len(names))
+	free := func() {
+		for _, m := range merged {
+			if m != nil {
+				m.Release()
+			}
+		}
+	}
+	for i, name := range names {
 		a := s.Adapters[name]
 		w := mods[name].W.Value()
 		err := tensor.Maybe(func() {
 			d := ops.MatMul(a.B.Value(), a.A.Value()) // [out, in]
 			if a.FanInFanOut {
-				d = ops.Transpose(d)
+				t := ops.Transpose(d)
+				d.Release()
+				d = t
 			}
 			k := scalar(d.Device(), d.DType(), a.Scale)
-			d = ops.Mul(d, k)
-			if d.DType() != w.DType() {
-				d = ops.Cast(d, w.DType())
-			}
-			merged := ops.Add(w, d)
-			w.Device().Copy(w.Buffer(), merged.Buffer())
-			merged.Release()
+			dk := ops.Mul(d, k)
 			d.Release()
 			k.Release()
+			if dk.DType() != w.DType() {
+				c := ops.Cast(dk, w.DType())
+				dk.Release()
+				dk = c
+			}
+			merged[i] = ops.Add(w, dk)
+			dk.Release()
 		})
 		if err == nil {
 			err = w.Device().Sync()
 		}
 		if err != nil {
+			free()
 			return fmt.Errorf("lora: merging %s: %w", name, err)
 		}
 	}
+	for i, name := range names {
+		w := mods[name].W.Value()
+		w.Device().Copy(w.Buffer(), merged[i].Buffer())
+	}
+	for _, name := range names {
+		if err := mods[name].W.Value().Device().Sync(); err != nil {
+			free()
+			return fmt.Errorf("lora: merging %s: %w", name, err)
+		}
+	}
+	free()
 	s.Detach()
 	return nil
 }
 
 // file is adapter_config.json as PEFT writes it.
 type file struct {
-	PEFTType    string   `json:"peft_type"`
-	TaskType    string   `json:"task_type,omitempty"`
-	Base        string   `json:"base_model_name_or_path"`
-	Rank        int      `json:"r"`
-	Alpha       float64  `json:"lora_alpha"`
-	Dropout     float64  `json:"lora_dropout"`
-	Targets     []string `json:"target_modules"`
-	FanInFanOut bool     `json:"fan_in_fan_out"`
-	Bias        string   `json:"bias"`
-	Inference   bool     `json:"inference_mode"`
+	PEFTType    string         `json:"peft_type"`
+	TaskType    string         `json:"task_type,omitempty"`
+	Base        string         `json:"base_model_name_or_path"`
+	Rank        int            `json:"r"`
+	Alpha       float64        `json:"lora_alpha"`
+	Dropout     float64        `json:"lora_dropout"`
+	Targets     []string       `json:"target_modules"`
+	FanInFanOut bool           `json:"fan_in_fan_out"`
+	Bias        string         `json:"bias"`
+	Inference   bool           `json:"inference_mode"`
+	RSLoRA      bool           `json:"use_rslora,omitempty"`
+	RankPattern map[string]any `json:"rank_pattern,omitempty"`
+	AlphaPatt   map[string]any `json:"alpha_pattern,omitempty"`
+	DoRA        bool           `json:"use_dora,omitempty"`
 }
 
 // prefix is PEFT's name of the wrapped model.
@@ -334,6 +363,9 @@ func Load(m Model, dir string, seed uint64) (*Set, error) {
 	}
 	if f.PEFTType != "LORA" || f.Bias != "" && f.Bias != "none" {
 		return nil, fmt.Errorf("lora: %s: peft_type %q, bias %q; want LORA without biases", dir, f.PEFTType, f.Bias)
+	}
+	if f.RSLoRA || f.DoRA || len(f.RankPattern) > 0 || len(f.AlphaPatt) > 0 {
+		return nil, fmt.Errorf("lora: %s: use_rslora %v, use_dora %v, rank_pattern %v, alpha_pattern %v: not supported (one rank and one alpha/r scale for every module)", dir, f.RSLoRA, f.DoRA, f.RankPattern, f.AlphaPatt)
 	}
 	cfg := Config{Rank: f.Rank, Alpha: f.Alpha, Dropout: f.Dropout, Targets: f.Targets, Seed: seed}
 	if err := cfg.Check(); err != nil {
@@ -413,5 +445,6 @@ func Load(m Model, dir string, seed uint64) (*Set, error) {
 		return nil, fmt.Errorf("lora: %s holds no adapter", dir)
 	}
 	s.attach()
+	s.Train(false) // PEFT loads adapters for inference: dropout off until Train(true)
 	return s, nil
 }

@@ -201,3 +201,35 @@ func TestHalfBase(t *testing.T) {
 		t.Error("dtypes: want float32 adapters on a float16 base")
 	}
 }
+
+// TestLoadForInference loads an adapter with dropout in inference mode
+// (PEFT's default): the same input gives the same logits; Train(true)
+// turns the dropout on.
+func TestLoadForInference(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{lora.ConfigFile, lora.WeightsFile} {
+		b, err := os.ReadFile(filepath.Join("../llama/testdata/tiny-lora", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == lora.ConfigFile {
+			var c map[string]any
+			json.Unmarshal(b, &c)
+			c["lora_dropout"] = 0.5
+			b, _ = json.Marshal(c)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	m := tiny(t)
+	s, err := lora.Load(m, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := logits(t, m), logits(t, m); !slices.Equal(a, b) {
+		t.Error("a loaded adapter's dropout is on")
+	}
+	s.Train(true)
+	if a, b := logits(t, m), logits(t, m); slices.Equal(a, b) {
+		t.Error("Train(true) left the dropout off")
+	}
+}
