@@ -23,7 +23,8 @@ type metaspace struct {
 	splitAt     string      // start a word at each of these ("": no split)
 	vocab       map[string]int
 	bytes       [256]int32
-	unknown     int32 // the unk_token's id, -1 if none
+	byteOf      map[int32]byte // the byte of each byte token
+	unknown     int32          // the unk_token's id, -1 if none
 	unknownName string
 	hasBytes    bool
 }
@@ -104,13 +105,16 @@ func metaspaceOf(f *file) (*metaspace, error) {
 func (m *metaspace) index(vocab map[string]int) error {
 	m.vocab = vocab
 	m.hasBytes = true
+	m.byteOf = map[int32]byte{}
 	for b := range 256 {
 		id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]
 		if !ok {
 			m.hasBytes = false
+			m.byteOf = nil
 			break
 		}
 		m.bytes[b] = int32(id)
+		m.byteOf[int32(id)] = byte(b)
 	}
 	if id, ok := vocab[m.unknownName]; ok {
 		m.unknown = int32(id)
@@ -206,12 +210,11 @@ func (m *metaspace) decode(t *Tokenizer, ids []int32) string {
 			b = append(b, a...)
 			continue
 		}
-		piece, _ := t.plain.(interface{ IDToToken(int) (string, bool) }).IDToToken(int(id))
-		var x byte
-		if len(piece) == 6 && m.hasBytes && m.bytes[hexByte(piece, &x)] == id {
+		if x, ok := m.byteOf[id]; ok {
 			b = append(b, x)
 			continue
 		}
+		piece, _ := t.plain.(interface{ IDToToken(int) (string, bool) }).IDToToken(int(id))
 		if space != "" {
 			piece = strings.ReplaceAll(piece, space, " ")
 		}
@@ -222,15 +225,4 @@ func (m *metaspace) decode(t *Tokenizer, ids []int32) string {
 		s = strings.TrimPrefix(s, " ")
 	}
 	return s
-}
-
-// hexByte reads the byte of a <0xXX> piece into x and returns it (0 for
-// another piece).
-func hexByte(piece string, x *byte) byte {
-	var v byte
-	if _, err := fmt.Sscanf(piece, "<0x%02X>", &v); err != nil {
-		return 0
-	}
-	*x = v
-	return v
 }
