@@ -156,14 +156,16 @@ soak: deps
 # (reference.py, with a Python that imports torch: Debian's
 # python3-torch), which the parity suite compares both backends with, no
 # torch needed; rerun it when a case changes (the suite says which). It
-# also writes the tiny models of models/gpt2 and models/llama and their
-# reference values.
+# also writes ops.ClipGradNorm's reference (ops/testdata/clip_reference.py)
+# and the tiny models of models/gpt2, models/llama and models/bert and
+# their reference values.
 torch-reference:
 	@py=$$(for p in "$$EXTENSOR_PYTHON" python3 /usr/bin/python3; do [ -n "$$p" ] && $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done); \
 	if [ -z "$$py" ]; then echo "torch-reference: no Python here imports torch (Debian: apt-get install python3-torch; or set EXTENSOR_PYTHON)"; exit 1; fi; \
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) test -count=1 -run 'TestTorchReference$$' ./parity/ -args -torch-cases="$$d/cases.json" && \
 	$$py parity/testdata/torch/reference.py "$$d/cases.json" parity/testdata/torch/reference.json && \
+	$$py ops/testdata/clip_reference.py && \
 	(cd models/gpt2/testdata && $$py reference.py) && \
 	(cd models/llama/testdata && $$py reference.py) && \
 	cd models/bert/testdata && $$py reference.py

@@ -47,7 +47,8 @@ func devices(b *testing.B) []device.Device {
 
 // steps times step, run once first to compile its kernels (and on a GPU
 // to time the matmul variants of new shape classes), and reports ms/step,
-// which it returns. The kernel profile (webgpu.EnvProfile) restarts after
+// which it returns, and on a device that counts them the kernels
+// dispatched a step and how many of them are fused chains. The kernel profile (webgpu.EnvProfile) restarts after
 // that first step: printProfile's table holds the timed steps of the last
 // step benchmark run.
 func steps(b *testing.B, dev device.Device, step func()) float64 {
@@ -56,13 +57,29 @@ func steps(b *testing.B, dev device.Device, step func()) float64 {
 	if p, ok := dev.(interface{ ResetProfile() }); ok {
 		p.ResetProfile()
 	}
+	kernels := func() (int64, int64) {
+		var k, f int64
+		if c, ok := dev.(device.Counter); ok {
+			k = c.Kernels()
+		}
+		if c, ok := dev.(device.Fuser); ok {
+			f = c.FusedKernels()
+		}
+		return k, f
+	}
+	k0, f0 := kernels()
 	b.ResetTimer()
 	for range b.N {
 		step()
 	}
 	wait(b, dev)
 	ms := b.Elapsed().Seconds() * 1e3 / float64(b.N)
+	b.StopTimer()
 	report(b, ms, "ms/step")
+	if k1, f1 := kernels(); k1 > k0 {
+		report(b, float64(k1-k0)/float64(b.N), "dispatches/step")
+		report(b, float64(f1-f0)/float64(b.N), "fused/step")
+	}
 	return ms
 }
 
@@ -189,6 +206,58 @@ func BenchmarkAddQueued(b *testing.B) {
 			wait(b, dev)
 			report(b, 12*float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
+	}
+}
+
+// BenchmarkChain runs an elementwise chain of four ops, gelu(x + b)·s +
+// r for x and r [4096, 1024], b [1024] and a scalar s (a linear layer's
+// bias, its activation, a scale and a residual), the intermediates
+// released as they are used, fused and unfused (device.Fuser) where the
+// device fuses, reporting ms/op.
+func BenchmarkChain(b *testing.B) {
+	for _, dev := range devices(b) {
+		modes := []string{""}
+		if _, ok := dev.(device.Fuser); ok {
+			modes = []string{"/fused", "/unfused"}
+		}
+		for _, mode := range modes {
+			b.Run(dev.Name()+mode, func(b *testing.B) {
+				if f, ok := dev.(device.Fuser); ok {
+					defer f.Fusion(f.Fusion(mode == "/fused"))
+				}
+				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 4096, 1024))
+				r := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, 4096, 1024))
+				bias := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 1024))
+				sc := tensor.Must(tensor.Scalar(dev, device.Float32, 0.5))
+				for _, t := range []*tensor.Tensor{x, r, bias, sc} {
+					defer t.Release()
+				}
+				var out *tensor.Tensor
+				chain := func() {
+					h := ops.Add(x, bias)
+					g := ops.Gelu(h)
+					h.Release()
+					m := ops.Mul(g, sc)
+					g.Release()
+					y := ops.Add(m, r)
+					m.Release()
+					if f, ok := dev.(device.Flusher); ok {
+						f.Flush() // records y, which the next chain's release would leave unwritten
+					}
+					out.Release()
+					out = y
+				}
+				chain()
+				wait(b, dev)
+				b.ResetTimer()
+				for range b.N {
+					chain()
+				}
+				wait(b, dev)
+				out.Release()
+				report(b, b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+			})
+		}
 	}
 }
 

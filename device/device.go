@@ -578,6 +578,16 @@ type Counter interface {
 	Kernels() int64
 }
 
+// Fuser is implemented by devices that fuse chains of elementwise calls
+// into kernels of their own.
+type Fuser interface {
+	// Fusion turns fusion on or off, reporting whether it was on.
+	Fusion(on bool) bool
+	// FusedKernels returns the number of fused kernels recorded since the
+	// device opened.
+	FusedKernels() int64
+}
+
 // Flusher is implemented by devices that batch work; Flush submits what has
 // been recorded without waiting for it.
 type Flusher interface {

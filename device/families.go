@@ -41,8 +41,11 @@ type Core interface {
 // Elementwise is the kernel families of one output element per input
 // element (shaders unary, binary, update, cast): fills, copies, unary and
 // broadcasting binary ops and their gradients, axpy and dtype conversion.
+// A backend may defer the unary and binary calls and run a chain of them
+// as one kernel (fused.wgsl, which includes their functions; see Fuser):
+// the results are those of the calls run one by one.
 //
-// WGSL: shaders/unary.wgsl, binary.wgsl, update.wgsl and cast.wgsl.
+// WGSL: shaders/unary.wgsl, binary.wgsl, update.wgsl, cast.wgsl and fused.wgsl.
 type Elementwise interface {
 	// Fill sets every element of dst to v.
 	Fill(dst Buffer, v float64)

@@ -34,12 +34,13 @@ const (
 
 // TestParity checks every case, cases in parallel (each is independent,
 // and a device is shared by goroutines), on WebGPU as the adapter offers
-// it and on a second device with float16 as packed words and subgroups
-// off (webgpu.EnvF16, webgpu.EnvSubgroups): the paths of adapters without
-// WGSL's f16 or subgroups, tested on one adapter, for every op's float16
-// check (where the adapter has f16: else the first device's float16
-// kernels are these) and the WebGPU checks of the ops of
-// subgroupFamilies. The coverage table adds the results in the op
+// it and on a second device with float16 as packed words, subgroups off
+// and no fusion (webgpu.EnvF16, webgpu.EnvSubgroups, webgpu.EnvFuse): the
+// paths of adapters without WGSL's f16 or subgroups, tested on one
+// adapter, for every op's float16 check (where the adapter has f16: else
+// the first device's float16 kernels are these), and the WebGPU checks
+// of the ops of subgroupFamilies and fusedFamilies: every op whose calls
+// may fuse runs fused and unfused. The coverage table adds the results in the op
 // table's order once all have run. It runs beside TestHostileSweep.
 func TestParity(t *testing.T) {
 	t.Parallel()
@@ -48,13 +49,13 @@ func TestParity(t *testing.T) {
 	openMu.Unlock()
 	var fb *parity.Fallback
 	if gpu != nil {
-		d, err := openWebGPU([2]string{webgpu.EnvF16, "packed"}, [2]string{webgpu.EnvSubgroups, "off"})
+		d, err := openWebGPU([2]string{webgpu.EnvF16, "packed"}, [2]string{webgpu.EnvSubgroups, "off"}, [2]string{webgpu.EnvFuse, "off"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Its float16 kernels are gpu's where the adapter lacks WGSL's f16
 		// (a device's String lists "f16" where its kernels use it).
-		fb = &parity.Fallback{Device: d, Full: usesSubgroups, Half: strings.Contains(gpu.String(), ", f16")}
+		fb = &parity.Fallback{Device: d, Full: fallbackFull, Half: strings.Contains(gpu.String(), ", f16")}
 	}
 	specs := subsetOf(parity.Specs(), *subset)
 	refs := torchReferences(t)
@@ -139,14 +140,21 @@ func subsetOf(specs []parity.Case, n int) []parity.Case {
 }
 
 // subgroupFamilies are the kernel families whose WebGPU kernels combine
-// values with subgroup operations where the adapter has them.
-var subgroupFamilies = []string{"reduce", "softmax", "norm"}
+// values with subgroup operations where the adapter has them;
+// fusedFamilies those whose calls the WebGPU backend fuses into chains.
+var (
+	subgroupFamilies = []string{"reduce", "softmax", "norm"}
+	fusedFamilies    = []string{"unary", "binary"}
+)
 
-// usesSubgroups reports whether one of op's kernel families (a
-// comma-separated list) is of subgroupFamilies.
-func usesSubgroups(op *ops.Op) bool {
+// fallbackFull reports whether op runs its WebGPU checks on the fallback
+// device too: where one of its kernel families (a comma-separated list)
+// is of subgroupFamilies, or of fusedFamilies, which the fallback runs
+// unfused.
+func fallbackFull(op *ops.Op) bool {
 	for f := range strings.SplitSeq(op.Family, ",") {
-		if slices.Contains(subgroupFamilies, strings.TrimSpace(f)) {
+		f = strings.TrimSpace(f)
+		if slices.Contains(subgroupFamilies, f) || slices.Contains(fusedFamilies, f) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@
 // partial derivatives with respect to x and y. The kernel at the end applies
 // op_{{.Fn}}{{if ge .Grad 0}}_grad{{.Grad}}{{end}}{{if eq .Scalar 1}} to x, one element, and y{{else if eq .Scalar 2}} to x and y, one element{{else if .Same}} to operands of one shape{{else}} with broadcasting{{end}}.
 
+{{- define "binary_ops"}}
 fn op_add(x: f32, y: f32) -> f32 {
     return x + y;
 }
@@ -182,6 +183,8 @@ fn op_bce_logits_grad1(x: f32, y: f32, g: f32) -> f32 {
     return -g * x;
 }
 
+{{- end}}
+{{template "binary_ops"}}
 {{template "math"}}
 
 // The kernel over p.N items; p: device/webgpu's {{if .Same}}countParams{{else}}broadcastParams{{end}}.

@@ -4,6 +4,7 @@
 // derivative at x. The kernel at the end applies op_{{.Fn}}{{if .Grad}}_grad{{end}} to every
 // element, mapping NaN to NaN.
 
+{{- define "unary_ops"}}
 fn op_neg(x: f32, a: f32, b: f32) -> f32 {
     return -x;
 }
@@ -309,6 +310,8 @@ fn op_pow_scalar_grad(x: f32, g: f32, a: f32, b: f32) -> f32 {
     return g * a * pow_real(x, a - 1.0);
 }
 
+{{- end}}
+{{template "unary_ops"}}
 {{template "math"}}
 
 // The kernel: out[i] = op(x[i]){{if .Grad}}, the gradient given g[i]{{end}}, over vec4s; p.N items.

@@ -242,7 +242,11 @@ func (d *Device) release(r *resource) {
 	if r.b == nil {
 		return
 	}
+	held := d.releaseFusing(r)
 	delete(d.live, r)
+	if held {
+		return
+	}
 	d.pool.put(storageUsage, r.size, r.b)
 	r.b = nil
 }

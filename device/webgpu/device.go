@@ -141,6 +141,13 @@ type Device struct {
 	// last is the index of the last submission.
 	last wgpu.SubmissionIndex
 	prof *profiler // nil unless EnvProfile is set
+
+	// fuse: elementwise calls join chains (fuse.go), unless EnvFuse is
+	// "off"; chain is the open one, and fusedRuns counts the fused
+	// kernels recorded.
+	fuse      bool
+	chain     *chain
+	fusedRuns int64
 }
 
 // Open creates a WebGPU device on the adapter chosen as described in the
@@ -155,17 +162,17 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	conv, sub, wait, f16 := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait)), strings.TrimSpace(os.Getenv(EnvF16))
+	conv, sub, wait, f16, fuse := strings.TrimSpace(os.Getenv(EnvConv)), strings.TrimSpace(os.Getenv(EnvSubgroups)), strings.TrimSpace(os.Getenv(EnvWait)), strings.TrimSpace(os.Getenv(EnvF16)), strings.TrimSpace(os.Getenv(EnvFuse))
 	for _, e := range []struct {
 		name, v string
 		want    []string
-	}{{EnvConv, conv, []string{"im2col"}}, {EnvSubgroups, sub, []string{"off"}}, {EnvWait, wait, []string{"spin", "block"}}, {EnvF16, f16, []string{"packed"}}} {
+	}{{EnvConv, conv, []string{"im2col"}}, {EnvSubgroups, sub, []string{"off"}}, {EnvWait, wait, []string{"spin", "block"}}, {EnvF16, f16, []string{"packed"}}, {EnvFuse, fuse, []string{"on", "off"}}} {
 		if e.v != "" && !slices.Contains(e.want, e.v) {
 			return nil, fmt.Errorf("webgpu: %s=%q; want %s, or nothing for the default", e.name, e.v, strings.Join(e.want, " or "))
 		}
 	}
 	d := &Device{kernels: map[kernelKey]*kernel{}, live: map[*resource]struct{}{}, siteIDs: map[string]uint32{}, slots: map[string]uint32{}, mm: matmulChoice{force: force}, prof: profileOn(),
-		noDirectConv: conv == "im2col", directMinFlops: 2 * tuneMinMACs}
+		noDirectConv: conv == "im2col", directMinFlops: 2 * tuneMinMACs, fuse: fuse != "off"}
 	d.id = fmt.Sprintf("webgpu#%d", opened.Add(1))
 	quietDeviceSelect()
 	if d.instance, err = newInstance(); err != nil {
@@ -416,6 +423,7 @@ func (d *Device) submit() {
 	if d.closed {
 		return
 	}
+	d.flushChain()
 	if d.encoder == nil {
 		return
 	}

@@ -28,4 +28,8 @@ const (
 	// waited longer on the H100) or "block" (one blocking poll for the
 	// last submission).
 	EnvWait = "EXTENSOR_WAIT"
+	// EnvFuse turns elementwise fusion off: with EXTENSOR_FUSE=off every
+	// unary and binary call runs as a kernel of its own ("on", the
+	// default, fuses chains of them; see Fusion).
+	EnvFuse = "EXTENSOR_FUSE"
 )

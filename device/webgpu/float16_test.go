@@ -177,36 +177,14 @@ func TestWindowFloat16(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Cleanup(func() { d.Free(b) })
-					var src any = v
-					if dt == device.Float16 {
-						h := make([]uint16, len(v))
-						for i, x := range v {
-							h[i] = float16.Fromfloat32(x).Bits()
-						}
-						src = h
-					}
-					if err := d.Write(b, src); err != nil {
+					if err := d.Write(b, host(dt, v)); err != nil {
 						t.Fatal(err)
 					}
 					return b
 				}
 				out := buf(ov)
 				d.Window(op, out, buf(xv), buf(gv), g)
-				got := make([]float32, on)
-				if dt == device.Float32 {
-					if err := d.Read(out, got); err != nil {
-						t.Fatal(err)
-					}
-					return got
-				}
-				h := make([]uint16, on)
-				if err := d.Read(out, h); err != nil {
-					t.Fatal(err)
-				}
-				for i, b := range h {
-					got[i] = float16.Frombits(b).Float32()
-				}
-				return got
+				return readBack(t, d, dt, out, on)
 			}
 			want, got, ref := run(d, device.Float32), run(d, device.Float16), run(cpu.New(), device.Float32)
 			for i := range want {

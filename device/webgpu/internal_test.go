@@ -110,7 +110,7 @@ func TestMagic(t *testing.T) {
 func TestSpecs(t *testing.T) {
 	specs := []spec{unarySpec{}, binarySpec{}, updateSpec{}, castSpec{}, drawSpec{}, gatherSpec{}, scanSpec{}, whereSpec{},
 		stridedSpec{}, reduceSpec{}, softmaxSpec{}, xentSpec{}, xentSpec{Grad: true}, normSpec{}, windowSpec{}, attentionSpec{},
-		registerSpec{}, tiledSpec{}, sumSpec{}, texSpec{}, convTexSpec{}}
+		registerSpec{}, tiledSpec{}, sumSpec{}, texSpec{}, convTexSpec{}, fusedSpec{}}
 	families := map[string]bool{}
 	for _, s := range specs {
 		if families[s.family()] {

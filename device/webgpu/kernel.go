@@ -182,6 +182,7 @@ func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) 
 // than a dispatch, ending the open compute pass, creating the encoder;
 // nil after recording a failure.
 func (d *Device) encoderFor() *wgpu.CommandEncoder {
+	d.flushChain()
 	if !d.endPass() {
 		d.flush() // drops the invalid batch
 	}
@@ -337,6 +338,7 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params any, bufs ...*buffe
 // dispatchEntries is dispatch3 with the bindings after the parameters
 // given as entries (buffers or texture views).
 func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu.BindGroupEntry) {
+	d.flushChain() // before what follows it
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}

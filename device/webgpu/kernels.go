@@ -198,14 +198,22 @@ func (d *Device) unary(op device.UnaryOp, grad bool, out *buffer, p []float64, i
 func (d *Device) Unary(op device.UnaryOp, dst, x device.Buffer, p ...float64) {
 	d.writing(dst)
 	defer d.written()
-	d.unary(op, false, d.buf(dst), p, d.buf(x))
+	o, xb := d.buf(dst), d.buf(x)
+	if d.join(nodeUnary, string(op), -1, o, p, device.Broadcast{}, []fuseIn{{b: xb}}, []*buffer{xb}) {
+		return
+	}
+	d.unary(op, false, o, p, xb)
 }
 
 // UnaryGrad sets dx = dy·op'(x; p).
 func (d *Device) UnaryGrad(op device.UnaryOp, dx, x, dy device.Buffer, p ...float64) {
 	d.writing(dx)
 	defer d.written()
-	d.unary(op, true, d.buf(dx), p, d.buf(x), d.buf(dy))
+	o, xb, g := d.buf(dx), d.buf(x), d.buf(dy)
+	if d.join(nodeUnaryGrad, string(op), -1, o, p, device.Broadcast{}, []fuseIn{{b: xb}, {b: g}}, []*buffer{xb, g}) {
+		return
+	}
+	d.unary(op, true, o, p, xb, g)
 }
 
 // broadcastParams are the parameters of a broadcast (binary.wgsl) or a
@@ -352,7 +360,11 @@ func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer, l device.Br
 	}
 	d.writing(dst)
 	defer d.written()
-	d.binary(op, -1, d.buf(dst), l, d.buf(a), d.buf(b))
+	o, ab, bb := d.buf(dst), d.buf(a), d.buf(b)
+	if d.join(nodeBinary, string(op), -1, o, nil, l, broadcastIns(l, ab, bb), []*buffer{ab, bb}) {
+		return
+	}
+	d.binary(op, -1, o, l, ab, bb)
 }
 
 // BinaryGrad sets dst to the output-shaped gradient with respect to operand wrt.
@@ -362,7 +374,11 @@ func (d *Device) BinaryGrad(op device.BinaryOp, wrt int, dst, g, a, b device.Buf
 	}
 	d.writing(dst)
 	defer d.written()
-	d.binary(op, wrt, d.buf(dst), l, d.buf(a), d.buf(b), d.buf(g))
+	o, ab, bb, gb := d.buf(dst), d.buf(a), d.buf(b), d.buf(g)
+	if d.join(nodeBinaryGrad, string(op), wrt, o, nil, l, append(broadcastIns(l, ab, bb), fuseIn{b: gb}), []*buffer{ab, bb, gb}) {
+		return
+	}
+	d.binary(op, wrt, o, l, ab, bb, gb)
 }
 
 // flags returns the writable flags of a kernel's storage bindings: read
@@ -388,6 +404,7 @@ func b2i(b bool) int {
 func (d *Device) Kernels() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.flushChain()
 	return d.ran
 }
 

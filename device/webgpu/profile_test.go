@@ -32,6 +32,7 @@ func TestProfile(t *testing.T) {
 				t.Fatalf("ProfileClock() = %q; want %q", got, clock)
 			}
 			x := tensor.Must(tensor.Uniform(d, device.Float32, -1, 1, 1, 1000))
+			d.Fusion(false)
 			want := ops.Exp(ops.Neg(x)) // two kernels in one batch
 			for range 2 {
 				ops.Exp(x).Release()
@@ -64,6 +65,19 @@ func TestProfile(t *testing.T) {
 			d.ResetProfile()
 			if p := d.Profile(); len(p) != 0 {
 				t.Fatalf("Profile() after ResetProfile = %+v; want none", p)
+			}
+			// Fused, the chain is one kernel named after its ops; the
+			// exps released unread are left out.
+			d.Fusion(true)
+			y := ops.Exp(ops.Neg(x))
+			for range 2 {
+				ops.Exp(x).Release()
+			}
+			if _, err := y.Float32s(); err != nil {
+				t.Fatal(err)
+			}
+			if p := d.Profile(); len(p) != 1 || p[0].Kernel != "fused/neg,exp" || p[0].Dispatches != 1 {
+				t.Fatalf("Profile() of a fused chain = %+v; want fused/neg,exp with 1 dispatch", p)
 			}
 		})
 	}

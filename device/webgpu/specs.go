@@ -223,6 +223,9 @@ func (s xentSpec) family() string {
 // are not zero (a true bool by its name), e.g.
 // "unary/exp/unroll=2,coalesce".
 func specName(s spec) string {
+	if n, ok := s.(interface{ name() string }); ok {
+		return n.name()
+	}
 	v := reflect.ValueOf(s)
 	name := s.family()
 	var rest []string

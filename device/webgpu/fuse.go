@@ -1,0 +1,648 @@
+//go:build cgo || js
+
+package webgpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/extensor/extensor/device"
+	"github.com/oliverbestmann/webgpu/wgpu"
+)
+
+// Elementwise fusion. The unary, binary and where families' calls
+// (Unary, UnaryGrad, Binary, BinaryGrad, Where) on float32 tensors, and on float16
+// ones where the kernels read WGSL's f16, are not dispatched when they
+// are called: they join the device's open chain, whose nodes run
+// together as one kernel when anything else is recorded (another
+// family's kernel, a copy, a readback, a host write, a submission).
+// The chain is cut, and a new one begun, where a call cannot join it:
+//
+//   - its output has another length or dtype than the chain's;
+//   - it reads a value the chain computes other than element for
+//     element (broadcast), or writes a buffer the chain reads so;
+//   - its broadcast is of another shape than the chain's broadcasts;
+//   - the kernel would bind more storage buffers than the device allows,
+//     or need more parameter words than a dispatch has, or the chain has
+//     maxChainNodes nodes.
+//
+// A call on a buffer larger than a binding runs on its own. A chain of
+// one node runs its family's kernel, unchanged; a longer one runs the
+// fused kernel that fuse renders from shaders/fused.wgsl, which includes
+// the families' op_ functions whole, so that no op's arithmetic is
+// written twice. The kernel is cached under its rendered text, which
+// says the chain's structure (its ops, dtype, which inputs broadcast and
+// how, which values are written) and none of its values: shapes,
+// strides and scalars are parameters.
+//
+// Each node's value is computed in float32 and rounded to the storage
+// type, as its unfused kernel stores it, so that a fused chain gives
+// what the unfused calls give. A value is written to its buffer unless
+// the buffer is freed before the chain runs (a temporary read only by
+// the chain's later nodes), and a node whose value nothing written
+// needs is left out. A buffer the chain only writes returns to the pool
+// when freed, as any: the chain no longer touches it, and a call that
+// takes it anew either joins the chain (the same binding, written
+// element for element after the reads) or records the chain first. A
+// buffer the chain reads returns to the pool once the chain is recorded
+// (y := f(x); x.Release() leaves the chain open).
+
+// maxChainNodes bounds a chain's nodes, and so a fused kernel's size.
+const maxChainNodes = 24
+
+// inKind is how a chain's node reads an input buffer.
+type inKind uint8
+
+const (
+	inSame  inKind = iota // element i of the chain is element i of the buffer
+	inSplat               // element 0 of the buffer, for every i
+	inBcast               // the strides of the chain's broadcast shape
+)
+
+// nodeKind is a chain node's family call.
+type nodeKind uint8
+
+const (
+	nodeUnary nodeKind = iota
+	nodeUnaryGrad
+	nodeBinary
+	nodeBinaryGrad
+	nodeWhere
+)
+
+// fuseIn is an operand of a call joining a chain.
+type fuseIn struct {
+	b       *buffer
+	kind    inKind
+	strides []int // inBcast's
+}
+
+// fuseInput is an input a chain reads from memory.
+type fuseInput struct {
+	bind    int // its binding in the chain's binds
+	kind    inKind
+	strides []int
+}
+
+// fuseNode is one call of a chain.
+type fuseNode struct {
+	kind nodeKind
+	op   string
+	wrt  int       // BinaryGrad's operand
+	args []int     // a node's index (≥ 0) or −1 − an input's index
+	p    []float64 // Unary's scalars
+	out  int       // the binding it writes
+	// what the call was given, to run it on its own
+	ins []*buffer
+	l   device.Broadcast
+}
+
+// fuseBind is a buffer a chain reads or writes, by its wgpu buffer: a
+// buffer freed and taken anew while the chain is open is the same
+// binding.
+type fuseBind struct {
+	b                *buffer
+	wb               *wgpu.Buffer
+	same, other      bool // read element for element; read otherwise (splat, broadcast)
+	writer           int  // the last node writing it, or −1
+	freed            bool // freed while the chain was open
+	binding, written int  // set by render: its binding (0: none), whether written
+}
+
+// chain is the device's open chain of elementwise calls.
+type chain struct {
+	n      int // elements of each node's output
+	dt     device.DType
+	shape  []int // the broadcast inputs' shape, nil before one
+	nodes  []fuseNode
+	inputs []fuseInput
+	binds  []fuseBind
+	held   []*resource // freed while the chain reads them
+}
+
+// fusedParams are the fused kernel's parameters: N items, then the
+// words the rendered kernel indexes (see shaders/fused.wgsl).
+type fusedParams struct {
+	N uint32
+	W [paramWords - 1]uint32
+}
+
+// fusedSpec specialises fused.wgsl: Body is the rendered bindings, node
+// functions and elem; Ops names the chain's calls.
+type fusedSpec struct {
+	Ops, Body  string
+	F16, Bcast bool
+	Unroll     int
+	Coalesce   bool
+}
+
+func (fusedSpec) family() string { return "fused" }
+func (fusedSpec) params() any    { return fusedParams{} }
+
+// name is the kernel's name: its ops.
+func (s fusedSpec) name() string { return "fused/" + s.Ops }
+
+// bindOf returns the index of b's binding in c, adding it; a binding
+// whose buffer was freed is b's now.
+func (c *chain) bindOf(b *buffer) int {
+	for i := range c.binds {
+		if bd := &c.binds[i]; bd.wb == b.b {
+			if bd.freed {
+				bd.b, bd.freed = b, false
+			}
+			return i
+		}
+	}
+	c.binds = append(c.binds, fuseBind{b: b, wb: b.b, writer: -1})
+	return len(c.binds) - 1
+}
+
+// fusable reports whether a call writing out can join a chain at all.
+func (d *Device) fusable(out *buffer, ins []fuseIn) bool {
+	if !d.fuse || out.n == 0 {
+		return false
+	}
+	if out.dt != device.Float32 && !(out.dt == device.Float16 && d.storeOf(out.dt).native()) {
+		return false
+	}
+	limit := d.limits.MaxStorageBufferBindingSize
+	if out.bindSize() > limit {
+		return false
+	}
+	for _, in := range ins {
+		if in.b.dt != out.dt || in.b.bindSize() > limit {
+			return false
+		}
+		if in.kind == inSame && in.b.n < out.n {
+			return false
+		}
+	}
+	return true
+}
+
+// join adds a call to the open chain, cutting it where the call cannot
+// join it, and reports whether it did: false if the call must run on its
+// own. The device's mutex is held.
+func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float64, l device.Broadcast, ins []fuseIn, raw []*buffer) bool {
+	if !d.fusable(out, ins) {
+		return false
+	}
+	bufs := append(slices.Clone(raw), out)
+	for _, b := range bufs {
+		if b.b == nil {
+			d.refuse(errFreed(op))
+			return true
+		}
+	}
+	if d.tainted(bufs...) {
+		return true
+	}
+	if d.chain != nil && d.chain.try(d, kind, op, wrt, out, p, l, ins, raw) {
+		return true
+	}
+	d.flushChain()
+	c := &chain{n: out.n, dt: out.dt}
+	if !c.try(d, kind, op, wrt, out, p, l, ins, raw) {
+		return false // the call alone breaks a rule (its output read broadcast)
+	}
+	d.chain = c
+	return true
+}
+
+// try adds a call to c if it can join it, reporting whether it did; c is
+// unchanged if not.
+func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p []float64, l device.Broadcast, ins []fuseIn, raw []*buffer) bool {
+	if out.n != c.n || out.dt != c.dt || len(c.nodes) == maxChainNodes {
+		return false
+	}
+	saved := *c
+	saved.binds = slices.Clone(c.binds)
+	undo := func() bool { *c = saved; return false }
+	node := fuseNode{kind: kind, op: op, wrt: wrt, p: slices.Clone(p), ins: raw, l: l}
+	for _, in := range ins {
+		bi := c.bindOf(in.b)
+		bd := &c.binds[bi]
+		if in.kind != inSame {
+			if bd.writer >= 0 {
+				return undo() // a value of the chain read broadcast
+			}
+			if in.kind == inBcast {
+				if c.shape == nil {
+					c.shape = slices.Clone(l.Shape)
+				} else if !slices.Equal(c.shape, l.Shape) {
+					return undo()
+				}
+			}
+			bd.other = true
+		} else if bd.writer >= 0 {
+			node.args = append(node.args, bd.writer)
+			continue
+		} else {
+			bd.same = true
+		}
+		c.inputs = append(c.inputs, fuseInput{bind: bi, kind: in.kind, strides: in.strides})
+		node.args = append(node.args, -len(c.inputs))
+	}
+	node.out = c.bindOf(out)
+	if c.binds[node.out].other {
+		return undo() // a buffer read broadcast, written
+	}
+	c.nodes = append(c.nodes, node)
+	c.binds[node.out].writer = len(c.nodes) - 1
+	if len(c.binds) > d.maxFusedBinds() || c.words() > len(fusedParams{}.W) {
+		return undo()
+	}
+	return true
+}
+
+// maxFusedBinds is the most buffers a fused kernel binds: the device's
+// storage buffers but the parameters', and no more than the bind group
+// cache keys.
+func (d *Device) maxFusedBinds() int {
+	return min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBound)
+}
+
+// words is the count of parameter words the chain's kernel reads.
+func (c *chain) words() int {
+	w := 0
+	for _, in := range c.inputs {
+		if in.kind == inBcast {
+			w += len(c.shape)
+		}
+	}
+	if c.shape != nil {
+		w += 2 * len(c.shape)
+	}
+	for _, n := range c.nodes {
+		if n.kind == nodeUnary || n.kind == nodeUnaryGrad {
+			w += 2
+		}
+	}
+	return w
+}
+
+// releaseFusing is told that r is being freed, and reports whether the
+// open chain holds it until it is recorded: where it reads r. Where it
+// only writes r, it no longer does.
+func (d *Device) releaseFusing(r *resource) bool {
+	if d.chain == nil {
+		return false
+	}
+	for i := range d.chain.binds {
+		if bd := &d.chain.binds[i]; bd.wb == r.b {
+			bd.freed = true
+			if bd.same || bd.other {
+				if !slices.Contains(d.chain.held, r) {
+					d.chain.held = append(d.chain.held, r)
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// flushChain records the open chain's kernel, if any.
+func (d *Device) flushChain() {
+	c := d.chain
+	if c == nil {
+		return
+	}
+	d.chain = nil
+	outs := d.outs
+	d.outs = nil
+	for _, bd := range c.binds {
+		if bd.writer >= 0 {
+			d.outs = append(d.outs, bd.b.resource)
+		}
+	}
+	d.runChain(c)
+	d.outs = outs
+	for _, r := range c.held {
+		d.pool.put(storageUsage, r.size, r.b)
+		r.b = nil
+	}
+}
+
+// runNode runs a chain's node on its family's kernel.
+func (d *Device) runNode(n fuseNode, out *buffer) {
+	switch n.kind {
+	case nodeUnary:
+		d.unary(device.UnaryOp(n.op), false, out, n.p, n.ins...)
+	case nodeUnaryGrad:
+		d.unary(device.UnaryOp(n.op), true, out, n.p, n.ins...)
+	case nodeBinary:
+		d.binary(device.BinaryOp(n.op), -1, out, n.l, n.ins...)
+	case nodeBinaryGrad:
+		d.binary(device.BinaryOp(n.op), n.wrt, out, n.l, n.ins...)
+	case nodeWhere:
+		d.where(out, n.ins[0], n.ins[1], n.ins[2])
+	}
+}
+
+// runChain records the chain: nothing where every value it computes was
+// freed unread, the family's kernel where one node is needed, else the
+// kernel it renders.
+func (d *Device) runChain(c *chain) {
+	live := c.needed()
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		n := c.nodes[live[0]]
+		d.runNode(n, c.binds[n.out].b)
+		return
+	}
+	s, vec, words, kinds, bufs := c.render(d, live)
+	k := d.kernelOf(s, kinds...)
+	if k == nil {
+		return
+	}
+	items := c.n
+	if vec {
+		items = vecs(c.n)
+	}
+	d.fusedRuns++
+	d.run(k, groupsOf(groupsOf(items, elemUnroll), 256), fusedParams{N: uint32(items), W: words}, bufs...)
+}
+
+// vec reports whether the chain's kernel takes 4 elements an item: where
+// no input broadcasts, or the shape's last axis is a multiple of 4 long
+// and each broadcast input either runs along it or is constant along it.
+func (c *chain) vec() bool {
+	if c.shape == nil {
+		return true
+	}
+	r := len(c.shape)
+	if r == 0 || c.shape[r-1]%4 != 0 {
+		return false
+	}
+	for _, in := range c.inputs {
+		if in.kind == inBcast && in.strides[r-1] > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// needed returns the nodes whose values a written buffer needs, in
+// order.
+func (c *chain) needed() []int {
+	need := make([]bool, len(c.nodes))
+	var mark func(k int)
+	mark = func(k int) {
+		if need[k] {
+			return
+		}
+		need[k] = true
+		for _, a := range c.nodes[k].args {
+			if a >= 0 {
+				mark(a)
+			}
+		}
+	}
+	for _, bd := range c.binds {
+		if bd.writer >= 0 && !bd.freed {
+			mark(bd.writer)
+		}
+	}
+	var live []int
+	for k, n := range need {
+		if n {
+			live = append(live, k)
+		}
+	}
+	return live
+}
+
+// render returns the kernel of the chain's nodes live, its parameter
+// words, and the kinds and buffers of its bindings.
+func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [paramWords - 1]uint32, kinds []bindKind, bufs []*buffer) {
+	vec = c.vec()
+	w := 0
+	put := func(v uint32) int { words[w] = v; w++; return w - 1 }
+	// Bindings: buffers the live nodes read, and buffers written but not
+	// freed.
+	read := make([]bool, len(c.binds))
+	usedIn := make([]bool, len(c.inputs))
+	for _, k := range live {
+		for _, a := range c.nodes[k].args {
+			if a < 0 {
+				usedIn[-1-a] = true
+				read[c.inputs[-1-a].bind] = true
+			}
+		}
+	}
+	for i := range c.binds {
+		bd := &c.binds[i]
+		bd.binding, bd.written = 0, 0
+		write := bd.writer >= 0 && !bd.freed
+		if !write && !read[i] {
+			continue
+		}
+		bufs = append(bufs, bd.b)
+		bd.binding = len(bufs)
+		kind := storageRO
+		if write {
+			kind, bd.written = storageRW, 1
+		}
+		kinds = append(kinds, kind)
+	}
+	var b strings.Builder
+	for i := range c.binds {
+		bd := c.binds[i]
+		if bd.binding == 0 {
+			continue
+		}
+		access, elem := "read", "E"
+		if bd.written == 1 {
+			access = "read_write"
+		}
+		if vec && !bd.other {
+			elem = "E4"
+		}
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;\n", bd.binding, access, bd.binding, elem)
+	}
+	// Node functions.
+	var ops []string
+	for _, k := range live {
+		n := c.nodes[k]
+		switch n.kind {
+		case nodeUnary:
+			fmt.Fprintf(&b, "\nfn n%d(x: f32, a: f32, b: f32) -> f32 {\n    return select(op_%s(x, a, b), x, is_nan(x));\n}\n", k, n.op)
+			ops = append(ops, n.op)
+		case nodeUnaryGrad:
+			fmt.Fprintf(&b, "\nfn n%d(x: f32, g: f32, a: f32, b: f32) -> f32 {\n    return select(op_%s_grad(x, g, a, b), x, is_nan(x));\n}\n", k, n.op)
+			ops = append(ops, n.op+"_grad")
+		case nodeBinary:
+			fmt.Fprintf(&b, "\nfn n%d(x: f32, y: f32) -> f32 {\n    return op_%s(x, y);\n}\n", k, n.op)
+			ops = append(ops, n.op)
+		case nodeBinaryGrad:
+			fmt.Fprintf(&b, "\nfn n%d(x: f32, y: f32, g: f32) -> f32 {\n    return op_%s_grad%d(x, y, g);\n}\n", k, n.op, n.wrt)
+			ops = append(ops, fmt.Sprintf("%s_grad%d", n.op, n.wrt))
+		case nodeWhere:
+			fmt.Fprintf(&b, "\nfn n%d(c: f32, x: f32, y: f32) -> f32 {\n    return op_where(c, x, y);\n}\n", k)
+			ops = append(ops, n.op)
+		}
+	}
+	b.WriteString("\nfn elem(i: u32) {\n")
+	// The broadcast inputs' offsets.
+	offsets := map[int]string{}
+	if c.shape != nil {
+		r := len(c.shape)
+		shape, mag := w, w+r
+		for _, e := range c.shape {
+			put(uint32(e))
+		}
+		for _, e := range c.shape {
+			put(magic(e))
+		}
+		first := "i"
+		if vec {
+			first = "4u * i"
+		}
+		fmt.Fprintf(&b, "    var rem = %s;\n", first)
+		for k := r - 1; k > 0; k-- {
+			fmt.Fprintf(&b, "    let q%d = udiv(rem, p.W[%d], p.W[%d]);\n    let c%d = rem - q%d * p.W[%d];\n    rem = q%d;\n", k, shape+k, mag+k, k, k, shape+k, k)
+		}
+		b.WriteString("    let c0 = rem;\n")
+		for j, in := range c.inputs {
+			if in.kind != inBcast || !usedIn[j] {
+				continue
+			}
+			terms := make([]string, r)
+			for k := range r {
+				terms[k] = fmt.Sprintf("c%d * p.W[%d]", k, put(uint32(in.strides[k])))
+			}
+			offsets[j] = fmt.Sprintf("o%d", j)
+			fmt.Fprintf(&b, "    let o%d = %s;\n", j, strings.Join(terms, " + "))
+		}
+	}
+	// The inputs, each read once.
+	for j, in := range c.inputs {
+		if !usedIn[j] {
+			continue
+		}
+		bd := c.binds[in.bind]
+		v := fmt.Sprintf("b%d", bd.binding)
+		var e string
+		switch {
+		case in.kind == inSame && vec && !bd.other:
+			e = fmt.Sprintf("vec4<f32>(%s[i])", v)
+		case in.kind == inSame && vec:
+			e = fmt.Sprintf("vec4<f32>(f32(%s[4u * i]), f32(%s[4u * i + 1u]), f32(%s[4u * i + 2u]), f32(%s[4u * i + 3u]))", v, v, v, v)
+		case in.kind == inSame:
+			e = fmt.Sprintf("f32(%s[i])", v)
+		case in.kind == inSplat && vec:
+			e = fmt.Sprintf("vec4<f32>(f32(%s[0]))", v)
+		case in.kind == inSplat:
+			e = fmt.Sprintf("f32(%s[0])", v)
+		case vec && in.strides[len(c.shape)-1] == 0:
+			e = fmt.Sprintf("vec4<f32>(f32(%s[%s]))", v, offsets[j])
+		case vec:
+			o := offsets[j]
+			e = fmt.Sprintf("vec4<f32>(f32(%s[%s]), f32(%s[%s + 1u]), f32(%s[%s + 2u]), f32(%s[%s + 3u]))", v, o, v, o, v, o, v, o)
+		default:
+			e = fmt.Sprintf("f32(%s[%s])", v, offsets[j])
+		}
+		fmt.Fprintf(&b, "    let x%d = %s;\n", j, e)
+	}
+	// The nodes, in order.
+	for _, k := range live {
+		n := c.nodes[k]
+		args := make([]string, len(n.args))
+		for a, arg := range n.args {
+			if arg >= 0 {
+				args[a] = fmt.Sprintf("v%d", arg)
+			} else {
+				args[a] = fmt.Sprintf("x%d", -1-arg)
+			}
+		}
+		if n.kind == nodeUnary || n.kind == nodeUnaryGrad {
+			sa, sb := put(math.Float32bits(scalarAt(n.p, 0))), put(math.Float32bits(scalarAt(n.p, 1)))
+			args = append(args, fmt.Sprintf("bitcast<f32>(p.W[%d])", sa), fmt.Sprintf("bitcast<f32>(p.W[%d])", sb))
+		}
+		var e string
+		if vec {
+			comps := make([]string, 4)
+			for ci, comp := range []string{"x", "y", "z", "w"} {
+				ca := slices.Clone(args)
+				for a := range n.args {
+					ca[a] += "." + comp
+				}
+				comps[ci] = fmt.Sprintf("n%d(%s)", k, strings.Join(ca, ", "))
+			}
+			e = "vec4<f32>(" + strings.Join(comps, ", ") + ")"
+			if c.dt == device.Float16 {
+				e = "vec4<f32>(to_e4(" + e + "))"
+			}
+		} else {
+			e = fmt.Sprintf("n%d(%s)", k, strings.Join(args, ", "))
+			if c.dt == device.Float16 {
+				e = "f32(to_e(" + e + "))"
+			}
+		}
+		fmt.Fprintf(&b, "    let v%d = %s;\n", k, e)
+	}
+	// The values read after the chain.
+	for _, bd := range c.binds {
+		if bd.written == 1 {
+			if vec {
+				fmt.Fprintf(&b, "    b%d[i] = to_e4(v%d);\n", bd.binding, bd.writer)
+			} else {
+				fmt.Fprintf(&b, "    b%d[i] = to_e(v%d);\n", bd.binding, bd.writer)
+			}
+		}
+	}
+	b.WriteString("}\n")
+	s = fusedSpec{Ops: strings.Join(ops, ","), Body: b.String(), F16: c.dt == device.Float16, Bcast: c.shape != nil,
+		Unroll: elemUnroll, Coalesce: !d.loopLimited}
+	return s, vec, words, kinds, bufs
+}
+
+// scalarAt is p[i], or 0.
+func scalarAt(p []float64, i int) float32 {
+	if i < len(p) {
+		return float32(p[i])
+	}
+	return 0
+}
+
+// broadcastIns returns the operands a and b of the broadcast l.
+func broadcastIns(l device.Broadcast, a, b *buffer) []fuseIn {
+	in := func(buf *buffer, strides []int) fuseIn {
+		switch {
+		case device.IsRowMajor(l.Shape, strides):
+			return fuseIn{b: buf}
+		case !slices.ContainsFunc(strides, func(s int) bool { return s != 0 }):
+			return fuseIn{b: buf, kind: inSplat}
+		}
+		return fuseIn{b: buf, kind: inBcast, strides: strides}
+	}
+	return []fuseIn{in(a, l.AStrides), in(b, l.BStrides)}
+}
+
+// Fusion turns elementwise fusion on or off (EnvFuse sets it when the
+// device opens), after recording the open chain, and reports whether it
+// was on (device.Fuser).
+func (d *Device) Fusion(on bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushChain()
+	was := d.fuse
+	d.fuse = on
+	return was
+}
+
+// FusedKernels returns the number of fused kernels (chains of two calls
+// or more) recorded since the device opened (device.Fuser).
+func (d *Device) FusedKernels() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushChain()
+	return d.fusedRuns
+}
+
+var _ device.Fuser = (*Device)(nil)

@@ -1,0 +1,318 @@
+//go:build cgo || js
+
+package webgpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/x448/float16"
+)
+
+// A chainStep is one call of a random elementwise program (chainProgram).
+type chainStep struct {
+	kind      string // "unary", "ugrad", "where", "binary", "bgrad", "free"
+	op        string
+	p         []float64
+	wrt       int
+	out       int   // the value written (a new one, or an old one overwritten)
+	args      []int // the values read: x (and dy); cond, a, b; a, b (and g)
+	bcast     int   // for binary: which operand (1 a, 2 b) is the broadcast input, 0 none
+	bshape    []int // the broadcast input's shape (dims of 1 where it broadcasts)
+	bvalues   int   // the broadcast input's index among the program's inputs
+	broadcast device.Broadcast
+}
+
+// chainProgram is a random chain of elementwise calls over values of one
+// shape, some of whose operands broadcast: the inputs it writes, the
+// calls, and the values it reads back.
+type chainProgram struct {
+	dt     device.DType
+	shape  []int
+	inputs [][]float32 // full values 0…len(full)-1, then broadcast inputs
+	full   int         // how many inputs are full values
+	steps  []chainStep
+	values int // how many values the steps make, inputs included
+	read   []int
+}
+
+// chainUnary are the unary ops the chain fuzzer draws, with parameters.
+var chainUnary = []struct {
+	op string
+	p  []float64
+}{
+	{"neg", nil}, {"exp", nil}, {"log", nil}, {"sqrt", nil}, {"abs", nil}, {"sin", nil},
+	{"relu", nil}, {"leaky_relu", []float64{0.1}}, {"sigmoid", nil}, {"tanh", nil}, {"gelu", nil},
+	{"gelu_tanh", nil}, {"silu", nil}, {"softplus", []float64{1, 20}}, {"elu", []float64{1}},
+	{"clip", []float64{-1, 2}}, {"pow_scalar", []float64{2}}, {"floor", nil}, {"mish", nil},
+}
+
+// chainBinary are the binary ops it draws.
+var chainBinary = []string{"add", "sub", "mul", "div", "maximum", "minimum", "prelu", "squared_difference", "pow"}
+
+// specials are the values the inputs draw among ordinary ones.
+var specials = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e30, -1e-30, 65504, 1}
+
+func randomValues(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		if r.IntN(8) == 0 {
+			v[i] = specials[r.IntN(len(specials))]
+		} else {
+			v[i] = float32(r.NormFloat64() * 2)
+		}
+	}
+	return v
+}
+
+// randomChain draws a program of 2 to 12 calls.
+func randomChain(r *rand.Rand, dt device.DType) chainProgram {
+	p := chainProgram{dt: dt}
+	rank := 1 + r.IntN(4)
+	p.shape = make([]int, rank)
+	for k := range p.shape {
+		p.shape[k] = []int{1, 2, 3, 4, 5, 7, 8, 12}[r.IntN(8)]
+	}
+	n := device.Numel(p.shape)
+	p.full = 2
+	for range p.full {
+		p.inputs = append(p.inputs, randomValues(r, n))
+	}
+	p.values = p.full
+	live := []int{0, 1}
+	pick := func() int { return live[r.IntN(len(live))] }
+	steps := 2 + r.IntN(11)
+	for len(p.steps) < steps {
+		s := chainStep{out: p.values}
+		if r.IntN(6) == 0 { // overwrite a value
+			s.out = pick()
+		}
+		switch k := r.IntN(11); {
+		case k < 3:
+			u := chainUnary[r.IntN(len(chainUnary))]
+			s.kind, s.op, s.p, s.args = "unary", u.op, u.p, []int{pick()}
+		case k < 4:
+			u := chainUnary[r.IntN(len(chainUnary))]
+			s.kind, s.op, s.p, s.args = "ugrad", u.op, u.p, []int{pick(), pick()}
+		case k < 5:
+			s.kind, s.args = "where", []int{pick(), pick(), pick()}
+		default:
+			s.kind, s.op = "binary", chainBinary[r.IntN(len(chainBinary))]
+			s.args = []int{pick(), pick()}
+			if k >= 9 {
+				s.kind, s.wrt = "bgrad", r.IntN(2)
+				s.args = append(s.args, pick())
+			}
+			full := device.RowMajor(p.shape)
+			s.broadcast = device.Broadcast{Shape: p.shape, AStrides: full, BStrides: full}
+			if r.IntN(2) == 0 { // one operand broadcast, or one element
+				s.bcast = 1 + r.IntN(2)
+				s.bshape = make([]int, rank)
+				for k := range s.bshape {
+					s.bshape[k] = p.shape[k]
+					if r.IntN(2) == 0 || r.IntN(4) == 0 && k > 0 {
+						s.bshape[k] = 1
+					}
+				}
+				st := device.RowMajor(s.bshape)
+				for k := range st {
+					if s.bshape[k] == 1 {
+						st[k] = 0
+					}
+				}
+				if s.bcast == 1 {
+					s.broadcast.AStrides = st
+				} else {
+					s.broadcast.BStrides = st
+				}
+				s.bvalues = len(p.inputs)
+				p.inputs = append(p.inputs, randomValues(r, device.Numel(s.bshape)))
+			}
+		}
+		if slices.Contains(s.args, s.out) { // a kernel's output is none of its operands
+			s.out = p.values
+		}
+		p.steps = append(p.steps, s)
+		if s.out == p.values {
+			p.values++
+			live = append(live, s.out)
+		}
+		if len(live) > 2 && r.IntN(5) == 0 { // free a value never read again
+			i := r.IntN(len(live))
+			p.steps = append(p.steps, chainStep{kind: "free", out: live[i]})
+			live = append(live[:i], live[i+1:]...)
+		}
+	}
+	p.read = live
+	return p
+}
+
+// run runs the program on d, returning the values it reads back, as
+// float32.
+func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
+	t.Helper()
+	n := device.Numel(p.shape)
+	alloc := func(n int, v []float32) device.Buffer {
+		b, err := d.Alloc(p.dt, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != nil {
+			if err := d.Write(b, host(p.dt, v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b
+	}
+	vals := make([]device.Buffer, p.values)
+	for i := range p.full {
+		vals[i] = alloc(n, p.inputs[i])
+	}
+	extra := make([]device.Buffer, len(p.inputs))
+	for i := p.full; i < len(p.inputs); i++ { // written before the chain, which a write cuts
+		extra[i] = alloc(len(p.inputs[i]), p.inputs[i])
+	}
+	for _, s := range p.steps {
+		if s.kind == "free" {
+			d.Free(vals[s.out])
+			vals[s.out] = nil
+			continue
+		}
+		if vals[s.out] == nil {
+			vals[s.out] = alloc(n, nil)
+		}
+		out := vals[s.out]
+		arg := func(i int) device.Buffer { return vals[s.args[i]] }
+		switch s.kind {
+		case "unary":
+			d.Unary(device.UnaryOp(s.op), out, arg(0), s.p...)
+		case "ugrad":
+			d.UnaryGrad(device.UnaryOp(s.op), out, arg(0), arg(1), s.p...)
+		case "where":
+			d.Where(out, arg(0), arg(1), arg(2))
+		case "binary", "bgrad":
+			a, b := arg(0), arg(1)
+			if s.bcast > 0 {
+				bb := extra[s.bvalues]
+				if s.bcast == 1 {
+					a = bb
+				} else {
+					b = bb
+				}
+			}
+			if s.kind == "binary" {
+				d.Binary(device.BinaryOp(s.op), out, a, b, s.broadcast)
+			} else {
+				d.BinaryGrad(device.BinaryOp(s.op), s.wrt, out, arg(2), a, b, s.broadcast)
+			}
+		}
+	}
+	got := make([][]float32, len(p.read))
+	for i, v := range p.read {
+		got[i] = readBack(t, d, p.dt, vals[v], n)
+	}
+	for _, b := range append(vals, extra...) {
+		if b != nil {
+			d.Free(b)
+		}
+	}
+	return got
+}
+
+// host returns v as a host slice of dt: itself, or float16 bits.
+func host(dt device.DType, v []float32) any {
+	if dt != device.Float16 {
+		return v
+	}
+	h := make([]uint16, len(v))
+	for i, x := range v {
+		h[i] = float16.Fromfloat32(x).Bits()
+	}
+	return h
+}
+
+// readBack reads n elements of b, of dt, as float32.
+func readBack(t *testing.T, d device.Device, dt device.DType, b device.Buffer, n int) []float32 {
+	t.Helper()
+	out := make([]float32, n)
+	if dt == device.Float16 {
+		h := make([]uint16, n)
+		if err := d.Read(b, h); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range h {
+			out[i] = float16.Frombits(x).Float32()
+		}
+		return out
+	}
+	if err := d.Read(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (p chainProgram) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %v:", p.dt, p.shape)
+	for _, s := range p.steps {
+		switch s.kind {
+		case "free":
+			fmt.Fprintf(&b, " free v%d;", s.out)
+		default:
+			fmt.Fprintf(&b, " v%d = %s %s%v", s.out, s.kind, s.op, s.args)
+			if s.bcast > 0 {
+				fmt.Fprintf(&b, " (operand %d broadcast from %v)", s.bcast, s.bshape)
+			}
+			b.WriteString(";")
+		}
+	}
+	return b.String()
+}
+
+// sameBits reports whether a and b are the same float32, NaNs alike.
+func sameBits(a, b float32) bool {
+	return a == b || a != a && b != b
+}
+
+// FuzzFusedChains runs random chains of 2 to 12 unary, binary and where
+// calls and the gradients, on values with special ones, of random shapes,
+// broadcasts and dtypes, some values overwritten and some freed before
+// the chain runs, fused and unfused, and requires the same values from
+// both. (The CPU backend runs every call on its own: fused there is
+// unfused.)
+func FuzzFusedChains(f *testing.F) {
+	for seed := range uint64(24) {
+		f.Add(seed, seed%3 == 2)
+	}
+	d := gputest.Open(f).(*webgpu.Device)
+	f.Fuzz(func(t *testing.T, seed uint64, half bool) {
+		dt := device.Float32
+		if half {
+			dt = device.Float16
+		}
+		p := randomChain(rand.New(rand.NewPCG(seed, 7)), dt)
+		defer d.Fusion(d.Fusion(false))
+		before := d.FusedKernels()
+		want := p.run(t, d)
+		if d.FusedKernels() != before {
+			t.Fatal("fusion off, yet a fused kernel ran")
+		}
+		d.Fusion(true)
+		got := p.run(t, d)
+		t.Logf("%d fused kernels: %v", d.FusedKernels()-before, p)
+		for i := range want {
+			for j := range want[i] {
+				if !sameBits(got[i][j], want[i][j]) {
+					t.Fatalf("%v\nvalue v%d[%d]: fused %v, unfused %v", p, p.read[i], j, got[i][j], want[i][j])
+				}
+			}
+		}
+	})
+}

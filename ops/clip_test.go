@@ -1,0 +1,103 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/extensor/extensor/device"
+	_ "github.com/extensor/extensor/device/webgpu" // the "webgpu" driver
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
+)
+
+// torchNum is a number of a PyTorch fixture: a JSON number, or "NaN",
+// "Inf", "-Inf".
+type torchNum float64
+
+func (n *torchNum) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case `"NaN"`:
+		*n = torchNum(math.NaN())
+	case `"Inf"`:
+		*n = torchNum(math.Inf(1))
+	case `"-Inf"`:
+		*n = torchNum(math.Inf(-1))
+	default:
+		var f float64
+		if err := json.Unmarshal(b, &f); err != nil {
+			return err
+		}
+		*n = torchNum(f)
+	}
+	return nil
+}
+
+// TestClipGradNormTorch compares ops.ClipGradNorm with PyTorch's
+// clip_grad_norm_ (testdata/clip_grad_norm.json, written by
+// testdata/clip_reference.py) on both backends, with groups of one
+// gradient, of several, and a gradient larger than a group.
+func TestClipGradNormTorch(t *testing.T) {
+	data, err := os.ReadFile("testdata/clip_grad_norm.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []struct {
+			Name    string
+			MaxNorm float64 `json:"max_norm"`
+			Shapes  [][]int
+			Grads   [][]torchNum
+			Norm    torchNum
+			Clipped [][]torchNum
+		}
+	}
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	devs := []device.Device{newEnv(t).dev}
+	if g := gputest.OrNil(t); g != nil {
+		devs = append(devs, g)
+	}
+	defer ops.SetClipGroup(ops.SetClipGroup(0))
+	for _, group := range []int{1 << 22, 12, 1} {
+		ops.SetClipGroup(group)
+		for _, dev := range devs {
+			for _, c := range ref.Cases {
+				grads := make([]*tensor.Tensor, len(c.Grads))
+				for i, g := range c.Grads {
+					v := make([]float64, len(g))
+					for k, x := range g {
+						v[k] = float64(x)
+					}
+					grads[i] = tensor.Must(tensor.FromValues(dev, device.Float32, v, c.Shapes[i]...))
+				}
+				norm, err := ops.ClipGradNorm(grads, c.MaxNorm).Float64s()
+				if err != nil {
+					t.Fatal(err)
+				}
+				near := func(got, want float64) bool {
+					return got == want || math.IsNaN(got) && math.IsNaN(want) || math.Abs(got-want) <= 1e-5*math.Abs(want)+1e-30
+				}
+				if !near(norm[0], float64(c.Norm)) {
+					t.Errorf("%s, groups of %d, %s: norm %v; PyTorch's %v", dev.Name(), group, c.Name, norm[0], c.Norm)
+				}
+				for i, g := range grads {
+					got, err := g.Float64s()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k, w := range c.Clipped[i] {
+						if !near(got[k], float64(w)) {
+							t.Errorf("%s, groups of %d, %s: gradient %d[%d] = %v; PyTorch's %v", dev.Name(), group, c.Name, i, k, got[k], w)
+							break
+						}
+					}
+					g.Release()
+				}
+			}
+		}
+	}
+}
