@@ -139,7 +139,7 @@ fuzz-smoke: $(DEPS)
 # fuzz runs the op fuzzers for 10 minutes each, the others for 2; add
 # what they find to their testdata/fuzz. (make test replays every
 # fuzzer's seeds and testdata/fuzz.)
-FUZZ_SHORT := ./parity/:FuzzLayers ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
+FUZZ_SHORT := ./parity/:FuzzLayers ./device/webgpu/:FuzzFusedChains ./optim/:FuzzOptimizerState ./dataset/loader/:FuzzLoader ./dataset/loader/:FuzzWindows \
 	./checkpoint/:FuzzParse ./examples/mlp/:FuzzFlags ./examples/cnn/:FuzzFlags ./examples/gpt/:FuzzFlags ./examples/generate/:FuzzFlags ./examples/embed/:FuzzFlags ./examples/finetune/:FuzzFlags
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzShapes -fuzztime 10m ./ops/

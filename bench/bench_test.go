@@ -48,14 +48,18 @@ func devices(b *testing.B) []device.Device {
 // steps times step, run once first to compile its kernels (and on a GPU
 // to time the matmul variants of new shape classes), and reports ms/step,
 // which it returns, and on a device that counts them the kernels
-// dispatched a step and how many of them are fused chains. The kernel profile (webgpu.EnvProfile) restarts after
+// dispatched a step and how many of them are fused chains, and the peak
+// device memory of the timed steps (MiB, the pool's high-water mark). The kernel profile (webgpu.EnvProfile) restarts after
 // that first step: printProfile's table holds the timed steps of the last
 // step benchmark run.
 func steps(b *testing.B, dev device.Device, step func()) float64 {
-	step()
+	step() // the kernels compiled, the optimiser's state allocated
 	wait(b, dev)
 	if p, ok := dev.(interface{ ResetProfile() }); ok {
 		p.ResetProfile()
+	}
+	if p, ok := dev.(interface{ ResetPeak() }); ok {
+		p.ResetPeak()
 	}
 	kernels := func() (int64, int64) {
 		var k, f int64
@@ -79,6 +83,9 @@ func steps(b *testing.B, dev device.Device, step func()) float64 {
 	if k1, f1 := kernels(); k1 > k0 {
 		report(b, float64(k1-k0)/float64(b.N), "dispatches/step")
 		report(b, float64(f1-f0)/float64(b.N), "fused/step")
+	}
+	if peak, ok := device.PeakMemory(dev); ok {
+		report(b, float64(peak)/(1<<20), "MiB")
 	}
 	return ms
 }
@@ -169,8 +176,9 @@ func stream(b *testing.B, n, bytesPerElem int, shape []int, op func(x, y *tensor
 			wait(b, dev)
 			b.ResetTimer()
 			for range b.N {
-				op(x, y).Release()
+				r := op(x, y) // released after the wait: a result freed unread is not computed
 				wait(b, dev)
+				r.Release()
 			}
 			report(b, float64(bytesPerElem)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
@@ -189,7 +197,8 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 // BenchmarkAddQueued adds 16M-element tensors with no wait between ops
-// (as a training step queues its work), reporting GB/s as Add does.
+// (as a training step queues its work), each submitted as recorded,
+// reporting GB/s as Add does.
 func BenchmarkAddQueued(b *testing.B) {
 	for _, dev := range devices(b) {
 		b.Run(dev.Name()+"/16M", func(b *testing.B) {
@@ -200,10 +209,17 @@ func BenchmarkAddQueued(b *testing.B) {
 			ops.Add(x, y).Release()
 			wait(b, dev)
 			b.ResetTimer()
+			var last *tensor.Tensor
 			for range b.N {
-				ops.Add(x, y).Release()
+				r := ops.Add(x, y)
+				if f, ok := dev.(device.Flusher); ok {
+					f.Flush() // records r: a result freed unread is not computed
+				}
+				last.Release()
+				last = r
 			}
 			wait(b, dev)
+			last.Release()
 			report(b, 12*float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
@@ -595,15 +611,7 @@ func BenchmarkAMPStep(b *testing.B) {
 					}
 					loss.Release()
 				}
-				step() // the kernels compiled, the optimiser's state allocated
-				wait(b, dev)
-				if r, ok := dev.(interface{ ResetPeak() }); ok {
-					r.ResetPeak()
-				}
 				steps(b, dev, step)
-				if peak, ok := device.PeakMemory(dev); ok {
-					b.ReportMetric(float64(peak)/(1<<20), "MiB")
-				}
 			})
 		}
 	}
@@ -688,8 +696,9 @@ func elemRate(b *testing.B, name string, dt device.DType, op func(*tensor.Tensor
 			wait(b, dev)
 			b.ResetTimer()
 			for range b.N {
-				op(x).Release()
+				r := op(x) // released after the wait, as stream's
 				wait(b, dev)
+				r.Release()
 			}
 			b.ReportMetric(float64(n16M)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
 		})

@@ -72,7 +72,10 @@ func TestSource(t *testing.T) {
 			[]string{"enable f16;", "var<storage, read> x: array<E4>;", "return vec4<f32>(x[i]);", "out[base + 8u] = to_e4(select(e1 * r, vec4<f32>(nan()), bad));"}},
 		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false, "F16": true}, []string{"enable f16;", "out[e] = to_e(p.Scale * f32(x[(u32(k) - p.I0) * d + j]));"}},
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "", "F16": true}, []string{"enable f16;", "mu = c + t / f32(n);", "let s = norm_scale(m);", "out[base + j] = to_e(st.z * st.x * (f32(g[base + j]) - sg * inv - xh * sgx * inv));"}},
-		{"where", map[string]any{"F16": true}, []string{"enable f16;", "out[i] = select(b[i], a[i], c != 0.0 || is_nan(c));"}},
+		{"where", map[string]any{"F16": true}, []string{"enable f16;", "return select(b, a, c != 0.0 || is_nan(c));", "out[i] = to_e(op_where(f32(cond[i]), f32(a[i]), f32(b[i])));"}},
+		// A fused chain: the families' functions, the rendered body, udiv for its broadcasts.
+		{"fused", map[string]any{"Ops": "add,gelu", "Body": "fn elem(i: u32) {\n}\n", "F16": false, "Bcast": true, "Unroll": 2, "Coalesce": false},
+			[]string{"fn op_gelu(x: f32, a: f32, b: f32) -> f32", "fn op_add(x: f32, y: f32) -> f32", "fn op_where(c: f32, a: f32, b: f32) -> f32", "fn udiv(", "fn elem(i: u32) {\n}", "elem(i0 + 1u);", "add,gelu"}},
 		{"norm", map[string]any{"Grad": true, "Center": true, "Stage": "row", "W": 8, "V": 3, "Group": "workgroup", "F16": true},
 			[]string{"enable f16;", "let mu = c + row_sum(acc.x + acc.y + acc.z + acc.w, lid) / f32(p.N);", "let in2 = lid + 16u < (p.N / 4u);", "let base = min(row, p.Rows - 1u) * (p.N / 4u) + lid;", "let c = f32(x[base - lid].x) * s;", "out[base + 16u] = to_e4(rho * s * (g2 - vec4<f32>(mg) - d2 * rho * mgx));"}},
 		{"norm", map[string]any{"Grad": false, "Center": false, "Stage": "row", "W": 64, "V": 1, "Group": "subgroup"},

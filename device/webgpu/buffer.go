@@ -145,11 +145,13 @@ func (p *pool) put(usage wgpu.BufferUsage, size uint64, b *wgpu.Buffer) {
 }
 
 // trim releases free buffers until at most limit bytes are pooled. The
-// open compute pass ends first: it may bind them, and wgpu resolves a
+// open chain is recorded and the open compute pass ends first: they may
+// bind them, and wgpu resolves a
 // pass's resources only when it ends (a buffer released before then
 // aborts the process inside wgpu).
 func (p *pool) trim(limit uint64) {
 	if p.stats.BytesPooled > limit {
+		p.d.flushChain() // it may read them
 		p.d.endPass()
 	}
 	for key, list := range p.free {
@@ -242,11 +244,8 @@ func (d *Device) release(r *resource) {
 	if r.b == nil {
 		return
 	}
-	held := d.releaseFusing(r)
+	d.releaseFusing(r)
 	delete(d.live, r)
-	if held {
-		return
-	}
 	d.pool.put(storageUsage, r.size, r.b)
 	r.b = nil
 }

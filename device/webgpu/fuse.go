@@ -42,12 +42,15 @@ import (
 // what the unfused calls give. A value is written to its buffer unless
 // the buffer is freed before the chain runs (a temporary read only by
 // the chain's later nodes), and a node whose value nothing written
-// needs is left out. A buffer the chain only writes returns to the pool
-// when freed, as any: the chain no longer touches it, and a call that
-// takes it anew either joins the chain (the same binding, written
-// element for element after the reads) or records the chain first. A
-// buffer the chain reads returns to the pool once the chain is recorded
-// (y := f(x); x.Release() leaves the chain open).
+// needs is left out. A freed buffer returns to the pool at once, as
+// unfused, whether the chain reads it or not (y := f(x); x.Release()
+// keeps the chain open, and the peak memory that of the unfused calls):
+// a call that takes it anew either joins the chain, as the same binding
+// (a buffer is bound by its wgpu buffer), written element for element
+// after the elements are read, or records the chain before it writes the
+// buffer (another family's kernel, a copy, a host write); a chain that
+// reads it broadcast is cut before writing it; and the pool records the
+// chain before it releases buffers of its own.
 
 // maxChainNodes bounds a chain's nodes, and so a fused kernel's size.
 const maxChainNodes = 24
@@ -94,8 +97,10 @@ type fuseNode struct {
 	args []int     // a node's index (≥ 0) or −1 − an input's index
 	p    []float64 // Unary's scalars
 	out  int       // the binding it writes
-	// what the call was given, to run it on its own
+	// what the call was given, to run it on its own, and the operands'
+	// wgpu buffers (an operand freed since is bound by its own)
 	ins []*buffer
+	wbs []*wgpu.Buffer
 	l   device.Broadcast
 }
 
@@ -105,6 +110,7 @@ type fuseNode struct {
 type fuseBind struct {
 	b                *buffer
 	wb               *wgpu.Buffer
+	n                int  // the most elements a buffer of the binding held
 	same, other      bool // read element for element; read otherwise (splat, broadcast)
 	writer           int  // the last node writing it, or −1
 	freed            bool // freed while the chain was open
@@ -119,7 +125,6 @@ type chain struct {
 	nodes  []fuseNode
 	inputs []fuseInput
 	binds  []fuseBind
-	held   []*resource // freed while the chain reads them
 }
 
 // fusedParams are the fused kernel's parameters: N items, then the
@@ -152,10 +157,11 @@ func (c *chain) bindOf(b *buffer) int {
 			if bd.freed {
 				bd.b, bd.freed = b, false
 			}
+			bd.n = max(bd.n, b.n)
 			return i
 		}
 	}
-	c.binds = append(c.binds, fuseBind{b: b, wb: b.b, writer: -1})
+	c.binds = append(c.binds, fuseBind{b: b, wb: b.b, n: b.n, writer: -1})
 	return len(c.binds) - 1
 }
 
@@ -221,6 +227,9 @@ func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p
 	saved.binds = slices.Clone(c.binds)
 	undo := func() bool { *c = saved; return false }
 	node := fuseNode{kind: kind, op: op, wrt: wrt, p: slices.Clone(p), ins: raw, l: l}
+	for _, b := range raw {
+		node.wbs = append(node.wbs, b.b)
+	}
 	for _, in := range ins {
 		bi := c.bindOf(in.b)
 		bd := &c.binds[bi]
@@ -283,25 +292,17 @@ func (c *chain) words() int {
 	return w
 }
 
-// releaseFusing is told that r is being freed, and reports whether the
-// open chain holds it until it is recorded: where it reads r. Where it
-// only writes r, it no longer does.
-func (d *Device) releaseFusing(r *resource) bool {
+// releaseFusing is told that r is being freed: the open chain no longer
+// writes it (it may still read it).
+func (d *Device) releaseFusing(r *resource) {
 	if d.chain == nil {
-		return false
+		return
 	}
 	for i := range d.chain.binds {
 		if bd := &d.chain.binds[i]; bd.wb == r.b {
 			bd.freed = true
-			if bd.same || bd.other {
-				if !slices.Contains(d.chain.held, r) {
-					d.chain.held = append(d.chain.held, r)
-				}
-				return true
-			}
 		}
 	}
-	return false
 }
 
 // flushChain records the open chain's kernel, if any.
@@ -320,14 +321,16 @@ func (d *Device) flushChain() {
 	}
 	d.runChain(c)
 	d.outs = outs
-	for _, r := range c.held {
-		d.pool.put(storageUsage, r.size, r.b)
-		r.b = nil
-	}
 }
 
 // runNode runs a chain's node on its family's kernel.
 func (d *Device) runNode(n fuseNode, out *buffer) {
+	n.ins = slices.Clone(n.ins)
+	for i, b := range n.ins {
+		if b.b != n.wbs[i] { // freed since
+			n.ins[i] = &buffer{resource: &resource{b: n.wbs[i]}, dt: b.dt, n: b.n}
+		}
+	}
 	switch n.kind {
 	case nodeUnary:
 		d.unary(device.UnaryOp(n.op), false, out, n.p, n.ins...)
@@ -442,7 +445,11 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 		if !write && !read[i] {
 			continue
 		}
-		bufs = append(bufs, bd.b)
+		b := bd.b
+		if b.b != bd.wb || b.n < bd.n { // freed, or taken anew by a smaller buffer
+			b = &buffer{resource: &resource{b: bd.wb}, dt: b.dt, n: bd.n}
+		}
+		bufs = append(bufs, b)
 		bd.binding = len(bufs)
 		kind := storageRO
 		if write {
