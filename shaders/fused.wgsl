@@ -13,5 +13,18 @@
 {{- if .Bcast}}
 {{template "udiv"}}
 {{- end}}
+
+// opaque(v, k) is v, as p.Zero is 0 at run time; but not to the compiler,
+// which, where WGSL lets it take floats as finite, would fold x − x to 0
+// (x = ∞: NaN), x/x to 1, … where two operands are one value: the unfused
+// kernels read each operand from a binding of its own, so the fused one
+// makes each operand of each node a value of its own, by its key k.
+fn opaque(v: f32, k: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(v) ^ (p.Zero * k));
+}
+
+fn opaque4(v: vec4<f32>, k: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ vec4<u32>(p.Zero * k));
+}
 {{.Body}}
 {{template "main_unrolled" dict "Count" "p.N" "N" .Unroll "Coalesce" .Coalesce}}

@@ -127,11 +127,12 @@ type chain struct {
 	binds  []fuseBind
 }
 
-// fusedParams are the fused kernel's parameters: N items, then the
-// words the rendered kernel indexes (see shaders/fused.wgsl).
+// fusedParams are the fused kernel's parameters: N items, Zero (0, which
+// the compiler cannot know: see shaders/fused.wgsl's opaque), then the
+// words the rendered kernel indexes.
 type fusedParams struct {
-	N uint32
-	W [paramWords - 1]uint32
+	N, Zero uint32
+	W       [paramWords - 2]uint32
 }
 
 // fusedSpec specialises fused.wgsl: Body is the rendered bindings, node
@@ -422,7 +423,7 @@ func (c *chain) needed() []int {
 
 // render returns the kernel of the chain's nodes live, its parameter
 // words, and the kinds and buffers of its bindings.
-func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [paramWords - 1]uint32, kinds []bindKind, bufs []*buffer) {
+func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [paramWords - 2]uint32, kinds []bindKind, bufs []*buffer) {
 	vec = c.vec()
 	w := 0
 	put := func(v uint32) int { words[w] = v; w++; return w - 1 }
@@ -557,15 +558,25 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 		fmt.Fprintf(&b, "    let x%d = %s;\n", j, e)
 	}
 	// The nodes, in order.
+	opaque := 0
 	for _, k := range live {
 		n := c.nodes[k]
+		// Each operand through opaque, each with a key of its own: no
+		// two are the same value to the compiler, as no two operands of
+		// the unfused kernels are (each is a load of its own binding).
 		args := make([]string, len(n.args))
 		for a, arg := range n.args {
+			v := fmt.Sprintf("x%d", -1-arg)
 			if arg >= 0 {
-				args[a] = fmt.Sprintf("v%d", arg)
-			} else {
-				args[a] = fmt.Sprintf("x%d", -1-arg)
+				v = fmt.Sprintf("v%d", arg)
 			}
+			opaque++
+			args[a] = fmt.Sprintf("a%d_%d", k, a)
+			fn := "opaque"
+			if vec {
+				fn = "opaque4"
+			}
+			fmt.Fprintf(&b, "    let %s = %s(%s, %du);\n", args[a], fn, v, opaque)
 		}
 		if n.kind == nodeUnary || n.kind == nodeUnaryGrad {
 			sa, sb := put(math.Float32bits(scalarAt(n.p, 0))), put(math.Float32bits(scalarAt(n.p, 1)))
