@@ -68,8 +68,9 @@ wasm: $(DEPS)
 # product variant over every case: too slow on SwiftShader; the split and
 # texture tests cover the products), TestSpecs (it reads shaders/ from
 # disk, which the browser has not) and TestAdapterOverride (a browser
-# offers one adapter, chosen by the browser).
-BROWSER_SKIP := TestMatMulKernels|TestSpecs|TestAdapterOverride
+# offers one adapter, chosen by the browser), and FuzzFusedChains (go's
+# fuzzing cannot open its corpus folder under GOOS=js; it runs natively).
+BROWSER_SKIP := TestMatMulKernels|TestSpecs|TestAdapterOverride|FuzzFusedChains
 browser: $(DEPS)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) build -o "$$d/wasmbrowser" ./cmd/wasmbrowser && \
