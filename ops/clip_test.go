@@ -8,30 +8,9 @@ import (
 
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/parity"
 	"github.com/extensor/extensor/tensor"
 )
-
-// torchNum is a number of a PyTorch fixture: a JSON number, or "NaN",
-// "Inf", "-Inf".
-type torchNum float64
-
-func (n *torchNum) UnmarshalJSON(b []byte) error {
-	switch string(b) {
-	case `"NaN"`:
-		*n = torchNum(math.NaN())
-	case `"Inf"`:
-		*n = torchNum(math.Inf(1))
-	case `"-Inf"`:
-		*n = torchNum(math.Inf(-1))
-	default:
-		var f float64
-		if err := json.Unmarshal(b, &f); err != nil {
-			return err
-		}
-		*n = torchNum(f)
-	}
-	return nil
-}
 
 // TestClipGradNormTorch compares ops.ClipGradNorm with PyTorch's
 // clip_grad_norm_ (testdata/clip_grad_norm.json, written by
@@ -48,9 +27,9 @@ func TestClipGradNormTorch(t *testing.T) {
 			Name    string
 			MaxNorm float64 `json:"max_norm"`
 			Shapes  [][]int
-			Grads   [][]torchNum
-			Norm    torchNum
-			Clipped [][]torchNum
+			Grads   [][]parity.Num
+			Norm    parity.Num
+			Clipped [][]parity.Num
 		}
 	}
 	if err := json.Unmarshal(data, &ref); err != nil {

@@ -196,14 +196,11 @@ func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float6
 	if !d.fusable(out, ins) {
 		return false
 	}
-	bufs := append(slices.Clone(raw), out)
-	for _, b := range bufs {
-		if b.b == nil {
-			d.refuse(errFreed(op))
-			return true
-		}
+	if out.b == nil || slices.ContainsFunc(raw, func(b *buffer) bool { return b.b == nil }) {
+		d.refuse(errFreed(op))
+		return true
 	}
-	if d.tainted(bufs...) {
+	if d.tainted(raw...) || d.tainted(out) {
 		return true
 	}
 	if d.chain != nil && d.chain.try(d, kind, op, wrt, out, p, l, ins, raw) {
@@ -634,7 +631,7 @@ func broadcastIns(l device.Broadcast, a, b *buffer) []fuseIn {
 		switch {
 		case device.IsRowMajor(l.Shape, strides):
 			return fuseIn{b: buf}
-		case !slices.ContainsFunc(strides, func(s int) bool { return s != 0 }):
+		case allZero(strides):
 			return fuseIn{b: buf, kind: inSplat}
 		}
 		return fuseIn{b: buf, kind: inBcast, strides: strides}

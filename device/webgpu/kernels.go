@@ -315,14 +315,18 @@ func (d *Device) binary(op device.BinaryOp, grad int, out *buffer, l device.Broa
 // invocation, took 6 times the same-layout kernel's time
 // (docs/kernel-choices.md, elementwise).
 func scalarOperand(l device.Broadcast) int {
-	zero := func(st []int) bool { return !slices.ContainsFunc(st, func(s int) bool { return s != 0 }) }
 	switch {
-	case zero(l.AStrides) && device.IsRowMajor(l.Shape, l.BStrides):
+	case allZero(l.AStrides) && device.IsRowMajor(l.Shape, l.BStrides):
 		return 1
-	case zero(l.BStrides) && device.IsRowMajor(l.Shape, l.AStrides):
+	case allZero(l.BStrides) && device.IsRowMajor(l.Shape, l.AStrides):
 		return 2
 	}
 	return 0
+}
+
+// allZero reports whether every stride is 0: an operand of one element.
+func allZero(strides []int) bool {
+	return !slices.ContainsFunc(strides, func(s int) bool { return s != 0 })
 }
 
 // rowVectors reports whether a broadcast runs by vec4s along the output's

@@ -14,9 +14,9 @@ torch.manual_seed(0)
 
 def num(v):
     if math.isnan(v):
-        return "NaN"
+        return "nan"
     if math.isinf(v):
-        return "Inf" if v > 0 else "-Inf"
+        return "inf" if v > 0 else "-inf"
     return v
 
 
