@@ -11,15 +11,17 @@ const attnStats = device.AttentionStats
 
 // attention holds one Attention call's buffers and spec, for its twin.
 type attention struct {
-	q, k, v, mask *buffer
-	a             device.AttentionSpec
-	ds            *buffer // AttentionScoresGrad's output, or nil
-	keep          float64 // 1/(1 − dropout)
-	thr           uint32
+	q, k, v, mask  *buffer
+	a              device.AttentionSpec
+	lq, lk, lv, lo device.AttentionLayout // the layouts, resolved
+	ds             *buffer                // AttentionScoresGrad's output, or nil
+	keep           float64                // 1/(1 − dropout)
+	thr            uint32
 }
 
 func newAttention(q, k, v, mask device.Buffer, a device.AttentionSpec) *attention {
 	t := &attention{q: buf(q), k: buf(k), v: buf(v), a: a, keep: 1 / (1 - a.Dropout), thr: device.DropThreshold(a.Dropout)}
+	t.lq, t.lk, t.lv, t.lo = a.Layouts()
 	if a.Mask != device.NoMask {
 		t.mask = buf(mask)
 	}
@@ -33,10 +35,12 @@ func newAttention(q, k, v, mask device.Buffer, a device.AttentionSpec) *attentio
 func (t *attention) scores(b, i int, s []float64, live, seen []bool) {
 	a := t.a
 	o, h := b/a.Heads, b%a.Heads
+	qi := t.lq.At(a.Heads, b, i)
 	for j := range a.Lk {
 		dot := 0.0
+		kj := t.lk.At(a.Heads, b, j)
 		for c := range a.D {
-			dot += t.q.at((b*a.Lq+i)*a.D+c) * t.k.at((b*a.Lk+j)*a.D+c)
+			dot += t.q.at(qi+c) * t.k.at(kj+c)
 		}
 		if t.q.dt == device.Float32 {
 			dot = float64(float32(dot))
@@ -95,34 +99,44 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 			if math.IsInf(mx, -1) { // no key: NaN out
 				sum = math.NaN()
 			}
+			oi := t.lo.At(a.Heads, b, i)
 			for c := range a.DV {
 				acc := 0.0
 				for j, l := range live {
 					if l {
-						acc += math.Exp(s[j]-mx) / sum * t.kept(r, j) * t.v.at((b*a.Lk+j)*a.DV+c)
+						acc += math.Exp(s[j]-mx) / sum * t.kept(r, j) * t.v.at(t.lv.At(a.Heads, b, j)+c)
 					}
 				}
 				if math.IsNaN(sum) {
 					acc = math.NaN()
 				}
-				o.set(r*a.DV+c, acc)
+				o.set(oi+c, acc)
 			}
 		}
 	}
 }
 
 // AttentionGrad sets dq, dk and dv to Attention's gradients
-// (device.Attender).
+// (device.Attender), each at its layout's elements alone (one buffer may
+// hold all three).
 func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) {
 	t := newAttention(q, k, v, mask, a)
-	gq, gk, gv := make([]float64, buf(dq).Len()), make([]float64, buf(dk).Len()), make([]float64, buf(dv).Len())
+	// Contiguous sums, then placed.
+	gq, gk, gv := make([]float64, a.Batch*a.Lq*a.D), make([]float64, a.Batch*a.Lk*a.D), make([]float64, a.Batch*a.Lk*a.DV)
 	t.grad(buf(stats), buf(o), buf(dO), gq, gk, gv)
 	for _, x := range []struct {
-		dst *buffer
-		v   []float64
-	}{{buf(dq), gq}, {buf(dk), gk}, {buf(dv), gv}} {
-		for i, v := range x.v {
-			x.dst.set(i, v)
+		dst        *buffer
+		v          []float64
+		l          device.AttentionLayout
+		rows, cols int
+	}{{buf(dq), gq, t.lq, a.Lq, a.D}, {buf(dk), gk, t.lk, a.Lk, a.D}, {buf(dv), gv, t.lv, a.Lk, a.DV}} {
+		for b := range a.Batch {
+			for i := range x.rows {
+				at, from := x.l.At(a.Heads, b, i), (b*x.rows+i)*x.cols
+				for c := range x.cols {
+					x.dst.set(at+c, x.v[from+c])
+				}
+			}
 		}
 	}
 }
@@ -139,9 +153,10 @@ func (t *attention) grad(st, ob, gb *buffer, gq, gk, gv []float64) {
 			mx, ll := st.at(attnStats*r), st.at(attnStats*r+1)
 			dead := math.IsInf(mx, -1) // NaN through every key it would see
 			delta := 0.0               // Σ dO·O = Σ_j p_j·dp_j
+			oi := t.lo.At(a.Heads, b, i)
 			if ob != nil {
 				for c := range a.DV {
-					delta += gb.at(r*a.DV+c) * ob.at(r*a.DV+c)
+					delta += gb.at(oi+c) * ob.at(oi+c)
 				}
 				st.set(attnStats*r+2, delta)
 			} else {
@@ -156,9 +171,10 @@ func (t *attention) grad(st, ob, gb *buffer, gq, gk, gv []float64) {
 					p = math.NaN()
 				}
 				dp := 0.0
+				vj, kj, qi := t.lv.At(a.Heads, b, j), t.lk.At(a.Heads, b, j), t.lq.At(a.Heads, b, i)
 				for c := range a.DV {
-					g := gb.at(r*a.DV + c)
-					dp += g * t.v.at((b*a.Lk+j)*a.DV+c)
+					g := gb.at(oi + c)
+					dp += g * t.v.at(vj+c)
 					if gv != nil {
 						gv[(b*a.Lk+j)*a.DV+c] += p * kept * g
 					}
@@ -171,8 +187,8 @@ func (t *attention) grad(st, ob, gb *buffer, gq, gk, gv []float64) {
 					continue
 				}
 				for c := range a.D {
-					gq[r*a.D+c] += a.Scale * ds * t.k.at((b*a.Lk+j)*a.D+c)
-					gk[(b*a.Lk+j)*a.D+c] += a.Scale * ds * t.q.at(r*a.D+c)
+					gq[r*a.D+c] += a.Scale * ds * t.k.at(kj+c)
+					gk[(b*a.Lk+j)*a.D+c] += a.Scale * ds * t.q.at(qi+c)
 				}
 			}
 		}

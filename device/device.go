@@ -526,6 +526,37 @@ type AttentionSpec struct {
 	MaskStride                  [4]int
 	Dropout                     float64
 	Seed                        uint64
+	// Q, K, V and O place q, k, v and out in their buffers, and dq, dk,
+	// dv, o and dO in the gradient's: the zero layout is contiguous. They
+	// let the kernels read the heads of one packed projection and write
+	// the heads merged, without copies.
+	Q, K, V, O AttentionLayout
+}
+
+// AttentionLayout places an operand of Attention in its buffer: row i of
+// matrix b = o·Heads + h starts at element Offset + o·Outer + h·Head +
+// i·Row, its columns contiguous. The zero AttentionLayout is the
+// contiguous [Batch, rows, cols]. On WebGPU every field is a multiple of 4.
+type AttentionLayout struct{ Offset, Outer, Head, Row int }
+
+// Resolve returns l, or for the zero layout the contiguous one of
+// matrices of rows × cols, heads a group.
+func (l AttentionLayout) Resolve(heads, rows, cols int) AttentionLayout {
+	if l == (AttentionLayout{}) {
+		return AttentionLayout{Outer: heads * rows * cols, Head: rows * cols, Row: cols}
+	}
+	return l
+}
+
+// At returns the element at which row i of matrix b starts, heads a
+// group.
+func (l AttentionLayout) At(heads, b, i int) int {
+	return l.Offset + b/heads*l.Outer + b%heads*l.Head + i*l.Row
+}
+
+// Layouts returns a's layouts of q, k, v and out resolved.
+func (a AttentionSpec) Layouts() (q, k, v, o AttentionLayout) {
+	return a.Q.Resolve(a.Heads, a.Lq, a.D), a.K.Resolve(a.Heads, a.Lk, a.D), a.V.Resolve(a.Heads, a.Lk, a.DV), a.O.Resolve(a.Heads, a.Lq, a.DV)
 }
 
 // AttentionDrop reports whether attention dropout with seed and threshold

@@ -264,14 +264,17 @@ type Selector interface {
 const AttentionStats = 3
 
 // Attender is the fused attention kernel family: softmax(scale·QKᵀ +
-// mask)·V, never holding the Lq×Lk scores in memory. Its buffers are
-// contiguous: q [Batch, Lq, D], k [Batch, Lk, D], v [Batch, Lk, DV], out
-// and dO [Batch, Lq, DV], and stats [Batch·Lq, AttentionStats], float32
-// (float64 for float64 inputs): each query row's largest score m and
-// ln Σ e^(s − m), kept apart (their sum, the log-sum-exp, rounds to m for
-// scores near the float's largest, as a −3.4e38 mask gives), then the
-// scratch of the gradient. Accumulation is in float32 (float64 on the CPU
-// for float64). D and DV are multiples of 4. A key a query may not see
+// mask)·V, never holding the Lq×Lk scores in memory. Its operands are
+// q [Batch, Lq, D], k [Batch, Lk, D], v [Batch, Lk, DV], out and dO
+// [Batch, Lq, DV], placed by the spec's layouts (contiguous unless
+// given; dq, dk and dv as q, k and v, o and dO as out; one buffer may
+// hold several, dq, dk and dv among them), and stats [Batch·Lq,
+// AttentionStats], float32 (float64 for float64 inputs): each query
+// row's largest score m and ln Σ e^(s − m), kept apart (their sum, the
+// log-sum-exp, rounds to m for scores near the float's largest, as a
+// −3.4e38 mask gives), then the scratch of the gradient. Accumulation
+// is in float32 (float64 on the CPU for float64). D and DV are multiples
+// of 4. A key a query may not see
 // (masked, or after it when causal) adds nothing to the output or to any
 // gradient; a row that may see no key is NaN, and so are its gradients
 // through every key it would see unmasked, as PyTorch's.

@@ -105,22 +105,19 @@ func (m *MultiheadAttentionLayer) Forward(x *autograd.Var) *autograd.Var {
 func (m *MultiheadAttentionLayer) Attend(q, k, v, mask *autograd.Var) *autograd.Var {
 	e := m.InProjW.Value().Dim(1)
 	w, b := like(m.InProjW, q), like(m.InProjB, q)
-	var qp, kp, vp *autograd.Var
-	if q == k && k == v { // one product for the three
-		y := ops.Linear(q, w, b)
-		qp, kp, vp = ops.Slice(y, -1, 0, e, 1), ops.Slice(y, -1, e, 2*e, 1), ops.Slice(y, -1, 2*e, 3*e, 1)
-	} else {
-		proj := func(x *autograd.Var, i int) *autograd.Var {
-			return ops.Linear(x, ops.Slice(w, 0, i*e, (i+1)*e, 1), ops.Slice(b, 0, i*e, (i+1)*e, 1))
-		}
-		qp, kp, vp = proj(q, 0), proj(k, 1), proj(v, 2)
-	}
 	a := ops.AttentionAttrs{Causal: m.Causal}
 	if m.Training && m.Dropout > 0 {
 		a.Dropout, a.Seed = m.Dropout, m.Seed+m.calls
 		m.calls++
 	}
-	o := ops.ScaledDotProductAttention(m.heads(qp), m.heads(kp), m.heads(vp), mask, a)
+	if q == k && k == v { // one product for the three, its heads read in place
+		m.check(q)
+		return m.OutProj.Forward(ops.MultiHeadAttention(ops.Linear(q, w, b), mask, ops.MultiHeadAttrs{Heads: m.Heads, AttentionAttrs: a}))
+	}
+	proj := func(x *autograd.Var, i int) *autograd.Var {
+		return m.heads(ops.Linear(x, ops.Slice(w, 0, i*e, (i+1)*e, 1), ops.Slice(b, 0, i*e, (i+1)*e, 1)))
+	}
+	o := ops.ScaledDotProductAttention(proj(q, 0), proj(k, 1), proj(v, 2), mask, a)
 	s := o.Value().Shape()
 	o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), s[0], s[2], e)
 	return m.OutProj.Forward(o)
@@ -128,6 +125,13 @@ func (m *MultiheadAttentionLayer) Attend(q, k, v, mask *autograd.Var) *autograd.
 
 // heads returns x [N, L, E] as [N, Heads, L, E/Heads].
 func (m *MultiheadAttentionLayer) heads(x *autograd.Var) *autograd.Var {
+	s := m.check(x)
+	return ops.Permute(ops.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
+}
+
+// check returns the shape of x, [N, L, E] with E a multiple of Heads,
+// or panics.
+func (m *MultiheadAttentionLayer) check(x *autograd.Var) []int {
 	s := x.Value().Shape()
 	if len(s) != 3 {
 		tensor.Panicf("nn.MultiheadAttention", tensor.ErrShape, "input of shape %v; want [N, L, E] (batch first)", s)
@@ -135,7 +139,7 @@ func (m *MultiheadAttentionLayer) heads(x *autograd.Var) *autograd.Var {
 	if m.Heads < 1 || s[2]%m.Heads != 0 {
 		tensor.Panicf("nn.MultiheadAttention", tensor.ErrArgument, "%d heads for embeddings of %d features; want heads ≥ 1 dividing the features", m.Heads, s[2])
 	}
-	return ops.Permute(ops.Reshape(x, s[0], s[1], m.Heads, s[2]/m.Heads), 0, 2, 1, 3)
+	return s
 }
 
 // Params returns InProjW, InProjB and OutProj's W and B.

@@ -21,27 +21,321 @@ var (
 	ScaledDotProductAttentionOp = &Op{Name: "scaled_dot_product_attention", Family: "attention", Doc: "softmax(q·kᵀ·scale + mask)·v over q [..., Lq, D], k [..., Lk, D], v [..., Lk, DV]; scale 1/√D unless given; mask (4th input) additive, or boolean (true: attend) with BoolMask, broadcast to [..., Lq, Lk]; Causal: key j ≤ query i; Dropout on the probabilities by a seeded hash; a row with no key allowed gives NaN; a boolean mask's gradient is zero.",
 		Forward: func(in []*T, a Attrs) *T { return scaledDotProductAttention(in[0], in[1], in[2], attentionOf(in, a)) },
 		Save: func(in []*T, a Attrs) (*T, *Saved) {
-			out, stats := attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a))
-			if stats == nil {
-				return out, nil
-			}
-			return out, &Saved{tensors: []*T{stats, out.Reshape(out.Shape()...)}}
+			return savedAttention(attention("ops.ScaledDotProductAttention", in[0], in[1], in[2], attentionOf(in, a)))
 		},
 		Backward: func(in []*T, g *T, a Attrs) []*T {
-			var out, stats *T
 			bp := backprop(a)
-			if bp.Saved.Len() == 2 {
-				stats, out = bp.Saved.tensors[0], bp.Saved.tensors[1]
-			}
+			out, stats := bp.Saved.attention()
 			gq, gk, gv, gm := attentionBackward("ops.ScaledDotProductAttentionBackward", in[0], in[1], in[2], attentionOf(in, a), g, out, stats, bp.needs(3))
 			return []*T{gq, gk, gv, gm}[:len(in)]
 		},
 		Cases: attentionCases()}
 )
 
-// attentions is scaled_dot_product_attention, in the coverage table's order.
+// MultiHeadAttentionOp is scaled_dot_product_attention over the heads of
+// one packed projection, read and written in place.
+var MultiHeadAttentionOp = &Op{Name: "multi_head_attention", Family: "attention", Doc: "scaled_dot_product_attention of the heads of one packed projection: qkv [..., L, 3·E] holds q, k and v as its thirds on the last axis, each of Heads heads of E/Heads features (an in-projection's output viewed as [..., L, Heads, E/Heads], heads before positions); the output [..., L, E] has the heads merged back, as before out_proj; mask (2nd input), Causal, Scale, Dropout as scaled_dot_product_attention's, the mask broadcast to [..., Heads, L, L]. The kernels read and write the heads in place where E/Heads is a multiple of 4, else through copies.",
+	Forward: func(in []*T, a Attrs) *T {
+		out, stats := multiHeadAttention("ops.MultiHeadAttention", in[0], headsOf(in, a))
+		stats.Release()
+		return out
+	},
+	Save: func(in []*T, a Attrs) (*T, *Saved) {
+		return savedAttention(multiHeadAttention("ops.MultiHeadAttention", in[0], headsOf(in, a)))
+	},
+	Backward: func(in []*T, g *T, a Attrs) []*T {
+		bp := backprop(a)
+		out, stats := bp.Saved.attention()
+		gqkv, gm := multiHeadAttentionBackward("ops.MultiHeadAttentionBackward", in[0], headsOf(in, a), g, out, stats, bp.needs(1))
+		return []*T{gqkv, gm}[:len(in)]
+	},
+	Cases: multiHeadCases()}
+
+// savedAttention returns an attention's output, and what its Save keeps
+// for the backward: the rows' stats (none where the kernels did not run)
+// and the output.
+func savedAttention(out, stats *T) (*T, *Saved) {
+	if stats == nil {
+		return out, nil
+	}
+	return out, &Saved{tensors: []*T{stats, out.Reshape(out.Shape()...)}}
+}
+
+// attention returns the output and stats savedAttention kept, or nils.
+func (s *Saved) attention() (out, stats *T) {
+	if s.Len() != 2 {
+		return nil, nil
+	}
+	return s.tensors[1], s.tensors[0]
+}
+
+// attentions is scaled_dot_product_attention and multi_head_attention, in
+// the coverage table's order.
 var attentions = []*Op{
 	ScaledDotProductAttentionOp.with(attentionRule),
+	MultiHeadAttentionOp.with(multiHeadRule),
+}
+
+// MultiHeadAttrs are multi_head_attention's: the heads, and
+// scaled_dot_product_attention's attributes, whose mask is the optional
+// second input.
+type MultiHeadAttrs struct {
+	Heads int
+	AttentionAttrs
+}
+
+func (MultiHeadAttrs) isAttrs() {}
+
+// heads holds a multi_head_attention call's arguments.
+type heads struct {
+	Attention
+	n int // heads
+}
+
+// headsOf returns the table's attributes and optional second input.
+func headsOf(in []*T, at Attrs) heads {
+	a := attrsAs[MultiHeadAttrs](at)
+	return heads{n: a.Heads, Attention: Attention{Mask: opt(in, 1), BoolMask: a.BoolMask, Causal: a.Causal, Scale: a.Scale, Dropout: a.Dropout, Seed: a.Seed}}
+}
+
+// MultiHeadAttention returns the attention of the heads packed in qkv
+// [..., L, 3·E]: its thirds along the last axis are q, k and v, each
+// split into a.Heads heads of E/Heads features, and the result [..., L,
+// E] has the heads' outputs merged back. It equals
+//
+//	split := func(x) { Permute(Reshape(x, ..., L, Heads, E/Heads), ..., -2, -3, -1) }
+//	o := ScaledDotProductAttention(split(q), split(k), split(v), mask, a.AttentionAttrs)
+//	Reshape(Permute(o, ..., -2, -3, -1), ..., L, E)
+//
+// (PyTorch's MultiheadAttention between its in_proj and out_proj) but
+// for the copies: with E/Heads a multiple of 4 the kernels read the heads
+// where they are and write them merged, and the gradient is one tensor
+// shaped like qkv. mask may be nil.
+func MultiHeadAttention[V Operand[E], E any](qkv, mask V, a MultiHeadAttrs) V {
+	return call(MultiHeadAttentionOp, a, inputs("ops.MultiHeadAttention", []V{qkv}, mask)...)
+}
+
+// MultiHeadAttentionBackward returns the gradients of MultiHeadAttention
+// for qkv and for the mask (nil without one; see
+// ScaledDotProductAttentionBackward).
+func MultiHeadAttentionBackward(qkv *T, a MultiHeadAttrs, mask, g *T) (gqkv, gmask *T) {
+	ins := []*T{qkv}
+	if mask != nil {
+		ins = append(ins, mask)
+	}
+	return multiHeadAttentionBackward("ops.MultiHeadAttentionBackward", qkv, headsOf(ins, a), g, nil, nil, true)
+}
+
+// headsPlan is a checked multi_head_attention call: the attention's plan
+// with the heads' layouts in qkv and the output, or nil layouts where the
+// heads go through copies (copies).
+type headsPlan struct {
+	*attnPlan
+	lead      []int // qkv's axes before L
+	l, e, d   int
+	copies    bool
+	headShape []int // [lead..., Heads, L, D]
+}
+
+// planHeads checks qkv and a and plans the kernels' call.
+func planHeads(op string, qkv *T, a heads) *headsPlan {
+	ts := []*T{qkv}
+	if a.Mask != nil {
+		ts = append(ts, a.Mask)
+	}
+	p := &headsPlan{attnPlan: &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}}
+	s := qkv.Shape()
+	r := len(s)
+	if r < 2 {
+		tensor.Panicf(op, tensor.ErrShape, "qkv %v; want [..., L, 3·E] of rank ≥ 2", s)
+	}
+	if a.n < 1 || s[r-1]%(3*a.n) != 0 || s[r-1] == 0 {
+		tensor.Panicf(op, tensor.ErrShape, "qkv %v in %d heads; want [..., L, 3·E], E > 0 a multiple of the heads (≥ 1)", s, a.n)
+	}
+	p.lead, p.l, p.e = s[:r-2], s[r-2], s[r-1]/3
+	p.d = p.e / a.n
+	p.headShape = append(slices.Clone(p.lead), a.n, p.l, p.d)
+	p.plan(op, p.headShape, p.headShape, p.headShape, a.Attention)
+	p.copies = p.d%4 != 0
+	if !p.copies {
+		in := func(off int) device.AttentionLayout {
+			return device.AttentionLayout{Offset: off, Outer: p.l * 3 * p.e, Head: p.d, Row: 3 * p.e}
+		}
+		p.spec.Q, p.spec.K, p.spec.V = in(0), in(p.e), in(2*p.e)
+		p.spec.O = device.AttentionLayout{Outer: p.l * p.e, Head: p.d, Row: p.e}
+	}
+	return p
+}
+
+// strides returns the strided copy between head i of qkv (column i·E
+// on, in heads) and a contiguous [lead..., Heads, L, D]: out of qkv, or
+// into a tensor [..., L, w] from column i·E when in.
+func (p *headsPlan) strides(i, w int, in bool) device.Strided {
+	n := p.headShape[len(p.lead)]
+	shape := []int{device.Numel(p.lead), n, p.l, p.d}
+	packed := []int{p.l * w, p.d, w, 1}
+	s := device.Strided{Shape: shape, SrcStrides: packed, DstStrides: device.RowMajor(shape), SrcOffset: i * p.e}
+	if in {
+		s.SrcStrides, s.DstStrides, s.SrcOffset, s.DstOffset = s.DstStrides, s.SrcStrides, 0, i*p.e
+	}
+	return s
+}
+
+// split returns head i of qkv ([lead..., Heads, L, D], a copy).
+func (p *headsPlan) split(qkv *T, i int) *T {
+	out, ok := output(p.dev, p.dt, p.headShape, qkv)
+	if ok {
+		copyInto(p.dev, out, qkv, p.strides(i, 3*p.e, false))
+	}
+	return out
+}
+
+// merge copies xs [lead..., Heads, L, D] side by side into a new tensor
+// [lead..., L, len(xs)·E], releasing them.
+func (p *headsPlan) merge(xs ...*T) *T {
+	out, ok := output(p.dev, p.dt, append(slices.Clone(p.lead), p.l, len(xs)*p.e), xs...)
+	for i, x := range xs {
+		if ok {
+			copyInto(p.dev, out, x, p.strides(i, len(xs)*p.e, true))
+		}
+		x.Release()
+	}
+	return out
+}
+
+// multiHeadAttention returns multi_head_attention's output and stats (nil
+// where the kernels do not run).
+func multiHeadAttention(op string, qkv *T, a heads) (out, stats *T) {
+	p := planHeads(op, qkv, a)
+	defer p.release()
+	if p.copies {
+		q, k, v := p.split(qkv, 0), p.split(qkv, 1), p.split(qkv, 2)
+		defer q.Release()
+		defer k.Release()
+		defer v.Release()
+		o, st := attention(op, q, k, v, a.Attention)
+		return p.merge(o), st
+	}
+	s := p.spec
+	shape := append(slices.Clone(p.lead), p.l, p.e)
+	if s.Batch*s.Lq == 0 {
+		return filled(p.dev, p.dt, shape, 0, qkv), nil
+	}
+	o, ok := output(p.dev, p.dt, shape, qkv)
+	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, device.AttentionStats}, qkv)
+	if ok && ok2 {
+		p.dev.Attention(o.Buffer(), st.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), maskBuffer(p.mask), s)
+	}
+	return o, st
+}
+
+// multiHeadAttentionBackward is MultiHeadAttentionBackward from the
+// forward's out and stats where they were kept (nil: computed again); the
+// mask's gradient only if maskGrad.
+func multiHeadAttentionBackward(op string, qkv *T, a heads, g, out, stats *T, maskGrad bool) (gqkv, gm *T) {
+	p := planHeads(op, qkv, a)
+	defer p.release()
+	operands(op, qkv, g)
+	floats(op, qkv, g)
+	sameShape(op, "upstream gradient", g, append(slices.Clone(p.lead), p.l, p.e))
+	if p.copies {
+		q, k, v := p.split(qkv, 0), p.split(qkv, 1), p.split(qkv, 2)
+		defer q.Release()
+		defer k.Release()
+		defer v.Release()
+		gh, ok := output(p.dev, p.dt, p.headShape, g)
+		if ok {
+			copyInto(p.dev, gh, g, p.strides(0, p.e, false))
+		}
+		defer gh.Release()
+		gq, gk, gv, gm := attentionBackward(op, q, k, v, a.Attention, gh, nil, nil, maskGrad)
+		return p.merge(gq, gk, gv), gm
+	}
+	s := p.spec
+	if s.Batch*s.Lq == 0 {
+		return filled(p.dev, p.dt, qkv.Shape(), 0, qkv, g), p.maskGrad(a.Attention, maskGrad, nil, nil, nil, nil, nil)
+	}
+	if stats == nil {
+		out, stats = multiHeadAttention(op, qkv, a)
+		defer out.Release()
+		defer stats.Release()
+	}
+	gb, ok := output(p.dev, p.dt, qkv.Shape(), qkv, out, g, stats)
+	if ok {
+		b := gb.Buffer()
+		p.dev.AttentionGrad(b, b, b, stats.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), maskBuffer(p.mask), out.Buffer(), g.Buffer(), s)
+	}
+	return gb, p.maskGrad(a.Attention, maskGrad, qkv, qkv, qkv, g, stats)
+}
+
+// multiHeadRule is multi_head_attention's backward in table ops: the
+// heads split and merged by slices, reshapes and permutations around
+// attentionRule.
+var multiHeadRule = rule(func(b Builder, in []Value, _, g Value, a MultiHeadAttrs) []Value {
+	r := rb{b}
+	s := in[0].Shape()
+	rank := len(s)
+	lead, l, e := s[:rank-2], s[rank-2], s[rank-1]/3
+	perm := make([]int, rank+1) // [..., L, H, D] ⇄ [..., H, L, D]
+	for k := range perm {
+		perm[k] = k
+	}
+	perm[rank-2], perm[rank-1] = rank-1, rank-2
+	split := func(x Value) Value {
+		return r.op(PermuteOp, PermuteAttrs{Perm: perm}, r.reshape(x, append(slices.Clone(lead), l, a.Heads, e/a.Heads)))
+	}
+	third := func(i int) Value {
+		return split(r.op(SliceOp, SliceAttrs{Axis: -1, Start: i * e, Stop: (i + 1) * e, Step: 1}, in[0]))
+	}
+	qkv := append([]Value{third(0), third(1), third(2)}, in[1:]...)
+	gs := attentionRule(b, qkv, nil, split(g), a.AttentionAttrs)
+	merged := make([]Value, 3)
+	for i := range merged {
+		merged[i] = r.reshape(r.op(PermuteOp, PermuteAttrs{Perm: perm}, gs[i]), append(slices.Clone(lead), l, e))
+	}
+	return append([]Value{r.op(ConcatOp, AxisAttrs{Axis: -1}, merged...)}, gs[3:]...)
+})
+
+// multiHeadCases are multi_head_attention's cases, their head sizes (4
+// and 8) and attributes those of scaled_dot_product_attention's cases,
+// so that they compile no kernel of their own on lavapipe.
+func multiHeadCases() []Case {
+	c := func(s []int, heads int, a AttentionAttrs, name string) Case {
+		return Case{Name: ShapeName(s) + fmt.Sprintf(" heads=%d", heads) + name, Inputs: []Input{{Shape: s}}, Attrs: MultiHeadAttrs{Heads: heads, AttentionAttrs: a}}
+	}
+	masked := func(cs Case, m []int, dom Domain, boolean bool) Case {
+		cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
+		a := cs.Attrs.(MultiHeadAttrs)
+		a.BoolMask = boolean
+		cs.Attrs = a
+		cs.Name += " mask " + ShapeName(m)
+		return cs
+	}
+	big := c(sh(2, 37, 48), 2, AttentionAttrs{Causal: true, Dropout: 0.1, Seed: 5}, " causal dropout=0.1")
+	big.NoFD = true
+	// The special values in q's third, as scaled_dot_product_attention's
+	// case has them in q (in k or v a probability that float32 rounds to
+	// 0 times ∞ is NaN, where float64's is not 0).
+	special := c(sh(2, 3, 24), 2, AttentionAttrs{}, "")
+	special.Name, special.NoFD = "special values in q "+special.Name, true
+	rows := make([]float64, 48)
+	for i := range rows {
+		rows[i] = float64(i%7)/4 - 0.75
+	}
+	copy(rows, finiteSpecials[:8])
+	copy(rows[24:], finiteSpecials[8:])
+	special.Inputs[0].Domain = Domain{Values: rows}
+	return []Case{
+		c(sh(2, 5, 24), 2, AttentionAttrs{}, ""),
+		c(sh(3, 24), 2, AttentionAttrs{Causal: true}, " causal"),
+		c(sh(2, 2, 4, 24), 2, AttentionAttrs{Scale: 0.5}, " scale=0.5"),
+		c(sh(2, 6, 48), 2, AttentionAttrs{Causal: true, Dropout: 0.3, Seed: 7}, " causal dropout=0.3"),
+		c(sh(2, 4, 18), 2, AttentionAttrs{}, " (D=3: copies)"),
+		masked(c(sh(2, 5, 24), 2, AttentionAttrs{}, ""), sh(2, 1, 5, 5), Domain{}, false),
+		masked(c(sh(2, 5, 24), 2, AttentionAttrs{Causal: true}, " causal"), sh(5, 5), Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}, true),
+		c(sh(2, 0, 24), 2, AttentionAttrs{}, " (no position)"),
+		big, special,
+	}
 }
 
 // attentionRule is attention's backward in table ops, the scores held:
@@ -160,11 +454,17 @@ func attentionArgs(op string, q, k, v *T, a Attention) *attnPlan {
 		ts = append(ts, a.Mask)
 	}
 	p := &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}
-	if q.Rank() < 2 || k.Rank() != q.Rank() || v.Rank() != q.Rank() {
-		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v, v %v; want [..., Lq, D], [..., Lk, D], [..., Lk, DV] of one rank ≥ 2", q.Shape(), k.Shape(), v.Shape())
+	p.plan(op, q.Shape(), k.Shape(), v.Shape(), a)
+	return p
+}
+
+// plan checks the shapes of q, k and v and a's arguments, and sets the
+// plan's spec (contiguous layouts) and shapes.
+func (p *attnPlan) plan(op string, qs, ks, vs []int, a Attention) {
+	if len(qs) < 2 || len(ks) != len(qs) || len(vs) != len(qs) {
+		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v, v %v; want [..., Lq, D], [..., Lk, D], [..., Lk, DV] of one rank ≥ 2", qs, ks, vs)
 	}
-	r := q.Rank()
-	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
+	r := len(qs)
 	if !slices.Equal(qs[:r-2], ks[:r-2]) || !slices.Equal(qs[:r-2], vs[:r-2]) || ks[r-1] != qs[r-1] || vs[r-2] != ks[r-2] {
 		tensor.Panicf(op, tensor.ErrShape, "q %v, k %v, v %v; want [..., Lq, D], [..., Lk, D], [..., Lk, DV] with the same batch axes", qs, ks, vs)
 	}
@@ -198,7 +498,6 @@ func attentionArgs(op string, q, k, v *T, a Attention) *attnPlan {
 		}
 		p.maskStrides(op, a.Mask)
 	}
-	return p
 }
 
 // maskStrides sets the spec's mask strides for mask broadcast to
@@ -354,19 +653,9 @@ func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, mas
 	operands(op, q, g)
 	floats(op, q, g)
 	sameShape(op, "upstream gradient", g, append(slices.Clone(p.batch), s.Lq, p.dv))
-	if a.Mask != nil && (a.BoolMask || !maskGrad) {
-		gm = filled(p.dev, p.dt, a.Mask.Shape(), 0, a.Mask)
-		if !maskGrad {
-			gm.Release()
-			gm = nil
-		}
-	}
 	if s.Batch*s.Lq*p.dv == 0 || s.Lk == 0 {
 		gq, gk, gv = filled(p.dev, p.dt, q.Shape(), 0, q, g), filled(p.dev, p.dt, k.Shape(), 0, k, g), filled(p.dev, p.dt, v.Shape(), 0, v, g)
-		if a.Mask != nil && gm == nil && maskGrad {
-			gm = filled(p.dev, p.dt, a.Mask.Shape(), 0, a.Mask)
-		}
-		return gq, gk, gv, gm
+		return gq, gk, gv, p.maskGrad(a, maskGrad, nil, nil, nil, nil, nil)
 	}
 	if stats == nil {
 		out, stats = attention(op, q, k, v, a)
@@ -384,16 +673,29 @@ func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, mas
 	if ok1 && ok2 && ok3 {
 		p.dev.AttentionGrad(dq.Buffer(), dk.Buffer(), dv.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), op_.Buffer(), gp.Buffer(), s)
 	}
-	if a.Mask != nil && gm == nil {
-		full := append(slices.Clone(p.batch), s.Lq, s.Lk)
-		ds, ok := output(p.dev, p.dt, full, qp, kp, vp, gp, stats)
-		if ok {
-			p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), gp.Buffer(), s)
-		}
-		gm = sumTo(ds, a.Mask.Shape())
-		ds.Release()
+	return unpad(dq, p.d), unpad(dk, p.d), unpad(dv, p.dv), p.maskGrad(a, maskGrad, qp, kp, vp, gp, stats)
+}
+
+// maskGrad returns the gradient of a's mask: nil without a mask or
+// unless want; zeros for a boolean mask, or where the kernels do not run
+// (q nil); else the scores' gradient, which AttentionScoresGrad computes
+// from q, k, v and g as the plan's spec lays them out and from the stats
+// AttentionGrad left, summed to the mask's shape.
+func (p *attnPlan) maskGrad(a Attention, want bool, q, k, v, g, stats *T) *T {
+	if a.Mask == nil || !want {
+		return nil
 	}
-	return unpad(dq, p.d), unpad(dk, p.d), unpad(dv, p.dv), gm
+	if a.BoolMask || q == nil {
+		return filled(p.dev, p.dt, a.Mask.Shape(), 0, a.Mask)
+	}
+	s := p.spec
+	full := append(slices.Clone(p.batch), s.Lq, s.Lk)
+	ds, ok := output(p.dev, p.dt, full, q, k, v, g, stats)
+	if ok {
+		p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), maskBuffer(p.mask), g.Buffer(), s)
+	}
+	defer ds.Release()
+	return sumTo(ds, a.Mask.Shape())
 }
 
 // unpad returns x's first n columns of its last axis, releasing x.

@@ -1,7 +1,8 @@
 // The attention family: softmax(scale·q·kᵀ + mask)·v without the scores in
 // memory, and its gradient from the saved log-sum-exps. q [B, Lq, D],
-// k [B, Lk, D], v [B, Lk, DV], contiguous, D = {{mul .D4 4}}, DV = {{mul .DV4 4}}.
-// p: device/webgpu's attnParams.
+// k [B, Lk, D], v [B, Lk, DV] and out [B, Lq, DV], each placed by its
+// layout (row_at), D = {{mul .D4 4}}, DV = {{mul .DV4 4}}; dq, dk and dv
+// as q, k and v, dO and o as out. p: device/webgpu's attnParams.
 {{- if .Split}}
 // Split (GPUs, float32, one row an invocation): the keys (the queries, for
 // dk and dv) are split into chunks of p.Chunk, invocation t taking chunk
@@ -90,6 +91,13 @@
 @group(0) @binding(7) var<storage, read_write> dkv: array<E4>; // [B·Lk, D + DV]: dk, dv
 {{- end}}
 
+// row_at returns the vec4 at which row i of matrix b starts in layout l
+// (p.LQ, p.LK, p.LV or p.LO: offset, outer, head and row strides, in
+// vec4s; b = outer·p.Heads + head).
+fn row_at(l: array<u32, 4>, b: u32, i: u32) -> u32 {
+    return l[0] + (b / p.Heads) * l[1] + (b % p.Heads) * l[2] + i * l[3];
+}
+
 fn neg_inf() -> f32 {
     var bits = 0xff800000u; // at run time: see inf in prelude.wgsl
     return bitcast<f32>(bits);
@@ -120,7 +128,7 @@ fn dropped(r: u32, j: u32) -> bool {
 // output acc, rescaled when the max grows.
 {{template "attn_begin" dict "From" "i0" "Split" .Split "Keys" true}}
 {{- range $r := $R}}
-    let qb{{$r}} = (b * lq + min(i0 + {{$r}}u, lq - 1u)) * {{$.D4}}u;
+    let qb{{$r}} = row_at(p.LQ, b, min(i0 + {{$r}}u, lq - 1u));
 {{- range $c := $D}}
     let q{{$r}}_{{$c}} = vec4<f32>(q[qb{{$r}} + {{$c}}u]);
 {{- end}}
@@ -132,7 +140,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- end}}
     for (var j0 = jbeg; j0 < kend; j0 += {{.C}}u) {
 {{- range $c := seq .C}}
-        let kb{{$c}} = (b * lk + min(j0 + {{$c}}u, lk - 1u)) * {{$.D4}}u;
+        let kb{{$c}} = row_at(p.LK, b, min(j0 + {{$c}}u, lk - 1u));
 {{- range $r := $R}}
         var s{{$r}}_{{$c}} = 0.0;
 {{- end}}
@@ -170,7 +178,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- end}}
 {{- end}}
 {{- range $c := seq .C}}
-        let vb{{$c}} = (b * lk + min(j0 + {{$c}}u, lk - 1u)) * {{$.DV4}}u;
+        let vb{{$c}} = row_at(p.LV, b, min(j0 + {{$c}}u, lk - 1u));
 {{- range $d := $DV}}
         {
             let vv = vec4<f32>(v[vb{{$c}} + {{$d}}u]);
@@ -197,8 +205,9 @@ fn dropped(r: u32, j: u32) -> bool {
         let row = b * lq + i0 + {{$r}}u;
         let dead = is_neg_inf(m{{$r}});
         let inv = select(1.0 / l{{$r}}, nan(), dead);
+        let ob = row_at(p.LO, b, i0 + {{$r}}u);
 {{- range $c := $DV}}
-        out[row * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$r}}_{{$c}} * inv);
+        out[ob + {{$c}}u] = to_e4(a{{$r}}_{{$c}} * inv);
 {{- end}}
         stats[3u * row] = select(m{{$r}}, neg_inf(), dead);
         stats[3u * row + 1u] = log(l{{$r}});
@@ -218,14 +227,16 @@ fn dropped(r: u32, j: u32) -> bool {
 {{template "attn_begin" dict "From" "i0" "Split" .Split "Keys" true}}
 {{- range $r := $R}}
     let row{{$r}} = b * lq + min(i0 + {{$r}}u, lq - 1u);
+    let qb{{$r}} = row_at(p.LQ, b, min(i0 + {{$r}}u, lq - 1u));
+    let ob{{$r}} = row_at(p.LO, b, min(i0 + {{$r}}u, lq - 1u));
 {{- range $c := $D}}
-    let q{{$r}}_{{$c}} = vec4<f32>(q[row{{$r}} * {{$.D4}}u + {{$c}}u]);
+    let q{{$r}}_{{$c}} = vec4<f32>(q[qb{{$r}} + {{$c}}u]);
 {{- if not $.DS}}
     var g{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- end}}
 {{- range $c := $DV}}
-    let o{{$r}}_{{$c}} = vec4<f32>(go[row{{$r}} * {{$.DV4}}u + {{$c}}u]);
+    let o{{$r}}_{{$c}} = vec4<f32>(go[ob{{$r}} + {{$c}}u]);
 {{- end}}
     let m{{$r}} = stats[3u * row{{$r}}];
     let ll{{$r}} = stats[3u * row{{$r}} + 1u];
@@ -233,8 +244,8 @@ fn dropped(r: u32, j: u32) -> bool {
     let dead{{$r}} = is_neg_inf(m{{$r}});
 {{- end}}
     for (var j = jbeg; j < kend; j++) {
-        let kb = (b * lk + j) * {{.D4}}u;
-        let vb = (b * lk + j) * {{.DV4}}u;
+        let kb = row_at(p.LK, b, j);
+        let vb = row_at(p.LV, b, j);
 {{- range $c := $D}}
         let k{{$c}} = vec4<f32>(k[kb + {{$c}}u]);
 {{- end}}
@@ -270,7 +281,7 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $r := $R}}{{if not $.DS}}
     if (i0 + {{$r}}u < lq) {
 {{- range $c := $D}}
-        dq[{{if $.Split}}(chunk * p.ChunkInvocations + row{{$r}}){{else}}row{{$r}}{{end}} * {{$.D4}}u + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
+        dq[{{if $.Split}}(chunk * p.ChunkInvocations + row{{$r}}) * {{$.D4}}u{{else}}qb{{$r}}{{end}} + {{$c}}u] = to_e4(g{{$r}}_{{$c}});
 {{- end}}
     }
 {{- end}}{{end}}
@@ -282,12 +293,14 @@ fn dropped(r: u32, j: u32) -> bool {
 {{template "attn_begin" dict "From" "j0" "Split" .Split "Keys" false}}
 {{- range $r := $R}}
     let key{{$r}} = b * lk + min(j0 + {{$r}}u, lk - 1u);
+    let kb{{$r}} = row_at(p.LK, b, min(j0 + {{$r}}u, lk - 1u));
+    let vb{{$r}} = row_at(p.LV, b, min(j0 + {{$r}}u, lk - 1u));
 {{- range $c := $D}}
-    let k{{$r}}_{{$c}} = vec4<f32>(k[key{{$r}} * {{$.D4}}u + {{$c}}u]);
+    let k{{$r}}_{{$c}} = vec4<f32>(k[kb{{$r}} + {{$c}}u]);
     var gk{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- range $c := $DV}}
-    let v{{$r}}_{{$c}} = vec4<f32>(v[key{{$r}} * {{$.DV4}}u + {{$c}}u]);
+    let v{{$r}}_{{$c}} = vec4<f32>(v[vb{{$r}} + {{$c}}u]);
     var gv{{$r}}_{{$c}} = vec4<f32>(0.0);
 {{- end}}
 {{- end}}
@@ -307,11 +320,13 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- end}}
     for (var i = ibegin; i < iend; i++) {
         let row = b * lq + i;
+        let qb = row_at(p.LQ, b, i);
+        let ob = row_at(p.LO, b, i);
 {{- range $c := $D}}
-        let q{{$c}} = vec4<f32>(q[row * {{$.D4}}u + {{$c}}u]);
+        let q{{$c}} = vec4<f32>(q[qb + {{$c}}u]);
 {{- end}}
 {{- range $c := $DV}}
-        let o{{$c}} = vec4<f32>(go[row * {{$.DV4}}u + {{$c}}u]);
+        let o{{$c}} = vec4<f32>(go[ob + {{$c}}u]);
 {{- end}}
         let m = stats[3u * row];
         let ll = stats[3u * row + 1u];
@@ -365,8 +380,9 @@ fn dropped(r: u32, j: u32) -> bool {
         return;
     }
     var acc = 0.0;
+    let ob = row_at(p.LO, r / p.Lq, r % p.Lq);
 {{- range $c := $DV}}
-    acc += dot(vec4<f32>(go[r * {{$.DV4}}u + {{$c}}u]), vec4<f32>(o[r * {{$.DV4}}u + {{$c}}u]));
+    acc += dot(vec4<f32>(go[ob + {{$c}}u]), vec4<f32>(o[ob + {{$c}}u]));
 {{- end}}
     stats[3u * r + 2u] = acc;
 }
@@ -406,8 +422,9 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- end}}
     }
     let inv = select(1.0 / l, nan(), dead);
+    let ob = row_at(p.LO, r / p.Lq, r % p.Lq);
 {{- range $c := $DV}}
-    out[r * {{$.DV4}}u + {{$c}}u] = to_e4(a{{$c}} * inv);
+    out[ob + {{$c}}u] = to_e4(a{{$c}} * inv);
 {{- end}}
     stats[3u * r] = select(mx, neg_inf(), dead);
     stats[3u * r + 1u] = log(l);

@@ -90,7 +90,9 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 	p.Invocations, p.Chunk, p.ChunkInvocations = uint32(parts*rows), uint32(chunk), uint32(rows)
 	d.run(kr, groupsOf(parts*rows, 64), p, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(stats))
 	kc := d.attnKernel("combine", dt, a, 1, false, flags(5, 2))
-	d.run(kc, groupsOf(rows, 64), attnParams{Invocations: uint32(rows), Chunks: uint32(parts)}, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(out), d.buf(stats))
+	pc := attnParamsOf(a, 1)
+	pc.Invocations, pc.Chunks = uint32(rows), uint32(parts)
+	d.run(kc, groupsOf(rows, 64), pc, d.buf(q), d.buf(k), d.buf(v), m, part, d.buf(out), d.buf(stats))
 }
 
 // AttentionGrad sets dq, dk and dv to Attention's gradients
@@ -107,12 +109,23 @@ func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 	if kv == nil {
 		return
 	}
+	_, lk, lv, _ := a.Layouts()
 	w := a.D + a.DV
-	rows := []int{a.Batch * a.Lk, a.D}
-	d.CopyStrided(dk, kv, device.Strided{Shape: rows, SrcStrides: []int{w, 1}, DstStrides: []int{a.D, 1}})
-	rows[1] = a.DV
-	d.CopyStrided(dv, kv, device.Strided{Shape: rows, SrcStrides: []int{w, 1}, DstStrides: []int{a.DV, 1}, SrcOffset: a.D})
+	d.CopyStrided(dk, kv, placing(a, lk, a.Lk, a.D, w, 0))
+	d.CopyStrided(dv, kv, placing(a, lv, a.Lk, a.DV, w, a.D))
 	d.Free(kv)
+}
+
+// placing returns the strided copy of the columns from off to off + cols
+// of src, [Batch·rows, w] contiguous, into layout l's matrices of rows
+// rows.
+func placing(a device.AttentionSpec, l device.AttentionLayout, rows, cols, w, off int) device.Strided {
+	if l == (device.AttentionLayout{}).Resolve(a.Heads, rows, cols) {
+		return device.Strided{Shape: []int{a.Batch * rows, cols}, SrcStrides: []int{w, 1}, DstStrides: []int{cols, 1}, SrcOffset: off}
+	}
+	outer := a.Batch / a.Heads
+	return device.Strided{Shape: []int{outer, a.Heads, rows, cols}, SrcStrides: []int{a.Heads * rows * w, rows * w, w, 1},
+		DstStrides: []int{l.Outer, l.Head, l.Row, 1}, SrcOffset: off, DstOffset: l.Offset}
 }
 
 // attentionGrad runs the gradient's kernels, returning the scratch
@@ -152,7 +165,19 @@ func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 		}
 		p.Invocations, p.Chunk, p.ChunkInvocations = uint32(qParts*a.Batch*a.Lq), uint32(qChunk), uint32(a.Batch*a.Lq)
 		d.run(kq, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
-		d.sumParts(d.buf(dq), part, n, qParts, 0, false)
+		lq, _, _, _ := a.Layouts()
+		if lq == (device.AttentionLayout{}).Resolve(a.Heads, a.Lq, a.D) {
+			d.sumParts(d.buf(dq), part, n, qParts, 0, false)
+		} else { // summed, then placed
+			sum := d.scratch(kq, dt, n)
+			if sum == nil {
+				d.free(part)
+				return nil
+			}
+			d.sumParts(sum, part, n, qParts, 0, false)
+			d.copyStrided(d.buf(dq), sum, placing(a, lq, a.Lq, a.D, a.D, 0))
+			d.free(sum)
+		}
 		d.free(part)
 	}
 	kv := d.scratch(kkv, dt, a.Batch*a.Lk*(a.D+a.DV))
@@ -216,6 +241,13 @@ func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpe
 		d.refuse(fmt.Errorf("webgpu: kernel attention/%s: head dimensions of %d (q, k) and %d (v); the fused kernels, unrolled over them, take at most %d (use the composed ops past it)", stage, a.D, a.DV, MaxAttentionDim))
 		return nil
 	}
+	lq, lk, lv, lo := a.Layouts()
+	for _, l := range []device.AttentionLayout{lq, lk, lv, lo} {
+		if _, ok := vec4Layout(l); !ok {
+			d.refuse(fmt.Errorf("webgpu: kernel attention/%s: layout %+v; the kernels read rows of vec4s, so want offsets and strides that are multiples of 4", stage, l))
+			return nil
+		}
+	}
 	st := d.storeOf(dt)
 	drop, ds := a.Dropout > 0, stage == "ds"
 	if ds {
@@ -229,10 +261,16 @@ func (d *Device) attnKernel(stage string, dt device.DType, a device.AttentionSpe
 // invocations of rows query rows each.
 func attnParamsOf(a device.AttentionSpec, rows int) attnParams {
 	blocks := groupsOf(a.Lq, rows)
-	return attnParams{Invocations: uint32(a.Batch * blocks), Blocks: uint32(blocks), Lq: uint32(a.Lq), Lk: uint32(a.Lk), Scale: float32(a.Scale),
+	lq, lk, lv, lo := a.Layouts()
+	p := attnParams{Invocations: uint32(a.Batch * blocks), Blocks: uint32(blocks), Lq: uint32(a.Lq), Lk: uint32(a.Lk), Scale: float32(a.Scale),
 		MaskStride: [4]uint32{uint32(a.MaskStride[0]), uint32(a.MaskStride[1]), uint32(a.MaskStride[2]), uint32(a.MaskStride[3])},
 		Heads:      uint32(a.Heads), Seed: [2]uint32{uint32(a.Seed), uint32(a.Seed >> 32)},
 		DropThreshold: device.DropThreshold(a.Dropout), DropScale: float32(1 / (1 - a.Dropout)), Rows: uint32(rows), Causal: b2u(a.Causal)}
+	p.LQ, _ = vec4Layout(lq)
+	p.LK, _ = vec4Layout(lk)
+	p.LV, _ = vec4Layout(lv)
+	p.LO, _ = vec4Layout(lo)
+	return p
 }
 
 // attnParams are the attention family's parameters (shaders/attention.wgsl
@@ -254,6 +292,22 @@ type attnParams struct {
 	// Split: the keys (queries) of a chunk, the invocations a chunk, and
 	// the chunks a row (stage combine, an invocation a row).
 	Chunk, ChunkInvocations, Chunks uint32
+	// The layouts of q, k, v and out (device.AttentionLayout's offset,
+	// outer, head and row strides), in vec4s.
+	LQ, LK, LV, LO [4]uint32
+}
+
+// vec4Layout returns l in vec4s, and whether its fields are multiples of 4.
+func vec4Layout(l device.AttentionLayout) ([4]uint32, bool) {
+	f := [4]int{l.Offset, l.Outer, l.Head, l.Row}
+	var w [4]uint32
+	for i, x := range f {
+		if x%4 != 0 || x < 0 {
+			return w, false
+		}
+		w[i] = uint32(x / 4)
+	}
+	return w, true
 }
 
 func (attentionSpec) params() any { return attnParams{} }

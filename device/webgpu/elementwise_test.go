@@ -170,6 +170,16 @@ func TestGPUOrder(t *testing.T) {
 			gq, gk, gv, _ := ops.ScaledDotProductAttentionBackward(x, y, x, ops.Attention{Causal: true, Dropout: 0.1, Seed: 2}, y)
 			return ops.Add(ops.Add(gq, gk), gv)
 		}},
+		// The same, split, for heads read in place from one packed
+		// projection [2, 200, 3·16], 2 heads of 8 (the kernels above),
+		// and written merged; dq summed from its chunks and then placed.
+		{"multi-head-attention/split", []int{2, 200, 48}, func(x, _ *tensor.Tensor) *tensor.Tensor {
+			return ops.MultiHeadAttention(x, nil, ops.MultiHeadAttrs{Heads: 2, AttentionAttrs: ops.AttentionAttrs{Causal: true}})
+		}},
+		{"multi-head-attention-grad/split", []int{2, 200, 48}, func(x, y *tensor.Tensor) *tensor.Tensor {
+			g, _ := ops.MultiHeadAttentionBackward(x, ops.MultiHeadAttrs{Heads: 2, AttentionAttrs: ops.AttentionAttrs{Causal: true, Dropout: 0.1, Seed: 2}}, nil, ops.Slice(y, -1, 0, 16, 1))
+			return g
+		}},
 		// float16 takes a row an invocation on GPUs, unsplit.
 		{"attention-grad/float16", []int{2, 70, 8}, func(x, y *tensor.Tensor) *tensor.Tensor {
 			h, hy := ops.Cast(x, device.Float16), ops.Cast(y, device.Float16)

@@ -115,9 +115,16 @@ func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bu
 	if !half {
 		return false
 	}
+	// A buffer given twice (one buffer holding dq, dk and dv) has one
+	// stand-in.
+	dup := func(i int) bool { return slices.Index(bufs[:i], bufs[i]) >= 0 }
 	d.mu.Lock()
 	for i, b := range bufs {
 		if wide[i] != nil || b == nil {
+			continue
+		}
+		if dup(i) {
+			wide[i] = wide[slices.Index(bufs[:i], b)]
 			continue
 		}
 		h := d.buf(b)
@@ -125,7 +132,7 @@ func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bu
 		if err != nil {
 			d.fail(fmt.Errorf("webgpu: widening a float16 operand of %d elements to float32: %v", h.n, err))
 			for j := range i { // the stand-ins made so far
-				if wide[j] != nil && wide[j] != bufs[j] {
+				if wide[j] != nil && wide[j] != bufs[j] && !dup(j) {
 					d.free(d.buf(wide[j]))
 				}
 			}
@@ -142,7 +149,7 @@ func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bu
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i, b := range bufs {
-		if b == nil || wide[i] == b {
+		if b == nil || wide[i] == b || dup(i) {
 			continue
 		}
 		if i < nOut {

@@ -229,14 +229,15 @@ func (m *Model) forward(op string, ids *autograd.Var, at nn.Positions, caches []
 		}
 		a := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln1W, b.Ln1B, eps), n*t, e)
 		qkv := conv1d(mod("attn.c_attn"), a, b.AttnW, b.AttnB)
-		q, k, v := heads(ops.Narrow(qkv, 1, 0, e)), heads(ops.Narrow(qkv, 1, e, e)), heads(ops.Narrow(qkv, 1, 2*e, e))
 		var o *autograd.Var
 		if caches != nil {
+			q, k, v := heads(ops.Narrow(qkv, 1, 0, e)), heads(ops.Narrow(qkv, 1, e, e)), heads(ops.Narrow(qkv, 1, 2*e, e))
 			o = caches[i].Attend(q, k.Value(), v.Value(), true, at.Pads, 0)
-		} else {
-			o = ops.ScaledDotProductAttention(q, k, v, nil, ops.AttentionAttrs{Causal: true})
+			o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n*t, e)
+		} else { // the heads read where c_attn wrote them
+			o = ops.MultiHeadAttention(ops.Reshape(qkv, n, t, 3*e), nil, ops.MultiHeadAttrs{Heads: h, AttentionAttrs: ops.AttentionAttrs{Causal: true}})
+			o = ops.Reshape(o, n*t, e)
 		}
-		o = ops.Reshape(ops.Permute(o, 0, 2, 1, 3), n*t, e)
 		x = ops.Add(x, ops.Reshape(conv1d(mod("attn.c_proj"), o, b.AttnProjW, b.AttnProjB), n, t, e))
 		f := ops.Reshape(ops.LayerNorm(x, []int{e}, b.Ln2W, b.Ln2B, eps), n*t, e)
 		f = conv1d(mod("mlp.c_proj"), ops.GeluTanh(conv1d(mod("mlp.c_fc"), f, b.FcW, b.FcB)), b.MlpProjW, b.MlpProjB)

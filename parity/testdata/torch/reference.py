@@ -230,6 +230,18 @@ def attention(q, k, v, *mask, a=None):
     return torch.softmax(s, dim=-1) @ v
 
 
+def multi_head_attention(qkv, *mask, a=None):
+    h = a["Heads"]
+    e = qkv.shape[-1] // 3
+    lead, n = list(qkv.shape[:-2]), qkv.shape[-2]
+
+    def split(x):
+        return x.reshape(lead + [n, h, e // h]).transpose(-3, -2)
+
+    q, k, v = (split(t) for t in qkv.split(e, dim=-1))
+    return attention(q, k, v, *mask, a=a).transpose(-3, -2).reshape(lead + [n, e])
+
+
 def interpolate(x, a):
     shape = list(a["Shape"])
     lead = list(x.shape[:-2])
@@ -600,6 +612,7 @@ OPS = {
     "one_hot": lambda idx, a=None: F.one_hot(idx, a["Classes"]),
     "arange": arange,
     "scaled_dot_product_attention": attention,
+    "multi_head_attention": multi_head_attention,
     "interpolate": interpolate,
     "adaptive_avg_pool2d": adaptive_avg,
     "gather": lambda x, idx, a=None: torch.gather(x, (a or {}).get("Axis", 0), idx),
