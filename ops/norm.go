@@ -18,19 +18,50 @@ import (
 var (
 	LayerNormOp = &Op{Name: "layer_norm", Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
 		Forward: fwd(func(in []*T, a NormAttrs) *T { return layerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) }),
-		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
-			gx, gw, gb := LayerNormBackward(in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps)
+		Save:    savedNorm("ops.LayerNorm", true),
+		Backward: func(in []*T, g *T, at Attrs) []*T {
+			a := attrsAs[NormAttrs](at)
+			gx, gw, gb := normBackward("ops.LayerNormBackward", in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps, true, backprop(at).Saved.normalized())
 			return []*T{gx, gw, gb}[:len(in)]
-		}),
+		},
 		Cases: normCases(true)}
 	RMSNormOp = &Op{Name: "rms_norm", Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
 		Forward: fwd(func(in []*T, a NormAttrs) *T { return rmsNorm(in[0], a.Shape, opt(in, 1), a.Eps) }),
-		Backward: bwd(func(in []*T, g *T, a NormAttrs) []*T {
-			gx, gw := RMSNormBackward(in[0], a.Shape, opt(in, 1), g, a.Eps)
+		Save:    savedNorm("ops.RMSNorm", false),
+		Backward: func(in []*T, g *T, at Attrs) []*T {
+			a := attrsAs[NormAttrs](at)
+			gx, gw, _ := normBackward("ops.RMSNormBackward", in[0], a.Shape, opt(in, 1), nil, g, a.Eps, false, backprop(at).Saved.normalized())
 			return []*T{gx, gw}[:len(in)]
-		}),
+		},
 		Cases: normCases(false)}
 )
+
+// savedNorm returns a normalisation's Save: with a weight, and but on
+// float16 (whose forward and backward run in float32 copies), it keeps
+// the normalised x̂ that the weight's gradient sums against, which the
+// backward would otherwise compute again.
+func savedNorm(op string, center bool) func([]*T, Attrs) (*T, *Saved) {
+	return func(in []*T, at Attrs) (*T, *Saved) {
+		a := attrsAs[NormAttrs](at)
+		x, w, b := in[0], opt(in, 1), opt(in, 2)
+		if _, dt, _, _ := normArgs(op, x, a.Shape, w, b, a.Eps); w == nil || dt == device.Float16 {
+			if center {
+				return layerNorm(x, a.Shape, w, b, a.Eps), nil
+			}
+			return rmsNorm(x, a.Shape, w, a.Eps), nil
+		}
+		xh := normalize(op, x, a.Shape, w, b, a.Eps, center)
+		return affine(xh.Reshape(xh.Shape()...), w, b), &Saved{tensors: []*T{xh}}
+	}
+}
+
+// normalized returns the x̂ that savedNorm kept, or nil.
+func (s *Saved) normalized() *T {
+	if s.Len() != 1 {
+		return nil
+	}
+	return s.tensors[0]
+}
 
 // norms are the normalisation ops, in the coverage table's order.
 var norms = []*Op{
@@ -108,7 +139,9 @@ func affine(xh, w, b *T) *T {
 // normBackward returns the gradients of a normalisation: for x through
 // the norm kernel, for w the sum of g·x̂ and for b the sum of g over the
 // leading axes (nil for a nil w or b).
-func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool) (gx, gw, gb *T) {
+//
+// xh, if not nil, is x̂ as the forward computed it.
+func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool, xh *T) (gx, gw, gb *T) {
 	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
 	operands(op, x, g)
 	floats(op, x, g)
@@ -117,7 +150,7 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		// In float32, each gradient rounded once.
 		in, done := wide32(x, w, b, g)
 		defer done()
-		gx, gw, gb = normBackward(op, in[0], shape, in[1], in[2], in[3], eps, center)
+		gx, gw, gb = normBackward(op, in[0], shape, in[1], in[2], in[3], eps, center, nil)
 		return narrow16(gx), narrow16(gw), narrow16(gb)
 	}
 	gh := g
@@ -130,9 +163,11 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		dev.NormGrad(gx.Buffer(), x.Buffer(), gh.Buffer(), rows, n, eps, center)
 	}
 	if w != nil {
-		xh := normalize(op, x, shape, nil, nil, eps, center)
+		if xh == nil {
+			xh = normalize(op, x, shape, nil, nil, eps, center)
+			defer xh.Release()
+		}
 		gxh := mul(g, xh)
-		xh.Release()
 		gw = sumTo(gxh, shape)
 		gxh.Release()
 	}
@@ -164,7 +199,7 @@ func layerNorm(x *T, shape []int, w, b *T, eps float64) *T {
 // LayerNormBackward returns the gradients of LayerNorm for x, w and b
 // (nil for a nil w or b).
 func LayerNormBackward(x *T, shape []int, w, b, g *T, eps float64) (gx, gw, gb *T) {
-	return normBackward("ops.LayerNormBackward", x, shape, w, b, g, eps, true)
+	return normBackward("ops.LayerNormBackward", x, shape, w, b, g, eps, true, nil)
 }
 
 // RMSNorm returns PyTorch's rms_norm: x/√(mean(x²) + eps) over its last
@@ -188,7 +223,7 @@ func rmsNorm(x *T, shape []int, w *T, eps float64) *T {
 // RMSNormBackward returns the gradients of RMSNorm for x and w (nil for a
 // nil w).
 func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
-	gx, gw, _ = normBackward("ops.RMSNormBackward", x, shape, w, nil, g, eps, false)
+	gx, gw, _ = normBackward("ops.RMSNormBackward", x, shape, w, nil, g, eps, false, nil)
 	return gx, gw
 }
 
