@@ -11,7 +11,7 @@ DEPS      := deps
 NOCGO_PKGS := ./device/... ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./hf/... ./tokenizer/... ./models/generate/...
 WASM_PKGS  := ./device ./cpu/... ./tensor/... ./ops/... ./shaders/... ./dataset/... ./nn/... ./checkpoint/... ./examples/web/page
 
-.PHONY: all deps test unit unit-parity unit-examples unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference tokenizer-reference train train-cnn train-gpt watch-cnn web bench fuzz soak
+.PHONY: all deps test unit unit-parity unit-packages vet lint nocgo wasm browser race fuzz-smoke parity torch-reference tokenizer-reference train train-cnn train-gpt watch-cnn web bench fuzz soak
 
 all: test
 
@@ -77,48 +77,41 @@ browser: $(DEPS)
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -skip '$(BROWSER_SKIP)' -exec="$$d/wasmbrowser" ./device/webgpu/ && \
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 20m -run 'TestParity$$' -exec="$$d/wasmbrowser" ./parity/ -args -subset 3
 
-# test runs every check: the parity suite (unit-parity), the examples'
-# and the other packages' tests (unit-examples, unit-packages), the builds without cgo and as
+# test runs every check: the parity suite (unit-parity), the other
+# packages' tests (unit-packages), the builds without cgo and as
 # WebAssembly (vet, nocgo, wasm), the browser's tests (browser), the race
 # tests (race) and the fuzzers' smoke run (fuzz-smoke), two targets at a
 # time, in the order named as a slot frees, each target's output kept
 # together. The parity suite, the longest, starts first and runs beside
-# the others in turn; the examples' and packages' tests start after the
-# race tests, and so find most of their kernels (the convolutions', the
-# products', the softmax's) in Mesa's shader cache, compiled by the
-# parity suite (side by side, each compiled most of its own), the
-# packages' in the slot the parity suite leaves, beside the examples';
-# the smoke run starts when one of those has ended: FuzzAPI's coordinator runs every
+# the others in turn; the packages' tests start after the race tests,
+# and so find most of their kernels (the convolutions', the products',
+# the softmax's) in Mesa's shader cache, compiled by the parity suite
+# (side by side, each compiled most of its own); the smoke run starts
+# when the parity suite has ended: FuzzAPI's coordinator runs every
 # kernel its inputs run before any worker starts (go's fuzzing takes an
 # input that runs 10 s for a deadlock), and then finds them all in the
 # cache. The queue's targets take no prerequisite (DEPS=: deps has run):
 # make starts a target waiting on one whenever it comes round to it, not
 # in the order named.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target DEPS= unit-parity vet nocgo wasm browser race unit-examples unit-packages fuzz-smoke
+	$(MAKE) --no-print-directory -j2 --output-sync=target DEPS= unit-parity vet nocgo wasm browser race unit-packages fuzz-smoke
 
 # unit runs every package's tests but the stress package's, which race
 # runs (the same tests, under the race detector).
-unit: unit-parity unit-examples unit-packages
+unit: unit-parity unit-packages
 
 # unit-parity runs the parity suite (parity).
 unit-parity: $(DEPS)
 	$(GO) test -count=1 -timeout 45m ./parity/
 
-# unit-examples runs the examples' tests, and unit-packages the other
-# packages' but the parity suite's and the stress package's, under a
-# virtual X display (xvfb-run, each its own), so that the window tests
-# open real windows presented by WebGPU; the backend's tests last, which
-# find most of their kernels in Mesa's shader cache. -noreset: test
-# binaries run in parallel, and an X server that resets when its last
-# client leaves refuses the connections that arrive meanwhile ("Failed
-# to open display").
-XVFB := xvfb-run -a -s "-screen 0 1280x1024x24 -noreset"
-unit-examples: $(DEPS)
-	$(XVFB) $(GO) test -count=1 -timeout 45m ./examples/...
-
+# unit-packages runs the other packages' tests under a virtual X display
+# (xvfb-run), so that the window tests open real windows presented by
+# WebGPU; the backend's tests last, which find most of their kernels in
+# Mesa's shader cache. -noreset: test binaries run in parallel, and an X
+# server that resets when its last client leaves refuses the connections
+# that arrive meanwhile ("Failed to open display").
 unit-packages: $(DEPS)
-	$(XVFB) $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$' -e '/examples/') ./device/webgpu/
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
 
 # race runs the concurrency and memory tests, on both backends, under the
 # race detector.
