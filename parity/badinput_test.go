@@ -217,6 +217,15 @@ func badInput(t *testing.T, dev device.Device) {
 			"ops.ScaledDotProductAttention", tensor.ErrArgument, "want a finite scale"},
 		{"AttentionBackward upstream of the wrong shape", func() { ops.ScaledDotProductAttentionBackward(m23, m23, m23, ops.Attention{}, m32) },
 			"ops.ScaledDotProductAttentionBackward", tensor.ErrShape, "upstream gradient has shape [3 2]; want [2 3]"},
+		{"MultiHeadAttention in heads not dividing E", func() { ops.MultiHeadAttention(f(5, 24), nil, ops.MultiHeadAttrs{Heads: 5}) },
+			"ops.MultiHeadAttention", tensor.ErrShape, "qkv [5 24] in 5 heads; want [..., L, 3·E], E > 0 a multiple of the heads"},
+		{"MultiHeadAttention of a vector", func() { ops.MultiHeadAttention(f(24), nil, ops.MultiHeadAttrs{Heads: 2}) },
+			"ops.MultiHeadAttention", tensor.ErrShape, "of rank ≥ 2"},
+		{"MultiHeadAttention mask not broadcasting", func() { ops.MultiHeadAttention(f(5, 24), f(4, 5), ops.MultiHeadAttrs{Heads: 2}) },
+			"ops.MultiHeadAttention", tensor.ErrShape, "mask [4 5] for scores [..., Lq, Lk] of shape [2 5 5]"},
+		{"MultiHeadAttentionBackward upstream of the wrong shape", func() {
+			ops.MultiHeadAttentionBackward(f(5, 24), ops.MultiHeadAttrs{Heads: 2}, nil, f(5, 7))
+		}, "ops.MultiHeadAttentionBackward", tensor.ErrShape, "upstream gradient has shape [5 7]; want [5 8]"},
 		{"Interpolate bicubic", func() { ops.Interpolate(f(1, 1, 2, 2), []int{4, 4}, "bicubic", false) },
 			"ops.Interpolate", tensor.ErrArgument, `mode "bicubic"`},
 		{"Interpolate to three sizes", func() { ops.Interpolate(f(1, 1, 2, 2), []int{4, 4, 4}, "nearest", false) },
