@@ -139,11 +139,7 @@ type headsPlan struct {
 
 // planHeads checks qkv and a and plans the kernels' call.
 func planHeads(op string, qkv *T, a heads) *headsPlan {
-	ts := []*T{qkv}
-	if a.Mask != nil {
-		ts = append(ts, a.Mask)
-	}
-	p := &headsPlan{attnPlan: &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}}
+	p := &headsPlan{attnPlan: newAttnPlan(op, a.Mask, qkv)}
 	s := qkv.Shape()
 	r := len(s)
 	if r < 2 {
@@ -296,20 +292,32 @@ var multiHeadRule = rule(func(b Builder, in []Value, _, g Value, a MultiHeadAttr
 	return append([]Value{r.op(ConcatOp, AxisAttrs{Axis: -1}, merged...)}, gs[3:]...)
 })
 
+// withMask returns cs, an attention's case, with a mask of shape m
+// drawn from dom, additive or boolean.
+func withMask(cs Case, m []int, dom Domain, boolean bool) Case {
+	cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
+	switch a := cs.Attrs.(type) {
+	case AttentionAttrs:
+		a.BoolMask = boolean
+		cs.Attrs = a
+	case MultiHeadAttrs:
+		a.BoolMask = boolean
+		cs.Attrs = a
+	}
+	kind := "additive"
+	if boolean {
+		kind = "boolean"
+	}
+	cs.Name += fmt.Sprintf(" %s mask %s", kind, ShapeName(m))
+	return cs
+}
+
 // multiHeadCases are multi_head_attention's cases, their head sizes (4
 // and 8) and attributes those of scaled_dot_product_attention's cases,
 // so that they compile no kernel of their own on lavapipe.
 func multiHeadCases() []Case {
 	c := func(s []int, heads int, a AttentionAttrs, name string) Case {
 		return Case{Name: ShapeName(s) + fmt.Sprintf(" heads=%d", heads) + name, Inputs: []Input{{Shape: s}}, Attrs: MultiHeadAttrs{Heads: heads, AttentionAttrs: a}}
-	}
-	masked := func(cs Case, m []int, dom Domain, boolean bool) Case {
-		cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
-		a := cs.Attrs.(MultiHeadAttrs)
-		a.BoolMask = boolean
-		cs.Attrs = a
-		cs.Name += " mask " + ShapeName(m)
-		return cs
 	}
 	big := c(sh(2, 37, 48), 2, AttentionAttrs{Causal: true, Dropout: 0.1, Seed: 5}, " causal dropout=0.1")
 	big.NoFD = true
@@ -331,8 +339,8 @@ func multiHeadCases() []Case {
 		c(sh(2, 2, 4, 24), 2, AttentionAttrs{Scale: 0.5}, " scale=0.5"),
 		c(sh(2, 6, 48), 2, AttentionAttrs{Causal: true, Dropout: 0.3, Seed: 7}, " causal dropout=0.3"),
 		c(sh(2, 4, 18), 2, AttentionAttrs{}, " (D=3: copies)"),
-		masked(c(sh(2, 5, 24), 2, AttentionAttrs{}, ""), sh(2, 1, 5, 5), Domain{}, false),
-		masked(c(sh(2, 5, 24), 2, AttentionAttrs{Causal: true}, " causal"), sh(5, 5), Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}, true),
+		withMask(c(sh(2, 5, 24), 2, AttentionAttrs{}, ""), sh(2, 1, 5, 5), Domain{}, false),
+		withMask(c(sh(2, 5, 24), 2, AttentionAttrs{Causal: true}, " causal"), sh(5, 5), Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}, true),
 		c(sh(2, 0, 24), 2, AttentionAttrs{}, " (no position)"),
 		big, special,
 	}
@@ -449,13 +457,18 @@ func (p *attnPlan) release() {
 
 // attentionArgs checks attention's arguments and plans the kernels' call.
 func attentionArgs(op string, q, k, v *T, a Attention) *attnPlan {
-	ts := []*T{q, k, v}
-	if a.Mask != nil {
-		ts = append(ts, a.Mask)
-	}
-	p := &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}
+	p := newAttnPlan(op, a.Mask, q, k, v)
 	p.plan(op, q.Shape(), k.Shape(), v.Shape(), a)
 	return p
+}
+
+// newAttnPlan returns a plan of the device and float dtype that ts and
+// mask (if not nil) share.
+func newAttnPlan(op string, mask *T, ts ...*T) *attnPlan {
+	if mask != nil {
+		ts = append(ts, mask)
+	}
+	return &attnPlan{dev: operands(op, ts...), dt: floats(op, ts...)}
 }
 
 // plan checks the shapes of q, k and v and a's arguments, and sets the
@@ -712,18 +725,6 @@ func attentionCases() []Case {
 		return Case{Name: name, Inputs: []Input{{Shape: q}, {Shape: k}, {Shape: v}}, Attrs: a}
 	}
 	self := func(s []int, a AttentionAttrs) Case { return c(ShapeName(s), s, s, s, a) }
-	withMask := func(cs Case, m []int, dom Domain, boolean bool) Case {
-		cs.Inputs = append(cs.Inputs, Input{Shape: m, Domain: dom, NoFD: boolean})
-		a := cs.Attrs.(AttentionAttrs)
-		a.BoolMask = boolean
-		cs.Attrs = a
-		kind := "additive"
-		if boolean {
-			kind = "boolean"
-		}
-		cs.Name += fmt.Sprintf(" %s mask %s", kind, ShapeName(m))
-		return cs
-	}
 	keys := Domain{Values: []float64{1, 1, 0, 1, 1, 1, 0}}
 	causal := self(sh(1, 2, 6, 4), AttentionAttrs{Causal: true})
 	causal.Name += " causal"
