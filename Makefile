@@ -2,7 +2,8 @@
 
 GO        ?= go
 DEB_PKGS  := mesa-vulkan-drivers libvulkan1 dataset-fashion-mnist nodejs chromium \
-	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth
+	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev xvfb xauth \
+	openmpi-bin libopenmpi-dev
 # DEPS is the prerequisite of the targets that need deps; make test's
 # queue sets it empty.
 DEPS      := deps
@@ -18,7 +19,8 @@ all: test
 # deps installs the Debian packages extensor needs: lavapipe (Mesa's
 # software Vulkan, the WebGPU adapter on machines without a GPU), the
 # Vulkan loader and the Fashion-MNIST data; and, for the examples' live
-# window (glfw), the X11/GL headers and Xvfb, under which make test runs.
+# window (glfw), the X11/GL headers and Xvfb, under which make test runs;
+# for training over many processes (package dist), Open MPI.
 # Without root it prints the command to run instead.
 deps:
 	@missing=""; \
@@ -27,7 +29,7 @@ deps:
 	done; \
 	if [ -z "$$missing" ]; then echo "deps: $(DEB_PKGS) installed"; exit 0; fi; \
 	if ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "deps: missing$$missing, and this is not a Debian system: install Vulkan (a GPU driver or Mesa's lavapipe) and the Fashion-MNIST IDX files yourself"; exit 1; \
+	  echo "deps: missing$$missing, and this is not a Debian system: install Vulkan (a GPU driver or Mesa's lavapipe), Open MPI and the Fashion-MNIST IDX files yourself"; exit 1; \
 	fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	  echo "deps: missing Debian packages:$$missing"; \

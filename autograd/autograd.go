@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
@@ -17,6 +18,7 @@ type Var struct {
 	temp     bool  // Temp: backward releases this leaf's value once used
 	noGrad   bool  // NoGrad, or computed from such a variable: never recorded
 	node     *node // the op that made it; nil for a leaf
+	hook     func(*Var)
 }
 
 // node is one recorded op: the table entry, its attributes (with the
@@ -86,6 +88,36 @@ func (v *Var) SetRequiresGrad(on bool) *Var {
 func (v *Var) ZeroGrad() {
 	v.grad.Release()
 	v.grad = nil
+}
+
+// SetGrad replaces the accumulated gradient by g, shaped and typed like
+// the value (nil: none), releasing the old one; the variable owns g from
+// then on. A gradient averaged across processes (package dist) is
+// installed so.
+func (v *Var) SetGrad(g *tensor.Tensor) {
+	v.notNil("autograd.Var.SetGrad")
+	if g != nil && (g.DType() != v.t.DType() || !slices.Equal(g.Shape(), v.t.Shape())) {
+		tensor.Panicf("autograd.Var.SetGrad", tensor.ErrShape, "gradient %v %v for a value %v %v; want the value's shape and dtype", g.Shape(), g.DType(), v.t.Shape(), v.t.DType())
+	}
+	if g != v.grad {
+		v.grad.Release()
+	}
+	v.grad = g
+}
+
+// SetGradHook sets h, which Backward calls, on the goroutine running it,
+// once it has added its pass's gradient to the leaf's Grad: the
+// gradient of that pass is then complete, though the pass goes on with
+// the ops before it (PyTorch's post-accumulate-grad hook; package dist
+// starts reducing gradients so). nil removes it. On an op's result it
+// panics with ErrArgument. It returns v.
+func (v *Var) SetGradHook(h func(*Var)) *Var {
+	v.notNil("autograd.Var.SetGradHook")
+	if v.node != nil {
+		tensor.Panicf("autograd.Var.SetGradHook", tensor.ErrArgument, "not a leaf: the result of %s", v.node.op.Name)
+	}
+	v.hook = h
+	return v
 }
 
 // ScaleGrad multiplies the accumulated gradient, if any, by f (a loss
@@ -263,10 +295,16 @@ func (v *Var) BackwardWith(g *tensor.Tensor, retain bool) (err error) {
 			n.freed = true
 			n.saved.Release()
 			n.saved = nil
-			for _, y := range n.in {
-				if uses[y]--; uses[y] == 0 && (y.node != nil || y.temp) && !y.keep && y != v {
-					y.t.Release()
-				}
+		}
+		for _, y := range n.in {
+			if uses[y]--; uses[y] != 0 {
+				continue
+			}
+			if !retain && (y.node != nil || y.temp) && !y.keep && y != v {
+				y.t.Release()
+			}
+			if y.hook != nil && y.requires {
+				y.hook(y) // its gradient is complete
 			}
 		}
 	})

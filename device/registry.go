@@ -12,6 +12,12 @@ import (
 // EnvDevice is the environment variable that overrides Open("auto").
 const EnvDevice = "EXTENSOR_DEVICE"
 
+// EnvLocalRank is the process's index among a distributed job's
+// processes on its machine, set by package dist: a backend with several
+// adapters of the best kind opens the one of that index (counted round),
+// so that one process a GPU uses every GPU of a machine.
+const EnvLocalRank = "EXTENSOR_LOCAL_RANK"
+
 // ErrNotRegistered is returned (wrapped) by Open for a name no backend has
 // registered.
 var ErrNotRegistered = errors.New("device not registered")

@@ -26,8 +26,13 @@ type Loader struct {
 	Limit    int   // use only the first Limit examples (0: all)
 	DropLast bool  // drop the last, partial batch
 	Half     bool  // upload the images as float16 (mixed precision: half the bytes); labels stay int32
-	rng      *rand.Rand
-	order    []int // the example order, reshuffled each epoch
+	// Rank and Ranks split each batch, in order, into Ranks parts, and
+	// Epoch yields part Rank (data-parallel training, package dist): the
+	// ranks together see the batches one process sees. A last batch of
+	// fewer than Ranks examples is dropped. Ranks 0 or 1: whole batches.
+	Rank, Ranks int
+	rng         *rand.Rand
+	order       []int // the example order, reshuffled each epoch
 }
 
 // New returns a loader of batches of the given size, shuffled with seed.
@@ -51,7 +56,7 @@ func (l *Loader) Steps() int {
 		return 0
 	}
 	n := l.Len()
-	if l.DropLast || n%l.Batch == 0 {
+	if l.DropLast || n%l.Batch == 0 || n%l.Batch < l.Ranks {
 		return n / l.Batch
 	}
 	return n/l.Batch + 1 // (n + Batch − 1)/Batch would overflow for a huge Batch
@@ -59,9 +64,10 @@ func (l *Loader) Steps() int {
 
 // A Batch is one batch on a device; the consumer releases X and Y.
 type Batch struct {
-	X, Y *tensor.Tensor
-	Size int
-	Err  error // a failed upload; X and Y are nil
+	X, Y   *tensor.Tensor
+	Size   int   // examples in X
+	Global int   // examples in the whole batch, of which X is this rank's part
+	Err    error // a failed upload; X and Y are nil
 }
 
 // Epoch returns the batches of one epoch on dev, the order of the last
@@ -151,6 +157,8 @@ func (l *Loader) Check() error {
 		return fmt.Errorf("loader: batches of %d; want ≥ 1", l.Batch)
 	case l.Limit < 0:
 		return fmt.Errorf("loader: limit %d; want ≥ 0 (0: all)", l.Limit)
+	case checkPart(l.Batch, l.Rank, l.Ranks) != nil:
+		return checkPart(l.Batch, l.Rank, l.Ranks)
 	case len(l.Images)/l.Features != len(l.Labels) || len(l.Images)%l.Features != 0:
 		return fmt.Errorf("loader: %d values of %d features an example for %d labels; want %d values", len(l.Images), l.Features, len(l.Labels), len(l.Labels)*l.Features)
 	}
@@ -162,10 +170,34 @@ func (l *Loader) Check() error {
 	return nil
 }
 
-// upload gathers batch s and makes its tensors.
+// checkPart returns an error unless rank is one of ranks parts of
+// batches of batch examples, each part at least one example.
+func checkPart(batch, rank, ranks int) error {
+	switch {
+	case ranks < 0 || rank < 0 || rank >= max(ranks, 1):
+		return fmt.Errorf("loader: rank %d of %d; want 0 ≤ rank < ranks (ranks 0: one process)", rank, ranks)
+	case batch < ranks:
+		return fmt.Errorf("loader: batches of %d split over %d ranks; want at least one example a rank", batch, ranks)
+	}
+	return nil
+}
+
+// part returns the bounds of part rank of n items split into ranks
+// parts in order, their sizes differing by at most one.
+func part(n, rank, ranks int) (lo, hi int) {
+	if ranks <= 1 {
+		return 0, n
+	}
+	return rank * n / ranks, (rank + 1) * n / ranks
+}
+
+// upload gathers this rank's part of batch s and makes its tensors.
 func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batch {
 	lo := s * l.Batch
-	bs := min(l.Batch, len(order)-lo)
+	global := min(l.Batch, len(order)-lo)
+	a, b := part(global, l.Rank, l.Ranks)
+	lo += a
+	bs := b - a
 	f := l.Features
 	x := make([]float32, bs*f)
 	y := make([]int32, bs)
@@ -193,5 +225,5 @@ func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batc
 		xt.Release()
 		return Batch{Err: err}
 	}
-	return Batch{X: xt, Y: yt, Size: bs}
+	return Batch{X: xt, Y: yt, Size: bs, Global: global}
 }

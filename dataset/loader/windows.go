@@ -16,11 +16,17 @@ import (
 // by a PCG seeded (Seed, s), so a run resumed at step s sees what an
 // uninterrupted run sees there, and another program can draw them again
 // (Starts).
+//
+// With Ranks above 1 (data-parallel training, package dist), each step's
+// batch is split into Ranks parts in order and Steps yields part Rank:
+// the ranks together see the windows one process sees.
 type Windows struct {
 	Tokens  []int32
 	Context int
 	Batch   int
 	Seed    uint64
+	Rank    int // this process's part of each batch
+	Ranks   int // the parts (0 or 1: the whole batch)
 }
 
 // Check returns an error unless Context and Batch are positive, a
@@ -32,6 +38,9 @@ func (w *Windows) Check() error {
 		return fmt.Errorf("loader: windows of %d tokens, %d a batch; want ≥ 1 of each", w.Context, w.Batch)
 	case len(w.Tokens) <= w.Context: // Context+1 would overflow for a huge Context
 		return fmt.Errorf("loader: %d tokens for windows of %d+1; want at least one window", len(w.Tokens), w.Context)
+	}
+	if err := checkPart(w.Batch, w.Rank, w.Ranks); err != nil {
+		return err
 	}
 	n, err := device.CheckNumel([]int{w.Batch, w.Context})
 	if err == nil {
@@ -53,6 +62,13 @@ func (w *Windows) Starts(s int) []int {
 	return starts
 }
 
+// Part returns this process's part of starts (all of them unless Ranks
+// is above 1).
+func (w *Windows) Part(starts []int) []int {
+	lo, hi := part(len(starts), w.Rank, w.Ranks)
+	return starts[lo:hi]
+}
+
 // Upload returns the batch of the windows at starts on dev.
 func (w *Windows) Upload(dev device.Device, starts []int) Batch {
 	t := w.Context
@@ -71,15 +87,20 @@ func (w *Windows) Upload(dev device.Device, starts []int) Batch {
 		xt.Release()
 		return Batch{Err: err}
 	}
-	return Batch{X: xt, Y: yt, Size: len(starts)}
+	return Batch{X: xt, Y: yt, Size: len(starts), Global: len(starts)}
 }
 
-// Steps returns the batches of steps first, first+1, …, last−1 on dev.
+// Steps returns the batches of steps first, first+1, …, last−1 on dev
+// (this process's parts of them).
 // While the loop body trains on one batch, the next is gathered and
 // uploaded on another goroutine. Stopping the loop early is fine.
 func (w *Windows) Steps(dev device.Device, first, last int) iter.Seq2[int, Batch] {
 	if err := w.Check(); err != nil {
 		return func(yield func(int, Batch) bool) { yield(first, Batch{Err: err}) }
 	}
-	return prefetch(first, last, func(s int) Batch { return w.Upload(dev, w.Starts(s)) })
+	return prefetch(first, last, func(s int) Batch {
+		b := w.Upload(dev, w.Part(w.Starts(s)))
+		b.Global = w.Batch
+		return b
+	})
 }

@@ -14,51 +14,99 @@ import (
 
 func chooseAdapter(inst *wgpu.Instance, surface *wgpu.Surface) (*wgpu.Adapter, error) {
 	want := strings.TrimSpace(os.Getenv(EnvAdapter))
-	noAdapter := fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
+	local, err := localRank()
+	if err != nil {
+		return nil, err
+	}
 	if want == "" && surface != nil {
 		a, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance, CompatibleSurface: surface})
 		if err != nil || a == nil {
-			return nil, noAdapter
+			return nil, errNoAdapter
 		}
 		return a, nil
 	}
 	adapters := inst.EnumerateAdapters(nil)
-	if want == "" { // the best kind: a discrete GPU, an integrated one, then a CPU
-		best := -1
-		for i, a := range adapters {
-			if best < 0 || rank(adapterInfo(a).AdapterType) < rank(adapterInfo(adapters[best]).AdapterType) {
-				best = i
-			}
-		}
-		for i, a := range adapters {
-			if i != best {
-				a.Release()
-			}
-		}
-		if best < 0 {
-			return nil, noAdapter
-		}
-		return adapters[best], nil
-	}
-	var names []string
-	pick := -1
-	idx, numeric := strconv.Atoi(want)
+	list := make([]choice, len(adapters))
 	for i, a := range adapters {
-		name := adapterInfo(a).Device
-		names = append(names, fmt.Sprintf("%d: %s", i, name))
-		if pick < 0 && ((numeric == nil && i == idx) || (numeric != nil && strings.Contains(strings.ToLower(name), strings.ToLower(want)))) {
-			pick = i
-		}
+		p := adapterInfo(a)
+		list[i] = choice{name: p.Device, rank: rank(p.AdapterType)}
 	}
+	pick, err := pickAdapter(list, want, local)
 	for i, a := range adapters {
 		if i != pick {
 			a.Release()
 		}
 	}
-	if pick < 0 {
-		return nil, fmt.Errorf("webgpu: %s=%q matches no adapter (have: %s): %w", EnvAdapter, want, strings.Join(names, "; "), device.ErrUnavailable)
+	if err != nil {
+		return nil, err
 	}
 	return adapters[pick], nil
+}
+
+var errNoAdapter = fmt.Errorf("webgpu: no adapter found (on Debian without a GPU: apt-get install mesa-vulkan-drivers libvulkan1): %w", device.ErrUnavailable)
+
+// choice is what pickAdapter knows of an adapter.
+type choice struct {
+	name string
+	rank int // rank's order of its type
+}
+
+// pickAdapter returns the index in list of the adapter that the process
+// of local rank local opens, as want (EnvAdapter) says: unset, the
+// local-th adapter of the best kind, counted round; an index or a part
+// of a name, that adapter; a comma-separated list of those, its
+// local-th entry, counted round.
+func pickAdapter(list []choice, want string, local int) (int, error) {
+	if len(list) == 0 {
+		return -1, errNoAdapter
+	}
+	if want == "" {
+		best := list[0].rank
+		for _, c := range list {
+			best = min(best, c.rank)
+		}
+		var same []int
+		for i, c := range list {
+			if c.rank == best {
+				same = append(same, i)
+			}
+		}
+		return same[local%len(same)], nil
+	}
+	entry := want
+	if strings.Contains(want, ",") {
+		entries := strings.Split(want, ",")
+		entry = strings.TrimSpace(entries[local%len(entries)])
+	}
+	idx, numeric := strconv.Atoi(entry)
+	var names []string
+	for i, c := range list {
+		names = append(names, fmt.Sprintf("%d: %s", i, c.name))
+	}
+	for i, c := range list {
+		if (numeric == nil && i == idx) || (numeric != nil && entry != "" && strings.Contains(strings.ToLower(c.name), strings.ToLower(entry))) {
+			return i, nil
+		}
+	}
+	what := fmt.Sprintf("%s=%q", EnvAdapter, want)
+	if entry != want {
+		what += fmt.Sprintf(" (entry %q, for local rank %d)", entry, local)
+	}
+	return -1, fmt.Errorf("webgpu: %s matches no adapter (have: %s): %w", what, strings.Join(names, "; "), device.ErrUnavailable)
+}
+
+// localRank is EnvLocalRank's count: the process's index among a
+// distributed job's on its machine (0 when unset).
+func localRank() (int, error) {
+	s := strings.TrimSpace(os.Getenv(EnvLocalRank))
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("webgpu: %s=%q; want a count ≥ 0 (the process's local rank): %w", EnvLocalRank, s, device.ErrUnavailable)
+	}
+	return n, nil
 }
 
 // quietDeviceSelect turns Mesa's device-selection Vulkan layer off
@@ -127,7 +175,7 @@ type Adapter struct {
 	Driver  string
 	Type    string // "DiscreteGPU", "IntegratedGPU", "CPU" or "Unknown"
 	Backend string // e.g. "Vulkan"
-	Chosen  bool   // what Open picks without EXTENSOR_ADAPTER
+	Chosen  bool   // what Open picks in this process
 
 	// MaxBufferSize and MaxBindingSize are the adapter's largest buffer
 	// and largest storage buffer binding, in bytes, as a device asks for
@@ -157,32 +205,47 @@ func requestable(l wgpu.Limits) wgpu.Limits {
 
 // Adapters lists the adapters of the primary backends (Vulkan, Metal,
 // D3D12) in the order EXTENSOR_ADAPTER's indices count them, marking the
-// one Open chooses by default: the first of the best kind (a discrete
-// GPU, then an integrated one, then any other, a CPU adapter last).
+// one Open chooses for this process (EnvAdapter, EnvLocalRank); by
+// default the first of the best kind (a discrete GPU, then an integrated
+// one, then any other, a CPU adapter last).
 func Adapters() []Adapter {
+	list, choices := adapters()
+	local, err := localRank()
+	if err != nil {
+		return list
+	}
+	if pick, err := pickAdapter(choices, strings.TrimSpace(os.Getenv(EnvAdapter)), local); err == nil {
+		list[pick].Chosen = true
+	}
+	return list
+}
+
+// AdapterFor returns the index, in Adapters, of the adapter that Open
+// chooses in the process of local rank local (a distributed job's
+// process on one machine; package dist) under EnvAdapter as now set.
+func AdapterFor(local int) (int, error) {
+	_, choices := adapters()
+	return pickAdapter(choices, strings.TrimSpace(os.Getenv(EnvAdapter)), local)
+}
+
+// adapters enumerates the adapters and what pickAdapter knows of them.
+func adapters() ([]Adapter, []choice) {
 	quietDeviceSelect()
 	inst, err := newInstance()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer inst.Release()
 	var list []Adapter
-	var types []wgpu.AdapterType
-	best := -1
+	var choices []choice
 	for i, a := range inst.EnumerateAdapters(nil) {
 		p := adapterInfo(a)
 		l := requestable(a.GetLimits())
 		list = append(list, Adapter{Index: i, Name: p.Device, Driver: p.Description, Type: adapterTypeName(p.AdapterType), Backend: backendName(p.BackendType),
 			MaxBufferSize: l.MaxBufferSize, MaxBindingSize: l.MaxStorageBufferBindingSize})
 		list[len(list)-1].Features = featureNames(a)
-		types = append(types, p.AdapterType)
-		if best < 0 || rank(p.AdapterType) < rank(types[best]) {
-			best = i
-		}
+		choices = append(choices, choice{name: p.Device, rank: rank(p.AdapterType)})
 		a.Release()
 	}
-	if best >= 0 {
-		list[best].Chosen = true
-	}
-	return list
+	return list, choices
 }

@@ -1,11 +1,19 @@
 package webgpu
 
+import "github.com/extensor/extensor/device"
+
 // The environment variables the backend reads when a device opens (with
 // EnvMatMul and EnvProfile, beside the kernels they choose).
 const (
 	// EnvAdapter chooses the adapter: an index into the enumerated
-	// adapters, or a substring of an adapter's name.
+	// adapters, or a substring of an adapter's name; or a
+	// comma-separated list of those, one for each local rank.
 	EnvAdapter = "EXTENSOR_ADAPTER"
+	// EnvLocalRank is device.EnvLocalRank: without EnvAdapter, the
+	// process takes the adapter of that index among the best kind (GPU i
+	// for local rank i); EnvAdapter may list an adapter for each local
+	// rank, separated by commas.
+	EnvLocalRank = device.EnvLocalRank
 	// EnvConv turns the direct convolution off: with
 	// EXTENSOR_CONV=im2col every convolution runs as im2col and matrix
 	// products. (The direct kernels are specialised by geometry, and

@@ -93,6 +93,23 @@ func TestAdapterOverride(t *testing.T) {
 		}
 		d.Close()
 	}
+	// A list, one adapter a local rank (package dist): rank 1 takes the
+	// second entry, rank 2 the first again.
+	for _, local := range []string{"1", "2"} {
+		t.Setenv(webgpu.EnvLocalRank, local)
+		t.Setenv(webgpu.EnvAdapter, "no-such-adapter,0")
+		d, err := webgpu.Open()
+		if local == "1" && err != nil {
+			t.Errorf("%s=%q, local rank 1: %v", webgpu.EnvAdapter, "no-such-adapter,0", err)
+		}
+		if local == "2" && (err == nil || !strings.Contains(err.Error(), `(entry "no-such-adapter", for local rank 2)`)) {
+			t.Errorf("%s=%q, local rank 2: err = %v; want the entry named", webgpu.EnvAdapter, "no-such-adapter,0", err)
+		}
+		if err == nil {
+			d.Close()
+		}
+	}
+	t.Setenv(webgpu.EnvLocalRank, "")
 	t.Setenv(webgpu.EnvAdapter, "no-such-adapter")
 	_, err := webgpu.Open()
 	if !errors.Is(err, device.ErrUnavailable) || !strings.Contains(err.Error(), "no-such-adapter") {

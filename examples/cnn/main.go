@@ -13,7 +13,6 @@ import (
 	"image"
 	"io"
 	"log"
-	"maps"
 	"math"
 	"os"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/examples/cnn/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/parallel"
 	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/examples/internal/window"
@@ -50,7 +50,13 @@ type Config struct {
 	Progress int     // print progress every Progress steps (0: never)
 	// AMP trains in mixed precision: float16 activations and gradients,
 	// float32 master weights, dynamic loss scaling (optim.Scaler).
-	AMP    bool
+	AMP bool
+	// Dropout is the dropout layer's probability (New sets 0.25).
+	Dropout float64
+	// DDP trains data-parallel over the ranks an MPI launcher started
+	// (package dist): Batch is the global batch, split across the ranks;
+	// rank 0 prints, plots and saves.
+	DDP    bool
 	Save   string // write a checkpoint here after each epoch ("": none)
 	Resume string // start from this checkpoint ("": from scratch)
 	Plots  string // write the metrics log and plots into this directory ("": none)
@@ -68,6 +74,9 @@ type Config struct {
 	// OnFrame, if set, is given each dashboard frame, read back from the
 	// device, and the state it shows (for tests).
 	OnFrame func(img *image.RGBA, s dashboard.State)
+
+	onLoss func(loss float64)      // called with each step's loss, as flushed (tests)
+	onDone func(net nn.Sequential) // called with the trained network (tests)
 }
 
 // Screen is a live window for the dashboard (package window's Window).
@@ -93,6 +102,9 @@ func main() {
 		}
 		return
 	}
+	if cfg.DDP {
+		log.Fatalf("cnn: -ddp with -window: the window shows one process's training")
+	}
 	// The window first (on the main thread), then the device that presents
 	// on it; training runs on another goroutine.
 	err := window.Train("extensor: a CNN learns Fashion-MNIST", dashboard.Width, dashboard.Height, func(win *window.Window) error {
@@ -114,6 +126,8 @@ func flags(fs *flag.FlagSet) (cfg *Config, live *bool) {
 	fs.IntVar(&cfg.Batch, "batch", 64, "batch size")
 	fs.StringVar(&cfg.Opt, "opt", "adam", `optimiser: "adam" or "sgd" (momentum 0.9)`)
 	fs.BoolVar(&cfg.AMP, "amp", false, "mixed precision: float16 activations and gradients, float32 master weights, dynamic loss scaling")
+	fs.Float64Var(&cfg.Dropout, "dropout", 0.25, "the dropout layer's probability")
+	fs.BoolVar(&cfg.DDP, "ddp", false, "data-parallel over the ranks mpirun started: -batch is split across them")
 	fs.Float64Var(&cfg.LR, "lr", 0, "learning rate (0: 1e-3 for adam, 0.01 for sgd)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	fs.IntVar(&cfg.Limit, "limit", 0, "train on the first N examples only (0: all)")
@@ -155,6 +169,10 @@ func (cfg Config) Check() error {
 		return fmt.Errorf("-lr %v; want a finite learning rate ≥ 0 (0: the optimiser's default)", cfg.LR)
 	case cfg.Limit < 0 || cfg.Test < 0 || cfg.Progress < 0 || cfg.PlotEvery < 0 || cfg.SnapshotEvery < 0:
 		return fmt.Errorf("-limit %d, -test %d, -progress %d, -plot-every %d, -snapshot-every %d; want counts ≥ 0", cfg.Limit, cfg.Test, cfg.Progress, cfg.PlotEvery, cfg.SnapshotEvery)
+	case !(cfg.Dropout >= 0 && cfg.Dropout < 1):
+		return fmt.Errorf("-dropout %v; want a probability 0 ≤ p < 1", cfg.Dropout)
+	case cfg.DDP && (cfg.Snapshot != "" || cfg.Window != nil):
+		return fmt.Errorf("-ddp with -snapshot or -window: the dashboard shows one process's training")
 	}
 	if cfg.Resume != "" {
 		if _, _, _, err := readResume(cfg.Resume); err != nil {
@@ -166,13 +184,28 @@ func (cfg Config) Check() error {
 
 // Train trains the network as cfg says, printing to w, and returns what
 // each epoch achieved.
-func Train(cfg Config, w io.Writer) ([]Epoch, error) {
+func Train(cfg Config, w io.Writer) (_ []Epoch, err error) {
+	job, err := parallel.Open(cfg.DDP)
+	if err != nil {
+		return nil, err
+	}
+	defer job.End(&err) // with other ranks, an error ends the job
+	plotEvery := 0      // the steps that redraw the plots flush the losses on every rank
+	if cfg.Plots != "" {
+		plotEvery = cfg.PlotEvery
+	}
+	resumed := cfg.Resume
+	if !job.Lead() { // rank 0 alone reads and writes files and prints
+		w, cfg.Bar, cfg.Resume, cfg.Plots, cfg.Save = io.Discard, nil, "", "", ""
+	}
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	if job.Size() > cfg.Batch {
+		return nil, fmt.Errorf("-batch %d over %d ranks: want at least one example a rank", cfg.Batch, job.Size())
+	}
 	var dev device.Device
 	var train, test *fashionmnist.Set
-	var err error
 	if cfg.Window != nil {
 		dev = cfg.Window.Device()
 		fmt.Fprintf(w, "device: %s, presenting on the window\n", dev)
@@ -192,6 +225,11 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 	net, err := model.New(dev, cfg.Seed)
 	if err != nil {
 		return nil, err
+	}
+	for _, l := range net {
+		if d, ok := l.(*nn.DropoutLayer); ok && cfg.Dropout != 0.25 {
+			d.P = cfg.Dropout
+		}
 	}
 	var opt *optim.Optimizer
 	switch cfg.Opt {
@@ -213,11 +251,27 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		if first, err = resume(cfg.Resume, net, opt); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "resumed from %s after epoch %d (%d steps)\n", cfg.Resume, first-1, opt.Steps())
+	}
+	if job.Size() > 1 { // rank 0's parameters, optimiser state and epoch on every rank
+		all, err := run.State(net, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := job.Begin(all, opt); err != nil {
+			return nil, err
+		}
+		if first, err = job.Comm.BroadcastInt(first, 0); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "ddp: %d ranks, the batch of %d examples split across them\n", job.Size(), cfg.Batch)
+	}
+	if resumed != "" {
+		fmt.Fprintf(w, "resumed from %s after epoch %d (%d steps)\n", resumed, first-1, opt.Steps())
 	}
 
 	data := loader.New(train.Images, train.Labels, train.Features(), cfg.Batch, cfg.Seed)
 	data.Limit, data.Shape, data.Half = cfg.Limit, []int{1, train.Rows, train.Cols}, cfg.AMP
+	data.Rank, data.Ranks = job.Rank(), job.Size()
 	rec, err := report.New(cfg.Plots, fashionmnist.Classes)
 	if err != nil {
 		return nil, err
@@ -241,34 +295,50 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 		start := time.Now()
 		bar := report.NewProgress(cfg.Bar, e, steps)
 		var pending report.Pending
-		var sizes []int
+		var sizes, globals []int
 		sum, last := 0.0, 0.0
 		done := 0
-		// flush reads the pending losses back in one readback.
+		// flush reads the pending losses back in one readback, and
+		// reduces them to the global batches' across the ranks.
 		flush := func() error {
 			v, err := pending.Read()
+			if err != nil {
+				return err
+			}
+			for i := range v {
+				v[i] *= float64(sizes[i]) / float64(globals[i])
+			}
+			if v, err = job.Sum(v); err != nil {
+				return err
+			}
 			for i := range v {
 				if err != nil {
 					break
 				}
-				sum += v[i] * float64(sizes[i]) / float64(n)
+				sum += v[i] * float64(globals[i]) / float64(n)
 				last = v[i]
+				if cfg.onLoss != nil {
+					cfg.onLoss(v[i])
+				}
 				err = rec.AddSteps(report.Step{Epoch: e, Step: opt.Steps() - len(v) + i + 1, Loss: v[i]})
 			}
-			sizes = sizes[:0]
+			sizes, globals = sizes[:0], globals[:0]
 			return err
 		}
 		for s, b := range data.Epoch(dev) {
 			if b.Err != nil {
 				return nil, b.Err
 			}
-			loss, err := model.Step(net, opt, scaler, b.X, b.Y)
+			loss, err := model.StepReduced(net, opt, scaler, b.X, b.Y, func() error { return job.Reduce(b.Size, b.Global) })
 			b.X.Release()
 			b.Y.Release()
 			if err != nil {
 				return nil, err
 			}
-			pending, sizes = append(pending, loss), append(sizes, b.Size)
+			pending, sizes, globals = append(pending, loss), append(sizes, b.Size), append(globals, b.Global)
+			if e == first && s == 0 {
+				job.ResetStats() // the first step compiles kernels
+			}
 			done = s + 1
 			if view.due(opt.Steps()) {
 				if err := flush(); err != nil {
@@ -287,11 +357,11 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 					return rec.Epochs, stopEarly(cfg, w, net, opt, e, done)
 				}
 			}
-			if cfg.Plots != "" && cfg.PlotEvery > 0 && opt.Steps()%cfg.PlotEvery == 0 {
+			if plotEvery > 0 && opt.Steps()%plotEvery == 0 {
 				if err := flush(); err != nil {
 					return nil, err
 				}
-				if _, err := rec.Plot(); err != nil {
+				if _, err := rec.Plot(); cfg.Plots != "" && err != nil {
 					return nil, err
 				}
 			}
@@ -348,6 +418,12 @@ func Train(cfg Config, w io.Writer) ([]Epoch, error) {
 			}
 			if _, ok := device.PeakMemory(dev); ok {
 				fmt.Fprintf(w, "%s: peak device memory of the training steps %.1f MiB, %.1f ms/step\n", mode, float64(stepPeak)/(1<<20), trainTime.Seconds()*1e3/float64(steps*(cfg.Epochs-first+1)))
+			}
+		}
+		if e == cfg.Epochs {
+			job.Report(w)
+			if cfg.onDone != nil {
+				cfg.onDone(net)
 			}
 		}
 		if e == cfg.Epochs && cfg.Plots != "" {
@@ -434,12 +510,10 @@ const trainEval = 10000
 // optimiser's state ("optim.<name>.<m|v|momentum>") and the epoch and
 // step count (metadata) to path.
 func save(path string, net nn.Sequential, opt *optim.Optimizer, epoch int) error {
-	all := net.StateDict()
-	st, err := opt.StateDict(optimNames(net))
+	all, err := run.State(net, opt)
 	if err != nil {
 		return err
 	}
-	maps.Copy(all, st)
 	return checkpoint.Save(path, all, map[string]string{"epoch": strconv.Itoa(epoch), "steps": strconv.Itoa(opt.Steps())})
 }
 
@@ -467,26 +541,15 @@ func resume(path string, net nn.Sequential, opt *optim.Optimizer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	all := net.StateDict()
-	st, err := opt.StateDict(optimNames(net))
+	all, err := run.State(net, opt)
 	if err != nil {
 		return 0, err
 	}
-	maps.Copy(all, st)
 	if err := f.LoadInto(all); err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	opt.SetSteps(steps)
 	return epoch + 1, nil
-}
-
-// optimNames names the optimiser's state of each parameter.
-func optimNames(net nn.Sequential) []string {
-	names := net.ParamNames()
-	for i := range names {
-		names[i] = "optim." + names[i]
-	}
-	return names
 }
 
 func or(v, def float64) float64 {

@@ -25,6 +25,7 @@ import (
 	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/examples/internal/window"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/mpitest"
 	"github.com/extensor/extensor/internal/torchpy"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
@@ -234,7 +235,14 @@ func TestOddData(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(window.Main(m.Run)) }
+// TestMain runs a rank's part of a data-parallel job when mpirun started
+// the binary (ddp_test.go), the tests otherwise.
+func TestMain(m *testing.M) {
+	if mode := mpitest.Mode(); mode != "" {
+		os.Exit(rank(mode))
+	}
+	os.Exit(window.Main(m.Run))
+}
 
 // TestWindowClose trains with the live window (under xvfb-run on CI) and
 // closes it mid-training: training stops cleanly with a checkpoint, which

@@ -4,23 +4,21 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 
 	"github.com/extensor/extensor/checkpoint"
 	"github.com/extensor/extensor/examples/gpt/model"
+	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/optim"
 )
 
 // save writes the model's parameters (the PyTorch model's names), the
 // optimiser's state ("optim.<name>.<k>") and the step count.
 func save(path string, net *model.GPT, opt *optim.Optimizer) error {
-	all := net.StateDict()
-	st, err := opt.StateDict(optimNames(net))
+	all, err := run.State(net, opt)
 	if err != nil {
 		return err
 	}
-	maps.Copy(all, st)
 	return checkpoint.Save(path, all, map[string]string{"steps": strconv.Itoa(opt.Steps()), "model": modelMeta(net.Cfg)})
 }
 
@@ -35,12 +33,10 @@ func load(path string, net *model.GPT, opt *optim.Optimizer) (int, error) {
 		opt = optim.AdamW(net.Params(), 1, 0)
 		defer opt.Release()
 	}
-	all := net.StateDict()
-	st, err := opt.StateDict(optimNames(net))
+	all, err := run.State(net, opt)
 	if err != nil {
 		return 0, err
 	}
-	maps.Copy(all, st)
 	opt.SetSteps(steps)
 	if err := f.LoadInto(all); err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
@@ -67,12 +63,4 @@ func readCheckpoint(path string, c model.Config) (*checkpoint.File, int, error) 
 
 func modelMeta(c model.Config) string {
 	return fmt.Sprintf("vocab %d, context %d, layers %d, heads %d, width %d", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
-}
-
-func optimNames(net *model.GPT) []string {
-	names := net.ParamNames()
-	for i := range names {
-		names[i] = "optim." + names[i]
-	}
-	return names
 }

@@ -23,6 +23,7 @@ import (
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/gpt/model"
 	"github.com/extensor/extensor/examples/internal/dashboard"
+	"github.com/extensor/extensor/examples/internal/parallel"
 	"github.com/extensor/extensor/examples/internal/report"
 	"github.com/extensor/extensor/examples/internal/run"
 	"github.com/extensor/extensor/examples/internal/window"
@@ -44,6 +45,10 @@ type Config struct {
 	WeightDecay float64 // AdamW's, on every parameter
 	Clip        float64 // the gradients' global norm limit (0: none)
 	AMP         bool    // float16 blocks, float32 master weights, loss scaling
+	// DDP trains data-parallel over the ranks an MPI launcher started
+	// (package dist): Batch is the global batch, split across the ranks;
+	// rank 0 prints, samples and saves.
+	DDP bool
 
 	EvalEvery   int // measure the validation loss every EvalEvery steps, and at the end
 	EvalBatches int // batches of validation windows measured (fixed windows)
@@ -75,9 +80,10 @@ type Config struct {
 	GoRoot string    // the corpus's Go root ("": gosrc.Root())
 	Bar    io.Writer // a progress bar here when it is a terminal
 
-	corpus *gosrc.Corpus  // the corpus, when loaded already
-	dev    device.Device  // the device to run on, when opened already (not closed)
-	onStep func(step int) // called after each step (tests)
+	corpus *gosrc.Corpus        // the corpus, when loaded already
+	dev    device.Device        // the device to run on, when opened already (not closed)
+	onStep func(step int)       // called after each step (tests)
+	onDone func(net *model.GPT) // called with the trained model (tests)
 }
 
 // Result is what a run measured.
@@ -149,6 +155,7 @@ func flags(fs *flag.FlagSet) *command {
 	fs.Float64Var(&c.cfg.WeightDecay, "wd", 0.01, "AdamW weight decay")
 	fs.Float64Var(&c.cfg.Clip, "clip", 1, "clip the gradients' global norm to this (0: no clipping)")
 	fs.BoolVar(&c.cfg.AMP, "amp", false, "mixed precision: float16 blocks, float32 master weights, dynamic loss scaling")
+	fs.BoolVar(&c.cfg.DDP, "ddp", false, "data-parallel over the ranks mpirun started: -batch is split across them")
 	fs.IntVar(&c.cfg.EvalEvery, "eval-every", 100, "validation loss every N steps")
 	fs.IntVar(&c.cfg.EvalBatches, "eval-batches", 8, "validation batches measured")
 	fs.IntVar(&c.cfg.Progress, "progress", 100, "print progress every N steps (0: never)")
@@ -185,6 +192,9 @@ func watch(cfg Config) error {
 	if err := cfg.Check(); err != nil {
 		return err
 	}
+	if cfg.DDP {
+		return fmt.Errorf("-ddp with -window: the window shows one process's training")
+	}
 	return window.Train("extensor: a transformer learns to write Go", dashboard.Width, dashboard.Height, func(win *window.Window) error {
 		cfg.Window = win
 		return train(cfg)
@@ -207,6 +217,8 @@ func (cfg Config) Check() error {
 		return fmt.Errorf("-batch %d of windows of %d tokens: want at most %d tokens a step", cfg.Batch, cfg.Model.Context, maxStepTokens)
 	case !finite(cfg.LR) || !finite(cfg.MinLR) || !finite(cfg.WeightDecay) || !finite(cfg.Clip) || !finite(cfg.Temperature) || cfg.LR <= 0:
 		return fmt.Errorf("-lr %v, -min-lr %v, -wd %v, -clip %v, -temperature %v: want finite values ≥ 0, the learning rate > 0", cfg.LR, cfg.MinLR, cfg.WeightDecay, cfg.Clip, cfg.Temperature)
+	case cfg.DDP && (cfg.Snapshot != "" || cfg.Window != nil):
+		return fmt.Errorf("-ddp with -snapshot or -window: the dashboard shows one process's training")
 	}
 	if cfg.Resume != "" {
 		if _, _, err := readCheckpoint(cfg.Resume, cfg.Model); err != nil {
@@ -271,10 +283,11 @@ func orRoot(r string) string {
 	return r
 }
 
-// windows returns the training and validation windows.
-func (cfg Config) windows() (train, val *loader.Windows) {
-	train = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Train), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: cfg.Seed}
-	val = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Val), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: valSeed}
+// windows returns the training and validation windows: job's parts of
+// them.
+func (cfg Config) windows(job *parallel.Run) (train, val *loader.Windows) {
+	train = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Train), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: cfg.Seed, Rank: job.Rank(), Ranks: job.Size()}
+	val = &loader.Windows{Tokens: gosrc.Tokens(cfg.corpus.Val), Context: cfg.Model.Context, Batch: cfg.Batch, Seed: valSeed, Rank: job.Rank(), Ranks: job.Size()}
 	return train, val
 }
 
@@ -282,9 +295,21 @@ func (cfg Config) windows() (train, val *loader.Windows) {
 const valSeed = 0x5eed
 
 // Train trains as cfg says, printing to w.
-func Train(cfg Config, w io.Writer) (*Result, error) {
+func Train(cfg Config, w io.Writer) (res *Result, err error) {
+	job, err := parallel.Open(cfg.DDP)
+	if err != nil {
+		return nil, err
+	}
+	defer job.End(&err) // with other ranks, an error ends the job
+	resume := cfg.Resume
+	if !job.Lead() { // rank 0 alone reads and writes files and prints
+		w, cfg.Bar, cfg.Resume, cfg.Plots, cfg.Prompt = io.Discard, nil, "", "", ""
+	}
 	if err := cfg.Check(); err != nil {
 		return nil, err
+	}
+	if job.Size() > cfg.Batch {
+		return nil, fmt.Errorf("-batch %d over %d ranks: want at least one window a rank", cfg.Batch, job.Size())
 	}
 	closeDev, err := cfg.open(w)
 	if err != nil {
@@ -313,17 +338,39 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 			return nil, err
 		}
 		first = steps + 1
-		fmt.Fprintf(w, "resumed from %s after step %d\n", cfg.Resume, steps)
 	}
-	train, val := cfg.windows()
-	res := &Result{First: first}
+	if job.Size() > 1 {
+		all, err := run.State(net, opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := job.Begin(all, opt); err != nil {
+			return nil, err
+		}
+		first = opt.Steps() + 1
+		fmt.Fprintf(w, "ddp: %d ranks, the batch of %d windows split across them\n", job.Size(), cfg.Batch)
+	}
+	if resume != "" {
+		fmt.Fprintf(w, "resumed from %s after step %d\n", resume, first-1)
+	}
+	train, val := cfg.windows(job)
+	res = &Result{First: first}
 	sched := cfg.Schedule()
 	bar := newBar(cfg.Bar, cfg.Steps-first+1)
 	var trainTime time.Duration
 	start := time.Now()
 	var pending report.Pending
+	var shares []float64 // each pending loss's share of its step's batch
 	flush := func() error {
 		v, err := pending.Read()
+		if err != nil {
+			return err
+		}
+		for i := range v {
+			v[i] *= shares[i]
+		}
+		shares = shares[:0]
+		v, err = job.Sum(v) // the global batch's mean losses
 		res.Losses = append(res.Losses, v...)
 		return err
 	}
@@ -333,7 +380,7 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 	}
 	defer view.release()
 	if first == 1 { // the untrained model's loss, where the curves start
-		v, err := evaluate(net, val, cfg.EvalBatches, dev)
+		v, err := evaluate(net, val, cfg.EvalBatches, dev, job)
 		if err != nil {
 			return nil, err
 		}
@@ -346,13 +393,16 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 			return nil, b.Err
 		}
 		opt.Hyper.LR = sched(step - 1)
-		loss, err := trainStep(net, opt, scaler, cfg.Clip, b.X, b.Y)
+		loss, err := trainStep(net, opt, scaler, cfg.Clip, b.X, b.Y, func() error { return job.Reduce(b.Size, b.Global) })
 		b.X.Release()
 		b.Y.Release()
 		if err != nil {
 			return nil, err
 		}
-		pending = append(pending, loss)
+		pending, shares = append(pending, loss), append(shares, float64(b.Size)/float64(b.Global))
+		if step == first {
+			job.ResetStats() // the first step compiles kernels
+		}
 		if cfg.onStep != nil {
 			cfg.onStep(step)
 		}
@@ -368,7 +418,7 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 			tokSec := float64((step-first+1)*cfg.Batch*cfg.Model.Context) / trainTime.Seconds()
 			bar.set(step-first+1, res.Losses[len(res.Losses)-1], tokSec)
 			if eval {
-				v, err := evaluate(net, val, cfg.EvalBatches, dev)
+				v, err := evaluate(net, val, cfg.EvalBatches, dev, job)
 				if err != nil {
 					return nil, err
 				}
@@ -391,7 +441,7 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 					return nil, err
 				}
 			}
-			if saving || closed && cfg.Save != "" {
+			if (saving || closed && cfg.Save != "") && job.Lead() {
 				if err := save(cfg.Save, net, opt); err != nil {
 					return nil, err
 				}
@@ -421,6 +471,10 @@ func Train(cfg Config, w io.Writer) (*Result, error) {
 	if len(res.Evals) > 0 {
 		e := res.Evals[len(res.Evals)-1]
 		fmt.Fprintf(w, "step %d: validation loss %.4f nats a byte (%.3f bits), %.0f training tokens/s\n", e.Step, e.Loss, e.Loss/math.Ln2, res.TokensSec)
+	}
+	job.Report(w)
+	if cfg.onDone != nil {
+		cfg.onDone(net)
 	}
 	printProfile(w, dev)
 	view.Report(w, trainTime)
@@ -456,9 +510,10 @@ func sample(net *model.GPT, dev device.Device, cfg Config, n int) (string, error
 	return cfg.Prompt + string(bytesOf(out)), nil
 }
 
-// trainStep runs one step: the loss, its gradients, clipping, the
-// optimiser; it returns the loss, on the device.
-func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip float64, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+// trainStep runs one step: the loss, its gradients, their reduction
+// across ranks (reduce, which may be nil), clipping, the optimiser; it
+// returns the loss, on the device.
+func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip float64, x, y *tensor.Tensor, reduce func() error) (*tensor.Tensor, error) {
 	loss := net.Loss(autograd.Leaf(x, false), autograd.Leaf(y, false)).Retain()
 	back := loss
 	if scaler != nil {
@@ -466,6 +521,11 @@ func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip 
 	}
 	if err := back.Backward(); err != nil {
 		return nil, err
+	}
+	if reduce != nil {
+		if err := reduce(); err != nil {
+			return nil, err
+		}
 	}
 	if clip > 0 {
 		if scaler != nil { // clip the unscaled gradients
@@ -485,8 +545,8 @@ func trainStep(net *model.GPT, opt *optim.Optimizer, scaler *optim.Scaler, clip 
 }
 
 // evaluate returns the mean loss over the first n batches of val, in
-// evaluation mode.
-func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device) (float64, error) {
+// evaluation mode: each rank of job measures its part of each batch.
+func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device, job *parallel.Run) (float64, error) {
 	net.Train(false)
 	defer net.Train(true)
 	sum := 0.0
@@ -494,7 +554,7 @@ func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device) (fl
 		var v []float64
 		var err error
 		tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
-			b := val.Upload(dev, val.Starts(i))
+			b := val.Upload(dev, val.Part(val.Starts(i)))
 			if b.Err != nil {
 				err = b.Err
 				return nil
@@ -506,7 +566,11 @@ func evaluate(net *model.GPT, val *loader.Windows, n int, dev device.Device) (fl
 		if err != nil {
 			return 0, err
 		}
-		sum += v[0]
+		sum += v[0] * float64(len(val.Part(val.Starts(i)))) / float64(val.Batch)
 	}
-	return sum / float64(n), nil
+	s, err := job.Sum([]float64{sum / float64(n)})
+	if err != nil {
+		return 0, err
+	}
+	return s[0], nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/extensor/extensor/examples/internal/dashboard"
 	"github.com/extensor/extensor/examples/internal/window"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/mpitest"
 	"github.com/extensor/extensor/internal/torchpy"
 )
 
@@ -29,10 +30,16 @@ func tiny(t *testing.T, dev string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := devices(t)[dev]
+	cfg := tinyConfig(dev)
+	cfg.corpus, cfg.dev = c, devices(t)[dev]
+	return cfg
+}
+
+// tinyConfig is tiny's configuration, with no corpus or device yet.
+func tinyConfig(dev string) Config {
 	return Config{Device: dev, Model: model.Config{Vocab: 256, Context: 32, Layers: 2, Heads: 2, Width: 32},
 		Batch: 8, Steps: 150, Seed: 1, LR: 3e-3, MinLR: 3e-4, Warmup: 10, WeightDecay: 0.01, Clip: 1,
-		EvalEvery: 50, EvalBatches: 4, corpus: c, dev: d}
+		EvalEvery: 50, EvalBatches: 4}
 }
 
 var loaded *gosrc.Corpus
@@ -165,7 +172,14 @@ func TestMatchesPyTorch(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(window.Main(m.Run)) }
+// TestMain runs a rank's part of a data-parallel job when mpirun started
+// the binary (ddp_test.go), the tests otherwise.
+func TestMain(m *testing.M) {
+	if mode := mpitest.Mode(); mode != "" {
+		os.Exit(rank(mode))
+	}
+	os.Exit(window.Main(m.Run))
+}
 
 // TestWindowClose trains with the live window (under xvfb-run on CI) and
 // closes it after two frames: training stops with a checkpoint, which

@@ -15,6 +15,7 @@ import (
 	"github.com/extensor/extensor/dataset/gosrc"
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/examples/gpt/model"
+	"github.com/extensor/extensor/examples/internal/parallel"
 )
 
 // Sample generates cfg.Tokens tokens from cfg.Prompt with the model in
@@ -110,7 +111,7 @@ func Export(cfg Config, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	train, val := cfg.windows()
+	train, val := cfg.windows(&parallel.Run{})
 	var starts, vstarts []int
 	for s := range cfg.Steps {
 		starts = append(starts, train.Starts(s)...)

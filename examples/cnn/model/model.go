@@ -45,10 +45,23 @@ func New(dev device.Device, seed uint64) (nn.Sequential, error) {
 // copies of their weights), the logits cast back to float32 for the
 // loss, the loss scaled.
 func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor) (*tensor.Tensor, error) {
+	return StepReduced(net, opt, scaler, x, y, nil)
+}
+
+// StepReduced is Step with reduce, if not nil, called between the
+// backward and the optimiser: the gradients' average across the ranks
+// of a data-parallel job (package dist).
+func StepReduced(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *tensor.Tensor, reduce func() error) (*tensor.Tensor, error) {
+	if reduce == nil {
+		reduce = func() error { return nil }
+	}
 	in := autograd.Leaf(x, false)
 	if scaler == nil {
 		loss := ops.CrossEntropyLoss(net.Forward(in), autograd.Leaf(y, false), ops.MeanReduction)
 		if err := loss.Backward(); err != nil {
+			return nil, err
+		}
+		if err := reduce(); err != nil {
 			return nil, err
 		}
 		opt.Step()
@@ -61,6 +74,9 @@ func Step(net nn.Sequential, opt *optim.Optimizer, scaler *optim.Scaler, x, y *t
 	logits := ops.Cast(net.Forward(in), device.Float32)
 	loss := ops.CrossEntropyLoss(logits, autograd.Leaf(y, false), ops.MeanReduction).Retain()
 	if err := scaler.ScaleLoss(loss).Backward(); err != nil {
+		return nil, err
+	}
+	if err := reduce(); err != nil {
 		return nil, err
 	}
 	if err := scaler.Step(opt); err != nil {

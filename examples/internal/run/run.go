@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/extensor/extensor/device"
 	_ "github.com/extensor/extensor/device/webgpu" // registers "webgpu"
 	"github.com/extensor/extensor/examples/internal/report"
+	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
 )
 
@@ -94,4 +96,27 @@ func Main(name string, body func() error) {
 	if err != nil {
 		log.Fatalf("%s: %v", name, err)
 	}
+}
+
+// Model is what a checkpoint of a model holds of it: its parameters by
+// name (nn.Sequential's, examples/gpt's model).
+type Model interface {
+	StateDict() map[string]*tensor.Tensor
+	ParamNames() []string
+}
+
+// State is what the examples' checkpoints hold: the model's parameters,
+// and the optimiser's state of each as "optim.<name>.<m|v|momentum>".
+func State(net Model, opt *optim.Optimizer) (map[string]*tensor.Tensor, error) {
+	names := net.ParamNames()
+	for i := range names {
+		names[i] = "optim." + names[i]
+	}
+	all := net.StateDict()
+	st, err := opt.StateDict(names)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(all, st)
+	return all, nil
 }

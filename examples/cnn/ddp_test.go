@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/extensor/extensor/dataset/fashionmnist"
+	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/internal/mpitest"
+	"github.com/extensor/extensor/nn"
+)
+
+// ranked is what a rank of TestDataParallel's job reports.
+type ranked struct {
+	Losses []float64
+	Epochs []Epoch
+	Params string // the digest of the trained parameters' bits
+}
+
+// ddpConfig is the run of TestDataParallel, data-parallel or alone: no
+// dropout, whose masks each rank draws for itself.
+func ddpConfig(dev string) Config {
+	return Config{Device: dev, Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam", Seed: 1, Limit: 448, Test: 200, Dropout: 0}
+}
+
+// trainReported trains cfg and reports what a rank reports.
+func trainReported(cfg Config) (ranked, error) {
+	var r ranked
+	cfg.onLoss = func(l float64) { r.Losses = append(r.Losses, l) }
+	cfg.onDone = func(net nn.Sequential) { r.Params = mpitest.Digest(net.Params()) }
+	epochs, err := Train(cfg, io.Discard)
+	r.Epochs = epochs
+	return r, err
+}
+
+// rank runs this process's part of a job mpirun started (TestMain):
+// "train-<device>", ddpConfig's run.
+func rank(mode string) int {
+	dev, ok := strings.CutPrefix(mode, "train-")
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown mode %q\n", mode)
+		return 1
+	}
+	cfg := ddpConfig(dev)
+	cfg.DDP = true
+	return mpitest.Finish(trainReported(cfg)) // an error has ended the job
+}
+
+// TestDataParallel trains the CNN over mpirun -np 2, on each backend: the
+// losses and accuracies of the global batch equal those of one process
+// training on the whole batch, within float32's summation order, and
+// the two ranks end with the same parameters, bit for bit.
+func TestDataParallel(t *testing.T) {
+	for _, dev := range []string{"cpu", "webgpu"} {
+		t.Run(dev, func(t *testing.T) {
+			if dev == "webgpu" {
+				gputest.Open(t)
+			}
+			r := mpitest.Results[ranked](t, 2, "train-"+dev)
+			if r[0].Params != r[1].Params {
+				t.Errorf("the ranks' parameters differ: digests %s and %s", r[0].Params, r[1].Params)
+			}
+			if !slices.Equal(r[0].Losses, r[1].Losses) {
+				t.Errorf("the ranks report different losses: %v and %v", r[0].Losses, r[1].Losses)
+			}
+			alone, err := trainReported(ddpConfig(dev))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r[0].Losses) != len(alone.Losses) || len(alone.Losses) != 448/64 || len(r[0].Epochs) != 1 {
+				t.Fatalf("%d losses and %d epochs; want %d and 1", len(r[0].Losses), len(r[0].Epochs), len(alone.Losses))
+			}
+			worst := 0.0
+			for i, l := range alone.Losses {
+				worst = max(worst, math.Abs(l-r[0].Losses[i]))
+			}
+			t.Logf("%s: 2 ranks against one process, %d steps: losses differ by at most %.2g; test accuracy %.3f and %.3f",
+				dev, len(alone.Losses), worst, r[0].Epochs[0].TestAcc, alone.Epochs[0].TestAcc)
+			if worst > 1e-4 || math.Abs(r[0].Epochs[0].TestAcc-alone.Epochs[0].TestAcc) > 0.01 {
+				t.Errorf("2 ranks' losses %v, epoch %+v; one process's %v, %+v: want within 1e-4, and the accuracy within 1%%", r[0].Losses, r[0].Epochs, alone.Losses, alone.Epochs)
+			}
+		})
+	}
+}

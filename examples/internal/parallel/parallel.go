@@ -1,0 +1,155 @@
+// Package parallel is the examples' part in a data-parallel job (-ddp,
+// package dist): the rank's output, its share of each batch, the
+// gradients' averages, the broadcast of rank 0's state, the metrics'
+// reductions and the end of the job on an error.
+package parallel
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/extensor/extensor/dist"
+	"github.com/extensor/extensor/optim"
+	"github.com/extensor/extensor/tensor"
+)
+
+// Run is a training run's place in a job: one process alone (Comm nil),
+// or a rank of the job mpirun started.
+type Run struct {
+	Comm *dist.Comm
+	dp   *dist.DataParallel
+}
+
+// Open returns the run's place: with ddp, its rank in the job an MPI
+// launcher started (one rank when none did); without, one process.
+func Open(ddp bool) (*Run, error) {
+	if !ddp {
+		return &Run{}, nil
+	}
+	c, err := dist.Init()
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Comm: c}, nil
+}
+
+// Rank is the process's rank (0 alone).
+func (r *Run) Rank() int {
+	if r.Comm == nil {
+		return 0
+	}
+	return r.Comm.Rank()
+}
+
+// Size is the number of ranks (1 alone).
+func (r *Run) Size() int {
+	if r.Comm == nil {
+		return 1
+	}
+	return r.Comm.Size()
+}
+
+// Lead reports whether the process is rank 0: the one that prints,
+// plots, samples and writes checkpoints.
+func (r *Run) Lead() bool { return r.Rank() == 0 }
+
+// Out returns w on rank 0 and io.Discard on the others.
+func (r *Run) Out(w io.Writer) io.Writer {
+	if r.Lead() {
+		return w
+	}
+	return io.Discard
+}
+
+// Reduce waits for the gradients of this step, averaged across the
+// ranks with this rank's weight local/global (its examples of the
+// global batch's).
+func (r *Run) Reduce(local, global int) error {
+	if r.dp == nil {
+		return nil
+	}
+	r.dp.SetWeight(float64(local) / float64(global))
+	return r.dp.Wait()
+}
+
+// Begin gives every rank rank 0's state (a checkpoint's tensors, the
+// optimiser's among them) and the optimiser's step count, and averages
+// the optimiser's parameters' gradients across the ranks from then on
+// (Reduce). Alone, it does nothing.
+func (r *Run) Begin(state map[string]*tensor.Tensor, opt *optim.Optimizer) error {
+	if r.Size() == 1 {
+		return nil
+	}
+	if err := r.Comm.BroadcastTensors(state, 0); err != nil {
+		return err
+	}
+	steps, err := r.Comm.BroadcastInt(opt.Steps(), 0)
+	if err != nil {
+		return err
+	}
+	opt.SetSteps(steps)
+	r.dp, err = dist.NewDataParallel(r.Comm, opt.Params(), 0)
+	return err
+}
+
+// Sum returns the sums of vs across the ranks (each rank's losses
+// weighted by its share, say).
+func (r *Run) Sum(vs []float64) ([]float64, error) {
+	if r.Size() == 1 {
+		return vs, nil
+	}
+	return vs, r.Comm.AllreduceFloat64(vs)
+}
+
+// End ends the run's part in the job, deferred with the address of the
+// training's error: an error ends the whole job when there are other
+// ranks (so that none waits for this one); otherwise the reducing
+// goroutine and MPI end (Close), and Close's error, if any, is the
+// training's.
+func (r *Run) End(err *error) {
+	if *err != nil && r.Size() > 1 {
+		r.Comm.Abort(*err)
+	}
+	if e := r.Close(); *err == nil {
+		*err = e
+	}
+}
+
+// Report prints what the reductions measured, the first step left out:
+// the bytes a step reduced, and the share of the step that the
+// allreduce took and how much of it passed while the device still
+// computed the backward.
+func (r *Run) Report(w io.Writer) {
+	if r.dp == nil {
+		return
+	}
+	s := r.dp.Stats()
+	if s.Intervals == 0 {
+		return
+	}
+	n := float64(s.Steps)
+	step := s.Interval.Seconds() / float64(s.Intervals)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / n }
+	fmt.Fprintf(w, "ddp: %d ranks; a step of %.1f ms reduced %.3f MB of gradients in %.0f buckets: readback %.2f ms, allreduce %.2f ms (%.1f%% of the step), upload %.2f ms; %.0f%% of the allreduce and upload while the device computed the backward; Wait waited %.2f ms\n",
+		r.Size(), step*1e3, float64(s.Bytes)/n/1e6, float64(s.Buckets)/n, ms(s.Readback), ms(s.Allreduce), 100*s.Allreduce.Seconds()/n/step, ms(s.Upload),
+		100*s.Overlap.Seconds()/max((s.Allreduce+s.Upload).Seconds(), 1e-12), ms(s.Waiting))
+}
+
+// ResetStats starts the measurement of Report again.
+func (r *Run) ResetStats() {
+	if r.dp != nil {
+		r.dp.ResetStats()
+	}
+}
+
+// Close ends the run's part: the reducing goroutine, then MPI's.
+func (r *Run) Close() error {
+	if r.dp != nil {
+		r.dp.Close()
+	}
+	if r.Comm != nil {
+		return r.Comm.Finalize()
+	}
+	return nil
+}
