@@ -181,9 +181,8 @@ func (e *engine) collective(c *Comm, what string, pins []unsafe.Pointer, start f
 // pauses growing to maxPause, so that a rank waiting long for the others
 // leaves the cores to them: MPI moves a collective's data only inside its
 // calls (no progress thread), and each pause delays every step of the
-// algorithm. (Between two ranks of a 2-core machine, 2026-12-02, an
-// allreduce of 3.37 MB took 1.6 ms tested without pause, 4.8 ms with
-// pauses of 50 µs and 6.6 ms with pauses of 1 ms: BenchmarkAllreduce.)
+// algorithm (docs/performance.md has what BenchmarkAllreduce measured
+// of each choice).
 const (
 	spinFor  = 5 * time.Millisecond
 	maxPause = 50 * time.Microsecond

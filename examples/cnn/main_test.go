@@ -236,7 +236,7 @@ func TestOddData(t *testing.T) {
 }
 
 // TestMain runs a rank's part of a data-parallel job when mpirun started
-// the binary (ddp_test.go), the tests otherwise.
+// the binary (parallel_test.go), the tests otherwise.
 func TestMain(m *testing.M) {
 	if mode := mpitest.Mode(); mode != "" {
 		os.Exit(rank(mode))

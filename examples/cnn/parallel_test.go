@@ -1,5 +1,9 @@
 package main
 
+// The data-parallel tests. This file's name sorts after main_test.go's,
+// so that go test runs them after the tests there, whose kernels lavapipe
+// then has compiled (Mesa's shader cache, shared by the ranks).
+
 import (
 	"fmt"
 	"io"
@@ -61,16 +65,18 @@ func TestDataParallel(t *testing.T) {
 			if dev == "webgpu" {
 				gputest.Open(t)
 			}
+			// Alone first: the ranks then find most kernels compiled in
+			// Mesa's shader cache.
+			alone, err := trainReported(ddpConfig(dev))
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := mpitest.Results[ranked](t, 2, "train-"+dev)
 			if r[0].Params != r[1].Params {
 				t.Errorf("the ranks' parameters differ: digests %s and %s", r[0].Params, r[1].Params)
 			}
 			if !slices.Equal(r[0].Losses, r[1].Losses) {
 				t.Errorf("the ranks report different losses: %v and %v", r[0].Losses, r[1].Losses)
-			}
-			alone, err := trainReported(ddpConfig(dev))
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(r[0].Losses) != len(alone.Losses) || len(alone.Losses) != 448/64 || len(r[0].Epochs) != 1 {
 				t.Fatalf("%d losses and %d epochs; want %d and 1", len(r[0].Losses), len(r[0].Epochs), len(alone.Losses))

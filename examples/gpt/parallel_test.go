@@ -1,5 +1,9 @@
 package main
 
+// The data-parallel tests. This file's name sorts after main_test.go's,
+// so that go test runs them after the tests there, whose kernels lavapipe
+// then has compiled (Mesa's shader cache, shared by the ranks).
+
 import (
 	"bufio"
 	"fmt"
