@@ -61,6 +61,7 @@ type bucket struct {
 	dtype  device.DType
 	elems  int
 	ready  int
+	weight float64          // the rank's weight when the bucket started
 	flat   *tensor.Tensor   // the gathered gradients, on the device (the bucket's to release)
 	grads  []*tensor.Tensor // the averaged gradients, uploaded
 	err    error
@@ -154,11 +155,12 @@ func (d *DataParallel) group(order []*autograd.Var) {
 	}
 }
 
-// SetWeight sets this rank's weight in the average: each rank's
-// gradients are multiplied by its weight and summed. The default is
-// 1/Size; a rank whose part of a batch is n of the global batch's N
-// examples sets n/N, so that the result is the gradient of the global
-// batch's mean loss.
+// SetWeight sets this rank's weight in the average of the next
+// Backward's gradients (call it before Backward): each rank's gradients
+// are multiplied by its weight and summed. The default is 1/Size; a
+// rank whose part of a batch is n of the global batch's N examples sets
+// n/N, so that the result is the gradient of the global batch's mean
+// loss.
 func (d *DataParallel) SetWeight(w float64) { d.weight = w }
 
 // Params returns the parameters that take part, in the order buckets
@@ -189,7 +191,7 @@ func (d *DataParallel) complete(p *autograd.Var) {
 // to the reducing goroutine.
 func (d *DataParallel) start(b *bucket) {
 	b.done = make(chan struct{})
-	b.err, b.flat = nil, nil
+	b.err, b.flat, b.weight = nil, nil, d.weight
 	err := tensor.Maybe(func() {
 		parts := make([]*tensor.Tensor, len(b.params))
 		for k, p := range b.params {
@@ -245,7 +247,7 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 	flat := b.flat
 	defer flat.Release()
 	dev := flat.Device()
-	w := float32(d.weight)
+	w := float32(b.weight)
 	var f32 []float32
 	var f16 []uint16
 	var err error

@@ -329,7 +329,8 @@ func Train(cfg Config, w io.Writer) (_ []Epoch, err error) {
 			if b.Err != nil {
 				return nil, b.Err
 			}
-			loss, err := model.StepReduced(net, opt, scaler, b.X, b.Y, func() error { return job.Reduce(b.Size, b.Global) })
+			job.Share(b.Size, b.Global)
+			loss, err := model.StepReduced(net, opt, scaler, b.X, b.Y, job.Reduce)
 			b.X.Release()
 			b.Y.Release()
 			if err != nil {

@@ -393,7 +393,8 @@ func Train(cfg Config, w io.Writer) (res *Result, err error) {
 			return nil, b.Err
 		}
 		opt.Hyper.LR = sched(step - 1)
-		loss, err := trainStep(net, opt, scaler, cfg.Clip, b.X, b.Y, func() error { return job.Reduce(b.Size, b.Global) })
+		job.Share(b.Size, b.Global)
+		loss, err := trainStep(net, opt, scaler, cfg.Clip, b.X, b.Y, job.Reduce)
 		b.X.Release()
 		b.Y.Release()
 		if err != nil {

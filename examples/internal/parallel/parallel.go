@@ -62,14 +62,21 @@ func (r *Run) Out(w io.Writer) io.Writer {
 	return io.Discard
 }
 
+// Share sets this rank's part of the next step's batch: local of the
+// global batch's examples, its weight in the gradients' average. Call it
+// before the step's backward.
+func (r *Run) Share(local, global int) {
+	if r.dp != nil {
+		r.dp.SetWeight(float64(local) / float64(global))
+	}
+}
+
 // Reduce waits for the gradients of this step, averaged across the
-// ranks with this rank's weight local/global (its examples of the
-// global batch's).
-func (r *Run) Reduce(local, global int) error {
+// ranks (Share).
+func (r *Run) Reduce() error {
 	if r.dp == nil {
 		return nil
 	}
-	r.dp.SetWeight(float64(local) / float64(global))
 	return r.dp.Wait()
 }
 
