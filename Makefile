@@ -113,12 +113,13 @@ unit-parity: $(DEPS)
 # server that resets when its last client leaves refuses the connections
 # that arrive meanwhile ("Failed to open display").
 unit-packages: $(DEPS)
-	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$') ./device/webgpu/
+	xvfb-run -a -s "-screen 0 1280x1024x24 -noreset" $(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v -e '/stress$$' -e '/parity$$' -e '/device/webgpu$$' -e '/dist$$') ./device/webgpu/
 
-# race runs the concurrency and memory tests, on both backends, under the
+# race runs the concurrency and memory tests, on both backends, and
+# package dist's (MPI jobs of two ranks of the race build), under the
 # race detector.
 race: $(DEPS)
-	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/
+	$(GO) test -race -count=1 -timeout 10m ./stress/ ./tensor/ ./dist/
 
 # fuzz-smoke runs the op and layer fuzzers for a fixed number of inputs
 # beyond their seed corpora (which the plain test run replays, as every
