@@ -182,9 +182,11 @@ func checkPart(batch, rank, ranks int) error {
 	return nil
 }
 
-// part returns the bounds of part rank of n items split into ranks
-// parts in order, their sizes differing by at most one.
-func part(n, rank, ranks int) (lo, hi int) {
+// Part returns the bounds of part rank of n items split into ranks
+// parts in order, their sizes differing by at most one (ranks 0 or 1:
+// all of them): how the loaders split a batch among the ranks of a
+// data-parallel job.
+func Part(n, rank, ranks int) (lo, hi int) {
 	if ranks <= 1 {
 		return 0, n
 	}
@@ -195,7 +197,7 @@ func part(n, rank, ranks int) (lo, hi int) {
 func (l *Loader) upload(dev device.Device, order []int, s int, shape []int) Batch {
 	lo := s * l.Batch
 	global := min(l.Batch, len(order)-lo)
-	a, b := part(global, l.Rank, l.Ranks)
+	a, b := Part(global, l.Rank, l.Ranks)
 	lo += a
 	bs := b - a
 	f := l.Features

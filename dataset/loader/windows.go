@@ -65,7 +65,7 @@ func (w *Windows) Starts(s int) []int {
 // Part returns this process's part of starts (all of them unless Ranks
 // is above 1).
 func (w *Windows) Part(starts []int) []int {
-	lo, hi := part(len(starts), w.Rank, w.Ranks)
+	lo, hi := Part(len(starts), w.Rank, w.Ranks)
 	return starts[lo:hi]
 }
 

@@ -77,6 +77,7 @@ type Config struct {
 
 	onLoss func(loss float64)      // called with each step's loss, as flushed (tests)
 	onDone func(net nn.Sequential) // called with the trained network (tests)
+	onPred func(pred []int32)      // called with each epoch's test predictions (tests)
 }
 
 // Screen is a live window for the dashboard (package window's Window).
@@ -382,13 +383,16 @@ func Train(cfg Config, w io.Writer) (_ []Epoch, err error) {
 		}
 		trainTime += time.Since(start)
 		ms := time.Since(start).Seconds() * 1e3 / float64(steps)
-		trainAcc, _, err := accuracy(dev, net, train, cmp.Or(cfg.Test, trainEval))
+		trainAcc, _, err := accuracy(dev, net, train, cmp.Or(cfg.Test, trainEval), job)
 		if err != nil {
 			return nil, err
 		}
-		testAcc, pred, err := accuracy(dev, net, test, cfg.Test)
+		testAcc, pred, err := accuracy(dev, net, test, cfg.Test, job)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.onPred != nil {
+			cfg.onPred(pred)
 		}
 		ep := Epoch{Epoch: e, Loss: sum, TrainAcc: trainAcc, TestAcc: testAcc, StepMS: ms}
 		if err := rec.AddEpoch(ep); err != nil {
@@ -562,8 +566,8 @@ func or(v, def float64) float64 {
 
 // accuracy returns the share of the first limit (0: all) examples of set
 // that the model classifies right, in evaluation mode, and its
-// predictions.
-func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit int) (float64, []int32, error) {
+// predictions: each rank of job classifies its part of them.
+func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit int, job *parallel.Run) (float64, []int32, error) {
 	net.Train(false)
 	defer net.Train(true)
 	n := set.N
@@ -573,9 +577,10 @@ func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit
 	const batch = 500
 	feat := set.Features()
 	right := 0
-	all := make([]int32, 0, n)
-	for lo := 0; lo < n; lo += batch {
-		bs := min(batch, n-lo)
+	first, last := loader.Part(n, job.Rank(), job.Size())
+	all := make([]int32, 0, last-first)
+	for lo := first; lo < last; lo += batch {
+		bs := min(batch, last-lo)
 		var pred []int32
 		var err error
 		tensor.Tidy(func(s *tensor.Scope) *tensor.Tensor {
@@ -598,5 +603,12 @@ func accuracy(dev device.Device, net nn.Sequential, set *fashionmnist.Set, limit
 		}
 		all = append(all, pred...)
 	}
-	return float64(right) / float64(n), all, nil
+	sum, err := job.Sum([]float64{float64(right)})
+	if err != nil {
+		return 0, nil, err
+	}
+	if all, err = job.Gather(all, n); err != nil {
+		return 0, nil, err
+	}
+	return sum[0] / float64(n), all, nil
 }

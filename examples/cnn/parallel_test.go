@@ -23,7 +23,8 @@ import (
 type ranked struct {
 	Losses []float64
 	Epochs []Epoch
-	Params string // the digest of the trained parameters' bits
+	Params string  // the digest of the trained parameters' bits
+	Pred   []int32 // the test predictions (each rank's part, gathered)
 }
 
 // ddpConfig is the run of TestDataParallel, data-parallel or alone: no
@@ -39,6 +40,7 @@ func trainReported(cfg Config) (ranked, error) {
 	var r ranked
 	cfg.onLoss = func(l float64) { r.Losses = append(r.Losses, l) }
 	cfg.onDone = func(net nn.Sequential) { r.Params = mpitest.Digest(net.Params()) }
+	cfg.onPred = func(pred []int32) { r.Pred = pred }
 	epochs, err := Train(cfg, io.Discard)
 	r.Epochs = epochs
 	return r, err
@@ -80,6 +82,15 @@ func TestDataParallel(t *testing.T) {
 			if !slices.Equal(r[0].Losses, r[1].Losses) {
 				t.Errorf("the ranks report different losses: %v and %v", r[0].Losses, r[1].Losses)
 			}
+			same := 0
+			for i := range min(len(r[0].Pred), len(alone.Pred)) {
+				if r[0].Pred[i] == alone.Pred[i] {
+					same++
+				}
+			}
+			if !slices.Equal(r[0].Pred, r[1].Pred) || len(r[0].Pred) != len(alone.Pred) || same < len(alone.Pred)-2 {
+				t.Errorf("test predictions gathered from the ranks: %d and %d, %d of %d as one process's", len(r[0].Pred), len(r[1].Pred), same, len(alone.Pred))
+			}
 			if len(r[0].Losses) != len(alone.Losses) || len(alone.Losses) != 8 || len(r[0].Epochs) != 1 {
 				t.Fatalf("%d losses and %d epochs; want %d and 1", len(r[0].Losses), len(r[0].Epochs), len(alone.Losses))
 			}
@@ -89,7 +100,7 @@ func TestDataParallel(t *testing.T) {
 			}
 			t.Logf("%s: 2 ranks against one process, %d steps: losses differ by at most %.2g; test accuracy %.3f and %.3f",
 				dev, len(alone.Losses), worst, r[0].Epochs[0].TestAcc, alone.Epochs[0].TestAcc)
-			if worst > 1e-4 || math.Abs(r[0].Epochs[0].TestAcc-alone.Epochs[0].TestAcc) > 0.01 {
+			if worst > 1e-4 || math.Abs(r[0].Epochs[0].TestAcc-alone.Epochs[0].TestAcc) > 0.01 || math.Abs(r[0].Epochs[0].TrainAcc-alone.Epochs[0].TrainAcc) > 0.01 {
 				t.Errorf("2 ranks' losses %v, epoch %+v; one process's %v, %+v: want within 1e-4, and the accuracy within 1%%", r[0].Losses, r[0].Epochs, alone.Losses, alone.Epochs)
 			}
 		})

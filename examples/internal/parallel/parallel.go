@@ -5,10 +5,12 @@
 package parallel
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/extensor/extensor/dataset/loader"
 	"github.com/extensor/extensor/dist"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
@@ -121,6 +123,36 @@ func (r *Run) End(err *error) {
 	if e := r.Close(); *err == nil {
 		*err = e
 	}
+}
+
+// Gather returns, on every rank, the parts of n items that the ranks
+// hold (dataset/loader.Part's), joined in rank order; part is this
+// rank's.
+func (r *Run) Gather(part []int32, n int) ([]int32, error) {
+	if r.Size() == 1 {
+		return part, nil
+	}
+	lo, hi := loader.Part(n, r.Rank(), r.Size())
+	if len(part) != hi-lo {
+		return nil, fmt.Errorf("parallel: Gather of %d items by rank %d, whose part of %d is %d", len(part), r.Rank(), n, hi-lo)
+	}
+	width := (n + r.Size() - 1) / r.Size() // the largest part
+	buf := make([]byte, 4*width)
+	for i, v := range part {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
+	}
+	all, err := r.Comm.Allgather(buf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, 0, n)
+	for rank := range r.Size() {
+		lo, hi := loader.Part(n, rank, r.Size())
+		for i := range hi - lo {
+			out = append(out, int32(binary.LittleEndian.Uint32(all[4*(rank*width+i):])))
+		}
+	}
+	return out, nil
 }
 
 // Report prints what the reductions measured, the first step left out:
