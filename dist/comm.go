@@ -14,9 +14,11 @@ import (
 
 // Comm is the job's processes: the ranks an MPI launcher started, or
 // this process alone. Its collectives are made by every rank in the same
-// order, with buffers of the same length; each returns once every rank
-// has made it, and ends the job (as Abort) when the others have not
-// joined it within Timeout.
+// order, with buffers of the same length (so, from goroutines of one
+// rank, in an order the program fixes: none while a DataParallel
+// reduces, between a Backward's first grad hook and Wait); each returns
+// once every rank has made it, and ends the job (as Abort) when the
+// others have not joined it within Timeout.
 type Comm struct {
 	rank, size       int
 	local, localSize int
@@ -194,8 +196,9 @@ func (c *Comm) Barrier() error {
 }
 
 // Finalize ends the process's part in the job (MPI_Finalize, which waits
-// for the other ranks): call it once, at the end, on every rank. The
-// Comm is unusable after it.
+// for the other ranks, without a deadline: a rank that fails calls
+// Abort instead): call it once, at the end, on every rank. The Comm is
+// unusable after it.
 func (c *Comm) Finalize() error {
 	c.mu.Lock()
 	if c.final {
@@ -215,7 +218,10 @@ func (c *Comm) Finalize() error {
 // this process. It does not return.
 func (c *Comm) Abort(err error) {
 	c.say(err.Error())
-	if c.e != nil {
+	c.mu.Lock()
+	final := c.final
+	c.mu.Unlock()
+	if c.e != nil && !final {
 		c.e.abortJob(1)
 		time.Sleep(10 * time.Second) // MPI_Abort ends the process meanwhile
 	}

@@ -38,9 +38,11 @@ type DataParallel struct {
 	weight      float64
 
 	buckets []*bucket
-	of      map[*autograd.Var]int // the bucket of each parameter
-	next    int                   // the next bucket to start
-	ready   []*autograd.Var       // the parameters complete so far in this step
+	of      map[*autograd.Var]int  // the bucket of each parameter
+	next    int                    // the next bucket to start
+	ready   []*autograd.Var        // the parameters complete so far in this step
+	seen    map[*autograd.Var]bool // ready's
+	twice   *autograd.Var          // a parameter completed twice before Wait
 	steps   int
 
 	work chan *bucket
@@ -62,6 +64,7 @@ type bucket struct {
 	elems  int
 	ready  int
 	weight float64          // the rank's weight when the bucket started
+	has    []bool           // which parameters had a gradient on this rank
 	flat   *tensor.Tensor   // the gathered gradients, on the device (the bucket's to release)
 	grads  []*tensor.Tensor // the averaged gradients, uploaded
 	err    error
@@ -109,7 +112,7 @@ func NewDataParallel(c *Comm, params []*autograd.Var, bucketBytes int) (*DataPar
 	if bucketBytes == 0 {
 		bucketBytes = DefaultBucketBytes
 	}
-	d := &DataParallel{comm: c, bucketBytes: bucketBytes, weight: 1 / float64(c.Size()), work: make(chan *bucket, 1024)}
+	d := &DataParallel{comm: c, bucketBytes: bucketBytes, weight: 1 / float64(c.Size()), work: make(chan *bucket, 1024), seen: map[*autograd.Var]bool{}}
 	seen := map[*autograd.Var]bool{}
 	for i, p := range params {
 		if p == nil {
@@ -179,6 +182,11 @@ func (d *DataParallel) complete(p *autograd.Var) {
 	if !ok {
 		return
 	}
+	if d.seen[p] { // a second Backward before Wait
+		d.twice = p
+		return
+	}
+	d.seen[p] = true
 	d.ready = append(d.ready, p)
 	d.buckets[i].ready++
 	for d.next < len(d.buckets) && d.buckets[d.next].ready >= len(d.buckets[d.next].params) {
@@ -192,11 +200,12 @@ func (d *DataParallel) complete(p *autograd.Var) {
 func (d *DataParallel) start(b *bucket) {
 	b.done = make(chan struct{})
 	b.err, b.flat, b.weight = nil, nil, d.weight
+	b.has = make([]bool, len(b.params))
 	err := tensor.Maybe(func() {
 		parts := make([]*tensor.Tensor, len(b.params))
 		for k, p := range b.params {
 			if g := p.Grad(); g != nil {
-				parts[k] = g.Reshape(g.Len())
+				parts[k], b.has[k] = g.Reshape(g.Len()), true
 				continue
 			}
 			z, err := tensor.Zeros(p.Value().Device(), b.dtype, p.Value().Len()) // no gradient on this rank
@@ -215,11 +224,22 @@ func (d *DataParallel) start(b *bucket) {
 		}
 	})
 	if err != nil {
-		b.err = err
+		b.err = d.fail(b, err)
 		close(b.done)
 		return
 	}
 	d.work <- b
+}
+
+// fail returns the error of averaging bucket b; with other ranks, whose
+// collectives this rank can no longer match, it ends the job (Abort)
+// instead.
+func (d *DataParallel) fail(b *bucket, err error) error {
+	err = fmt.Errorf("dist: %v: averaging a bucket of %d gradients: %w", d.comm, len(b.params), err)
+	if d.comm.Size() > 1 {
+		d.comm.Abort(err)
+	}
+	return err
 }
 
 // reduce reads back, reduces and uploads the buckets handed to it, in
@@ -229,12 +249,15 @@ func (d *DataParallel) reduce() {
 	for b := range d.work {
 		b.read = time.Now()
 		b.reduce, b.upload = b.read, b.read
-		b.err = tensor.Maybe(func() { b.grads, b.err = d.average(b) })
-		if b.err != nil {
+		var err error
+		if e := tensor.Maybe(func() { b.grads, err = d.average(b) }); e != nil {
+			err = e
+		}
+		if err != nil {
 			for _, g := range b.grads {
 				g.Release()
 			}
-			b.grads = nil
+			b.grads, b.err = nil, d.fail(b, err)
 		}
 		b.end = time.Now()
 		close(b.done)
@@ -242,7 +265,8 @@ func (d *DataParallel) reduce() {
 }
 
 // average returns b's gradients averaged across the ranks, on the
-// device.
+// device; nil for a parameter that had none on any rank (counted by a
+// flag a parameter, reduced with the gradients).
 func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 	flat := b.flat
 	defer flat.Release()
@@ -261,6 +285,9 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 				f16[i] = half.FromFloat32(half.ToFloat32(h) * w)
 			}
 		}
+		for _, has := range b.has {
+			f16 = append(f16, half.FromFloat32(float32(b2i(has))))
+		}
 		err = d.comm.AllreduceFloat16(f16)
 	} else {
 		if f32, err = flat.Float32s(); err != nil {
@@ -272,6 +299,9 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 				f32[i] *= w
 			}
 		}
+		for _, has := range b.has {
+			f32 = append(f32, float32(b2i(has)))
+		}
 		err = d.comm.AllreduceFloat32(f32)
 	}
 	if err != nil {
@@ -280,13 +310,16 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 	b.upload = time.Now()
 	grads := make([]*tensor.Tensor, 0, len(b.params))
 	off := 0
-	for _, p := range b.params {
+	for k, p := range b.params {
 		shape := p.Value().Shape()
 		n := p.Value().Len()
 		var g *tensor.Tensor
-		if b.dtype == device.Float16 {
+		switch {
+		case b.dtype == device.Float16 && f16[b.elems+k] == 0, b.dtype != device.Float16 && f32[b.elems+k] == 0:
+			// no rank had a gradient: none, as alone
+		case b.dtype == device.Float16:
 			g, err = tensor.FromFloat16Bits(dev, f16[off:off+n], shape...)
-		} else {
+		default:
 			g, err = tensor.FromFloat32(dev, f32[off:off+n], shape...)
 		}
 		if err != nil {
@@ -321,7 +354,7 @@ func (d *DataParallel) Wait() error {
 			computed = b.reduce
 		}
 		if b.err != nil && err == nil {
-			err = fmt.Errorf("dist: %v: averaging a bucket of %d gradients: %w", d.comm, len(b.params), b.err)
+			err = b.err
 		}
 	}
 	st.Waiting = time.Since(start)
@@ -358,10 +391,14 @@ func (d *DataParallel) Wait() error {
 	}
 	d.last = now
 	d.mu.Unlock()
-	ready := d.ready
-	d.ready, d.next = d.ready[:0:0], 0
+	ready, twice := d.ready, d.twice
+	d.ready, d.next, d.twice = d.ready[:0:0], 0, nil
+	clear(d.seen)
 	if err != nil {
 		return err
+	}
+	if twice != nil {
+		return fmt.Errorf("dist: %v: a parameter's gradient was completed by two Backwards before Wait; Wait after each Backward (the buckets reduced the first's)", d.comm)
 	}
 	d.steps++
 	if d.steps == 1 {
@@ -440,7 +477,7 @@ func (d *DataParallel) Close() {
 // and optimiser state at the start, or after root alone loaded a
 // checkpoint. Every rank passes tensors of the same names, shapes and
 // dtypes (float32, float16 or int32); they are sent in the names'
-// order, in parts of at most 64 MiB.
+// order, in parts of about 64 MiB (a tensor is not split).
 func (c *Comm) BroadcastTensors(ts map[string]*tensor.Tensor, root int) error {
 	names := slices.Sorted(maps.Keys(ts))
 	var part []string
@@ -532,6 +569,13 @@ func (c *Comm) BroadcastInt(v, root int) (int, error) {
 		return 0, err
 	}
 	return int(binary.LittleEndian.Uint64(buf[:])), nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // putWords writes v's little-endian bytes into buf at at.

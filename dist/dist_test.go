@@ -198,8 +198,9 @@ func dataParallel(c *dist.Comm, name string) error {
 	b := mk(tensor.FromFloat32(dev, []float32{r, 0, -r}, out))
 	h := mk(tensor.FromFloat16Bits(dev, []uint16{half.FromFloat32(r)}, 1))
 	unused := mk(tensor.FromFloat32(dev, []float32{1, 2}, 2))
-	params := []*autograd.Var{w, b, h, unused}
-	state := map[string]*tensor.Tensor{"w": w.Value(), "b": b.Value(), "h": h.Value(), "unused": unused.Value()}
+	some := mk(tensor.FromFloat32(dev, []float32{3, 4}, 2)) // used on rank 1 alone
+	params := []*autograd.Var{w, b, h, unused, some}
+	state := map[string]*tensor.Tensor{"w": w.Value(), "b": b.Value(), "h": h.Value(), "unused": unused.Value(), "some": some.Value()}
 	if err := c.BroadcastTensors(state, 0); err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func dataParallel(c *dist.Comm, name string) error {
 	if c.Rank() == 1 {
 		lo, hi = 3, batch
 	}
-	loss := func(lo, hi int) *autograd.Var {
+	loss := func(w, b, h *autograd.Var, lo, hi int) *autograd.Var {
 		xs, _ := tensor.FromFloat32(dev, x[lo*in:hi*in], hi-lo, in)
 		ys, _ := tensor.FromFloat32(dev, y[lo*out:hi*out], hi-lo, out)
 		mse := ops.MSELoss(ops.Linear(autograd.Leaf(xs, false), w, b), autograd.Leaf(ys, false), ops.MeanReduction)
@@ -228,16 +229,14 @@ func dataParallel(c *dist.Comm, name string) error {
 		return ops.Add(mse, ops.Cast(ops.Sum(ops.Mul(h, autograd.Leaf(k, false))), device.Float32))
 	}
 	for step := range 3 {
-		// The reference: the global batch's gradients, on this rank alone
-		// (the hooks see a backward they are not waited for: removed).
-		for _, p := range params {
-			p.SetGradHook(nil)
-		}
-		if err := loss(0, batch).Backward(); err != nil {
+		// The reference: the global batch's gradients, on this rank alone,
+		// through variables of the same values without DataParallel's hooks.
+		ref := []*autograd.Var{autograd.Leaf(w.Value(), true), autograd.Leaf(b.Value(), true), autograd.Leaf(h.Value(), true)}
+		if err := loss(ref[0], ref[1], ref[2], 0, batch).Backward(); err != nil {
 			return err
 		}
 		var want [][]float32
-		for _, p := range params[:3] {
+		for _, p := range ref {
 			g, err := p.Grad().Float64s()
 			if err != nil {
 				return err
@@ -245,26 +244,29 @@ func dataParallel(c *dist.Comm, name string) error {
 			want = append(want, float32s(g))
 			p.ZeroGrad()
 		}
-		dp.Close()
-		if dp, err = dist.NewDataParallel(c, params, 16); err != nil {
-			return err
-		}
 		dp.SetWeight(float64(hi-lo) / batch)
-		if err := loss(lo, hi).Backward(); err != nil {
+		l := loss(w, b, h, lo, hi)
+		if c.Rank() == 1 {
+			l = ops.Add(l, ops.Sum(some))
+		}
+		if err := l.Backward(); err != nil {
 			return err
 		}
 		if err := dp.Wait(); err != nil {
 			return err
 		}
 		var gathered []byte
-		for k, p := range params {
+		if unused.Grad() != nil {
+			return fmt.Errorf("step %d: the parameter no rank used has a gradient; want none, as alone", step)
+		}
+		for k, p := range slices.Concat(params[:3], params[4:]) {
 			g, err := p.Grad().Float64s()
 			if err != nil {
 				return err
 			}
-			if k == 3 {
-				if !slices.Equal(g, []float64{0, 0}) {
-					return fmt.Errorf("step %d: the unused parameter's gradient %v; want zeros", step, g)
+			if k == 3 { // rank 1's gradient, 1, weighted 4/7
+				if want := float64(float32(4) / 7); !slices.Equal(g, []float64{want, want}) {
+					return fmt.Errorf("step %d: the gradient of the parameter rank 1 alone used: %v; want %v", step, g, []float64{want, want})
 				}
 				continue
 			}
@@ -298,8 +300,8 @@ func dataParallel(c *dist.Comm, name string) error {
 			p.ZeroGrad()
 		}
 	}
-	if s := dp.Stats(); s.Steps != 1 || s.Buckets != 4 || s.Bytes != (in*out+out+2)*4+2 {
-		return fmt.Errorf("Stats %+v; want 1 step of 4 buckets of %d bytes", s, (in*out+out+2)*4+2)
+	if s, bytes := dp.Stats(), (in*out+out+2+2)*4+2; s.Steps != 3 || s.Buckets < 3*4 || s.Bytes != 3*int64(bytes) {
+		return fmt.Errorf("Stats %+v; want 3 steps of at least 4 buckets of %d bytes", s, bytes)
 	}
 	return nil
 }

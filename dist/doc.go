@@ -13,14 +13,15 @@
 // error.
 //
 // DataParallel is data-parallel training on top of it, as PyTorch's
-// DistributedDataParallel: every rank holds the whole model, rank 0's
-// parameters and optimiser state are broadcast at the start, and after
-// each backward the gradients are averaged across ranks in buckets, each
-// bucket read back and reduced while the backward of the layers before
-// it still runs.
+// DistributedDataParallel: every rank holds the whole model (rank 0's
+// parameters and optimiser state, given to all by Comm.BroadcastTensors
+// at the start), and after each backward the gradients are averaged
+// across ranks in buckets, each bucket read back and reduced while the
+// backward of the layers before it still runs.
 //
 // MPI is called from one goroutine of its own, locked to its thread
-// (MPI_THREAD_FUNNELED); a Comm may be used from any goroutine. Built
+// (MPI_THREAD_FUNNELED); a Comm's methods may be called from any
+// goroutine, its collectives in one order on every rank. Built
 // without cgo (CGO_ENABLED=0, or for the browser), the package has the
 // one-rank Comm only.
 package dist

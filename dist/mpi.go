@@ -30,9 +30,9 @@ static void ex_halfsum(void *in, void *inout, int *len, MPI_Datatype *dt) {
 	}
 }
 
-static int ex_init(int *rank, int *size, int *local, int *local_size) {
-	int provided, rc;
-	if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided)) != MPI_SUCCESS) return rc;
+static int ex_init(int *rank, int *size, int *local, int *local_size, int *provided) {
+	int rc;
+	if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided)) != MPI_SUCCESS) return rc;
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	if ((rc = MPI_Comm_rank(MPI_COMM_WORLD, rank)) != MPI_SUCCESS) return rc;
 	if ((rc = MPI_Comm_size(MPI_COMM_WORLD, size)) != MPI_SUCCESS) return rc;
@@ -93,9 +93,13 @@ func startMPI() (e *engine, rank, size, local, localSize int, err error) {
 	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // for good: this thread is MPI's
-		var r, s, l, ls C.int
-		if rc := C.ex_init(&r, &s, &l, &ls); rc != C.MPI_SUCCESS {
+		var r, s, l, ls, provided C.int
+		if rc := C.ex_init(&r, &s, &l, &ls, &provided); rc != C.MPI_SUCCESS {
 			ready <- fmt.Errorf("dist: MPI_Init_thread: %s", mpiError(rc))
+			return
+		}
+		if provided < C.MPI_THREAD_FUNNELED {
+			ready <- fmt.Errorf("dist: MPI_Init_thread gave thread level %d; want MPI_THREAD_FUNNELED (%d) or more", int(provided), int(C.MPI_THREAD_FUNNELED))
 			return
 		}
 		rank, size, local, localSize = int(r), int(s), int(l), int(ls)
@@ -154,7 +158,10 @@ func (e *engine) collective(c *Comm, what string, pins []unsafe.Pointer, start f
 		for {
 			var done C.int
 			if rc := C.ex_test(&done); rc != C.MPI_SUCCESS {
-				return fmt.Errorf("dist: rank %d of %d: %s: %s", c.rank, c.size, what, mpiError(rc))
+				// The collective's state is unknown, its buffers perhaps
+				// still MPI's: the job cannot go on.
+				c.say(fmt.Sprintf("%s: %s", what, mpiError(rc)))
+				C.ex_abort(1)
 			}
 			if done != 0 {
 				return nil
@@ -228,6 +235,9 @@ func (e *engine) broadcast(c *Comm, buf []byte, root int) error {
 }
 
 func (e *engine) allgather(c *Comm, send, recv []byte) error {
+	if len(send) > maxCount {
+		return fmt.Errorf("dist: rank %d of %d: allgather of %d bytes a rank; want at most %d", c.rank, c.size, len(send), maxCount)
+	}
 	s, r := unsafe.Pointer(unsafe.SliceData(send)), unsafe.Pointer(unsafe.SliceData(recv))
 	return e.collective(c, fmt.Sprintf("allgather of %d bytes a rank", len(send)), []unsafe.Pointer{s, r}, func() C.int { return C.ex_iallgather(s, r, C.int(len(send))) })
 }

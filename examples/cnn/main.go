@@ -214,7 +214,7 @@ func Train(cfg Config, w io.Writer) (_ []Epoch, err error) {
 	} else {
 		dev, train, test, err = run.Open(cfg.Device, cfg.Data, w, cfg.Bar)
 		if err == nil {
-			defer dev.Close()
+			job.Own(dev) // closed after the reductions end
 		}
 	}
 	if err != nil {

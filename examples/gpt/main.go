@@ -317,7 +317,7 @@ func Train(cfg Config, w io.Writer) (res *Result, err error) {
 	}
 	dev := cfg.dev
 	if closeDev {
-		defer dev.Close()
+		job.Own(dev) // closed after the reductions end
 	}
 	net, err := model.New(dev, cfg.Model, cfg.Seed)
 	if err != nil {

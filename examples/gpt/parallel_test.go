@@ -19,6 +19,7 @@ import (
 
 	"github.com/extensor/extensor/examples/gpt/model"
 	"github.com/extensor/extensor/internal/mpitest"
+	"github.com/extensor/extensor/tensor"
 )
 
 // ranked is what a rank of TestDataParallel's job reports.
@@ -42,6 +43,18 @@ func rank(mode string) int {
 	if mode == "main" {
 		main()
 		return 0
+	}
+	if mode == "panic" { // rank 1 panics at step 3 (a programmer's error)
+		cfg := ddpConfig("cpu")
+		cfg.DDP, cfg.Steps = true, 1000
+		cfg.onStep = func(step int) {
+			if step == 3 && mpitest.Rank() == 1 {
+				tensor.Panicf("a test's op", tensor.ErrArgument, "a failure of the test's")
+			}
+		}
+		_, err := Train(cfg, io.Discard)
+		fmt.Fprintln(os.Stderr, "Train returned:", err)
+		return 1
 	}
 	dev, ok := strings.CutPrefix(mode, "train-")
 	if !ok {
@@ -94,6 +107,22 @@ func TestDataParallel(t *testing.T) {
 				t.Errorf("2 ranks' losses %v, validation %v; one process's %v, %v: want within 1e-4", r[0].Losses, r[0].Evals, alone.Losses, alone.Evals)
 			}
 		})
+	}
+}
+
+// TestRankPanics: a rank whose training panics (a programmer's error)
+// ends the job at once, naming itself, while the other waits in a
+// collective.
+func TestRankPanics(t *testing.T) {
+	start := time.Now()
+	out, err := mpitest.Command(t, 2, "panic", t.TempDir(), nil).CombinedOutput()
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("the job ended without an error:\n%s", out)
+	}
+	t.Logf("the job ended in %v: %v", took.Round(time.Millisecond), err)
+	if want := "dist: rank 1 of 2: panic: a test's op: a failure of the test's"; !strings.Contains(string(out), want) || took > 30*time.Second {
+		t.Errorf("the job took %v; want < 30 s, and an output with %q:\n%s", took, want, out)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/extensor/extensor/dataset/loader"
+	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/dist"
 	"github.com/extensor/extensor/optim"
 	"github.com/extensor/extensor/tensor"
@@ -21,6 +22,7 @@ import (
 type Run struct {
 	Comm *dist.Comm
 	dp   *dist.DataParallel
+	devs []device.Device // to close at the end, after the reductions
 }
 
 // Open returns the run's place: with ddp, its rank in the job an MPI
@@ -111,12 +113,23 @@ func (r *Run) Sum(vs []float64) ([]float64, error) {
 	return vs, r.Comm.AllreduceFloat64(vs)
 }
 
-// End ends the run's part in the job, deferred with the address of the
-// training's error: an error ends the whole job when there are other
-// ranks (so that none waits for this one); otherwise the reducing
-// goroutine and MPI end (Close), and Close's error, if any, is the
-// training's.
+// Own makes dev the run's to close when it ends, after the reductions
+// that may still read it.
+func (r *Run) Own(dev device.Device) { r.devs = append(r.devs, dev) }
+
+// End ends the run's part in the job; the training defers it with the
+// address of its error. An error, or a panic, ends the whole job when
+// there are other ranks (so that none waits for this one); otherwise
+// the reducing goroutine, MPI and the devices Own was given end, and
+// Close's error, if any, is the training's. A panic goes on after.
 func (r *Run) End(err *error) {
+	if p := recover(); p != nil {
+		if r.Size() > 1 {
+			r.Comm.Abort(fmt.Errorf("panic: %v", p))
+		}
+		r.Close()
+		panic(p)
+	}
 	if *err != nil && r.Size() > 1 {
 		r.Comm.Abort(*err)
 	}
@@ -182,13 +195,20 @@ func (r *Run) ResetStats() {
 	}
 }
 
-// Close ends the run's part: the reducing goroutine, then MPI's.
+// Close ends the run's part: the reducing goroutine, MPI's, then the
+// devices Own was given.
 func (r *Run) Close() error {
 	if r.dp != nil {
 		r.dp.Close()
+		r.dp = nil
 	}
+	var err error
 	if r.Comm != nil {
-		return r.Comm.Finalize()
+		err = r.Comm.Finalize()
 	}
-	return nil
+	for _, d := range r.devs {
+		d.Close()
+	}
+	r.devs = nil
+	return err
 }
