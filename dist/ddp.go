@@ -166,16 +166,6 @@ func (d *DataParallel) group(order []*autograd.Var) {
 // loss.
 func (d *DataParallel) SetWeight(w float64) { d.weight = w }
 
-// Params returns the parameters that take part, in the order buckets
-// reduce them.
-func (d *DataParallel) Params() []*autograd.Var {
-	var ps []*autograd.Var
-	for _, b := range d.buckets {
-		ps = append(ps, b.params...)
-	}
-	return ps
-}
-
 // complete is the grad hook: p's gradient of this step is complete.
 func (d *DataParallel) complete(p *autograd.Var) {
 	i, ok := d.of[p]
@@ -274,6 +264,7 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 	w := float32(b.weight)
 	var f32 []float32
 	var f16 []uint16
+	var had []bool // whether any rank had each parameter's gradient
 	var err error
 	if b.dtype == device.Float16 {
 		if f16, err = flat.Float16Bits(); err != nil {
@@ -289,6 +280,9 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 			f16 = append(f16, half.FromFloat32(float32(b2i(has))))
 		}
 		err = d.comm.AllreduceFloat16(f16)
+		for _, h := range f16[b.elems:] {
+			had = append(had, h != 0)
+		}
 	} else {
 		if f32, err = flat.Float32s(); err != nil {
 			return nil, err
@@ -303,6 +297,9 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 			f32 = append(f32, float32(b2i(has)))
 		}
 		err = d.comm.AllreduceFloat32(f32)
+		for _, x := range f32[b.elems:] {
+			had = append(had, x != 0)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -315,8 +312,7 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 		n := p.Value().Len()
 		var g *tensor.Tensor
 		switch {
-		case b.dtype == device.Float16 && f16[b.elems+k] == 0, b.dtype != device.Float16 && f32[b.elems+k] == 0:
-			// no rank had a gradient: none, as alone
+		case !had[k]: // no rank had a gradient: none, as alone
 		case b.dtype == device.Float16:
 			g, err = tensor.FromFloat16Bits(dev, f16[off:off+n], shape...)
 		default:
@@ -333,8 +329,9 @@ func (d *DataParallel) average(b *bucket) ([]*tensor.Tensor, error) {
 
 // Wait returns once every bucket of this step is averaged, with the
 // averages in the parameters' Grad. It starts the buckets Backward did
-// not complete (a parameter the loss does not use: its gradient counts
-// as zeros). Call it after each Backward, on every rank.
+// not complete (a parameter the loss does not use: zeros on this rank;
+// a parameter no rank has a gradient for keeps none). Call it after
+// each Backward, on every rank.
 func (d *DataParallel) Wait() error {
 	for d.next < len(d.buckets) {
 		d.start(d.buckets[d.next])
@@ -342,14 +339,9 @@ func (d *DataParallel) Wait() error {
 	}
 	start := time.Now()
 	var err error
-	var st Stats
 	var computed time.Time // when the device had computed every bucket
 	for _, b := range d.buckets {
 		<-b.done
-		st.Bytes += int64(b.elems) * int64(b.dtype.Size())
-		st.Readback += b.reduce.Sub(b.read)
-		st.Allreduce += b.upload.Sub(b.reduce)
-		st.Upload += b.end.Sub(b.upload)
 		if b.reduce.After(computed) {
 			computed = b.reduce
 		}
@@ -357,14 +349,28 @@ func (d *DataParallel) Wait() error {
 			err = b.err
 		}
 	}
-	st.Waiting = time.Since(start)
+	now := time.Now()
+	d.mu.Lock()
+	d.st.Steps++
+	d.st.Buckets += len(d.buckets)
+	d.st.Waiting += now.Sub(start)
 	for _, b := range d.buckets {
+		d.st.Bytes += int64(b.elems) * int64(b.dtype.Size())
+		d.st.Readback += b.reduce.Sub(b.read)
+		d.st.Allreduce += b.upload.Sub(b.reduce)
+		d.st.Upload += b.end.Sub(b.upload)
 		end := b.end
 		if end.After(computed) {
 			end = computed
 		}
-		st.Overlap += max(end.Sub(b.reduce), 0)
+		d.st.Overlap += max(end.Sub(b.reduce), 0)
 	}
+	if !d.last.IsZero() {
+		d.st.Interval += now.Sub(d.last)
+		d.st.Intervals++
+	}
+	d.last = now
+	d.mu.Unlock()
 	for _, b := range d.buckets {
 		for k, p := range b.params {
 			if err == nil {
@@ -375,22 +381,6 @@ func (d *DataParallel) Wait() error {
 		}
 		b.grads, b.ready = nil, 0
 	}
-	now := time.Now()
-	d.mu.Lock()
-	d.st.Steps++
-	d.st.Buckets += len(d.buckets)
-	d.st.Bytes += st.Bytes
-	d.st.Readback += st.Readback
-	d.st.Allreduce += st.Allreduce
-	d.st.Upload += st.Upload
-	d.st.Overlap += st.Overlap
-	d.st.Waiting += st.Waiting
-	if !d.last.IsZero() {
-		d.st.Interval += now.Sub(d.last)
-		d.st.Intervals++
-	}
-	d.last = now
-	d.mu.Unlock()
 	ready, twice := d.ready, d.twice
 	d.ready, d.next, d.twice = d.ready[:0:0], 0, nil
 	clear(d.seen)

@@ -77,9 +77,6 @@ import (
 	"unsafe"
 )
 
-// Built reports whether the package was built with MPI.
-const Built = true
-
 // engine runs MPI calls on its thread.
 type engine struct {
 	calls chan func()

@@ -4,9 +4,6 @@ package dist
 
 import "errors"
 
-// Built reports whether the package was built with MPI.
-const Built = false
-
 // engine stands for MPI, which a build without cgo lacks: such a process
 // runs as the only rank.
 type engine struct{}

@@ -157,10 +157,11 @@ func (l *Loader) Check() error {
 		return fmt.Errorf("loader: batches of %d; want ≥ 1", l.Batch)
 	case l.Limit < 0:
 		return fmt.Errorf("loader: limit %d; want ≥ 0 (0: all)", l.Limit)
-	case checkPart(l.Batch, l.Rank, l.Ranks) != nil:
-		return checkPart(l.Batch, l.Rank, l.Ranks)
 	case len(l.Images)/l.Features != len(l.Labels) || len(l.Images)%l.Features != 0:
 		return fmt.Errorf("loader: %d values of %d features an example for %d labels; want %d values", len(l.Images), l.Features, len(l.Labels), len(l.Labels)*l.Features)
+	}
+	if err := checkPart(l.Batch, l.Rank, l.Ranks); err != nil {
+		return err
 	}
 	if l.Shape != nil {
 		if n, err := device.CheckNumel(l.Shape); err != nil || n != l.Features {

@@ -51,7 +51,7 @@ type Config struct {
 	// AMP trains in mixed precision: float16 activations and gradients,
 	// float32 master weights, dynamic loss scaling (optim.Scaler).
 	AMP bool
-	// Dropout is the dropout layer's probability (New sets 0.25).
+	// Dropout is the dropout layer's probability (-dropout: 0.25).
 	Dropout float64
 	// DDP trains data-parallel over the ranks an MPI launcher started
 	// (package dist): Batch is the global batch, split across the ranks;
@@ -228,7 +228,7 @@ func Train(cfg Config, w io.Writer) (_ []Epoch, err error) {
 		return nil, err
 	}
 	for _, l := range net {
-		if d, ok := l.(*nn.DropoutLayer); ok && cfg.Dropout != 0.25 {
+		if d, ok := l.(*nn.DropoutLayer); ok {
 			d.P = cfg.Dropout
 		}
 	}

@@ -52,7 +52,7 @@ func TestShortTraining(t *testing.T) {
 	var out bytes.Buffer
 	ckpt := filepath.Join(t.TempDir(), "cnn.safetensors")
 	plots := t.TempDir()
-	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt, Plots: plots,
+	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 2, Batch: 64, Opt: "adam", Dropout: 0.25, Seed: 1, Limit: 1280, Test: 1000, Progress: 10, Save: ckpt, Plots: plots,
 		Snapshot: filepath.Join(plots, "dashboard.png"), SnapshotEvery: 15}
 	epochs, err := Train(cfg, &out)
 	settle(t, out.String(), err)
@@ -121,7 +121,7 @@ func TestShortTraining(t *testing.T) {
 func TestShortMixedPrecision(t *testing.T) {
 	gputest.Open(t)
 	var out bytes.Buffer
-	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam", Seed: 1, Limit: 1280, Test: 1000, AMP: true}
+	cfg := Config{Device: "webgpu", Data: fashionmnist.DefaultDir, Epochs: 1, Batch: 64, Opt: "adam", Dropout: 0.25, Seed: 1, Limit: 1280, Test: 1000, AMP: true}
 	epochs, err := Train(cfg, &out)
 	settle(t, out.String(), err)
 	if acc := epochs[0].TestAcc; acc < 0.5 {
@@ -168,6 +168,8 @@ func TestBadConfig(t *testing.T) {
 		{"missing checkpoint", func(c *Config) { c.Resume = filepath.Join(dir, "none.safetensors") }, "none.safetensors"},
 		{"unwritable save", func(c *Config) { c.Save = filepath.Join(file, "m.safetensors") }, "-save " + filepath.Join(file, "m.safetensors")},
 		{"unwritable snapshot", func(c *Config) { c.Snapshot = dir }, "-snapshot " + dir},
+		{"dropout 1", func(c *Config) { c.Dropout = 1 }, "-dropout 1; want a probability"},
+		{"data-parallel with a snapshot", func(c *Config) { c.DDP, c.Snapshot = true, filepath.Join(dir, "s.png") }, "-ddp with -snapshot"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := good
@@ -221,7 +223,7 @@ func tinySet(t *testing.T, n, side int) string {
 // before it builds the network.
 func TestOddData(t *testing.T) {
 	plots := t.TempDir()
-	cfg := Config{Device: "cpu", Data: tinySet(t, 5, 28), Epochs: 1, Batch: 4, Opt: "adam", Seed: 1, Snapshot: filepath.Join(plots, "dashboard.png")}
+	cfg := Config{Device: "cpu", Data: tinySet(t, 5, 28), Epochs: 1, Batch: 4, Opt: "adam", Dropout: 0.25, Seed: 1, Snapshot: filepath.Join(plots, "dashboard.png")}
 	var out bytes.Buffer
 	if _, err := Train(cfg, &out); err != nil {
 		t.Fatalf("5 test images with -snapshot: %v\n%s", err, out.String())
@@ -266,7 +268,7 @@ func TestWindowClose(t *testing.T) {
 	}
 	// 50 steps an epoch: the window closes in the first (two frames take
 	// at least 0.7 s; 20 steps had passed by then on lavapipe's faster runs).
-	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Seed: 1, Limit: 3200, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
+	cfg := Config{Data: fashionmnist.DefaultDir, Epochs: 3, Batch: 64, Opt: "adam", Dropout: 0.25, Seed: 1, Limit: 3200, Test: 200, Save: ckpt, Window: win, OnFrame: onFrame}
 	var out bytes.Buffer
 	err := win.RunTest(twoFrames, func() error {
 		_, err := Train(cfg, &out)

@@ -250,6 +250,7 @@ func TestBadConfig(t *testing.T) {
 		{"another model's checkpoint", func(c *Config) { c.Resume = ckpt }, "width 16"},
 		{"a checkpoint under a file", func(c *Config) { c.Save = filepath.Join(ckpt, "m.safetensors") }, "-save " + filepath.Join(ckpt, "m.safetensors")},
 		{"a snapshot that is a directory", func(c *Config) { c.Snapshot = filepath.Dir(ckpt) }, "-snapshot " + filepath.Dir(ckpt)},
+		{"data-parallel with a snapshot", func(c *Config) { c.DDP, c.Snapshot = true, filepath.Join(t.TempDir(), "s.png") }, "-ddp with -snapshot"},
 	} {
 		cfg := good
 		c.edit(&cfg)

@@ -58,14 +58,6 @@ func (r *Run) Size() int {
 // plots, samples and writes checkpoints.
 func (r *Run) Lead() bool { return r.Rank() == 0 }
 
-// Out returns w on rank 0 and io.Discard on the others.
-func (r *Run) Out(w io.Writer) io.Writer {
-	if r.Lead() {
-		return w
-	}
-	return io.Discard
-}
-
 // Share sets this rank's part of the next step's batch: local of the
 // global batch's examples, its weight in the gradients' average. Call it
 // before the step's backward.
