@@ -1,18 +1,27 @@
 {{- define "mac"}}{
 {{- /* Four terms of k from depth 4·kq ({{.K}}): op(b)'s 4×{{div .T.TN 4}} texels
-       first, then op(a)'s texels (a row's four terms) one at a time, each
-       followed by its row's products, so that of op(a) one texel at a time
-       is live across the fetches (llvmpipe's texel fetch is a call, across
-       which live values are spilled). */}}
+       first, then op(a)'s texels (a row's four terms, or with ARows four
+       rows' term) one at a time, each followed by its products, so that of
+       op(a) one texel at a time is live across the fetches (llvmpipe's
+       texel fetch is a call, across which live values are spilled). */}}
 {{- $T := .T}}{{$K := .K}}
 {{- range $k := seq 4}}{{range $j := seq (div $T.TN 4)}}
             let b{{$k}}_{{$j}} = textureLoad(tb, vec2<i32>(qb + {{$j}}, 4 * ({{$K}}) + {{$k}}), 0);
 {{- end}}{{end}}
+{{- if $T.ARows}}
+{{- range $r := seq (div $T.TM 4)}}{{range $k := seq 4}}
+            let a{{$r}}_{{$k}} = textureLoad(ta, vec2<i32>(qa + {{$r}}, 4 * ({{$K}}) + {{$k}}), 0);
+{{- range $t := seq 4}}{{range $j := seq (div $T.TN 4)}}
+            acc{{add (mul $r 4) $t}}_{{$j}} += b{{$k}}_{{$j}} * a{{$r}}_{{$k}}[{{$t}}];
+{{- end}}{{end}}
+{{- end}}{{end}}
+{{- else}}
 {{- range $i := seq $T.TM}}
             let a{{$i}} = textureLoad(ta, vec2<i32>({{$K}}, ra + {{$i}}), 0);
 {{- range $k := seq 4}}{{range $j := seq (div $T.TN 4)}}
             acc{{$i}}_{{$j}} += b{{$k}}_{{$j}} * a{{$i}}[{{$k}}];
 {{- end}}{{end}}
+{{- end}}
 {{- end}}
         }
 {{- end}}
@@ -60,9 +69,12 @@ fn entry(w: u32, k: u32) -> f32 {
 {{- else}}
 // matmul_tex: out (M×N) = op(a)·op(b) from textures that stage pack
 // wrote (or that op(a) and op(b) were copied into, where they are laid out
-// so): ta holds op(a) along k, texel (q, r) its row r's terms 4q…4q+3, and
-// tb op(b) as texels of 4 columns, texel (q, k) its columns 4q…4q+3 at
-// depth k. Each invocation computes a {{.TM}}×{{.TN}} block in straight-line
+// so): ta holds op(a)
+{{- if .ARows}} as texels of 4 rows, texel (q, k) its rows 4q…4q+3 at
+// depth k (a transposed a's rows, copied or packed by vec4s),
+{{- else}} along k, texel (q, r) its row r's terms 4q…4q+3,
+{{- end}} and tb op(b) as texels of 4 columns, texel (q, k) its columns
+// 4q…4q+3 at depth k. Each invocation computes a {{.TM}}×{{.TN}} block in straight-line
 // code: per 4 terms of k, {{.TM}} + {{.TN}} texel loads for {{mul (mul .TM .TN) 4}} products (texel
 // loads are far cheaper than storage loads on llvmpipe, yet still most of
 // the kernel's time).
@@ -82,7 +94,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (row0 >= M || col0 >= N) {
         return;
     }
+{{- if .ARows}}
+    let qa = i32(row0 / 4u);
+{{- else}}
     let ra = i32(row0);
+{{- end}}
     let qb = i32(col0 / 4u);
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);

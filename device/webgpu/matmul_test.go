@@ -92,6 +92,9 @@ func TestMatMulKernels(t *testing.T) {
 		// Both operands copied into the texture kernel's textures (rows
 		// 256 bytes apart), at offsets, in a batch.
 		{Batch: 2, M: 40, K: 64, N: 128, StrideA: 40 * 64, StrideB: 64 * 128, OffA: 4, OffB: 64, OffDst: 1},
+		// op(a) transposed, by rows: copied (rows of 64), and cycled.
+		{Batch: 2, M: 64, K: 36, N: 96, TransA: true, StrideA: 64 * 36, StrideB: 36 * 96, OffA: 64, OffDst: 4},
+		{Batch: 3, M: 68, K: 24, N: 40, TransA: true, StrideA: 68 * 24, StrideB: 24 * 40, CycleA: 2},
 		// Enough workgroups for the texture kernel's 32-wide blocks (with
 		// edges that they do not divide) where up to 4 threads run them.
 		{Batch: 1, M: 600, K: 37, N: 700},

@@ -170,12 +170,13 @@ type tiledSpec struct {
 // sumSpec specialises matmul_sum.wgsl, which adds a split product's parts.
 type sumSpec struct{}
 
-// texSpec specialises matmul_tex.wgsl: the texture product (Stage "mul")
-// and its operands' packing, on float32 or WGSL's f16 (F16).
+// texSpec specialises matmul_tex.wgsl: the texture product (Stage "mul",
+// op(a) as texels of 4 rows with ARows) and its operands' packing, on
+// float32 or WGSL's f16 (F16).
 type texSpec struct {
-	Stage    string
-	TM, TN   int
-	F16, Vec bool
+	Stage           string
+	TM, TN          int
+	F16, Vec, ARows bool
 }
 
 // convTexSpec specialises conv_tex.wgsl: the direct convolution's

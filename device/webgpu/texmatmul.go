@@ -15,9 +15,11 @@ import (
 // storage-buffer loads. GPUs keep the storage kernel. Blocks of 32×32
 // hold 1,024 accumulators an invocation, 32 KiB of spilled registers per
 // SIMD batch on llvmpipe, and were the fastest block measured
-// (docs/kernel-choices.md, matrix products). Products with fewer
-// workgroups of them than twice the threads running workgroups take
-// 32×16, which gives the threads twice the workgroups.
+// (docs/kernel-choices.md, matrix products). Products take 32×16 where
+// 32×32 leaves a sixth or more of the columns its workgroups span past
+// N (invocations whose lanes compute nothing), or where they have fewer
+// workgroups of 32×32 than twice the threads running workgroups: 32×16
+// gives the threads twice the workgroups.
 const (
 	texTM, texWG = 32, 8
 	// texMinMACs is the smallest product the textures speed up: below
@@ -27,9 +29,13 @@ const (
 )
 
 // texBlock returns how many columns of s an invocation of the texture
-// kernel computes: 32, or 16 where 32 leaves fewer than two workgroups a
-// thread.
+// kernel computes: 32, or 16 where 32 leaves a sixth of its workgroups'
+// columns idle that 16 fills, or fewer than two workgroups a thread.
 func (d *Device) texBlock(s device.GEMM) int {
+	span := func(tn int) int { return groupsOf(s.N, tn*texWG) * tn * texWG }
+	if 6*span(32) > 7*span(16) {
+		return 16
+	}
 	if groupsOf(s.M, texTM*texWG)*groupsOf(s.N, 32*texWG) >= 2*d.threads { // a dispatch a matrix
 		return 32
 	}
@@ -62,8 +68,11 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 	// zeros of b's texture), in a scratch buffer copied into it after: the
 	// kernel's scalar stores took llvmpipe several times as long to
 	// compile (docs/kernel-choices.md).
+	// op(a) transposed is laid out by rows (ARows), so that where its
+	// rows are vec4s it copies or packs by vec4s, not by scalars.
 	_, vecB, vecO := vec4s(y, s)
-	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0
+	aRows := s.TransA
+	vecA := !s.TransA && k%4 == 0 && s.StrideA%4 == 0 || aRows && m%4 == 0 && s.StrideA%4 == 0
 	st := d.storeOf(o.dt)
 	dst, nOut, offDst := o, n, s.OffDst
 	if !vecO {
@@ -78,9 +87,13 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			d.copyStrided(dst, o, padding(s, nOut, true))
 		}
 	}
-	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native()}, textureIn, textureIn, storageRW)
+	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native(), ARows: aRows}, textureIn, textureIn, storageRW)
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
-	ta, err := d.texture(groupsOf(k, 4), ha, 0)
+	la := texLayout{wide: k, depth: m, rows: m, sw: ak, sk: ar, texels: groupsOf(k, 4)}
+	if aRows {
+		la = texLayout{wide: m, depth: groupsOf(k, 4) * 4, rows: k, sw: ar, sk: ak, texels: ha / 4}
+	}
+	ta, err := d.texture(la.texels, la.depth, 0)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: matmul_tex: %v", err))
 		return true
@@ -99,8 +112,9 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			ja = i % s.CycleA
 		}
 		if i == 0 || s.StrideA != 0 {
-			offA := s.OffA + ja*s.StrideA
-			d.texOperand(x, ta, texLayout{wide: k, depth: m, rows: m, off: offA, sw: ak, sk: ar, texels: groupsOf(k, 4), vec: vecA && offA%4 == 0})
+			la.off = s.OffA + ja*s.StrideA
+			la.vec = vecA && la.off%4 == 0
+			d.texOperand(x, ta, la)
 		}
 		if i == 0 || s.StrideB != 0 {
 			d.texOperand(y, tb, texLayout{wide: n, depth: groupsOf(k, 4) * 4, rows: k, off: s.OffB + i*s.StrideB, sw: bw, sk: bk, texels: wb, vec: vecB})
@@ -146,7 +160,8 @@ type texLayout struct {
 // a copy where its texels are float32 vec4s whose depths lie a multiple
 // of 256 bytes apart (the alignment WebGPU asks of the rows of a copy;
 // lavapipe copies with memcpy), else a pack by vec4s (vec) or by scalars;
-// op(a) is laid out along k (docs/kernel-choices.md, matrix products).
+// op(a) is laid out along k, or by rows where it is transposed
+// (docs/kernel-choices.md, matrix products).
 func (d *Device) texOperand(src *buffer, t opTexture, l texLayout) {
 	st := d.storeOf(src.dt)
 	half := src.dt == device.Float16
