@@ -13,9 +13,14 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-// MatMul computes each product of the batch with gonum's BLAS.
+// MatMul computes each product of the batch with gonum's BLAS, and
+// s.Sums by the reduction.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	o, x, y := buf(dst), buf(a), buf(b)
+	if s.Sums != nil {
+		s.CheckSums(dst, a)
+		s.RowSums(d, a)
+	}
 	m, k, n := s.M, s.K, s.N
 	if m == 0 || n == 0 || s.Batch == 0 {
 		return

@@ -346,6 +346,11 @@ type BindingLimit interface {
 // (BLAS's ldb: rows padded, as a convolution's columns are), else
 // contiguous. With Accumulate the products are added to what dst holds
 // (BLAS's β = 1), in float32 before a float16 dst rounds them.
+//
+// Sums, where set, is a buffer of dst's dtype that also receives the sums
+// of op(A)'s rows along k (M values: a linear layer's bias gradient beside
+// its weight gradient, gᵀ·x). It takes one product (Batch 1) of an a that
+// holds op(A) alone (OffA 0, M·K elements), not accumulated.
 type GEMM struct {
 	Batch, M, K, N     int
 	TransA, TransB     bool
@@ -354,6 +359,25 @@ type GEMM struct {
 	OffA, OffB, OffDst int
 	LdB                int
 	Accumulate         bool
+	Sums               Buffer
+}
+
+// CheckSums panics unless s may take s.Sums with these dst and a.
+func (s GEMM) CheckSums(dst, a Buffer) {
+	if s.Batch != 1 || s.OffA != 0 || s.Accumulate || a.Len() != s.M*s.K || s.Sums.DType() != dst.DType() || s.Sums.Len() != s.M {
+		panic(fmt.Sprintf("device: GEMM.Sums (%v, %d elements) takes one product (Batch 1, OffA 0, not accumulated) of an a of M·K = %d elements, and M of dst's dtype %v; got Batch %d, OffA %d, Accumulate %v, a of %d",
+			s.Sums.DType(), s.Sums.Len(), s.M*s.K, dst.DType(), s.Batch, s.OffA, s.Accumulate, a.Len()))
+	}
+}
+
+// RowSums sets s.Sums as op(A)'s row sums by Reducer r: the reduction a
+// device without them in its product runs.
+func (s GEMM) RowSums(r Reducer, a Buffer) {
+	shape, axes := []int{s.M, s.K}, []int{1}
+	if s.TransA {
+		shape, axes = []int{s.K, s.M}, []int{0}
+	}
+	r.Reduce(Sum, s.Sums, a, shape, axes)
 }
 
 // RowB returns the distance between the stored rows of B_i: LdB, or

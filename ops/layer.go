@@ -133,11 +133,17 @@ func linearBackward(x, w, b, g *tensor.Tensor, wantX bool) (gx, gw, gb *tensor.T
 			gemm(dev, gx, operand{t: g}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: out, N: in})
 		}
 	}
+	// gb is gᵀ's row sums: the product of gw sums them (device.GEMM.Sums).
 	gw, ok := output(dev, dt, w.Shape(), x, w, g)
 	if ok && gw.Len() > 0 {
-		gemm(dev, gw, operand{t: g}, operand{t: x}, device.GEMM{Batch: 1, M: out, K: rows, N: in, TransA: true})
-	}
-	if b != nil {
+		s := device.GEMM{Batch: 1, M: out, K: rows, N: in, TransA: true}
+		if b != nil {
+			if gb, ok = output(dev, dt, b.Shape(), x, w, g); ok {
+				s.Sums = gb.Buffer()
+			}
+		}
+		gemm(dev, gw, operand{t: g}, operand{t: x}, s)
+	} else if b != nil {
 		g2 := g.Reshape(rows, out)
 		gb = sumTo(g2, b.Shape())
 		g2.Release()

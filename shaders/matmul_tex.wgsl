@@ -11,6 +11,7 @@
 {{- if $T.ARows}}
 {{- range $r := seq (div $T.TM 4)}}{{range $k := seq 4}}
             let a{{$r}}_{{$k}} = textureLoad(ta, vec2<i32>(qa + {{$r}}, 4 * ({{$K}}) + {{$k}}), 0);
+            sum{{$r}} += a{{$r}}_{{$k}};
 {{- range $t := seq 4}}{{range $j := seq (div $T.TN 4)}}
             acc{{add (mul $r 4) $t}}_{{$j}} += b{{$k}}_{{$j}} * a{{$r}}_{{$k}}[{{$t}}];
 {{- end}}{{end}}
@@ -84,6 +85,11 @@ fn entry(w: u32, k: u32) -> f32 {
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" true "Half" false}}
+{{- if .ARows}}
+// op(a)'s row sums along k, where p.Sums ≠ 0: a linear layer's bias
+// gradient beside its weight gradient.
+@group(0) @binding(4) var<storage, read_write> sums: array<E>;
+{{- end}}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -103,6 +109,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {{- range $i := seq .TM}}{{range $j := seq (div $.TN 4)}}
     var acc{{$i}}_{{$j}} = vec4<f32>(0.0);
 {{- end}}{{end}}
+{{- if .ARows}}
+{{- range $r := seq (div .TM 4)}}
+    var sum{{$r}} = vec4<f32>(0.0);
+{{- end}}
+{{- end}}
     // Four terms an iteration (eight ran no faster, and took llvmpipe
     // longer to compile), the last texel's past p.K1 zeros in both
     // textures: no loop of its own for them, which took llvmpipe a fifth
@@ -116,5 +127,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let zo = p.Out;
     let add = p.Add != 0u;
 {{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true "Ld" "N"}}
+{{- if .ARows}}
+    // Every invocation sums its rows (a vec4 add a texel of op(a), beside
+    // {{.TN}} vec4 products); those of the first columns store them.
+    if (p.Sums != 0u && col0 == 0u) {
+{{- range $r := seq (div .TM 4)}}{{range $t := seq 4}}
+        if (row0 + {{add (mul $r 4) $t}}u < M) {
+            var v = sum{{$r}}[{{$t}}];
+            if (add) {
+                v += f32(sums[row0 + {{add (mul $r 4) $t}}u]);
+            }
+            sums[row0 + {{add (mul $r 4) $t}}u] = to_e(v);
+        }
+{{- end}}{{end}}
+    }
+{{- end}}
 }
 {{- end}}

@@ -199,23 +199,46 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
 	textures := cpuKernels && d.texturesFit(s)
 	register := f == "register" || cpuKernels && !textures
+	// The texture kernel sums op(a)'s rows where it lays op(a) out by rows
+	// (transposed); other products leave s.Sums to the reduction.
+	outs := []device.Buffer{dst}
+	if s.Sums != nil {
+		s.CheckSums(dst, a)
+		if !textures || !s.TransA {
+			t := s
+			t.Sums = nil
+			d.MatMul(dst, a, b, t)
+			s.RowSums(d, a)
+			return
+		}
+		outs = append(outs, s.Sums)
+	}
+	// with is s on the stand-ins w of outs.
+	with := func(w []device.Buffer) device.GEMM {
+		t := s
+		if t.Sums != nil {
+			t.Sums = w[1]
+		}
+		return t
+	}
 	// The register kernel computes in float32 only: its float16 products
 	// take float32 stand-ins, as do, on CPU adapters, products split over
 	// k (so that a float16 result is rounded once) and, without WGSL's
 	// f16, the texture kernel's (unpacking words in its unrolled loops made
 	// it compile 3–5 times as slowly on llvmpipe).
+	n := len(outs)
 	if (register || d.loopLimited && s.K > maxLoop || textures && !d.native(dst, a, b)) &&
-		d.widenAs(1, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], w[1], w[2], s) }, dst, a, b) {
+		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], w[n], w[n+1], with(w)) }, append(outs, a, b)...) {
 		return
 	}
 	// The texture kernel writes float32, and the tiled kernel adds the
 	// parts of a product split over k in float32: a float16 result takes a
 	// float32 stand-in; the operands are read as they are.
 	if (textures || !cpuKernels && f != "register" && d.tiledParts(s) > 1) &&
-		d.widenAs(1, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, s) }, dst) {
+		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, with(w)) }, outs...) {
 		return
 	}
-	d.writing(dst)
+	d.writing(outs...)
 	defer d.written()
 	o, x, y := d.buf(dst), d.buf(a), d.buf(b)
 	if s.M == 0 || s.N == 0 || s.Batch == 0 {

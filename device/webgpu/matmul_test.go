@@ -243,6 +243,91 @@ func TestMatMulKernels(t *testing.T) {
 	})
 }
 
+// TestMatMulSums checks GEMM.Sums, op(a)'s row sums beside the product:
+// summed by the texture kernel where op(a) is transposed (in rows of
+// blocks, over k in parts, float16 through float32 stand-ins), by the
+// reduction elsewhere, against float64.
+func TestMatMulSums(t *testing.T) {
+	cases := []struct {
+		s      device.GEMM
+		kernel string
+	}{
+		{device.GEMM{Batch: 1, M: 68, K: 300, N: 40, TransA: true}, "texture"},
+		{device.GEMM{Batch: 1, M: 130, K: 61, N: 96, TransA: true, TransB: true}, "texture"},
+		{device.GEMM{Batch: 1, M: 36, K: 16500, N: 32, TransA: true}, "texture"}, // k in 2 dispatches
+		{device.GEMM{Batch: 1, M: 40, K: 50, N: 36}, "texture"},                  // along k: by the reduction
+		{device.GEMM{Batch: 1, M: 40, K: 50, N: 36, TransA: true}, "register"},
+		{device.GEMM{Batch: 1, M: 7, K: 0, N: 5, TransA: true}, "register"},
+	}
+	for _, kernel := range []string{"texture", "register"} {
+		t.Run(kernel, func(t *testing.T) {
+			d := freshWith(t, webgpu.EnvMatMul, kernel)
+			rng := rand.New(rand.NewPCG(3, 4))
+			for _, c := range cases {
+				if c.kernel != kernel {
+					continue
+				}
+				s := c.s
+				na, nb, nd := extent(s)
+				a, b := make([]float32, na), make([]float32, max(nb, 1))
+				for _, v := range [][]float32{a, b} {
+					for i := range v {
+						v[i] = float16.Fromfloat32(rng.Float32()*2 - 1).Float32()
+					}
+				}
+				want, tol := gemmRef(s, a, b, nd)
+				sums, sumTol := make([]float64, s.M), make([]float64, s.M)
+				for r := range s.M {
+					for k := range s.K {
+						v := float64(a[r*s.K+k])
+						if s.TransA {
+							v = float64(a[k*s.M+r])
+						}
+						sums[r] += v
+						sumTol[r] += 1e-5 * math.Abs(v)
+					}
+					sumTol[r] += 1e-6
+				}
+				for _, dt := range []device.DType{device.Float32, device.Float16} {
+					x := tensor.Must(tensor.FromFloat32(d, a, na)) // op(a) alone, as Sums asks
+					y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
+					out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
+					sum := tensor.Must(tensor.Full(d, device.Float32, 42, s.M))
+					if dt == device.Float16 {
+						x, y, out, sum = ops.Cast(x, dt), ops.Cast(y, dt), ops.Cast(out, dt), ops.Cast(sum, dt)
+					}
+					ws := s
+					ws.Sums = sum.Buffer()
+					d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), ws)
+					got, err := ops.Cast(out, device.Float32).Float32s()
+					if err != nil {
+						t.Fatalf("%+v on %v: %v", s, dt, err)
+					}
+					gotSums, err := ops.Cast(sum, device.Float32).Float32s()
+					if err != nil {
+						t.Fatalf("%+v on %v: %v", s, dt, err)
+					}
+					// float16 rounds each result once: half an ulp, 2⁻¹¹ of it.
+					rel := 0.0
+					if dt == device.Float16 {
+						rel = 1.0 / 2048
+					}
+					for i := range got {
+						if !(math.Abs(float64(got[i])-want[i]) <= tol[i]+rel*math.Abs(want[i])) {
+							t.Fatalf("%+v on %v with %s: out[%d] = %v; want %v", s, dt, d.MatMulKernel(s), i, got[i], want[i])
+						}
+					}
+					for r := range gotSums {
+						if !(math.Abs(float64(gotSums[r])-sums[r]) <= sumTol[r]+rel*math.Abs(sums[r])) {
+							t.Fatalf("%+v on %v with %s: sums[%d] = %v; want %v", s, dt, d.MatMulKernel(s), r, gotSums[r], sums[r])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestMatMulSplitK checks the register kernel's products split over k
 // (kParts: few blocks, long k) for several thread counts, on the CPU
 // adapters' kernels: MatMulKernel names the parts; the results, plain and

@@ -87,7 +87,19 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			d.copyStrided(dst, o, padding(s, nOut, true))
 		}
 	}
-	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native(), ARows: aRows}, textureIn, textureIn, storageRW)
+	// Laid out by rows, op(a) is summed along its rows by the invocations
+	// of the first columns: into s.Sums where it is set (a dispatch
+	// parameter, not a kernel variant), else into a binding of dst that it
+	// never writes.
+	binds := []bindKind{textureIn, textureIn, storageRW}
+	sums, wantSums := dst, s.Sums != nil
+	if aRows {
+		binds = append(binds, storageRW)
+		if wantSums {
+			sums = d.buf(s.Sums)
+		}
+	}
+	mul := d.kernelOf(texSpec{Stage: "mul", TM: texTM, TN: texTN, F16: st.native(), ARows: aRows}, binds...)
 	d.roomForTextures(2) // both operands' textures: making b's never releases a's
 	la := texLayout{wide: k, depth: m, rows: m, sw: ak, sk: ar, texels: groupsOf(k, 4)}
 	if aRows {
@@ -122,9 +134,13 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
+				entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: dst.b, Size: dst.bindSize()}}
+				if aRows {
+					entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: sums.b, Size: sums.bindSize()})
+				}
 				d.dispatchEntries(mul, uint32(groupsOf(nOut, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					texMulParams{M: uint32(m), K: uint32(k), N: uint32(nOut), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(offDst + i*m*nOut), Add: b2u(k0 > 0 || s.Accumulate)},
-					[]wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: dst.b, Size: dst.bindSize()}})
+					texMulParams{M: uint32(m), K: uint32(k), N: uint32(nOut), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(offDst + i*m*nOut), Add: b2u(k0 > 0 || s.Accumulate), Sums: b2u(wantSums)},
+					entries)
 			}
 		}
 	}
@@ -280,8 +296,9 @@ func (d *Device) releaseTextures() {
 
 // texMulParams are stage mul's parameters: out (M×N, at Out) gets the
 // terms k in [K0, K1) of rows from Row0 of op(a)·op(b), added to it where
-// Add ≠ 0.
-type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add uint32 }
+// Add ≠ 0; where Sums ≠ 0 (op(a) laid out by rows) sums gets those of
+// op(a)'s rows, added likewise.
+type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add, Sums uint32 }
 
 // texPackParams are stage pack's: Wide entries StrideWide apart (4 a
 // texel, Texels a depth) at each of Depth depths StrideDepth apart, from
