@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-// MatMul computes each product of the batch with gonum's BLAS, and
-// s.Sums by the reduction.
+// MatMul computes each product of the batch with gonum's BLAS, added to
+// s.Bias where set, and s.Sums by the reduction.
 func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	o, x, y := buf(dst), buf(a), buf(b)
 	if s.Sums != nil {
@@ -24,6 +24,16 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	m, k, n := s.M, s.K, s.N
 	if m == 0 || n == 0 || s.Batch == 0 {
 		return
+	}
+	if s.Bias != nil { // every row starts as the bias, the products added to it
+		s.CheckBias(dst)
+		bias := buf(s.Bias)
+		for r := range s.Batch * m {
+			for c := range n {
+				o.copyFrom(r*n+c, bias, c)
+			}
+		}
+		s.Bias, s.Accumulate = nil, true
 	}
 	if k == 0 {
 		if !s.Accumulate {

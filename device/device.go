@@ -351,6 +351,11 @@ type BindingLimit interface {
 // of op(A)'s rows along k (M values: a linear layer's bias gradient beside
 // its weight gradient, gᵀ·x). It takes one product (Batch 1) of an a that
 // holds op(A) alone (OffA 0, M·K elements), not accumulated.
+//
+// Bias, where set, is a buffer of N values of dst's dtype added to every
+// row of every product, before a float16 dst rounds it (a linear layer's
+// x·Wᵀ + b). It takes a dst of the products alone (OffDst 0, Batch·M·N
+// elements), not accumulated.
 type GEMM struct {
 	Batch, M, K, N     int
 	TransA, TransB     bool
@@ -359,7 +364,7 @@ type GEMM struct {
 	OffA, OffB, OffDst int
 	LdB                int
 	Accumulate         bool
-	Sums               Buffer
+	Sums, Bias         Buffer
 }
 
 // CheckSums panics unless s may take s.Sums with these dst and a.
@@ -367,6 +372,14 @@ func (s GEMM) CheckSums(dst, a Buffer) {
 	if s.Batch != 1 || s.OffA != 0 || s.Accumulate || a.Len() != s.M*s.K || s.Sums.DType() != dst.DType() || s.Sums.Len() != s.M {
 		panic(fmt.Sprintf("device: GEMM.Sums (%v, %d elements) takes one product (Batch 1, OffA 0, not accumulated) of an a of M·K = %d elements, and M of dst's dtype %v; got Batch %d, OffA %d, Accumulate %v, a of %d",
 			s.Sums.DType(), s.Sums.Len(), s.M*s.K, dst.DType(), s.Batch, s.OffA, s.Accumulate, a.Len()))
+	}
+}
+
+// CheckBias panics unless s may take s.Bias with this dst.
+func (s GEMM) CheckBias(dst Buffer) {
+	if s.OffDst != 0 || s.Accumulate || dst.Len() != s.Batch*s.M*s.N || s.Bias.DType() != dst.DType() || s.Bias.Len() != s.N {
+		panic(fmt.Sprintf("device: GEMM.Bias (%v, %d elements) takes N = %d values of dst's dtype %v and a dst of the products alone (OffDst 0, Batch·M·N = %d elements), not accumulated; got OffDst %d, Accumulate %v, dst of %d",
+			s.Bias.DType(), s.Bias.Len(), s.N, dst.DType(), s.Batch*s.M*s.N, s.OffDst, s.Accumulate, dst.Len()))
 	}
 }
 

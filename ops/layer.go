@@ -54,18 +54,22 @@ func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 		defer done()
 		return narrow16(linear(in[0], in[1], in[2]))
 	}
+	// The bias rides in the product (device.GEMM.Bias).
 	rows, in, out := linearShape(op, x, w, b)
 	shape := append(x.Shape()[:x.Rank()-1], out)
-	y, ok := output(dev, dt, shape, x, w)
+	ins := []*tensor.Tensor{x, w}
+	if b != nil {
+		ins = append(ins, b)
+	}
+	y, ok := output(dev, dt, shape, ins...)
 	if ok && y.Len() > 0 {
-		gemm(dev, y, operand{t: x}, operand{t: w}, device.GEMM{Batch: 1, M: rows, K: in, N: out, TransB: true})
+		s := device.GEMM{Batch: 1, M: rows, K: in, N: out, TransB: true}
+		if b != nil {
+			s.Bias = b.Buffer()
+		}
+		gemm(dev, y, operand{t: x}, operand{t: w}, s)
 	}
-	if b == nil {
-		return y
-	}
-	yb := add(y, b)
-	y.Release()
-	return yb
+	return y
 }
 
 // weightRows returns how many rows of a weight [out, in] one product

@@ -320,7 +320,7 @@ fn set_out(i: u32, v: f32) {
 {{- /* The products' epilogue: stores the TM×TN block of accumulators
        acc{i}_{j} (vec4s of 4 columns) at rows row0…, columns col0… of the
        M×N matrix at zo in out, its rows Ld (an expression) apart, adding
-       to it where add. */}}
+       to it where add, and with Bias the vec4s bias{j} (VecO). */}}
 {{- range $i := seq .TM}}
     if (row0 + {{$i}}u < M) {
         let o{{$i}} = zo + (row0 + {{$i}}u) * {{$.Ld}} + col0;
@@ -329,6 +329,9 @@ fn set_out(i: u32, v: f32) {
         if (col0 + {{mul $j 4}}u < N) {
             let q = o{{$i}} / 4u + {{$j}}u;
             var v = acc{{$i}}_{{$j}};
+{{- if $.Bias}}
+            v += bias{{$j}};
+{{- end}}
             if (add) {
                 v += out_v(q);
             }

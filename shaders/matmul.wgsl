@@ -138,5 +138,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Whether to add to out: a later dispatch of k's terms, or Accumulate
     // (0 where the product is split: stage sum adds to out).
     let add = p.K0 != 0u || p.Accumulate != 0u;
-{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" .VecO "Ld" "p.LdOut"}}
+{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" .VecO "Ld" "p.LdOut" "Bias" false}}
 }

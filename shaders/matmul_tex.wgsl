@@ -85,11 +85,19 @@ fn entry(w: u32, k: u32) -> f32 {
 @group(0) @binding(1) var ta: texture_2d<f32>;
 @group(0) @binding(2) var tb: texture_2d<f32>;
 {{template "matmul_out" dict "VecO" true "Half" false}}
+// The bias added to each row, where p.Bias ≠ 0 (its length).
+@group(0) @binding(4) var<storage, read_write> bias: array<E>;
 {{- if .ARows}}
 // op(a)'s row sums along k, where p.Sums ≠ 0: a linear layer's bias
 // gradient beside its weight gradient.
-@group(0) @binding(4) var<storage, read_write> sums: array<E>;
+@group(0) @binding(5) var<storage, read_write> sums: array<E>;
 {{- end}}
+
+// Column c's bias, or −0, which adds nothing to any value (+0 would turn
+// −0 into +0).
+fn bias_at(c: u32) -> f32 {
+    return select(-0.0, f32(bias[min(c, p.Bias - 1u)]), c < p.Bias);
+}
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -126,7 +134,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // kernel to compile where two were (docs/kernel-choices.md).
     let zo = p.Out;
     let add = p.Add != 0u;
-{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true "Ld" "N"}}
+{{- range $j := seq (div .TN 4)}}
+    let bias{{$j}} = vec4<f32>(bias_at(col0 + {{mul $j 4}}u), bias_at(col0 + {{add (mul $j 4) 1}}u), bias_at(col0 + {{add (mul $j 4) 2}}u), bias_at(col0 + {{add (mul $j 4) 3}}u));
+{{- end}}
+{{template "matmul_store" dict "TM" .TM "TN" .TN "VecO" true "Ld" "N" "Bias" true}}
 {{- if .ARows}}
     // Every invocation sums its rows (a vec4 add a texel of op(a), beside
     // {{.TN}} vec4 products); those of the first columns store them.

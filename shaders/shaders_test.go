@@ -92,7 +92,7 @@ func TestSource(t *testing.T) {
 			[]string{"let a31 = textureLoad(ta, vec2<i32>(i32(kq), ra + 31), 0);", "var acc31_3", "acc31_3 += b3_3 * a31[3];", "let kEnd = (p.K1 + 3u) / 4u;", "let add = p.Add != 0u;", "let q = o31 / 4u + 3u;"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 32, "TN": 16, "ARows": true},
 			[]string{"let qa = i32(row0 / 4u);", "let a7_3 = textureLoad(ta, vec2<i32>(qa + 7, 4 * (i32(kq)) + 3), 0);", "acc31_3 += b3_3 * a7_3[3];", "acc28_0 += b0_0 * a7_0[0];",
-				"sum7 += a7_3;", "@binding(4) var<storage, read_write> sums: array<E>;", "if (p.Sums != 0u && col0 == 0u) {", "v += f32(sums[row0 + 31u]);"}},
+				"sum7 += a7_3;", "@binding(5) var<storage, read_write> sums: array<E>;", "v += bias3;", "let bias3 = vec4<f32>(bias_at(col0 + 12u), bias_at(col0 + 13u), bias_at(col0 + 14u), bias_at(col0 + 15u));", "if (p.Sums != 0u && col0 == 0u) {", "v += f32(sums[row0 + 31u]);"}},
 		{"matmul_tex", map[string]any{"Stage": "mul", "TM": 16, "TN": 16, "ARows": false},
 			[]string{"var<storage, read_write> out: array<E4>;", "let add = p.Add != 0u;", "v += out_v(q);"}},
 		{"matmul_tex", map[string]any{"Stage": "pack", "Vec": false}, []string{"fn src_at", "var<storage, read> src: array<E>;", "if (w >= p.Wide || k >= p.Rows) {"}},

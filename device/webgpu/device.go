@@ -101,6 +101,7 @@ type Device struct {
 	// Index flags, written by kernels that meet a class index out of
 	// range (see check_index in shaders/common.wgsl), read at the next wait.
 	flags        *buffer
+	spare        *buffer // 16 bytes bound, unread, where a kernel's optional binding is unset and the flags are bound already
 	flagsStaging *wgpu.Buffer
 	flagsDirty   bool              // a kernel that may write them ran since the last read
 	sites        []string          // the ops that passed indices, by id
@@ -266,6 +267,12 @@ func open(sd *wgpu.SurfaceDescriptor) (*Device, error) {
 		d.Close()
 		return nil, fmt.Errorf("webgpu: creating the index flags: %v", err)
 	}
+	spare, err := d.dev.TryCreateBuffer(&wgpu.BufferDescriptor{Label: "extensor spare binding", Usage: storageUsage, Size: flagBytes})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("webgpu: creating the spare binding: %v", err)
+	}
+	d.spare = &buffer{resource: &resource{b: spare}, dt: device.Int32, n: flagBytes / 4}
 	return d, nil
 }
 
@@ -601,6 +608,9 @@ func (d *Device) Close() error {
 	}
 	if d.flags != nil {
 		d.flags.b.Release()
+	}
+	if d.spare != nil {
+		d.spare.b.Release()
 	}
 	if d.flagsStaging != nil {
 		d.flagsStaging.Release()

@@ -29,6 +29,12 @@ type kernel struct {
 	layout   *wgpu.BindGroupLayout
 	playout  *wgpu.PipelineLayout
 	pipeline *wgpu.ComputePipeline
+	kinds    []bindKind // its data bindings' (1, 2, …)
+}
+
+// writes reports whether k writes its data binding b.
+func (k *kernel) writes(b uint32) bool {
+	return b >= 1 && int(b) <= len(k.kinds) && k.kinds[b-1] == storageRW
 }
 
 func (k *kernel) release() {
@@ -133,7 +139,7 @@ func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) 
 	if d.enableSubgroups && strings.Contains(src, "subgroup") {
 		src = "enable subgroups;\n" + src // WebGPU's feature (browsers); wgpu's native one takes no line
 	}
-	k := &kernel{name: key, params: reflect.TypeOf(params)}
+	k := &kernel{name: key, params: reflect.TypeOf(params), kinds: slices.Clone(kinds)}
 	k.module, err = d.dev.TryCreateShaderModule(&wgpu.ShaderModuleDescriptor{
 		Label:      key,
 		WGSLSource: &wgpu.ShaderSourceWGSL{Code: src},
@@ -346,9 +352,15 @@ func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu
 	if len(params) > paramWords {
 		panic(fmt.Sprintf("webgpu: kernel %s: %d parameter words; at most %d", k.name, len(params), paramWords))
 	}
-	for _, e := range bound {
+	for j, e := range bound {
 		if e.Buffer == nil && e.TextureView == nil && e.Sampler == nil {
 			d.refuse(errFreed(k.name))
+			return
+		}
+		if i := slices.IndexFunc(bound[:j], func(f wgpu.BindGroupEntry) bool { return f.Buffer != nil && f.Buffer == e.Buffer }); i >= 0 && (k.writes(e.Binding) || k.writes(bound[i].Binding)) {
+			// wgpu-native lets it pass; WebGPU in browsers refuses it (a
+			// validation error, the dispatch not run, as here).
+			d.fail(fmt.Errorf("webgpu: kernel %s binds one buffer at bindings %d and %d, one of them written: WebGPU forbids a written binding aliasing another", k.name, bound[i].Binding, e.Binding))
 			return
 		}
 		if e.Buffer != nil && e.Size > d.limits.MaxStorageBufferBindingSize {

@@ -199,8 +199,16 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	cpuKernels := f == "texture" || (f == "" && d.loopLimited)
 	textures := cpuKernels && d.texturesFit(s)
 	register := f == "register" || cpuKernels && !textures
-	// The texture kernel sums op(a)'s rows where it lays op(a) out by rows
-	// (transposed); other products leave s.Sums to the reduction.
+	// The texture kernel adds s.Bias in its store and sums op(a)'s rows
+	// where it lays op(a) out by rows (transposed); other products leave
+	// the bias to the binary family and s.Sums to the reduction.
+	if s.Bias != nil {
+		s.CheckBias(dst)
+		if !textures {
+			d.biasAfter(dst, a, b, s)
+			return
+		}
+	}
 	outs := []device.Buffer{dst}
 	if s.Sums != nil {
 		s.CheckSums(dst, a)
@@ -213,13 +221,20 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		}
 		outs = append(outs, s.Sums)
 	}
-	// with is s on the stand-ins w of outs.
+	// with is s on the stand-ins w of outs, w's last the bias's.
 	with := func(w []device.Buffer) device.GEMM {
 		t := s
 		if t.Sums != nil {
 			t.Sums = w[1]
 		}
+		if t.Bias != nil {
+			t.Bias = w[len(w)-1]
+		}
 		return t
+	}
+	var bias []device.Buffer
+	if s.Bias != nil {
+		bias = []device.Buffer{s.Bias}
 	}
 	// The register kernel computes in float32 only: its float16 products
 	// take float32 stand-ins, as do, on CPU adapters, products split over
@@ -228,14 +243,14 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 	// it compile 3–5 times as slowly on llvmpipe).
 	n := len(outs)
 	if (register || d.loopLimited && s.K > maxLoop || textures && !d.native(dst, a, b)) &&
-		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], w[n], w[n+1], with(w)) }, append(outs, a, b)...) {
+		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], w[n], w[n+1], with(w)) }, slices.Concat(outs, []device.Buffer{a, b}, bias)...) {
 		return
 	}
 	// The texture kernel writes float32, and the tiled kernel adds the
 	// parts of a product split over k in float32: a float16 result takes a
 	// float32 stand-in; the operands are read as they are.
 	if (textures || !cpuKernels && f != "register" && d.tiledParts(s) > 1) &&
-		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, with(w)) }, outs...) {
+		d.widenAs(n, d.writesAll(dst, s), func(w []device.Buffer) { d.MatMul(w[0], a, b, with(w)) }, slices.Concat(outs, bias)...) {
 		return
 	}
 	d.writing(outs...)
@@ -251,6 +266,43 @@ func (d *Device) MatMul(dst, a, b device.Buffer, s device.GEMM) {
 		d.matMulRegister(o, x, y, s)
 	default:
 		d.matMulTiled(d.tileFor(o, x, y, s), o, x, y, s)
+	}
+}
+
+// biasAfter runs the products s without their bias into scratch, then
+// adds s.Bias to every row by the binary family (a call that joins the
+// chain after it), on float32 stand-ins of a float16 dst (and Sums), so
+// that it rounds once.
+func (d *Device) biasAfter(dst, a, b device.Buffer, s device.GEMM) {
+	t := s
+	t.Bias = nil
+	l := device.Broadcast{Shape: []int{s.Batch * s.M, s.N}, AStrides: []int{s.N, 1}, BStrides: []int{0, 1}}
+	bufs := []device.Buffer{dst}
+	if s.Sums != nil {
+		bufs = append(bufs, s.Sums)
+	}
+	n := len(bufs)
+	run := func(w []device.Buffer) {
+		if t.Sums != nil {
+			t.Sums = w[1]
+		}
+		// The products go to a scratch buffer: a kernel may not read and
+		// write one buffer.
+		o := d.buf(w[0])
+		prod, err := d.Alloc(o.dt, o.n)
+		if err != nil {
+			d.writing(w[:n]...)
+			d.refuse(fmt.Errorf("webgpu: matmul: the products before their bias, %d %v: %v", o.n, o.dt, err))
+			d.written()
+			return
+		}
+		defer d.Free(prod)
+		d.MatMul(prod, a, b, t)
+		d.Binary(device.Add, w[0], prod, w[n], l)
+	}
+	bufs = append(bufs, s.Bias)
+	if !d.widenAs(n, true, run, bufs...) {
+		run(bufs)
 	}
 }
 

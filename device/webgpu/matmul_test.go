@@ -243,21 +243,25 @@ func TestMatMulKernels(t *testing.T) {
 	})
 }
 
-// TestMatMulSums checks GEMM.Sums, op(a)'s row sums beside the product:
-// summed by the texture kernel where op(a) is transposed (in rows of
-// blocks, over k in parts, float16 through float32 stand-ins), by the
-// reduction elsewhere, against float64.
-func TestMatMulSums(t *testing.T) {
+// TestMatMulEpilogue checks GEMM.Bias and GEMM.Sums, alone and together,
+// against float64: the texture kernel adds the bias in its store (in
+// rows of blocks, into rows padded to vec4s, in a batch) and sums op(a)'s
+// rows where op(a) is transposed, with no dispatch of their own; elsewhere
+// the binary family adds the bias and the reduction sums. float16 takes
+// float32 stand-ins and rounds once.
+func TestMatMulEpilogue(t *testing.T) {
 	cases := []struct {
 		s      device.GEMM
 		kernel string
 	}{
 		{device.GEMM{Batch: 1, M: 68, K: 300, N: 40, TransA: true}, "texture"},
 		{device.GEMM{Batch: 1, M: 130, K: 61, N: 96, TransA: true, TransB: true}, "texture"},
-		{device.GEMM{Batch: 1, M: 36, K: 16500, N: 32, TransA: true}, "texture"}, // k in 2 dispatches
-		{device.GEMM{Batch: 1, M: 40, K: 50, N: 36}, "texture"},                  // along k: by the reduction
+		{device.GEMM{Batch: 1, M: 36, K: 8000, N: 32, TransA: true}, "texture"},
+		{device.GEMM{Batch: 1, M: 40, K: 50, N: 37}, "texture"}, // along k, rows padded to vec4s
+		{device.GEMM{Batch: 2, M: 40, K: 52, N: 36, StrideA: 40 * 52, StrideB: 52 * 36, TransB: true}, "texture"},
 		{device.GEMM{Batch: 1, M: 40, K: 50, N: 36, TransA: true}, "register"},
 		{device.GEMM{Batch: 1, M: 7, K: 0, N: 5, TransA: true}, "register"},
+		{device.GEMM{Batch: 1, M: 36, K: 16500, N: 32, TransA: true}, "register"}, // k in parts
 	}
 	for _, kernel := range []string{"texture", "register"} {
 		t.Run(kernel, func(t *testing.T) {
@@ -269,13 +273,17 @@ func TestMatMulSums(t *testing.T) {
 				}
 				s := c.s
 				na, nb, nd := extent(s)
-				a, b := make([]float32, na), make([]float32, max(nb, 1))
-				for _, v := range [][]float32{a, b} {
+				a, b, bias := make([]float32, na), make([]float32, max(nb, 1)), make([]float32, s.N)
+				for _, v := range [][]float32{a, b, bias} {
 					for i := range v {
 						v[i] = float16.Fromfloat32(rng.Float32()*2 - 1).Float32()
 					}
 				}
 				want, tol := gemmRef(s, a, b, nd)
+				withBias := slices.Clone(want)
+				for i := range withBias {
+					withBias[i] += float64(bias[i%s.N])
+				}
 				sums, sumTol := make([]float64, s.M), make([]float64, s.M)
 				for r := range s.M {
 					for k := range s.K {
@@ -288,38 +296,78 @@ func TestMatMulSums(t *testing.T) {
 					}
 					sumTol[r] += 1e-6
 				}
+				// The dispatches of the product alone, its operands already on d.
+				x, y := tensor.Must(tensor.FromFloat32(d, a, na)), tensor.Must(tensor.FromFloat32(d, b, len(b)))
+				out := tensor.Must(tensor.Zeros(d, device.Float32, nd))
+				if _, err := out.Float32s(); err != nil {
+					t.Fatal(err)
+				}
+				before := d.Kernels()
+				d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), s)
+				if _, err := out.Float32s(); err != nil {
+					t.Fatal(err)
+				}
+				plain := d.Kernels() - before
 				for _, dt := range []device.DType{device.Float32, device.Float16} {
-					x := tensor.Must(tensor.FromFloat32(d, a, na)) // op(a) alone, as Sums asks
-					y := tensor.Must(tensor.FromFloat32(d, b, len(b)))
-					out := tensor.Must(tensor.Full(d, device.Float32, 42, nd))
-					sum := tensor.Must(tensor.Full(d, device.Float32, 42, s.M))
-					if dt == device.Float16 {
-						x, y, out, sum = ops.Cast(x, dt), ops.Cast(y, dt), ops.Cast(out, dt), ops.Cast(sum, dt)
-					}
-					ws := s
-					ws.Sums = sum.Buffer()
-					d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), ws)
-					got, err := ops.Cast(out, device.Float32).Float32s()
-					if err != nil {
-						t.Fatalf("%+v on %v: %v", s, dt, err)
-					}
-					gotSums, err := ops.Cast(sum, device.Float32).Float32s()
-					if err != nil {
-						t.Fatalf("%+v on %v: %v", s, dt, err)
-					}
-					// float16 rounds each result once: half an ulp, 2⁻¹¹ of it.
-					rel := 0.0
-					if dt == device.Float16 {
-						rel = 1.0 / 2048
-					}
-					for i := range got {
-						if !(math.Abs(float64(got[i])-want[i]) <= tol[i]+rel*math.Abs(want[i])) {
-							t.Fatalf("%+v on %v with %s: out[%d] = %v; want %v", s, dt, d.MatMulKernel(s), i, got[i], want[i])
+					for _, with := range []string{"bias", "sums", "bias and sums"} {
+						wantBias, wantSums := with != "sums", with != "bias"
+						if wantSums && s.Batch > 1 {
+							continue
 						}
-					}
-					for r := range gotSums {
-						if !(math.Abs(float64(gotSums[r])-sums[r]) <= sumTol[r]+rel*math.Abs(sums[r])) {
-							t.Fatalf("%+v on %v with %s: sums[%d] = %v; want %v", s, dt, d.MatMulKernel(s), r, gotSums[r], sums[r])
+						load := func(v []float32) *tensor.Tensor {
+							x := tensor.Must(tensor.FromFloat32(d, v, len(v)))
+							if dt == device.Float16 {
+								x = ops.Cast(x, dt)
+							}
+							return x
+						}
+						x, y, bt := load(a), load(b), load(bias)
+						out, sum := load(slices.Repeat([]float32{42}, nd)), load(slices.Repeat([]float32{42}, s.M))
+						ws := s
+						if wantBias {
+							ws.Bias = bt.Buffer()
+						}
+						if wantSums {
+							ws.Sums = sum.Buffer()
+						}
+						before := d.Kernels()
+						d.MatMul(out.Buffer(), x.Buffer(), y.Buffer(), ws)
+						label := fmt.Sprintf("%+v on %v with %s, %s", s, dt, d.MatMulKernel(s), with)
+						got, err := ops.Cast(out, device.Float32).Float32s()
+						if err != nil {
+							t.Fatalf("%s: %v", label, err)
+						}
+						// In the texture kernel, neither takes a dispatch of its own.
+						if kernel == "texture" && dt == device.Float32 && (s.TransA || !wantSums) {
+							if plain == 0 {
+								t.Fatalf("%s: no plain product counted", label)
+							}
+							if n := d.Kernels() - before; n != plain {
+								t.Errorf("%s: %d dispatches; want %d, the product's alone", label, n, plain)
+							}
+						}
+						gotSums, err := ops.Cast(sum, device.Float32).Float32s()
+						if err != nil {
+							t.Fatalf("%s: %v", label, err)
+						}
+						// float16 rounds each result once: half an ulp, 2⁻¹¹ of it.
+						rel := 0.0
+						if dt == device.Float16 {
+							rel = 1.0 / 2048
+						}
+						w := want
+						if wantBias {
+							w = withBias
+						}
+						for i := range got {
+							if !(math.Abs(float64(got[i])-w[i]) <= tol[i]+rel*math.Abs(w[i])) {
+								t.Fatalf("%s: out[%d] = %v; want %v", label, i, got[i], w[i])
+							}
+						}
+						for r := range gotSums {
+							if wantSums && !(math.Abs(float64(gotSums[r])-sums[r]) <= sumTol[r]+rel*math.Abs(sums[r])) || !wantSums && gotSums[r] != 42 {
+								t.Fatalf("%s: sums[%d] = %v; want %v", label, r, gotSums[r], sums[r])
+							}
 						}
 					}
 				}

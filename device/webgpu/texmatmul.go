@@ -87,12 +87,18 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 			d.copyStrided(dst, o, padding(s, nOut, true))
 		}
 	}
-	// Laid out by rows, op(a) is summed along its rows by the invocations
-	// of the first columns: into s.Sums where it is set (a dispatch
-	// parameter, not a kernel variant), else into a binding of dst that it
-	// never writes.
-	binds := []bindKind{textureIn, textureIn, storageRW}
-	sums, wantSums := dst, s.Sums != nil
+	// The bias is added in the store, where the first part of k is, and
+	// laid out by rows op(a) is summed along its rows by the invocations
+	// of the first columns into s.Sums: dispatch parameters, not kernel
+	// variants, the index flags and the spare buffer bound in the place of
+	// those not set (read-write as they are: WebGPU refuses one buffer at
+	// two bindings of a dispatch where one is written).
+	binds := []bindKind{textureIn, textureIn, storageRW, storageRW}
+	bias, wantBias := d.flags, s.Bias != nil
+	if wantBias {
+		bias = d.buf(s.Bias)
+	}
+	sums, wantSums := d.spare, s.Sums != nil
 	if aRows {
 		binds = append(binds, storageRW)
 		if wantSums {
@@ -134,12 +140,13 @@ func (d *Device) matMulTextures(o, x, y *buffer, s device.GEMM) bool {
 		for row := 0; row < m; row += rowsPer {
 			rows := min(rowsPer, m-row)
 			for k0 := 0; k0 < k; k0 += kPer {
-				entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: dst.b, Size: dst.bindSize()}}
+				entries := []wgpu.BindGroupEntry{{Binding: 1, TextureView: ta.view}, {Binding: 2, TextureView: tb.view}, {Binding: 3, Buffer: dst.b, Size: dst.bindSize()}, {Binding: 4, Buffer: bias.b, Size: bias.bindSize()}}
 				if aRows {
-					entries = append(entries, wgpu.BindGroupEntry{Binding: 4, Buffer: sums.b, Size: sums.bindSize()})
+					entries = append(entries, wgpu.BindGroupEntry{Binding: 5, Buffer: sums.b, Size: sums.bindSize()})
 				}
 				d.dispatchEntries(mul, uint32(groupsOf(nOut, texTN*texWG)), uint32(groupsOf(rows, texTM*texWG)), 1,
-					texMulParams{M: uint32(m), K: uint32(k), N: uint32(nOut), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(offDst + i*m*nOut), Add: b2u(k0 > 0 || s.Accumulate), Sums: b2u(wantSums)},
+					texMulParams{M: uint32(m), K: uint32(k), N: uint32(nOut), Row0: uint32(row), K0: uint32(k0), K1: uint32(min(k, k0+kPer)), Out: uint32(offDst + i*m*nOut), Add: b2u(k0 > 0 || s.Accumulate),
+						Sums: b2u(wantSums), Bias: uint32(n * b2i(wantBias && k0 == 0))},
 					entries)
 			}
 		}
@@ -296,9 +303,10 @@ func (d *Device) releaseTextures() {
 
 // texMulParams are stage mul's parameters: out (M×N, at Out) gets the
 // terms k in [K0, K1) of rows from Row0 of op(a)·op(b), added to it where
-// Add ≠ 0; where Sums ≠ 0 (op(a) laid out by rows) sums gets those of
-// op(a)'s rows, added likewise.
-type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add, Sums uint32 }
+// Add ≠ 0, and where Bias ≠ 0 the first Bias columns bias's values; where
+// Sums ≠ 0 (op(a) laid out by rows) sums gets those of op(a)'s rows, added
+// likewise.
+type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add, Sums, Bias uint32 }
 
 // texPackParams are stage pack's: Wide entries StrideWide apart (4 a
 // texel, Texels a depth) at each of Depth depths StrideDepth apart, from
