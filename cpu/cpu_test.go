@@ -695,6 +695,60 @@ func TestMatMulBatch(t *testing.T) {
 	}
 }
 
+// TestMatMulEpilogue checks GEMM.Bias (added to every row of every
+// product) and GEMM.Sums (op(A)'s row sums), and that operands outside
+// their contract panic naming the field.
+func TestMatMulEpilogue(t *testing.T) {
+	d := cpu.New()
+	a := []float64{1, 2, 3, 4, 5, 6} // 2×3, or 3×2 transposed
+	b := []float64{1, 10, 2, 20, 3, 30}
+	bias := []float64{0.5, -1}
+	for _, dt := range floatTypes {
+		t.Run(dt.String(), func(t *testing.T) {
+			// op(A) = a (2×3): products [14 140; 32 320], rows summing to 6 and 15.
+			o, sums := alloc(t, d, dt, 4), alloc(t, d, dt, 2)
+			d.MatMul(o, load(t, d, dt, a), load(t, d, dt, b), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Bias: load(t, d, dt, bias), Sums: sums})
+			checkValues(t, "MatMul with Bias", values(t, d, o), []float64{14.5, 139, 32.5, 319}, tolerance(dt))
+			checkValues(t, "MatMul's Sums", values(t, d, sums), []float64{6, 15}, tolerance(dt))
+			// op(A) = aᵀ of a stored 2×3 (3×2), K 2: rows summing to 5, 7, 9.
+			sums = alloc(t, d, dt, 3)
+			d.MatMul(alloc(t, d, dt, 6), load(t, d, dt, a), load(t, d, dt, b[:4]), device.GEMM{Batch: 1, M: 3, K: 2, N: 2, TransA: true, Sums: sums})
+			checkValues(t, "MatMul's Sums, transposed", values(t, d, sums), []float64{5, 7, 9}, tolerance(dt))
+			// A batch of 2 (columns [1 2] and [3 4] times 1 and 10) with the bias.
+			o = alloc(t, d, dt, 4)
+			d.MatMul(o, load(t, d, dt, a[:4]), load(t, d, dt, b[:2]), device.GEMM{Batch: 2, M: 2, K: 1, N: 1, StrideA: 2, StrideB: 1, Bias: load(t, d, dt, bias[:1])})
+			checkValues(t, "MatMul with Bias, batched", values(t, d, o), []float64{1 + 0.5, 2 + 0.5, 30 + 0.5, 40 + 0.5}, tolerance(dt))
+		})
+	}
+	f32 := func(n int) device.Buffer { return alloc(t, d, device.Float32, n) }
+	bad := []struct {
+		name, field string
+		dst, a      device.Buffer
+		s           device.GEMM
+	}{
+		{"sums of a batch", "GEMM.Sums", f32(8), f32(12), device.GEMM{Batch: 2, M: 2, K: 3, N: 2, StrideA: 6, Sums: f32(2)}},
+		{"sums of an offset a", "GEMM.Sums", f32(4), f32(7), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, OffA: 1, Sums: f32(2)}},
+		{"sums accumulated", "GEMM.Sums", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Accumulate: true, Sums: f32(2)}},
+		{"sums too short", "GEMM.Sums", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Sums: f32(1)}},
+		{"sums of another dtype", "GEMM.Sums", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Sums: alloc(t, d, device.Float64, 2)}},
+		{"bias too long", "GEMM.Bias", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Bias: f32(3)}},
+		{"bias into an offset dst", "GEMM.Bias", f32(5), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, OffDst: 1, Bias: f32(2)}},
+		{"bias accumulated", "GEMM.Bias", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Accumulate: true, Bias: f32(2)}},
+		{"bias of another dtype", "GEMM.Bias", f32(4), f32(6), device.GEMM{Batch: 1, M: 2, K: 3, N: 2, Bias: alloc(t, d, device.Float64, 2)}},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, c.field) {
+					t.Errorf("MatMul with %s: recovered %v; want a panic naming %s", c.name, r, c.field)
+				}
+			}()
+			d.MatMul(c.dst, c.a, f32(6), c.s)
+		})
+	}
+}
+
 func TestCopyStrided(t *testing.T) {
 	tests := []struct {
 		name      string

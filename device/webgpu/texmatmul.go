@@ -302,10 +302,10 @@ func (d *Device) releaseTextures() {
 }
 
 // texMulParams are stage mul's parameters: out (M×N, at Out) gets the
-// terms k in [K0, K1) of rows from Row0 of op(a)·op(b), added to it where
-// Add ≠ 0, and where Bias ≠ 0 the first Bias columns bias's values; where
-// Sums ≠ 0 (op(a) laid out by rows) sums gets those of op(a)'s rows, added
-// likewise.
+// terms k in [K0, K1) of rows from Row0 of op(a)·op(b), plus bias in its
+// first Bias columns (none where Bias = 0), added to what it holds where
+// Add ≠ 0; where Sums ≠ 0 (op(a) laid out by rows), sums gets the same
+// terms of op(a)'s rows summed, added likewise.
 type texMulParams struct{ M, K, N, Row0, K0, K1, Out, Add, Sums, Bias uint32 }
 
 // texPackParams are stage pack's: Wide entries StrideWide apart (4 a
