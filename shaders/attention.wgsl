@@ -88,7 +88,9 @@
 {{- else if eq .Stage "dkv"}}
 @group(0) @binding(5) var<storage, read> go: array<E4>;
 @group(0) @binding(6) var<storage, read> stats: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dkv: array<E4>; // [B·Lk, D + DV]: dk, dv
+// [B·Lk, D + DV]: dk, dv; where p.Placed is 1, one buffer holding dk and
+// dv at the layouts of k and v (a packed projection's gradient).
+@group(0) @binding(7) var<storage, read_write> dkv: array<E4>;
 {{- end}}
 
 // row_at returns the vec4 at which row i of matrix b starts in layout l
@@ -359,11 +361,18 @@ fn dropped(r: u32, j: u32) -> bool {
 {{- range $r := $R}}
     if (j0 + {{$r}}u < lk) {
         let at{{$r}} = {{if $.Split}}(chunk * p.ChunkInvocations + key{{$r}}){{else}}key{{$r}}{{end}} * {{add $.D4 $.DV4}}u;
+{{- if $.Split}}
+        let ak{{$r}} = at{{$r}};
+        let av{{$r}} = at{{$r}} + {{$.D4}}u;
+{{- else}}
+        let ak{{$r}} = select(at{{$r}}, kb{{$r}}, p.Placed != 0u);
+        let av{{$r}} = select(at{{$r}} + {{$.D4}}u, vb{{$r}}, p.Placed != 0u);
+{{- end}}
 {{- range $c := $D}}
-        dkv[at{{$r}} + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
+        dkv[ak{{$r}} + {{$c}}u] = to_e4(gk{{$r}}_{{$c}});
 {{- end}}
 {{- range $c := $DV}}
-        dkv[at{{$r}} + {{add $.D4 $c}}u] = to_e4(gv{{$r}}_{{$c}});
+        dkv[av{{$r}} + {{$c}}u] = to_e4(gv{{$r}}_{{$c}});
 {{- end}}
     }
 {{- end}}

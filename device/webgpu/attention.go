@@ -105,8 +105,8 @@ func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 	}, dq, dk, dv, q, k, v, mask, o, dO) {
 		return
 	}
-	kv := d.attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO, a)
-	if kv == nil {
+	kv, placed := d.attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO, a)
+	if kv == nil || placed {
 		return
 	}
 	_, lk, lv, _ := a.Layouts()
@@ -130,12 +130,14 @@ func placing(a device.AttentionSpec, l device.AttentionLayout, rows, cols, w, of
 
 // attentionGrad runs the gradient's kernels, returning the scratch
 // buffer of dk and dv ([Batch·Lk, D + DV]), or nil (a failure fails dk
-// and dv too).
-func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) *buffer {
+// and dv too); placed, where dk and dv are one buffer (a packed
+// projection's gradient, its heads merged), when the kernel wrote them
+// there at their layouts, with no scratch.
+func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) (kv *buffer, placed bool) {
 	d.writing(dq, dk, dv, stats)
 	defer d.written()
 	if a.Batch*a.Lq*a.Lk == 0 {
-		return nil
+		return nil, false
 	}
 	m := d.buf(q)
 	if mask != nil {
@@ -152,7 +154,7 @@ func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 	kq := d.attnKernel("dq", dt, a, attnRows, qParts > 1, flags(6, 1))
 	kkv := d.attnKernel("dkv", dt, a, attnGradRows, kvParts > 1, flags(6, 1))
 	if !d.rowLimit(kq, a.Lk) || !d.rowLimit(kkv, a.Lq) {
-		return nil
+		return nil, false
 	}
 	p = attnParamsOf(a, attnRows)
 	if qParts == 1 {
@@ -161,7 +163,7 @@ func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 		n := a.Batch * a.Lq * a.D
 		part := d.scratch(kq, device.Float32, qParts*n)
 		if part == nil {
-			return nil
+			return nil, false
 		}
 		p.Invocations, p.Chunk, p.ChunkInvocations = uint32(qParts*a.Batch*a.Lq), uint32(qChunk), uint32(a.Batch*a.Lq)
 		d.run(kq, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
@@ -172,7 +174,7 @@ func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 			sum := d.scratch(kq, dt, n)
 			if sum == nil {
 				d.free(part)
-				return nil
+				return nil, false
 			}
 			d.sumParts(sum, part, n, qParts, 0, false)
 			d.copyStrided(d.buf(dq), sum, placing(a, lq, a.Lq, a.D, a.D, 0))
@@ -180,28 +182,34 @@ func (d *Device) attentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Bu
 		}
 		d.free(part)
 	}
-	kv := d.scratch(kkv, dt, a.Batch*a.Lk*(a.D+a.DV))
-	if kv == nil {
-		return nil
-	}
 	p = attnParamsOf(a, attnGradRows)
 	p.Invocations, p.Blocks = uint32(a.Batch*groupsOf(a.Lk, attnGradRows)), uint32(groupsOf(a.Lk, attnGradRows))
+	if kvParts == 1 && dk != nil && dk == dv {
+		// No scratch and no copies: the kernel writes dk and dv in place.
+		p.Placed = 1
+		d.run(kkv, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), d.buf(dk))
+		return nil, true
+	}
+	kv = d.scratch(kkv, dt, a.Batch*a.Lk*(a.D+a.DV))
+	if kv == nil {
+		return nil, false
+	}
 	if kvParts == 1 {
 		d.run(kkv, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), kv)
-		return kv
+		return kv, false
 	}
 	n := a.Batch * a.Lk * (a.D + a.DV)
 	part := d.scratch(kkv, device.Float32, kvParts*n)
 	if part == nil {
 		d.free(kv)
-		return nil
+		return nil, false
 	}
 	defer d.free(part)
 	p.Chunk, p.ChunkInvocations = uint32(kvChunk), p.Invocations
 	p.Invocations *= uint32(kvParts)
 	d.run(kkv, groupsOf(int(p.Invocations), 64), p, d.buf(q), d.buf(k), d.buf(v), m, d.buf(dO), d.buf(stats), part)
 	d.sumParts(kv, part, n, kvParts, 0, false)
-	return kv
+	return kv, false
 }
 
 // AttentionScoresGrad sets ds to the gradient of the masked scores
@@ -295,6 +303,9 @@ type attnParams struct {
 	// The layouts of q, k, v and out (device.AttentionLayout's offset,
 	// outer, head and row strides), in vec4s.
 	LQ, LK, LV, LO [4]uint32
+	// Placed (stage dkv, not Split): 1 where dk and dv are one buffer,
+	// written at the layouts of k and v, else 0 (the scratch of both).
+	Placed uint32
 }
 
 // vec4Layout returns l in vec4s, and whether its fields are multiples of 4.
