@@ -207,6 +207,14 @@ func (b *buffer) setOther(i int, v float64) {
 	}
 }
 
+// optional returns b's buffer, or nil for a nil b.
+func optional(b device.Buffer) *buffer {
+	if b == nil {
+		return nil
+	}
+	return buf(b)
+}
+
 func buf(b device.Buffer) *buffer {
 	cb, ok := b.(*buffer)
 	if !ok {

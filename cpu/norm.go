@@ -51,21 +51,36 @@ func normStats(in *buffer, off, n int, eps float64, center bool) normRow {
 	return r
 }
 
-// Norm sets each row of dst to (x − μ)·ρ.
-func (d *Device) Norm(dst, x device.Buffer, rows, n int, eps float64, center bool) {
-	o, in := buf(dst), buf(x)
+// Norm sets each row of dst to (x − μ)·ρ, times w and plus b where they
+// are not nil.
+func (d *Device) Norm(dst, x, w, b device.Buffer, rows, n int, eps float64, center bool) {
+	o, in, wb, bb := buf(dst), buf(x), optional(w), optional(b)
 	for r := range rows {
 		off := r * n
 		st := normStats(in, off, n, eps, center)
 		for j := range n {
-			o.set(off+j, st.xhat(j))
+			v := st.xhat(j)
+			if wb != nil {
+				v *= wb.at(j)
+			}
+			if bb != nil {
+				v += bb.at(j)
+			}
+			o.set(off+j, v)
 		}
 	}
 }
 
-// NormGrad sets dx = ρ·(g − mean(g) − x̂·mean(g·x̂)).
-func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, center bool) {
-	o, in, gb := buf(dx), buf(x), buf(g)
+// NormGrad sets dx = ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), ĝ = g·w (g where w is
+// nil), and gxh, unless nil, to g·x̂.
+func (d *Device) NormGrad(dx, gxh, x, g, w device.Buffer, rows, n int, eps float64, center bool) {
+	o, in, gb, wb, xg := buf(dx), buf(x), buf(g), optional(w), optional(gxh)
+	gh := func(off, j int) float64 {
+		if wb != nil {
+			return gb.at(off+j) * wb.at(j)
+		}
+		return gb.at(off + j)
+	}
 	for r := range rows {
 		off := r * n
 		st := normStats(in, off, n, eps, center)
@@ -73,14 +88,17 @@ func (d *Device) NormGrad(dx, x, g device.Buffer, rows, n int, eps float64, cent
 		var sg, sgx float64
 		for j := range n {
 			xh := st.xhat(j)
-			sg += gb.at(off + j)
-			sgx += gb.at(off+j) * xh
+			sg += gh(off, j)
+			sgx += gh(off, j) * xh
 		}
 		if !center {
 			sg = 0
 		}
 		for j := range n {
-			o.set(off+j, rho*(gb.at(off+j)-sg/float64(n)-st.xhat(j)*sgx/float64(n)))
+			o.set(off+j, rho*(gh(off, j)-sg/float64(n)-st.xhat(j)*sgx/float64(n)))
+			if xg != nil {
+				xg.set(off+j, gb.at(off+j)*st.xhat(j))
+			}
 		}
 	}
 }

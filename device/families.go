@@ -242,13 +242,17 @@ type Drawer interface {
 //
 // WGSL: shaders/norm.wgsl.
 type Normalizer interface {
-	// Norm sets each row of dst to (x − μ)·ρ, where μ is the row's mean
-	// (0 unless center) and ρ = 1/√(mean((x − μ)²) + eps).
-	Norm(dst, x Buffer, rows, n int, eps float64, center bool)
-	// NormGrad sets dx to the gradient through Norm of x, given the
-	// upstream gradient g of Norm's output x̂: ρ·(g − mean(g) − x̂·mean(g·x̂)),
-	// the mean of g left out unless center.
-	NormGrad(dx, x, g Buffer, rows, n int, eps float64, center bool)
+	// Norm sets each row of dst to x̂ = (x − μ)·ρ, where μ is the row's
+	// mean (0 unless center) and ρ = 1/√(mean((x − μ)²) + eps), times w
+	// and plus b (the affine transform: n values each, of x's dtype)
+	// where they are not nil, rounded once.
+	Norm(dst, x, w, b Buffer, rows, n int, eps float64, center bool)
+	// NormGrad sets dx to the gradient through Norm of x without b, given
+	// the upstream gradient g of Norm's output: with ĝ = g·w (g where w
+	// is nil), ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), the mean of ĝ left out
+	// unless center; and gxh, unless it is nil, to g·x̂ (w's gradient is
+	// its sum over the rows).
+	NormGrad(dx, gxh, x, g, w Buffer, rows, n int, eps float64, center bool)
 }
 
 // Selector is the selection kernel family: where and masked_fill.

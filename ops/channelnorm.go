@@ -117,7 +117,7 @@ func GroupNormBackward(x *T, groups int, w, b, g *T, eps float64) (gx, gw, gb *T
 	rows, grows := x.Reshape(s[0]*groups, n), gh.Reshape(s[0]*groups, n)
 	defer rows.Release()
 	defer grows.Release()
-	gr, _, _ := normBackward(op, rows, []int{n}, nil, nil, grows, eps, true, nil)
+	gr, _, _ := normBackward(op, rows, []int{n}, nil, nil, grows, eps, true)
 	defer gr.Release()
 	gx = gr.Reshape(s...)
 	if w != nil {

@@ -10,58 +10,30 @@ import (
 
 // The normalisations: each op's functions, table entry and second-order
 // rule. They normalise x over its last axes, those of a normalized shape,
-// with the norm kernel family (device.Normalizer), then apply the
-// optional elementwise affine transform with the broadcasting kernels.
+// and apply the optional elementwise affine transform, in one kernel of
+// the norm family (device.Normalizer); the backward's kernel gives x's
+// gradient and g·x̂, which w's gradient sums.
 
 // The entries of norms. Each var is an op's handle, by which autograd.Apply
 // and the rules reach it.
 var (
 	LayerNormOp = &Op{Name: "layer_norm", Family: "norm", Doc: "(x − mean)/√(var + eps)·w + b over the last axes (the normalized shape), biased variance, w and b optional; eps = 1e-5.",
 		Forward: fwd(func(in []*T, a NormAttrs) *T { return layerNorm(in[0], a.Shape, opt(in, 1), opt(in, 2), a.Eps) }),
-		Save:    savedNorm("ops.LayerNorm", true),
 		Backward: func(in []*T, g *T, at Attrs) []*T {
 			a := attrsAs[NormAttrs](at)
-			gx, gw, gb := normBackward("ops.LayerNormBackward", in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps, true, backprop(at).Saved.normalized())
+			gx, gw, gb := normBackward("ops.LayerNormBackward", in[0], a.Shape, opt(in, 1), opt(in, 2), g, a.Eps, true)
 			return []*T{gx, gw, gb}[:len(in)]
 		},
 		Cases: normCases(true)}
 	RMSNormOp = &Op{Name: "rms_norm", Family: "norm", Doc: "x/√(mean(x²) + eps)·w over the last axes (the normalized shape), w optional; PyTorch's default eps is the dtype's machine epsilon.",
 		Forward: fwd(func(in []*T, a NormAttrs) *T { return rmsNorm(in[0], a.Shape, opt(in, 1), a.Eps) }),
-		Save:    savedNorm("ops.RMSNorm", false),
 		Backward: func(in []*T, g *T, at Attrs) []*T {
 			a := attrsAs[NormAttrs](at)
-			gx, gw, _ := normBackward("ops.RMSNormBackward", in[0], a.Shape, opt(in, 1), nil, g, a.Eps, false, backprop(at).Saved.normalized())
+			gx, gw, _ := normBackward("ops.RMSNormBackward", in[0], a.Shape, opt(in, 1), nil, g, a.Eps, false)
 			return []*T{gx, gw}[:len(in)]
 		},
 		Cases: normCases(false)}
 )
-
-// savedNorm returns a normalisation's Save: with a weight, and but on
-// float16 (whose forward and backward run in float32 copies), it keeps
-// the normalised x̂ that the weight's gradient sums against, which the
-// backward would otherwise compute again.
-func savedNorm(op string, center bool) func([]*T, Attrs) (*T, *Saved) {
-	return func(in []*T, at Attrs) (*T, *Saved) {
-		a := attrsAs[NormAttrs](at)
-		x, w, b := in[0], opt(in, 1), opt(in, 2)
-		if _, dt, _, _ := normArgs(op, x, a.Shape, w, b, a.Eps); w == nil || dt == device.Float16 {
-			if center {
-				return layerNorm(x, a.Shape, w, b, a.Eps), nil
-			}
-			return rmsNorm(x, a.Shape, w, a.Eps), nil
-		}
-		xh := normalize(op, x, a.Shape, w, b, a.Eps, center)
-		return affine(xh.Reshape(xh.Shape()...), w, b), &Saved{tensors: []*T{xh}}
-	}
-}
-
-// normalized returns the x̂ that savedNorm kept, or nil.
-func (s *Saved) normalized() *T {
-	if s.Len() != 1 {
-		return nil
-	}
-	return s.tensors[0]
-}
 
 // norms are the normalisation ops, in the coverage table's order.
 var norms = []*Op{
@@ -110,15 +82,20 @@ func normArgs(op string, x *T, shape []int, w, b *T, eps float64) (dev device.De
 	return dev, dt, device.Numel(xs[:len(xs)-len(shape)]), n
 }
 
-// normalize returns x normalised over the normalized shape, before the
-// affine transform.
+// normalize returns x normalised over the normalized shape, times w and
+// plus b where they are not nil.
 func normalize(op string, x *T, shape []int, w, b *T, eps float64, center bool) *T {
 	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
-	out, ok := output(dev, dt, x.Shape(), x)
+	out, ok := output(dev, dt, x.Shape(), given(x, w, b)...)
 	if ok && rows*n > 0 {
-		dev.Norm(out.Buffer(), x.Buffer(), rows, n, eps, center)
+		dev.Norm(out.Buffer(), x.Buffer(), bufferOf(w), bufferOf(b), rows, n, eps, center)
 	}
 	return out
+}
+
+// given returns the tensors of ts that are not nil.
+func given(ts ...*T) []*T {
+	return slices.DeleteFunc(ts, func(t *T) bool { return t == nil })
 }
 
 // affine returns xh·w + b (w, b may be nil), releasing xh.
@@ -136,12 +113,11 @@ func affine(xh, w, b *T) *T {
 	return y
 }
 
-// normBackward returns the gradients of a normalisation: for x through
-// the norm kernel, for w the sum of g·x̂ and for b the sum of g over the
-// leading axes (nil for a nil w or b).
-//
-// xh, if not nil, is x̂ as the forward computed it.
-func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool, xh *T) (gx, gw, gb *T) {
+// normBackward returns the gradients of a normalisation: for x, and the
+// g·x̂ that w's gradient sums, through the norm kernel, for w the sum of
+// g·x̂ and for b the sum of g over the leading axes (nil for a nil w or
+// b).
+func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool) (gx, gw, gb *T) {
 	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
 	operands(op, x, g)
 	floats(op, x, g)
@@ -150,26 +126,20 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		// In float32, each gradient rounded once.
 		in, done := wide32(x, w, b, g)
 		defer done()
-		gx, gw, gb = normBackward(op, in[0], shape, in[1], in[2], in[3], eps, center, nil)
+		gx, gw, gb = normBackward(op, in[0], shape, in[1], in[2], in[3], eps, center)
 		return narrow16(gx), narrow16(gw), narrow16(gb)
 	}
-	gh := g
+	gx, ok := output(dev, dt, x.Shape(), given(x, w, g)...)
+	var gxh *T
 	if w != nil {
-		gh = mul(g, w)
-		defer gh.Release()
+		gxh, _ = output(dev, dt, x.Shape(), x, w, g)
+		defer gxh.Release()
 	}
-	gx, ok := output(dev, dt, x.Shape(), x, gh)
 	if ok && rows*n > 0 {
-		dev.NormGrad(gx.Buffer(), x.Buffer(), gh.Buffer(), rows, n, eps, center)
+		dev.NormGrad(gx.Buffer(), bufferOf(gxh), x.Buffer(), g.Buffer(), bufferOf(w), rows, n, eps, center)
 	}
 	if w != nil {
-		if xh == nil {
-			xh = normalize(op, x, shape, nil, nil, eps, center)
-			defer xh.Release()
-		}
-		gxh := mul(g, xh)
 		gw = sumTo(gxh, shape)
-		gxh.Release()
 	}
 	if b != nil {
 		gb = sumTo(g, shape)
@@ -193,13 +163,13 @@ func layerNorm(x *T, shape []int, w, b *T, eps float64) *T {
 		defer done()
 		return narrow16(layerNorm(in[0], shape, in[1], in[2], eps))
 	}
-	return affine(normalize(op, x, shape, w, b, eps, true), w, b)
+	return normalize(op, x, shape, w, b, eps, true)
 }
 
 // LayerNormBackward returns the gradients of LayerNorm for x, w and b
 // (nil for a nil w or b).
 func LayerNormBackward(x *T, shape []int, w, b, g *T, eps float64) (gx, gw, gb *T) {
-	return normBackward("ops.LayerNormBackward", x, shape, w, b, g, eps, true, nil)
+	return normBackward("ops.LayerNormBackward", x, shape, w, b, g, eps, true)
 }
 
 // RMSNorm returns PyTorch's rms_norm: x/√(mean(x²) + eps) over its last
@@ -217,13 +187,13 @@ func rmsNorm(x *T, shape []int, w *T, eps float64) *T {
 		defer done()
 		return narrow16(rmsNorm(in[0], shape, in[1], eps))
 	}
-	return affine(normalize(op, x, shape, w, nil, eps, false), w, nil)
+	return normalize(op, x, shape, w, nil, eps, false)
 }
 
 // RMSNormBackward returns the gradients of RMSNorm for x and w (nil for a
 // nil w).
 func RMSNormBackward(x *T, shape []int, w, g *T, eps float64) (gx, gw *T) {
-	gx, gw, _ = normBackward("ops.RMSNormBackward", x, shape, w, nil, g, eps, false, nil)
+	gx, gw, _ = normBackward("ops.RMSNormBackward", x, shape, w, nil, g, eps, false)
 	return gx, gw
 }
 

@@ -10,12 +10,19 @@
 // overflow nor cancel. {{if .Center}}The mean is subtracted as one float32 (as
 // PyTorch's): a second term would be folded into it by compilers that
 // reassociate, as lavapipe's does.{{end}}
+// With p.HasW (p.HasB), the rows are then multiplied by w (plus b), n
+// values each{{if .Grad}}: g is the gradient of that output, and where p.HasGXH,
+// gxh is set to g·x̂ (what w's gradient sums){{end}}.
 @group(0) @binding(1) var<storage, read> x: array<E4>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E4>;
 @group(0) @binding(3) var<storage, read_write> out: array<E4>;
+@group(0) @binding(4) var<storage, read> w: array<E4>;
+@group(0) @binding(5) var<storage, read_write> gxh: array<E4>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> out: array<E4>;
+@group(0) @binding(3) var<storage, read> w: array<E4>;
+@group(0) @binding(4) var<storage, read> b: array<E4>;
 {{- end}}
 {{- $sub := eq .Group "subgroup"}}
 {{- $quads := "(p.N / 4u)"}}
@@ -33,19 +40,22 @@ var<workgroup> part: array<f32, {{.W}}>;
     let {{$g}} = lid + {{mul $v $.W}}u < {{$quads}};
     var x{{$v}} = vec4<f32>(0.0);
 {{- if $.Grad}}
-    var g{{$v}} = vec4<f32>(0.0);
+    var gr{{$v}} = vec4<f32>(0.0);
 {{- end}}
     if ({{$g}}) {
         x{{$v}} = vec4<f32>(x[{{$at}}]);
 {{- if $.Grad}}
-        g{{$v}} = vec4<f32>(g[{{$at}}]);
+        gr{{$v}} = vec4<f32>(g[{{$at}}]);
 {{- end}}
     }
 {{- else}}
     let x{{$v}} = vec4<f32>(x[{{$at}}]);
 {{- if $.Grad}}
-    let g{{$v}} = vec4<f32>(g[{{$at}}]);
+    let gr{{$v}} = vec4<f32>(g[{{$at}}]);
 {{- end}}
+{{- end}}
+{{- if $.Grad}}
+    let g{{$v}} = select(gr{{$v}}, gr{{$v}} * vec4<f32>(w[min(lid + {{mul $v $.W}}u, {{$quads}} - 1u)]), p.HasW != 0u);
 {{- end}}
 {{- end}}
     var am = abs(x0);
@@ -96,15 +106,26 @@ var<workgroup> part: array<f32, {{.W}}>;
     }
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
-{{- $val := printf "d%d * rho" $v}}
-{{- if $.Grad}}{{$val = printf "rho * s * (g%d - vec4<f32>(mg) - d%d * rho * mgx)" $v $v}}{{end}}
+{{- $j := printf "min(lid + %du, %s - 1u)" (mul $v $.W) $quads}}
+{{- if $.Grad}}
+    let o{{$v}} = rho * s * (g{{$v}} - vec4<f32>(mg) - d{{$v}} * rho * mgx);
+{{- else}}
+    var o{{$v}} = d{{$v}} * rho;
+    o{{$v}} = select(o{{$v}}, o{{$v}} * vec4<f32>(w[{{$j}}]), p.HasW != 0u);
+    o{{$v}} = select(o{{$v}}, o{{$v}} + vec4<f32>(b[{{$j}}]), p.HasB != 0u);
+{{- end}}
 {{- if $g}}
     if ({{$g}}) {
-        out[{{$at}}] = to_e4({{$val}});
-    }
 {{- else}}
-    out[{{$at}}] = to_e4({{$val}});
+    {
 {{- end}}
+        out[{{$at}}] = to_e4(o{{$v}});
+{{- if $.Grad}}
+        if (p.HasGXH != 0u) {
+            gxh[{{$at}}] = to_e4(gr{{$v}} * (d{{$v}} * rho));
+        }
+{{- end}}
+    }
 {{- end}}
 }
 {{- else}}
@@ -112,13 +133,25 @@ var<workgroup> part: array<f32, {{.W}}>;
 // contiguous elements; p: device/webgpu's normParams.
 // Each row is normalised {{if .Center}}to zero mean and {{end}}to unit {{if .Center}}variance{{else}}root mean square{{end}}, accumulating in f32{{if .Grad}};
 // this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}.
+// With p.HasW (p.HasB), the rows are then multiplied by w (plus b), n
+// values each{{if .Grad}}: g is the gradient of that output, and where p.HasGXH,
+// gxh is set to g·x̂ (what w's gradient sums){{end}}.
 @group(0) @binding(1) var<storage, read> x: array<E>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
+@group(0) @binding(4) var<storage, read> w: array<E>;
+@group(0) @binding(5) var<storage, read_write> gxh: array<E>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> out: array<E>;
+@group(0) @binding(3) var<storage, read> w: array<E>;
+@group(0) @binding(4) var<storage, read> b: array<E>;
 {{- end}}
+
+// w_at returns w's element j, or 1 without p.HasW.
+fn w_at(j: u32) -> f32 {
+    return select(1.0, f32(w[j]), p.HasW != 0u);
+}
 
 {{template "norm_scale"}}
 
@@ -160,7 +193,7 @@ fn stats(base: u32, n: u32) -> vec3<f32> {
     var sg = 0.0;
     var sgx = 0.0;
     for (var j = 0u; j < n; j++) {
-        let gj = f32(g[base + j]);
+        let gj = f32(g[base + j]) * w_at(j);
         sg += gj;
         sgx += gj * (f32(x[base + j]) * st.x - st.y) * st.z;
     }
@@ -170,11 +203,19 @@ fn stats(base: u32, n: u32) -> vec3<f32> {
     let inv = 1.0 / f32(n);
     for (var j = 0u; j < n; j++) {
         let xh = (f32(x[base + j]) * st.x - st.y) * st.z;
-        out[base + j] = to_e(st.z * st.x * (f32(g[base + j]) - sg * inv - xh * sgx * inv));
+        let gj = f32(g[base + j]);
+        out[base + j] = to_e(st.z * st.x * (gj * w_at(j) - sg * inv - xh * sgx * inv));
+        if (p.HasGXH != 0u) {
+            gxh[base + j] = to_e(gj * xh);
+        }
     }
 {{- else}}
     for (var j = 0u; j < n; j++) {
-        out[base + j] = to_e((f32(x[base + j]) * st.x - st.y) * st.z);
+        var y = (f32(x[base + j]) * st.x - st.y) * st.z * w_at(j);
+        if (p.HasB != 0u) {
+            y += f32(b[j]);
+        }
+        out[base + j] = to_e(y);
     }
 {{- end}}
 }
