@@ -220,7 +220,7 @@ func multiHeadAttention(op string, qkv *T, a heads) (out, stats *T) {
 	o, ok := output(p.dev, p.dt, shape, qkv)
 	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, device.AttentionStats}, qkv)
 	if ok && ok2 {
-		p.dev.Attention(o.Buffer(), st.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), maskBuffer(p.mask), s)
+		p.dev.Attention(o.Buffer(), st.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), bufferOf(p.mask), s)
 	}
 	return o, st
 }
@@ -259,7 +259,7 @@ func multiHeadAttentionBackward(op string, qkv *T, a heads, g, out, stats *T, ma
 	gb, ok := output(p.dev, p.dt, qkv.Shape(), qkv, out, g, stats)
 	if ok {
 		b := gb.Buffer()
-		p.dev.AttentionGrad(b, b, b, stats.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), maskBuffer(p.mask), out.Buffer(), g.Buffer(), s)
+		p.dev.AttentionGrad(b, b, b, stats.Buffer(), qkv.Buffer(), qkv.Buffer(), qkv.Buffer(), bufferOf(p.mask), out.Buffer(), g.Buffer(), s)
 	}
 	return gb, p.maskGrad(a.Attention, maskGrad, qkv, qkv, qkv, g, stats)
 }
@@ -607,7 +607,7 @@ func attention(op string, q, k, v *T, a Attention) (out, stats *T) {
 	o, ok := output(p.dev, p.dt, wide, qp, kp, vp0)
 	st, ok2 := output(p.dev, statsDType(p.dt), []int{s.Batch * s.Lq, device.AttentionStats}, qp, kp, vp0)
 	if ok && ok2 {
-		p.dev.Attention(o.Buffer(), st.Buffer(), qp.Buffer(), kp.Buffer(), vp0.Buffer(), maskBuffer(p.mask), s)
+		p.dev.Attention(o.Buffer(), st.Buffer(), qp.Buffer(), kp.Buffer(), vp0.Buffer(), bufferOf(p.mask), s)
 	}
 	if s.DV == p.dv {
 		return o, st
@@ -622,13 +622,6 @@ func statsDType(dt device.DType) device.DType {
 		return device.Float64
 	}
 	return device.Float32
-}
-
-func maskBuffer(m *T) device.Buffer {
-	if m == nil {
-		return nil
-	}
-	return m.Buffer()
 }
 
 // ScaledDotProductAttention returns PyTorch's scaled_dot_product_attention
@@ -684,7 +677,7 @@ func attentionBackward(op string, q, k, v *T, a Attention, g, out, stats *T, mas
 	dk, ok2 := output(p.dev, p.dt, kp.Shape(), qp, kp, vp, op_, gp, stats)
 	dv, ok3 := output(p.dev, p.dt, vp.Shape(), qp, kp, vp, op_, gp, stats)
 	if ok1 && ok2 && ok3 {
-		p.dev.AttentionGrad(dq.Buffer(), dk.Buffer(), dv.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), maskBuffer(p.mask), op_.Buffer(), gp.Buffer(), s)
+		p.dev.AttentionGrad(dq.Buffer(), dk.Buffer(), dv.Buffer(), stats.Buffer(), qp.Buffer(), kp.Buffer(), vp.Buffer(), bufferOf(p.mask), op_.Buffer(), gp.Buffer(), s)
 	}
 	return unpad(dq, p.d), unpad(dk, p.d), unpad(dv, p.dv), p.maskGrad(a, maskGrad, qp, kp, vp, gp, stats)
 }
@@ -705,7 +698,7 @@ func (p *attnPlan) maskGrad(a Attention, want bool, q, k, v, g, stats *T) *T {
 	full := append(slices.Clone(p.batch), s.Lq, s.Lk)
 	ds, ok := output(p.dev, p.dt, full, q, k, v, g, stats)
 	if ok {
-		p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), maskBuffer(p.mask), g.Buffer(), s)
+		p.dev.AttentionScoresGrad(ds.Buffer(), stats.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), bufferOf(p.mask), g.Buffer(), s)
 	}
 	defer ds.Release()
 	return sumTo(ds, a.Mask.Shape())
