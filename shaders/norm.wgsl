@@ -34,6 +34,20 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{template "norm_scale"}}
 
 {{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" $quads "Sub" $sub}}
+    // w's (and b's) vec4s of the invocation's entries, 1 (−0) where absent:
+    // a loop over an array, which llvmpipe compiles in a fraction of the
+    // time the entries' unrolled loads take.
+    var ws: array<vec4<f32>, {{.V}}>;
+{{- if not .Grad}}
+    var bs: array<vec4<f32>, {{.V}}>;
+{{- end}}
+    for (var v = 0u; v < {{.V}}u; v++) {
+        let j = min(lid + v * {{.W}}u, {{$quads}} - 1u);
+        ws[v] = select(vec4<f32>(1.0), vec4<f32>(w[j]), p.HasW != 0u);
+{{- if not .Grad}}
+        bs[v] = select(vec4<f32>(-0.0), vec4<f32>(b[j]), p.HasB != 0u);
+{{- end}}
+    }
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
@@ -55,7 +69,7 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}
 {{- end}}
 {{- if $.Grad}}
-    let g{{$v}} = select(gr{{$v}}, gr{{$v}} * vec4<f32>(w[min(lid + {{mul $v $.W}}u, {{$quads}} - 1u)]), p.HasW != 0u);
+    let g{{$v}} = gr{{$v}} * ws[{{$v}}];
 {{- end}}
 {{- end}}
     var am = abs(x0);
@@ -106,13 +120,10 @@ var<workgroup> part: array<f32, {{.W}}>;
     }
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
-{{- $j := printf "min(lid + %du, %s - 1u)" (mul $v $.W) $quads}}
 {{- if $.Grad}}
     let o{{$v}} = rho * s * (g{{$v}} - vec4<f32>(mg) - d{{$v}} * rho * mgx);
 {{- else}}
-    var o{{$v}} = d{{$v}} * rho;
-    o{{$v}} = select(o{{$v}}, o{{$v}} * vec4<f32>(w[{{$j}}]), p.HasW != 0u);
-    o{{$v}} = select(o{{$v}}, o{{$v}} + vec4<f32>(b[{{$j}}]), p.HasB != 0u);
+    let o{{$v}} = d{{$v}} * rho * ws[{{$v}}] + bs[{{$v}}];
 {{- end}}
 {{- if $g}}
     if ({{$g}}) {
@@ -120,10 +131,13 @@ var<workgroup> part: array<f32, {{.W}}>;
     {
 {{- end}}
         out[{{$at}}] = to_e4(o{{$v}});
-{{- if $.Grad}}
-        if (p.HasGXH != 0u) {
-            gxh[{{$at}}] = to_e4(gr{{$v}} * (d{{$v}} * rho));
-        }
+    }
+{{- end}}
+{{- if .Grad}}
+    if (p.HasGXH != 0u) {
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
+{{- $at := printf "base + %du" (mul $v $.W)}}
+        {{if $g}}if ({{$g}}) {{end}}{ gxh[{{$at}}] = to_e4(gr{{$v}} * (d{{$v}} * rho)); }
 {{- end}}
     }
 {{- end}}
