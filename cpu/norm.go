@@ -95,9 +95,11 @@ func (d *Device) NormGrad(dx, gxh, x, g, w device.Buffer, rows, n int, eps float
 			sg = 0
 		}
 		for j := range n {
-			o.set(off+j, rho*(gh(off, j)-sg/float64(n)-st.xhat(j)*sgx/float64(n)))
+			// Both values read before either store: dx may be x or g.
+			xh, gj, ghj := st.xhat(j), gb.at(off+j), gh(off, j)
+			o.set(off+j, rho*(ghj-sg/float64(n)-xh*sgx/float64(n)))
 			if xg != nil {
-				xg.set(off+j, gb.at(off+j)*st.xhat(j))
+				xg.set(off+j, gj*xh)
 			}
 		}
 	}

@@ -235,7 +235,8 @@ type Drawer interface {
 }
 
 // Normalizer is the normalisation kernel family: layer_norm and rms_norm
-// before their affine transform. x holds rows rows of n contiguous
+// with their optional affine transform (w, b), and their gradient with
+// the g·x̂ that w's gradient sums. x holds rows rows of n contiguous
 // elements; each row is normalised on its own, accumulating in float32
 // (float64 on the CPU for float64), so a row whose squares overflow
 // float32 gives what PyTorch's float32 gives: NaN or 0.

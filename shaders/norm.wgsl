@@ -34,18 +34,19 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{template "norm_scale"}}
 
 {{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" $quads "Sub" $sub}}
-    // w's (and b's) vec4s of the invocation's entries, 1 (−0) where absent:
-    // a loop over an array, which llvmpipe compiles in a fraction of the
-    // time the entries' unrolled loads take.
+    // w's (and b's) vec4s of the invocation's entries, 1 (−0) where absent
+    // (element 0 of the buffer bound in their place read: select evaluates
+    // both sides): a loop over an array, which llvmpipe compiles in a
+    // fraction of the time the entries' unrolled loads take.
     var ws: array<vec4<f32>, {{.V}}>;
 {{- if not .Grad}}
     var bs: array<vec4<f32>, {{.V}}>;
 {{- end}}
     for (var v = 0u; v < {{.V}}u; v++) {
         let j = min(lid + v * {{.W}}u, {{$quads}} - 1u);
-        ws[v] = select(vec4<f32>(1.0), vec4<f32>(w[j]), p.HasW != 0u);
+        ws[v] = select(vec4<f32>(1.0), vec4<f32>(w[select(0u, j, p.HasW != 0u)]), p.HasW != 0u);
 {{- if not .Grad}}
-        bs[v] = select(vec4<f32>(-0.0), vec4<f32>(b[j]), p.HasB != 0u);
+        bs[v] = select(vec4<f32>(-0.0), vec4<f32>(b[select(0u, j, p.HasB != 0u)]), p.HasB != 0u);
 {{- end}}
     }
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
@@ -162,9 +163,10 @@ var<workgroup> part: array<f32, {{.W}}>;
 @group(0) @binding(4) var<storage, read> b: array<E>;
 {{- end}}
 
-// w_at returns w's element j, or 1 without p.HasW.
+// w_at returns w's element j, or 1 without p.HasW (reading element 0 of
+// the buffer bound in w's place: select evaluates both sides).
 fn w_at(j: u32) -> f32 {
-    return select(1.0, f32(w[j]), p.HasW != 0u);
+    return select(1.0, f32(w[select(0u, j, p.HasW != 0u)]), p.HasW != 0u);
 }
 
 {{template "norm_scale"}}

@@ -97,8 +97,10 @@ func (d *Device) Attention(out, stats, q, k, v, mask device.Buffer, a device.Att
 
 // AttentionGrad sets dq, dk and dv to Attention's gradients
 // (device.Attender): Δ = Σ dO·O into stats, then dq over the keys, and dk
-// and dv over the queries into one scratch buffer (a kernel binds at most
-// eight storage buffers), copied out.
+// and dv over the queries: written in place where they are one buffer
+// (a packed projection's gradient) and the keys are not split into
+// chunks, else into one scratch buffer (a kernel binds at most eight
+// storage buffers) copied out.
 func (d *Device) AttentionGrad(dq, dk, dv, stats, q, k, v, mask, o, dO device.Buffer, a device.AttentionSpec) {
 	if !d.native(present(dq, dk, dv, q, k, v, mask, o, dO)...) && d.widen(3, func(b []device.Buffer) {
 		d.AttentionGrad(b[0], b[1], b[2], stats, b[3], b[4], b[5], b[6], b[7], b[8], a)

@@ -37,7 +37,8 @@ func (d *Device) NormGrad(dx, gxh, x, g, w device.Buffer, rows, n int, eps float
 }
 
 // orFlags returns b's buffer, or for a nil b the index flags' (bound
-// where a kernel's optional input is absent, and not read).
+// where a kernel's optional input is absent, whose values it discards:
+// it reads element 0 at most).
 func (d *Device) orFlags(b device.Buffer) *buffer {
 	if b == nil {
 		return d.flags
