@@ -47,7 +47,7 @@ func (d *Device) orFlags(b device.Buffer) *buffer {
 }
 
 // norm runs the norm family: contiguous rows of vec4s that fit a
-// workgroup in one pass (normRow), others one invocation a row. bufs are
+// workgroup in one pass (oneRow), others one invocation a row. bufs are
 // shaders/norm.wgsl's bindings in order: the inputs x (and g), the
 // output, then the affine weights (and gxh).
 func (d *Device) norm(grad, center bool, rows, n int, eps float64, p normParams, bufs ...*buffer) {
@@ -61,7 +61,7 @@ func (d *Device) norm(grad, center bool, rows, n int, eps float64, p normParams,
 	if grad {
 		kinds = append(flags(2, 1), false, true)
 	}
-	if w, v, ok := d.normRow(n / 4); n%4 == 0 && ok {
+	if w, v, ok := d.oneRow(n/4, normLeastQuads); n%4 == 0 && ok {
 		k := d.kernel(normSpec{Grad: grad, Center: center, Stage: "row", W: w, V: v, Group: d.group(), F16: st.native()}, kinds...)
 		if k == nil {
 			return // the failure is recorded
@@ -74,18 +74,6 @@ func (d *Device) norm(grad, center bool, rows, n int, eps float64, p normParams,
 		return
 	}
 	d.run(k, groupsOf(rows, 64), p, bufs...)
-}
-
-// normRow is softmaxRow's geometry for the norm family, which on CPU
-// adapters takes rows from 16 vec4s on: there one invocation a row took
-// two to four times as long for rows of 64 to 252 elements, where the
-// softmax's two passes keep up with its one (docs/kernel-choices.md,
-// reductions).
-func (d *Device) normRow(quads int) (w, v int, ok bool) {
-	if d.loopLimited && quads >= 16 && quads < 64 {
-		return 8, groupsOf(quads, 8), true
-	}
-	return d.softmaxRow(quads)
 }
 
 // normParams are the norm family's parameters (shaders/norm.wgsl): Rows

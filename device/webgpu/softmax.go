@@ -46,13 +46,24 @@ const softmaxUnroll = 8
 // at once, over rows of a multiple of 4·softmaxBlock elements.
 const softmaxBlock = 4
 
-// softmaxRow returns the shape of the one-pass softmax kernel (stage
-// "row" of softmax.wgsl) for rows of quads vec4s: w invocations a row,
-// each holding v vec4s; ok is false where the two-pass kernels serve
-// instead: short rows (on CPU adapters fewer than 64 vec4s, on GPUs fewer
-// than 8: one workgroup a row costs more than the second read, and leaves
-// lanes idle) and long ones (the row would not stay in registers).
-func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
+// The fewest vec4s a row that the one-pass softmax and norm kernels take
+// on CPU adapters (oneRow): the softmax's two passes kept up with its one
+// below 64, where the norm's invocation a row took two to four times as
+// long as its workgroup a row from 16 on (docs/kernel-choices.md,
+// reductions).
+const (
+	softmaxLeastQuads = 64
+	normLeastQuads    = 16
+)
+
+// oneRow returns the shape of the one-pass softmax and norm kernels
+// (stage "row" of softmax.wgsl and norm.wgsl) for rows of quads vec4s: w
+// invocations a row, each holding v vec4s; ok is false where the other
+// kernels serve instead: short rows (on CPU adapters fewer than least
+// vec4s, on GPUs fewer than 8: one workgroup a row costs more than the
+// second read, and leaves lanes idle) and long ones (the row would not
+// stay in registers).
+func (d *Device) oneRow(quads, least int) (w, v int, ok bool) {
 	// On llvmpipe a workgroup of 8 is one SIMD batch, whose barriers
 	// switch no batches: faster than 16 or 32 a row, or two passes, for
 	// rows of up to 1024 elements (32 vec4s an invocation); longer rows
@@ -60,7 +71,7 @@ func (d *Device) softmaxRow(quads int) (w, v int, ok bool) {
 	// the time (docs/kernel-choices.md, reductions).
 	if d.loopLimited {
 		v = groupsOf(quads, 8)
-		return 8, v, quads >= 64 && v <= 32
+		return 8, v, quads >= least && v <= 32
 	}
 	// On GPUs 64 invocations a row, or the power of two that holds a
 	// shorter row's vec4s (at least 8), at most 16 vec4s of each operand
@@ -86,7 +97,7 @@ func (d *Device) softmax(log, grad bool, out *buffer, shape []int, axis int, in 
 	}
 	vec := inner == 1 && n%4 == 0
 	st := d.storeOf(out.dt) // f32 or f16: Softmax widens packed float16
-	if w, v, ok := d.softmaxRow(n / 4); vec && ok {
+	if w, v, ok := d.oneRow(n/4, softmaxLeastQuads); vec && ok {
 		k := d.kernel(softmaxSpec{Log: log, Grad: grad, Stage: "row", W: w, V: v, Group: d.group(), F16: st.native()}, flags(len(in), 1)...)
 		if k == nil {
 			return // the failure is recorded
