@@ -72,15 +72,17 @@ func (d *Device) Norm(dst, x, w, b device.Buffer, rows, n int, eps float64, cent
 }
 
 // NormGrad sets dx = ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), ĝ = g·w (g where w is
-// nil), and gxh, unless nil, to g·x̂.
-func (d *Device) NormGrad(dx, gxh, x, g, w device.Buffer, rows, n int, eps float64, center bool) {
-	o, in, gb, wb, xg := buf(dx), buf(x), buf(g), optional(w), optional(gxh)
+// nil), and gw and gb, unless nil, to the sums over the rows of g·x̂ and
+// of g.
+func (d *Device) NormGrad(dx, gw, gb, x, g, w device.Buffer, rows, n int, eps float64, center bool) {
+	o, in, gr, wb := buf(dx), buf(x), buf(g), optional(w)
 	gh := func(off, j int) float64 {
 		if wb != nil {
-			return gb.at(off+j) * wb.at(j)
+			return gr.at(off+j) * wb.at(j)
 		}
-		return gb.at(off + j)
+		return gr.at(off + j)
 	}
+	sw, sb := make([]float64, n), make([]float64, n)
 	for r := range rows {
 		off := r * n
 		st := normStats(in, off, n, eps, center)
@@ -95,11 +97,20 @@ func (d *Device) NormGrad(dx, gxh, x, g, w device.Buffer, rows, n int, eps float
 			sg = 0
 		}
 		for j := range n {
-			// Both values read before either store: dx may be x or g.
-			xh, gj, ghj := st.xhat(j), gb.at(off+j), gh(off, j)
+			// Every value read before the store: dx may be x or g.
+			xh, gj, ghj := st.xhat(j), gr.at(off+j), gh(off, j)
+			sw[j] += gj * xh
+			sb[j] += gj
 			o.set(off+j, rho*(ghj-sg/float64(n)-xh*sgx/float64(n)))
-			if xg != nil {
-				xg.set(off+j, gj*xh)
+		}
+	}
+	for _, s := range []struct {
+		dst  device.Buffer
+		sums []float64
+	}{{gw, sw}, {gb, sb}} {
+		if s.dst != nil {
+			for j, v := range s.sums {
+				buf(s.dst).set(j, v)
 			}
 		}
 	}

@@ -235,11 +235,11 @@ type Drawer interface {
 }
 
 // Normalizer is the normalisation kernel family: layer_norm and rms_norm
-// with their optional affine transform (w, b), and their gradient with
-// the g·x̂ that w's gradient sums. x holds rows rows of n contiguous
-// elements; each row is normalised on its own, accumulating in float32
-// (float64 on the CPU for float64), so a row whose squares overflow
-// float32 gives what PyTorch's float32 gives: NaN or 0.
+// with their optional affine transform (w, b), and their gradients. x
+// holds rows rows of n contiguous elements; each row is normalised on its
+// own, accumulating in float32 (float64 on the CPU for float64), so a row
+// whose squares overflow float32 gives what PyTorch's float32 gives: NaN
+// or 0.
 //
 // WGSL: shaders/norm.wgsl.
 type Normalizer interface {
@@ -248,12 +248,13 @@ type Normalizer interface {
 	// and plus b (the affine transform: n values each, of x's dtype)
 	// where they are not nil, rounded once.
 	Norm(dst, x, w, b Buffer, rows, n int, eps float64, center bool)
-	// NormGrad sets dx to the gradient through Norm of x without b, given
-	// the upstream gradient g of Norm's output: with ĝ = g·w (g where w
-	// is nil), ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), the mean of ĝ left out
-	// unless center; and gxh, unless it is nil, to g·x̂ (w's gradient is
-	// its sum over the rows).
-	NormGrad(dx, gxh, x, g, w Buffer, rows, n int, eps float64, center bool)
+	// NormGrad sets dx to the gradient through Norm of x, given the
+	// upstream gradient g of Norm's output: with ĝ = g·w (g where w is
+	// nil), ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), the mean of ĝ left out unless
+	// center; and, unless they are nil, gw to the sum over the rows of
+	// g·x̂ (w's gradient) and gb to the sum of g (b's), n elements each,
+	// summed in float32 (float64 on the CPU).
+	NormGrad(dx, gw, gb, x, g, w Buffer, rows, n int, eps float64, center bool)
 }
 
 // Selector is the selection kernel family: where and masked_fill.

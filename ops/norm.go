@@ -113,10 +113,9 @@ func affine(xh, w, b *T) *T {
 	return y
 }
 
-// normBackward returns the gradients of a normalisation: for x, and the
-// g·x̂ that w's gradient sums, through the norm kernel, for w the sum of
-// g·x̂ and for b the sum of g over the leading axes (nil for a nil w or
-// b).
+// normBackward returns the gradients of a normalisation, all from the
+// norm kernel: for x, for w the sum of g·x̂ and for b the sum of g over
+// the leading axes (nil for a nil w or b).
 func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center bool) (gx, gw, gb *T) {
 	dev, dt, rows, n := normArgs(op, x, shape, w, b, eps)
 	operands(op, x, g)
@@ -130,28 +129,37 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		return narrow16(gx), narrow16(gw), narrow16(gb)
 	}
 	gx, ok := output(dev, dt, x.Shape(), given(x, w, g)...)
-	var gxh *T
-	if w != nil {
-		var okH bool
-		gxh, okH = output(dev, dt, x.Shape(), x, w, g)
-		// One kernel writes both: where either could not be allocated,
-		// both fail.
-		switch {
-		case ok && !okH:
-			gx, ok = failedAs(gx, gxh.Err()), false
-		case okH && !ok:
-			gxh = failedAs(gxh, gx.Err())
+	// One kernel writes every gradient: where one could not be allocated,
+	// all fail.
+	grads := []*T{gx}
+	for _, p := range []*T{w, b} {
+		var s *T
+		if p != nil {
+			var okS bool
+			s, okS = output(dev, dt, shape, x, p, g)
+			if ok && !okS {
+				for i, t := range grads {
+					if t != nil {
+						grads[i] = failedAs(t, s.Err())
+					}
+				}
+				ok = false
+			} else if !ok && okS {
+				s = failedAs(s, grads[0].Err())
+			}
 		}
-		defer func() { gxh.Release() }()
+		grads = append(grads, s)
 	}
-	if ok && rows*n > 0 {
-		dev.NormGrad(gx.Buffer(), bufferOf(gxh), x.Buffer(), g.Buffer(), bufferOf(w), rows, n, eps, center)
-	}
-	if w != nil {
-		gw = sumTo(gxh, shape)
-	}
-	if b != nil {
-		gb = sumTo(g, shape)
+	gx, gw, gb = grads[0], grads[1], grads[2]
+	switch {
+	case ok && rows*n > 0:
+		dev.NormGrad(gx.Buffer(), bufferOf(gw), bufferOf(gb), x.Buffer(), g.Buffer(), bufferOf(w), rows, n, eps, center)
+	case ok:
+		for _, s := range []*T{gw, gb} {
+			if s != nil && n > 0 {
+				dev.Fill(s.Buffer(), 0) // sums over no rows
+			}
+		}
 	}
 	return gx, gw, gb
 }

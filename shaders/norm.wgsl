@@ -11,14 +11,19 @@
 // PyTorch's): a second term would be folded into it by compilers that
 // reassociate, as lavapipe's does.{{end}}
 // With p.HasW (p.HasB), the rows are then multiplied by w (plus b), n
-// values each{{if .Grad}}: g is the gradient of that output, and where p.HasGXH,
-// gxh is set to g·x̂ (what w's gradient sums){{end}}.
+// values each{{if .Grad}}: g is the gradient of that output.{{if .Sums}} A workgroup takes
+// p.RowsPer rows in turn, from its index·p.RowsPer on, and sums over them
+// g·x̂ (what w's gradient sums) into its row of sumw where p.SumW, and g
+// (b's) into its row of sumb where p.SumB: float32 partial sums, in the
+// order of the rows, which a reduction adds up.{{else}} Where p.SumW, sumw is set
+// to g·x̂ (float32: what w's gradient sums over the rows).{{end}}{{end}}
 @group(0) @binding(1) var<storage, read> x: array<E4>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E4>;
 @group(0) @binding(3) var<storage, read_write> out: array<E4>;
 @group(0) @binding(4) var<storage, read> w: array<E4>;
-@group(0) @binding(5) var<storage, read_write> gxh: array<E4>;
+@group(0) @binding(5) var<storage, read_write> sumw: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> sumb: array<vec4<f32>>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> out: array<E4>;
 @group(0) @binding(3) var<storage, read> w: array<E4>;
@@ -33,7 +38,18 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{template "row_reduce" dict "Name" "max" "Doc" "maximum" "Combine" "max_nan(r, part[j])" "W" .W "Sub" $sub "Op" "subgroupMax"}}
 {{template "norm_scale"}}
 
+{{- if .Sums}}
+@compute @workgroup_size({{.W}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32{{if $sub}}, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssize: u32{{end}}) {
+    // The workgroup's rows, r0 onwards (the grid may hold a few workgroups
+    // past the last row: they compute it again and store nothing, as
+    // every invocation must reach the barriers).
+    let grp = wid.y * nwg.x + wid.x;
+    let r0 = grp * p.RowsPer;
+{{- else}}
 {{template "row_main" dict "Rows" "p.Rows" "W" .W "Quads" $quads "Sub" $sub}}
+{{- end}}
     // w's (and b's) vec4s of the invocation's entries, 1 (−0) where absent
     // (element 0 of the buffer bound in their place read: select evaluates
     // both sides): a loop over an array, which llvmpipe compiles in a
@@ -49,6 +65,13 @@ var<workgroup> part: array<f32, {{.W}}>;
         bs[v] = select(vec4<f32>(-0.0), vec4<f32>(b[select(0u, j, p.HasB != 0u)]), p.HasB != 0u);
 {{- end}}
     }
+{{- if .Sums}}
+    var sw: array<vec4<f32>, {{.V}}>;
+    var sb: array<vec4<f32>, {{.V}}>;
+    for (var k = 0u; k < p.RowsPer; k++) {
+    let live = r0 + k < p.Rows;
+    let base = min(r0 + k, p.Rows - 1u) * {{$quads}} + lid;
+{{- end}}
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
 {{- $at := printf "base + %du" (mul $v $.W)}}
 {{- if $g}}
@@ -115,32 +138,55 @@ var<workgroup> part: array<f32, {{.W}}>;
 {{- end}}{{end}}
     // mean(g·x̂) = ρ·mean(g·d).
     let mgx = rho * row_sum(gx, lid{{if $sub}}, sid, ssize{{end}}) / {{$n}};
-{{- end}}
+{{- if not .Sums}}
     if (!live) {
         return;
     }
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
-{{- $at := printf "base + %du" (mul $v $.W)}}
-{{- if $.Grad}}
     let o{{$v}} = rho * s * (g{{$v}} - vec4<f32>(mg) - d{{$v}} * rho * mgx);
-{{- else}}
-    let o{{$v}} = d{{$v}} * rho * ws[{{$v}}] + bs[{{$v}}];
+    {{if $g}}if ({{$g}}) {{end}}{ out[base + {{mul $v $.W}}u] = to_e4(o{{$v}}); }
 {{- end}}
-{{- if $g}}
-    if ({{$g}}) {
-{{- else}}
-    {
-{{- end}}
-        out[{{$at}}] = to_e4(o{{$v}});
-    }
-{{- end}}
-{{- if .Grad}}
-    if (p.HasGXH != 0u) {
+    if (p.SumW != 0u) {
 {{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
-{{- $at := printf "base + %du" (mul $v $.W)}}
-        {{if $g}}if ({{$g}}) {{end}}{ gxh[{{$at}}] = to_e4(gr{{$v}} * (d{{$v}} * rho)); }
+        {{if $g}}if ({{$g}}) {{end}}{ sumw[base + {{mul $v $.W}}u] = gr{{$v}} * (d{{$v}} * rho); }
 {{- end}}
     }
+{{- else}}
+    if (live) {
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
+        let o{{$v}} = rho * s * (g{{$v}} - vec4<f32>(mg) - d{{$v}} * rho * mgx);
+        {{if $g}}if ({{$g}}) {{end}}{ out[base + {{mul $v $.W}}u] = to_e4(o{{$v}}); }
+{{- end}}
+        // Past the row's end gr and d are 0: so are the terms added.
+{{- range $v := seq .V}}
+        sw[{{$v}}] += gr{{$v}} * (d{{$v}} * rho);
+        sb[{{$v}}] += gr{{$v}};
+{{- end}}
+    }
+    }
+    if (r0 >= p.Rows) {
+        return;
+    }
+    let pb = grp * {{$quads}} + lid;
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "lid + %du < %s" (mul $v $.W) $quads}}{{end}}
+    {{if $g}}if ({{$g}}) {{end}}{
+        if (p.SumW != 0u) {
+            sumw[pb + {{mul $v $.W}}u] = sw[{{$v}}];
+        }
+        if (p.SumB != 0u) {
+            sumb[pb + {{mul $v $.W}}u] = sb[{{$v}}];
+        }
+    }
+{{- end}}
+{{- end}}
+{{- else}}
+    if (!live) {
+        return;
+    }
+{{- range $v := seq .V}}{{$g := ""}}{{if ge $v $full}}{{$g = printf "in%d" $v}}{{end}}
+    let o{{$v}} = d{{$v}} * rho * ws[{{$v}}] + bs[{{$v}}];
+    {{if $g}}if ({{$g}}) {{end}}{ out[base + {{mul $v $.W}}u] = to_e4(o{{$v}}); }
+{{- end}}
 {{- end}}
 }
 {{- else}}
@@ -149,14 +195,14 @@ var<workgroup> part: array<f32, {{.W}}>;
 // Each row is normalised {{if .Center}}to zero mean and {{end}}to unit {{if .Center}}variance{{else}}root mean square{{end}}, accumulating in f32{{if .Grad}};
 // this is the gradient, ρ·(g{{if .Center}} − mean(g){{end}} − x̂·mean(g·x̂)){{end}}.
 // With p.HasW (p.HasB), the rows are then multiplied by w (plus b), n
-// values each{{if .Grad}}: g is the gradient of that output, and where p.HasGXH,
-// gxh is set to g·x̂ (what w's gradient sums){{end}}.
+// values each{{if .Grad}}: g is the gradient of that output, and where p.SumW,
+// sumw is set to g·x̂ (float32: what w's gradient sums over the rows){{end}}.
 @group(0) @binding(1) var<storage, read> x: array<E>;
 {{- if .Grad}}
 @group(0) @binding(2) var<storage, read> g: array<E>;
 @group(0) @binding(3) var<storage, read_write> out: array<E>;
 @group(0) @binding(4) var<storage, read> w: array<E>;
-@group(0) @binding(5) var<storage, read_write> gxh: array<E>;
+@group(0) @binding(5) var<storage, read_write> sumw: array<f32>;
 {{- else}}
 @group(0) @binding(2) var<storage, read_write> out: array<E>;
 @group(0) @binding(3) var<storage, read> w: array<E>;
@@ -221,8 +267,8 @@ fn stats(base: u32, n: u32) -> vec3<f32> {
         let xh = (f32(x[base + j]) * st.x - st.y) * st.z;
         let gj = f32(g[base + j]);
         out[base + j] = to_e(st.z * st.x * (gj * w_at(j) - sg * inv - xh * sgx * inv));
-        if (p.HasGXH != 0u) {
-            gxh[base + j] = to_e(gj * xh);
+        if (p.SumW != 0u) {
+            sumw[base + j] = gj * xh;
         }
     }
 {{- else}}

@@ -32,14 +32,7 @@ func TestAttentionGradPacked(t *testing.T) {
 	s := device.AttentionSpec{Batch: outer * heads, Heads: heads, Lq: l, Lk: l, D: hd, DV: hd, Scale: 1 / math.Sqrt(hd),
 		Q: in(0), K: in(e), V: in(2 * e), O: device.AttentionLayout{Outer: l * e, Head: hd, Row: e}}
 	r := rand.New(rand.NewPCG(1, 2))
-	values := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
-	qkv, dO := values(outer*l*3*e), values(outer*l*e)
+	qkv, dO := normals(r, outer*l*3*e), normals(r, outer*l*e)
 	// run returns the packed gradient on dev: in one buffer (packed), or
 	// dq, dk and dv in three, merged.
 	run := func(dev device.Device, packed bool) (grad []float32, kernels int64) {

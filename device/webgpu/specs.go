@@ -125,6 +125,7 @@ type normSpec struct {
 	Grad, Center bool
 	Stage        string
 	W, V         int
+	Sums         bool // the gradient's one-pass kernel sums its rows' g·x̂ and g
 	Group        string
 	F16          bool
 }

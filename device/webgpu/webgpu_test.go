@@ -4,6 +4,7 @@ package webgpu_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"slices"
@@ -28,6 +29,16 @@ func fresh(t *testing.T) *webgpu.Device {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// normals returns n values drawn from the standard normal distribution
+// by r.
+func normals(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
 }
 
 // freshWith is fresh with the environment variable k set to v while the

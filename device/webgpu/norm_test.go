@@ -1,0 +1,77 @@
+//go:build cgo || js
+
+package webgpu_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/extensor/extensor/cpu"
+	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/tensor"
+)
+
+// TestNormGradSums runs the norm gradient over rows of 128 (the one-pass
+// kernel that sums its rows' g·x̂ and g) against the CPU backend: one row
+// a workgroup and several, the last workgroup's rows ragged (129), with
+// and without w and b.
+func TestNormGradSums(t *testing.T) {
+	d := fresh(t)
+	t.Parallel()
+	c := cpu.New()
+	const n = 128
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, rows := range []int{1, 7, 129} {
+		for _, tc := range []struct {
+			center, w, b bool
+		}{
+			{true, true, true},
+			{true, false, true},
+			{false, true, false},
+			{false, false, false},
+		} {
+			name := fmt.Sprintf("rows=%d/center=%v,w=%v,b=%v", rows, tc.center, tc.w, tc.b)
+			x, g, w := normals(r, rows*n), normals(r, rows*n), normals(r, n)
+			// run returns dx, and w's and b's gradients where wanted, on dev.
+			run := func(dev device.Device) [][]float32 {
+				load := func(v []float32) *tensor.Tensor { return tensor.Must(tensor.FromFloat32(dev, v, len(v))) }
+				xt, gt := load(x), load(g)
+				dx := tensor.Must(tensor.Zeros(dev, device.Float32, rows*n))
+				var wt, gw, gb *tensor.Tensor
+				var wb, gwb, gbb device.Buffer
+				if tc.w {
+					wt, gw = load(w), tensor.Must(tensor.Full(dev, device.Float32, 7, n))
+					wb, gwb = wt.Buffer(), gw.Buffer()
+				}
+				if tc.b {
+					gb = tensor.Must(tensor.Full(dev, device.Float32, 7, n))
+					gbb = gb.Buffer()
+				}
+				dev.NormGrad(dx.Buffer(), gwb, gbb, xt.Buffer(), gt.Buffer(), wb, rows, n, 1e-5, tc.center)
+				var out [][]float32
+				for _, s := range []*tensor.Tensor{dx, gw, gb} {
+					if s == nil {
+						continue
+					}
+					v, err := s.Float32s()
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					out = append(out, v)
+				}
+				return out
+			}
+			got, want := run(d), run(c)
+			for i := range want {
+				for j := range want[i] {
+					if e := math.Abs(float64(got[i][j] - want[i][j])); e > 1e-4*(1+math.Abs(float64(want[i][j]))) {
+						t.Errorf("%s: gradient %d, element %d: %v, want %v", name, i, j, got[i][j], want[i][j])
+						break
+					}
+				}
+			}
+		}
+	}
+}
