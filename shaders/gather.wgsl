@@ -41,15 +41,18 @@ fn ignored(k: i32) -> bool {
 
 // gather_grad, table: out[r, j] = scale·Σ g[i, j] over the i in
 // [p.I0, p.I1) with idx[i] = r, in order of i, added to what earlier
-// chunks wrote unless p.I0 = 0. One invocation per feature j and block of
-// tableRows rows: each pass over the indices serves the block's rows.
-const tableRows = 32u;
-{{template "main_1d_count" "p.Width * ((p.C + tableRows - 1u) / tableRows)"}}
+// chunks wrote unless p.I0 = 0. One invocation per 4 features j0…j0+3
+// and block of tableRows rows: each pass over the indices (a load of
+// each) serves the block's rows and the 4 features.
+const tableRows = 64u;
+{{template "main_1d_count" "((p.Width + 3u) / 4u) * ((p.C + tableRows - 1u) / tableRows)"}}
     let d = p.Width;
     let c = p.C;
-    let j = e % d;
-    let r0 = (e / d) * tableRows;
-    var s: array<f32, tableRows>;
+    let d4 = (d + 3u) / 4u;
+    let j0 = (e % d4) * 4u;
+    let r0 = (e / d4) * tableRows;
+    let n = min(d - j0, 4u); // the features of the invocation
+    var s: array<vec4<f32>, tableRows>;
     for (var i = p.I0; i < p.I1; i++) {
         let k = idx[i];
         if (ignored(k)) {
@@ -60,12 +63,25 @@ const tableRows = 32u;
         }
         let t = u32(k) - r0; // wraps past tableRows below r0
         if (k >= 0 && t < tableRows) {
-            s[t] += f32(g[i * d + j]);
+            let at = i * d + j0;
+            var v = vec4<f32>(f32(g[at]), 0.0, 0.0, 0.0);
+            if (n > 1u) {
+                v.y = f32(g[at + 1u]);
+            }
+            if (n > 2u) {
+                v.z = f32(g[at + 2u]);
+            }
+            if (n > 3u) {
+                v.w = f32(g[at + 3u]);
+            }
+            s[t] += v;
         }
     }
     for (var t = 0u; t < tableRows && r0 + t < c; t++) {
-        let o = (r0 + t) * d + j;
-        out[o] = to_e(select(0.0, f32(out[o]), p.I0 != 0u) + p.Scale * s[t]);
+        let o = (r0 + t) * d + j0;
+        for (var q = 0u; q < n; q++) {
+            out[o + q] = to_e(select(0.0, f32(out[o + q]), p.I0 != 0u) + p.Scale * s[t][q]);
+        }
     }
 }
 {{- else}}

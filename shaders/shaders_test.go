@@ -150,7 +150,7 @@ func TestSource(t *testing.T) {
 		{"softmax", map[string]any{"Log": false, "Grad": true, "Stage": "row", "W": 8, "V": 1, "Group": "workgroup"},
 			[]string{"var acc = dy0 * y0;", "out[base + 0u] = to_e4(y0 * (dy0 - s));"}},
 		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": false}, []string{"p.Scale * f32(g[i])"}},
-		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= p.Width * ((p.C + tableRows - 1u) / tableRows))", "s[t] += f32(g[i * d + j]);"}},
+		{"gather", map[string]any{"Grad": true, "Table": true, "Rows": false}, []string{"if (e >= ((p.Width + 3u) / 4u) * ((p.C + tableRows - 1u) / tableRows))", "v.w = f32(g[at + 3u]);", "s[t] += v;"}},
 		{"gather", map[string]any{"Grad": false, "Table": true, "Rows": false}, []string{"if (e >= p.N * p.Width)", "x[(u32(k) - p.I0) * d + j]"}},
 		{"gather", map[string]any{"Grad": false, "Table": false, "Rows": true}, []string{"if (e >= p.N * p.Width)", "out[e] = to_e(p.Scale * f32(x[e / p.Width * c + u32(q)]));"}},
 		{"gather", map[string]any{"Grad": true, "Table": false, "Rows": true}, []string{"if (e >= p.N * p.C)", "s += f32(g[i * k + m]);"}},

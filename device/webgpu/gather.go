@@ -80,12 +80,12 @@ func gcd(a, b uint64) uint64 {
 }
 
 // tableRows is how many table rows one invocation of the table form's
-// gradient serves (shaders/gather.wgsl's tableRows).
-const tableRows = 32
+// gradient serves, 4 features of each (shaders/gather.wgsl's tableRows).
+const tableRows = 64
 
 // GatherGrad scatters scale·g back to where Gather took from, each
-// element of dx gathering what it receives: a feature of a block of
-// tableRows table rows loops over the indices, in chunks of at most
+// element of dx gathering what it receives: 4 features of a block of
+// tableRows table rows loop over the indices, in chunks of at most
 // maxLoop a dispatch; an element of the rows form over its row's k
 // indices.
 func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
@@ -114,7 +114,7 @@ func (d *Device) GatherGrad(dx, idx, g device.Buffer, t device.Take) {
 	for i0 := 0; i0 < max(t.N, 1); i0 += maxLoop {
 		q := p
 		q.I0, q.I1 = uint32(i0), uint32(min(t.N, i0+maxLoop))
-		d.run(k, groupsOf(t.D*((t.C+tableRows-1)/tableRows), 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
+		d.run(k, groupsOf(groupsOf(t.D, 4)*groupsOf(t.C, tableRows), 256), q, d.buf(idx), d.buf(g), d.buf(dx), d.flags)
 	}
 }
 
