@@ -1,27 +1,15 @@
 {{- if eq .Stage "pack"}}
 // conv_tex, stage pack: copies float32 NCHW images into an rgba32float
 // texture, 4 channels a texel, with a border of zeros: texel
-// (c4·Wp + x, n·Hp + y) holds channels 4·c4…4·c4+3 (zeros past C) of image
+// (q·Wp + x, n·Hp + y) holds channels 4·q…4·q+3 (zeros past C) of image
 // n at (y − PH, x − PW) (zeros outside the image). An invocation writes a
 // row of Wp texels: lanes a texel each took twice as long on llvmpipe.
 // p: device/webgpu's convPackParams.
-@group(0) @binding(1) var<storage, read> src: array<E>;
-@group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
-{{template "at" dict "Name" "src" "Half" false}}
-{{template "udiv"}}
-
-{{template "main_1d_count" "p.Rows"}}
-    // e is row y of channel quad c4 of image n: the texture's row
-    // n·Hp + y, from texel c4·Wp on.
-    let ty = udiv(e, p.C4, p.MagicC4);
-    let c4 = e - ty * p.C4;
-    let n = udiv(ty, p.Hp, p.MagicHp);
-    let y = i32(ty - n * p.Hp) - i32(p.PH);
+{{template "texel_rows" "Wp"}}
     let hw = p.W * p.H;
-    let inside = y >= 0 && y < i32(p.H);
-    let t0 = c4 * p.Wp;
-    let left = p.C - 4u * c4; // channels from 4·c4 on
-    let at = p.Src + (n * p.C + 4u * c4) * hw + u32(max(y, 0)) * p.W - p.PW;
+    let t0 = q * p.Wp;
+    let left = p.C - 4u * q; // channels from 4·q on
+    let at = p.Src + (n * p.C + 4u * q) * hw + u32(max(y, 0)) * p.W - p.PW;
     for (var xp = 0u; xp < p.Wp; xp++) {
         var v = vec4<f32>(0.0);
         if (inside && xp >= p.PW && xp - p.PW < p.W) {
@@ -40,6 +28,40 @@
         textureStore(dst, vec2<i32>(i32(t0 + xp), i32(ty)), v);
     }
 }
+{{- else if eq .Stage "rows"}}
+// conv_tex, stage rows: float32 NCHW images of C channels (fewer than
+// 4, which stage pack would fill to 4 with zeros) as an rgba32float
+// texture of their rows' window entries, 4 a texel: texel (q·OW + ox,
+// n·Hp + y) holds entries 4·q…4·q+3 (zeros past C·KW) of output column
+// ox in row y − PH of image n (zeros in the PH rows of padding above and
+// below), entry c·KW + kx being x[n, c, y − PH, ox·SW − PW + kx·DW] (zero
+// outside the image). Stage fwd then takes the texture as images of
+// C·KW channels (filled to whole texels) under a window of KH taps by
+// one, the filters of stage wpack's rows. An invocation writes a row of
+// OW texels. p: device/webgpu's convRowsParams.
+{{template "texel_rows" "OW"}}
+    let t0 = q * p.OW;
+    let at = p.Src + n * p.C * p.H * p.W + u32(max(y, 0)) * p.W;
+{{- range $r := seq 4}}
+    // Entry 4·q + {{$r}}: its plane, its column's offset, whether it is one.
+    let en{{$r}} = 4u * q + {{$r}}u;
+    let c{{$r}} = en{{$r}} / p.KW;
+    let at{{$r}} = at + c{{$r}} * p.H * p.W;
+    let live{{$r}} = inside && en{{$r}} < p.C * p.KW;
+    let dx{{$r}} = i32((en{{$r}} - c{{$r}} * p.KW) * p.DW) - i32(p.PW);
+{{- end}}
+    for (var ox = 0u; ox < p.OW; ox++) {
+        let left = i32(ox * p.SW);
+        var v = vec4<f32>(0.0);
+{{- range $r := seq 4}}
+        let x{{$r}} = left + dx{{$r}};
+        if (live{{$r}} && x{{$r}} >= 0 && x{{$r}} < i32(p.W)) {
+            v[{{$r}}] = src_at(at{{$r}} + u32(x{{$r}}));
+        }
+{{- end}}
+        textureStore(dst, vec2<i32>(i32(t0 + ox), i32(ty)), v);
+    }
+}
 {{- else if eq .Stage "wpack"}}
 // conv_tex, stage wpack: copies float32 filters [F, C, KH, KW] into an
 // rgba32float texture, 4 channels a texel: texel (c4·KH·KW + t, f) holds
@@ -48,6 +70,10 @@
 // Here the filters are those of the transposed convolution (the input's
 // gradient): filter f is input channel f of w [C, F, KH, KW], channel c its
 // output channel c, the taps turned by 180°.
+{{- else if .Rows}}
+// Here the filters are stage rows' (images of fewer than 4 channels):
+// texel (q·KH + ky, f) holds entries 4·q…4·q+3 (zeros past C·KW) of row
+// ky of filter f, entry c·KW + kx being w[f, c, ky, kx] (p.KH = {{.Taps}}).
 {{- end}}
 // p: device/webgpu's convWPackParams.
 @group(0) @binding(1) var<storage, read> w: array<E>;
@@ -60,6 +86,15 @@
     var v = vec4<f32>(0.0);
     let c4 = k4 / {{.Taps}}u;
     let t = k4 % {{.Taps}}u;
+{{- if .Rows}}
+    for (var r = 0u; r < 4u; r++) {
+        let en = 4u * c4 + r;
+        if (en < p.C * p.KW) {
+            let c = en / p.KW;
+            v[r] = w_at(((f * p.C + c) * {{.Taps}}u + t) * p.KW + en - c * p.KW);
+        }
+    }
+{{- else}}
     for (var r = 0u; r < 4u; r++) {
         let c = 4u * c4 + r;
         if (c < p.C) {
@@ -70,6 +105,7 @@
 {{- end}}
         }
     }
+{{- end}}
     textureStore(dst, vec2<i32>(i32(k4), i32(f)), v);
 }
 {{- else if eq .Stage "fwd"}}
@@ -248,4 +284,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
 {{- end}}
 }
+{{- end}}
+
+{{- define "texel_rows"}}
+{{- /* . names the parameter of the texels a quad's row spans. */}}
+@group(0) @binding(1) var<storage, read> src: array<E>;
+@group(0) @binding(2) var dst: texture_storage_2d<rgba32float, write>;
+{{template "at" dict "Name" "src" "Half" false}}
+{{template "udiv"}}
+
+{{template "main_1d_count" "p.Rows"}}
+    // e is row y of texel quad q of image n, y − PH of the image (inside
+    // it or not): the texture's row n·Hp + y, from texel q·p.{{.}} on.
+    let ty = udiv(e, p.Q, p.MagicQ);
+    let q = e - ty * p.Q;
+    let n = udiv(ty, p.Hp, p.MagicHp);
+    let y = i32(ty - n * p.Hp) - i32(p.PH);
+    let inside = y >= 0 && y < i32(p.H);
 {{- end}}

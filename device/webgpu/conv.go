@@ -35,21 +35,47 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 		return nil
 	}
 	v := t.view
-	c4 := groupsOf(c, 4)
-	rows := nb * c4 * hp
+	q := groupsOf(c, 4)
+	rows := nb * q * hp
 	st := d.storeOf(x.dt)
 	k := d.kernelOf(convTexSpec{Stage: "pack", F16: st.native()}, storageRO, textureOut)
 	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
-		convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), C4: uint32(c4),
-			Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicC4: magic(c4), MagicHp: magic(hp)},
+		convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), Q: uint32(q),
+			Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicQ: magic(q), MagicHp: magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
 }
 
+// convRows writes the rows' window entries of images n0…n0+nb−1 of x
+// under the window g (of fewer than 4 channels) into the texture of slot
+// (stage rows), and returns its view (nil after recording a failure).
+func (d *Device) convRows(x *buffer, n0, nb int, g device.Window2D, slot int) *wgpu.TextureView {
+	_, ow := g.Out()
+	q, hp := groupsOf(g.C*g.KW, 4), g.H+2*g.PH
+	t, err := d.texture(q*ow, nb*hp, slot)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: conv_tex/rows: %v", err))
+		return nil
+	}
+	rows := nb * hp * q
+	st := d.storeOf(x.dt)
+	k := d.kernelOf(convTexSpec{Stage: "rows", F16: st.native()}, storageRO, textureOut)
+	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
+		convRowsParams{W: uint32(g.W), H: uint32(g.H), C: uint32(g.C), KW: uint32(g.KW), Q: uint32(q), SW: uint32(g.SW), DW: uint32(g.DW),
+			PW: uint32(g.PW), PH: uint32(g.PH), OW: uint32(ow), Hp: uint32(hp), Rows: uint32(rows), Src: uint32(n0 * g.C * g.H * g.W),
+			MagicQ: magic(q), MagicHp: magic(hp)},
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: t.view}})
+	return t.view
+}
+
 // convFilters packs the filters w (f filters of c channels, taps taps) into
-// the texture of slot, turned for the transposed convolution if flip.
-func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.TextureView {
+// the texture of slot, turned for the transposed convolution if flip, or
+// for stage rows (taps = KH, rows of kw) if kw > 0.
+func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool, kw int) *wgpu.TextureView {
 	row := groupsOf(c, 4) * taps
+	if kw > 0 {
+		row = groupsOf(c*kw, 4) * taps
+	}
 	t, err := d.texture(row, f, slot)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: conv_tex/wpack: %v", err))
@@ -57,8 +83,8 @@ func (d *Device) convFilters(w *buffer, f, c, taps, slot int, flip bool) *wgpu.T
 	}
 	v := t.view
 	st := d.storeOf(w.dt)
-	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, F16: st.native()}, storageRO, textureOut)
-	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, convWPackParams{F: uint32(f), C: uint32(c), Texels: uint32(row)},
+	k := d.kernelOf(convTexSpec{Stage: "wpack", Taps: taps, Flip: flip, Rows: kw > 0, F16: st.native()}, storageRO, textureOut)
+	d.dispatchEntries(k, uint32(groupsOf(f*row, 256)), 1, 1, convWPackParams{F: uint32(f), C: uint32(c), Texels: uint32(row), KW: uint32(kw)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: w.b, Size: w.bindSize()}, {Binding: 2, TextureView: v}})
 	return v
 }
@@ -78,6 +104,33 @@ func (d *Device) convFits(g device.Window2D, f int) bool {
 	k4 := groupsOf(g.C, 4) * g.KH * g.KW
 	return d.loopLimited && g.C >= 4 && f >= 8 && convImageFlops(g, f) <= maxDispatchFlops &&
 		groupsOf(g.C, 4)*wp <= limit && hp <= limit && k4 <= limit && f <= limit && wp <= maxLoop && k4 <= maxLoop
+}
+
+// rowsFits reports whether the direct convolution's forward takes g, of
+// images of fewer than 4 channels, with f filters through the texture of
+// its rows' window entries (stage rows): C·KW entries a row in at most
+// rowsMostTexels texels, and enough work (directMinFlops), on CPU
+// adapters. Its gradients are im2col's.
+func (d *Device) rowsFits(g device.Window2D, f int) bool {
+	if d.noDirectConv || !d.loopLimited || g.C >= 4 || f < 8 || g.N*rowsImageFlops(g, f) < d.directMinFlops {
+		return false
+	}
+	oh, ow := g.Out()
+	q, hp := groupsOf(g.C*g.KW, 4), g.H+2*g.PH
+	limit := int(d.limits.MaxTextureDimension2D)
+	return oh*ow > 0 && q <= rowsMostTexels && rowsImageFlops(g, f) <= maxDispatchFlops &&
+		q*ow <= limit && hp <= limit && q*g.KH <= limit && f <= limit && ow <= maxLoop && q*g.KH <= maxLoop
+}
+
+// rowsMostTexels is the most texels of a row's window entries stage
+// rows writes (16 entries: 3 channels of a window 5 wide, say).
+const rowsMostTexels = 4
+
+// rowsImageFlops is the work of the forward of the convolution g with f
+// filters on one image through its rows' texture.
+func rowsImageFlops(g device.Window2D, f int) int {
+	oh, ow := g.Out()
+	return 2 * f * oh * ow * groupsOf(g.C*g.KW, 4) * 4 * g.KH
 }
 
 // convImageFlops is the work of the convolution g with f filters on one
@@ -157,15 +210,16 @@ func (d *Device) ColumnBudget() int {
 // (N, C, H, W) with the f filters w (F, C, KH, KW), plus b (F) if not
 // nil, on the direct kernels, and reports whether it could: they take
 // images of at least 4 channels and 8 filters, of enough work
-// (convFits), on CPU adapters, float32 or float16.
+// (convFits), and images of fewer channels through their rows' window
+// entries (rowsFits), on CPU adapters, float32 or float16.
 func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
 	if !dtypesTaken(out, x, w, b) || b != nil && b.DType() != out.DType() {
 		return false
 	}
 	d.mu.Lock()
-	fits := d.convFits(g, f)
+	fits, rows := d.convFits(g, f), d.rowsFits(g, f)
 	d.mu.Unlock()
-	if !fits {
+	if !fits && !rows {
 		return false
 	}
 	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
@@ -186,9 +240,26 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 	}
 	oh, ow := g.Out()
 	taps := g.KH * g.KW
-	hp, wp := g.H+2*g.PH, g.W+2*g.PW
 	d.roomForTextures(2)
-	wv := d.convFilters(wb, f, g.C, taps, 3, false)
+	if rows {
+		// The rows' window entries as images of C·KW channels under a
+		// window of KH taps by one, the filters likewise.
+		wv := d.convFilters(wb, f, g.C, g.KH, 3, false, g.KW)
+		t := device.Window2D{KH: g.KH, KW: 1, SH: g.SH, SW: 1, DH: g.DH, DW: 1}
+		hp := g.H + 2*g.PH
+		step := max(min(g.N, int(d.limits.MaxTextureDimension2D)/hp, maxDispatchFlops/rowsImageFlops(g, f)), 1)
+		for n0 := 0; n0 < g.N; n0 += step {
+			nb := min(step, g.N-n0)
+			xv := d.convRows(xb, n0, nb, g, 2)
+			if xv == nil || wv == nil {
+				return true
+			}
+			d.convForward(o, bb, xv, wv, f, nb*oh*ow, ow, oh*ow, groupsOf(g.C*g.KW, 4)*g.KH, n0*f*oh*ow, t, ow, hp)
+		}
+		return true
+	}
+	hp, wp := g.H+2*g.PH, g.W+2*g.PW
+	wv := d.convFilters(wb, f, g.C, taps, 3, false, 0)
 	step := d.convStep(g, f, hp)
 	for n0 := 0; n0 < g.N; n0 += step {
 		nb := min(step, g.N-n0)
@@ -332,7 +403,7 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 	d.roomForTextures(3)
 	var wv *wgpu.TextureView
 	if gx != nil {
-		wv = d.convFilters(d.buf(w), g.C, f, taps, 4, true)
+		wv = d.convFilters(d.buf(w), g.C, f, taps, 4, true, 0)
 	}
 	xb, yb := d.buf(x), d.buf(gy)
 	first := 0 // the first split of the dispatch
@@ -364,18 +435,28 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 	}
 }
 
-// convPackParams are conv_tex's stage pack's parameters: Rows (N·C4·Hp)
-// rows of C4 channel quads of images W×H of C channels, from Src, into
+// convPackParams are conv_tex's stage pack's parameters: Rows (N·Q·Hp)
+// rows of Q channel quads of images W×H of C channels, from Src, into
 // texels Wp×Hp an image and quad, with borders of PW columns and PH rows;
-// MagicC4 and MagicHp are C4's and Hp's magic numbers (udiv).
+// MagicQ and MagicHp are Q's and Hp's magic numbers (udiv).
 type convPackParams struct {
-	W, H, C, Wp, Hp, PW, PH, C4, Rows, Src uint32
-	MagicC4, MagicHp                       uint32
+	W, H, C, Wp, Hp, PW, PH, Q, Rows, Src uint32
+	MagicQ, MagicHp                       uint32
+}
+
+// convRowsParams are stage rows's: Rows (N·Hp·Q) rows of Q texels of the
+// window entries of rows of images W×H of C channels, from Src, under a
+// window KW wide with stride SW, dilation DW and padding PW, PH, for OW
+// output columns, Hp = H + 2·PH rows an image; MagicQ and MagicHp are Q's
+// and Hp's magic numbers (udiv).
+type convRowsParams struct {
+	W, H, C, KW, Q, SW, DW, PW, PH, OW, Hp, Rows, Src uint32
+	MagicQ, MagicHp                                   uint32
 }
 
 // convWPackParams are stage wpack's: F filters of C channels, Texels
-// (C4·KH·KW) a row.
-type convWPackParams struct{ F, C, Texels uint32 }
+// (C4·KH·KW, or for stage rows' filters Q·KH of rows KW wide) a row.
+type convWPackParams struct{ F, C, Texels, KW uint32 }
 
 // convFwdParams are stage fwd's: F filters over P output pixels (N·OH·OW;
 // OW a row, OHW an image) with strides SW, SH and dilations DW, DH, from
@@ -401,6 +482,8 @@ func (s convTexSpec) params() any {
 	switch s.Stage {
 	case "pack":
 		return convPackParams{}
+	case "rows":
+		return convRowsParams{}
 	case "wpack":
 		return convWPackParams{}
 	case "fwd":

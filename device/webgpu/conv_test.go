@@ -35,26 +35,33 @@ func TestConv2dDirect(t *testing.T) {
 		splits   int    // the invocations the filters' gradient aims at, if set
 		declined bool   // the texture cannot take an image
 		half     bool   // float16 operands
+		columns  bool   // the forward through the columns' texture, the gradients im2col's
 	}{
-		{[]int{64, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false},
-		{[]int{3, 6, 9, 10}, []int{10, 6, 3, 3}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}}, true, 0, 0, false, false},
-		{[]int{5, 8, 7, 7}, []int{9, 8, 2, 2}, ops.Window{Stride: [2]int{1, 1}}, false, 0, 0, false, false},
+		{[]int{64, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, false},
+		{[]int{3, 6, 9, 10}, []int{10, 6, 3, 3}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}}, true, 0, 0, false, false, false},
+		{[]int{5, 8, 7, 7}, []int{9, 8, 2, 2}, ops.Window{Stride: [2]int{1, 1}}, false, 0, 0, false, false, false},
 		// Dispatches of 16 images, the filters' gradient in splits of 2.
-		{[]int{68, 8, 13, 13}, []int{64, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 240, 0, false, false},
+		{[]int{68, 8, 13, 13}, []int{64, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 240, 0, false, false, false},
 		// One split wanted, of 236 rows of 298 pixels: splits of 54 rows
 		// (maxLoop pixels), one across both images.
-		{[]int{2, 4, 120, 300}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 3, false, false},
-		{[]int{4, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 100, 0, true, false},
+		{[]int{2, 4, 120, 300}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 3, false, false, false},
+		{[]int{4, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 100, 0, true, false, false},
 		// Images of fewer than 4 channels (examples/cnn's conv1): the
-		// matrix products take them.
-		{[]int{64, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, true, false},
+		// forward through the texture of the columns (entries of a window
+		// 4 a texel), the gradients by the matrix products; with padding,
+		// stride and dilation, and the window's entries in a partly filled
+		// last texel (2·5 a row), in dispatches of 11 images; float16.
+		{[]int{64, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, true},
+		{[]int{3, 3, 17, 19}, []int{8, 3, 3, 3}, ops.Window{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{2, 1}}, true, 0, 0, false, false, true},
+		{[]int{20, 2, 9, 11}, []int{12, 2, 5, 5}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{2, 2}}, false, 150, 0, false, false, true},
+		{[]int{8, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true, true},
 		// Stride 2: the input's gradient by the matrix products.
-		{[]int{3, 4, 9, 9}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{2, 2}}, false, 0, 0, false, false},
+		{[]int{3, 4, 9, 9}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{2, 2}}, false, 0, 0, false, false, false},
 		// More filters than 4 blocks of 32: workgroups of 8 blocks of
 		// filters by 8 of pixels.
-		{[]int{2, 8, 9, 9}, []int{130, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false},
+		{[]int{2, 8, 9, 9}, []int{130, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, false},
 		// float16, on float32 stand-ins.
-		{[]int{16, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true},
+		{[]int{16, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true, false},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%v*%v/limit=%d/half=%v", tc.x, tc.w, tc.limit, tc.half), func(t *testing.T) {
@@ -68,8 +75,8 @@ func TestConv2dDirect(t *testing.T) {
 			}
 			g := device.Window2D{N: tc.x[0], C: tc.x[1], H: tc.x[2], W: tc.x[3], KH: tc.w[2], KW: tc.w[3], SH: tc.win.Stride[0], SW: tc.win.Stride[1],
 				PH: tc.win.Padding[0], PW: tc.win.Padding[1], DH: max(tc.win.Dilation[0], 1), DW: max(tc.win.Dilation[1], 1)}
-			if got := webgpu.DirectConv(d, g, tc.w[0]); got == tc.declined {
-				t.Fatalf("the direct kernels take the convolution: %v; want %v", got, !tc.declined)
+			if fwd, bwd := webgpu.DirectConv(d, g, tc.w[0]); fwd == tc.declined || bwd != (!tc.declined && !tc.columns) {
+				t.Fatalf("the direct kernels take the forward: %v, the gradients: %v; want %v, %v", fwd, bwd, !tc.declined, !tc.declined && !tc.columns)
 			}
 			dt, tol := device.Float32, 1e-5
 			if tc.half {

@@ -30,8 +30,11 @@
 //     kernels (its device.Convolver): images and filters packed into textures 4
 //     channels a texel, an implicit matrix product with no im2col matrix,
 //     the input's gradient a convolution of the bordered upstream
-//     gradient with the filters turned by 180°; other convolutions, and
-//     all on GPUs, run as im2col and matrix products (package im2col);
+//     gradient with the filters turned by 180°; the forward of images of
+//     fewer than 4 channels runs on the same kernel over a texture of
+//     their rows' window entries (channels × columns of the window, 4 a
+//     texel), their gradients by im2col; other convolutions, and all on
+//     GPUs, run as im2col and matrix products (package im2col);
 //   - records each batch's dispatches into one compute pass, with bind
 //     groups cached by kernel and buffers;
 //   - where the adapter has the shader-f16 feature (and EnvF16 does not

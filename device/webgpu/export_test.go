@@ -46,12 +46,13 @@ func DirectConvAtAnySize(d *Device) {
 	d.directMinFlops = 0
 }
 
-// DirectConv reports whether d's direct convolution takes g with f
-// filters (ignoring dtypes).
-func DirectConv(d *Device, g device.Window2D, f int) bool {
+// DirectConv reports whether d's direct convolution takes the forward
+// of g with f filters (ignoring dtypes), and its gradients.
+func DirectConv(d *Device, g device.Window2D, f int) (forward, backward bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.convFits(g, f)
+	direct := d.convFits(g, f)
+	return direct || d.rowsFits(g, f), direct
 }
 
 // SetConvSplits sets the invocations the filters' gradient aims at, and

@@ -189,6 +189,7 @@ type convTexSpec struct {
 	Stage  string
 	Taps   int
 	Flip   bool
+	Rows   bool // stage wpack: the filters of stage rows
 	TM, TN int
 	F16    bool
 }
