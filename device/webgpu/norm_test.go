@@ -10,20 +10,30 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/tensor"
 )
 
 // TestNormGradSums runs the norm gradient over rows of 128 (the one-pass
 // kernel that sums its rows' g·x̂ and g) against the CPU backend: one row
-// a workgroup and several, the last workgroup's rows ragged (129), with
-// and without w and b.
+// a workgroup and several, the last workgroup's rows ragged (129 on CPU
+// adapters, 2101 as on GPUs, whose workgroups are 32 wide), with and
+// without w and b.
 func TestNormGradSums(t *testing.T) {
-	d := fresh(t)
+	t.Run("cpu", func(t *testing.T) { testNormGradSums(t, fresh(t), []int{1, 7, 129}) })
+	t.Run("gpu", func(t *testing.T) {
+		d := fresh(t)
+		webgpu.AsGPU(d)
+		testNormGradSums(t, d, []int{7, 2101})
+	})
+}
+
+func testNormGradSums(t *testing.T, d *webgpu.Device, shapes []int) {
 	t.Parallel()
 	c := cpu.New()
 	const n = 128
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, rows := range []int{1, 7, 129} {
+	for _, rows := range shapes {
 		for _, tc := range []struct {
 			center, w, b bool
 		}{
