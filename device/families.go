@@ -163,9 +163,10 @@ type Convolver interface {
 	// Conv2d sets out (N, F, OH, OW) to the cross-correlation of the
 	// images x (N, C, H, W) with the filters w (F, C/Groups, KH, KW), plus
 	// b (F) unless b is nil. With keep set it may return buffers that
-	// Conv2dBackward reuses (im2col's columns): the caller owns them,
-	// frees them, and hands them to Conv2dBackward for the same x and c
-	// unchanged; nil when it keeps nothing.
+	// Conv2dBackward reuses (im2col's columns, or WebGPU's texture of the
+	// images: a buffer of no elements): the caller owns them, frees them,
+	// and hands them to Conv2dBackward for the same x and c unchanged;
+	// nil when it keeps nothing.
 	Conv2d(out, x, w, b Buffer, c Conv2D, keep bool) ([]Buffer, error)
 	// Conv2dBackward sets, for the upstream gradient gy (N, F, OH, OW),
 	// each of gx (N, C, H, W), gw (F, C/Groups, KH, KW) and gb (F) that is

@@ -234,6 +234,10 @@ func (d *Device) collect(r *resource) {
 func (d *Device) Free(b device.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if k, ok := b.(*keptImages); ok {
+		d.releaseKept(k.tex)
+		return
+	}
 	d.free(d.buf(b))
 }
 

@@ -5,6 +5,7 @@ package webgpu
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 
 	"github.com/oliverbestmann/webgpu/wgpu"
 
@@ -27,14 +28,19 @@ const (
 // texture of slot with borders of ph rows and pw columns, and returns its
 // view (nil after recording a failure).
 func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.TextureView {
-	hp, wp := h+2*ph, w+2*pw
-	tw, th := groupsOf(c, 4)*wp, nb*hp
-	t, err := d.texture(tw, th, slot)
+	t, err := d.texture(groupsOf(c, 4)*(w+2*pw), nb*(h+2*ph), slot)
 	if err != nil {
 		d.fail(fmt.Errorf("webgpu: conv_tex/pack: %v", err))
 		return nil
 	}
-	v := t.view
+	d.packImages(t.view, x, n0, nb, c, h, w, ph, pw)
+	return t.view
+}
+
+// packImages records stage pack: images n0…n0+nb−1 of x into the texture
+// of view v, as convImages.
+func (d *Device) packImages(v *wgpu.TextureView, x *buffer, n0, nb, c, h, w, ph, pw int) {
+	hp, wp := h+2*ph, w+2*pw
 	q := groupsOf(c, 4)
 	rows := nb * q * hp
 	st := d.storeOf(x.dt)
@@ -43,7 +49,6 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 		convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), Q: uint32(q),
 			Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicQ: magic(q), MagicHp: magic(hp)},
 		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
-	return v
 }
 
 // convRows writes the rows' window entries of images n0…n0+nb−1 of x
@@ -189,8 +194,10 @@ func (d *Device) convForward(o, b *buffer, xv, wv *wgpu.TextureView, f, pix, ow,
 // Conv2d runs the convolution on the direct kernels when they take it
 // (conv2dDirect), else as im2col and matrix products (package im2col).
 func (d *Device) Conv2d(out, x, w, b device.Buffer, c device.Conv2D, keep bool) ([]device.Buffer, error) {
-	if c.Groups <= 1 && out.Len() > 0 && d.conv2dDirect(out, x, w, b, c.Window2D, c.F) {
-		return nil, nil
+	if c.Groups <= 1 && out.Len() > 0 {
+		if ok, kept := d.conv2dDirect(out, x, w, b, c.Window2D, c.F, keep); ok {
+			return kept, nil
+		}
 	}
 	return im2col.Conv2d(d, out, x, w, b, c, keep)
 }
@@ -211,25 +218,27 @@ func (d *Device) ColumnBudget() int {
 // nil, on the direct kernels, and reports whether it could: they take
 // images of at least 4 channels and 8 filters, of enough work
 // (convFits), and images of fewer channels through their rows' window
-// entries (rowsFits), on CPU adapters, float32 or float16.
-func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f int) bool {
+// entries (rowsFits), on CPU adapters, float32 or float16. With keep,
+// a forward of one dispatch keeps the texture of x for Conv2dBackward
+// (keptImages).
+func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f int, keep bool) (ok bool, kept []device.Buffer) {
 	if !dtypesTaken(out, x, w, b) || b != nil && b.DType() != out.DType() {
-		return false
+		return false, nil
 	}
 	d.mu.Lock()
 	fits, rows := d.convFits(g, f), d.rowsFits(g, f)
 	d.mu.Unlock()
 	if !fits && !rows {
-		return false
+		return false, nil
 	}
-	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f) }, out, x, w, b) {
-		return true // float16 as packed words: on float32 stand-ins (see MatMul)
+	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f, false) }, out, x, w, b) {
+		return true, nil // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The forward writes float32, and reads its bias so: a float16 out and
 	// bias take stand-ins (the images and filters are packed into
 	// textures as they are), one kernel for llvmpipe to compile, not two.
-	if d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], x, w, s[1], g, f) }, out, b) {
-		return true
+	if d.widen(1, func(s []device.Buffer) { _, kept = d.conv2dDirect(s[0], x, w, s[1], g, f, keep) }, out, b) {
+		return true, kept
 	}
 	d.writing(out)
 	defer d.written()
@@ -252,24 +261,103 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 			nb := min(step, g.N-n0)
 			xv := d.convRows(xb, n0, nb, g, 2)
 			if xv == nil || wv == nil {
-				return true
+				return true, nil
 			}
 			d.convForward(o, bb, xv, wv, f, nb*oh*ow, ow, oh*ow, groupsOf(g.C*g.KW, 4)*g.KH, n0*f*oh*ow, t, ow, hp)
 		}
-		return true
+		return true, nil
 	}
 	hp, wp := g.H+2*g.PH, g.W+2*g.PW
 	wv := d.convFilters(wb, f, g.C, taps, 3, false, 0)
 	step := d.convStep(g, f, hp)
 	for n0 := 0; n0 < g.N; n0 += step {
 		nb := min(step, g.N-n0)
-		xv := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		var xv *wgpu.TextureView
+		if keep && nb == g.N && d.keepsImages(g, f) {
+			k := d.keepImages(xb, g)
+			if k == nil {
+				return true, nil
+			}
+			xv, kept = k.tex.view, []device.Buffer{k}
+		} else {
+			xv = d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		}
 		if xv == nil || wv == nil {
-			return true
+			return true, kept
 		}
 		d.convForward(o, bb, xv, wv, f, nb*oh*ow, ow, oh*ow, groupsOf(g.C, 4)*taps, n0*f*oh*ow, g, wp, hp)
 	}
-	return true
+	return true, kept
+}
+
+// keptImages is the texture of a convolution's images that its forward
+// packed, kept for its gradients (device.Convolver's keep): a
+// device.Buffer of no elements, whose texture Free, Close or, once it is
+// unreachable, the garbage collector releases.
+type keptImages struct {
+	tex *opTexture
+	x   *resource // the images'
+	g   device.Window2D
+}
+
+// Len is 0: a kept texture holds no elements of a buffer.
+func (*keptImages) Len() int { return 0 }
+
+// DType is float32, the texture's.
+func (*keptImages) DType() device.DType { return device.Float32 }
+
+// keepsImages reports whether the forward of g with f filters keeps its
+// images' texture for the gradients: where the direct kernels take the
+// filters' gradient in one dispatch (the input's, where they take it
+// too). The caller holds d.mu.
+func (d *Device) keepsImages(g device.Window2D, f int) bool {
+	pl, ok := d.planBackward(g, f, false)
+	return ok && pl.step >= g.N
+}
+
+// keepImages packs all the images x of g into a texture of their own
+// (stage pack), kept until freed, or records a failure and returns nil.
+// The caller holds d.mu.
+func (d *Device) keepImages(x *buffer, g device.Window2D) *keptImages {
+	hp, wp := g.H+2*g.PH, g.W+2*g.PW
+	t, err := d.newTexture(groupsOf(g.C, 4)*wp, g.N*hp)
+	if err != nil {
+		d.fail(fmt.Errorf("webgpu: conv_tex/pack, the images kept for the gradients: %v", err))
+		return nil
+	}
+	d.packImages(t.view, x, 0, g.N, g.C, g.H, g.W, g.PH, g.PW)
+	k := &keptImages{tex: &t, x: x.resource, g: g}
+	if d.kept == nil {
+		d.kept = map[*opTexture]struct{}{}
+	}
+	d.kept[k.tex] = struct{}{}
+	runtime.AddCleanup(k, d.collectTexture, k.tex)
+	return k
+}
+
+// keptView returns the view of the texture Conv2d kept in kept for the
+// images x of g, or nil. The caller holds d.mu.
+func (d *Device) keptView(kept []device.Buffer, x *buffer, g device.Window2D) *wgpu.TextureView {
+	for _, b := range kept {
+		if k, ok := b.(*keptImages); ok && k.tex.tex != nil && k.x == x.resource && k.g == g {
+			return k.tex.view
+		}
+	}
+	return nil
+}
+
+// releaseKept releases a kept texture, once. The caller holds d.mu.
+func (d *Device) releaseKept(t *opTexture) {
+	t.release()
+	delete(d.kept, t)
+}
+
+// collectTexture releases a kept texture that became unreachable
+// without Free.
+func (d *Device) collectTexture(t *opTexture) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.releaseKept(t)
 }
 
 // convSplits is the number of invocations the filters' gradient aims at:
@@ -332,7 +420,7 @@ func (d *Device) Conv2dBackward(gx, gw, gb, x, w, gy device.Buffer, c device.Con
 			return fmt.Errorf("webgpu: conv2d's filters' gradient with the bias's: %w", err)
 		}
 		defer d.Free(gwb)
-		d.conv2dBackwardDirect(pl, gx, gwb, x, w, gy, c.Window2D, c.F)
+		d.conv2dBackwardDirect(pl, gx, gwb, x, w, gy, c.Window2D, c.F, kept)
 		d.CopyStrided(gw, gwb, device.Strided{Shape: []int{c.F, k}, SrcStrides: []int{k + 1, 1}, DstStrides: []int{k, 1}})
 		if gb != nil {
 			d.CopyStrided(gb, gwb, device.Strided{Shape: []int{c.F}, SrcStrides: []int{k + 1}, DstStrides: []int{1}, SrcOffset: k})
@@ -362,8 +450,8 @@ func (d *Device) directPlan(c device.Conv2D, gx, gw, x, w, gy device.Buffer) (ba
 // and padding of at most the dilated window's reach (the input's
 // gradient is then the convolution of gy, bordered with zeros, with the
 // filters turned by 180°).
-func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) {
-	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(pl, s[0], s[1], s[2], s[3], s[4], g, f) }, gx, gwb, x, w, gy) {
+func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int, kept []device.Buffer) {
+	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(pl, s[0], s[1], s[2], s[3], s[4], g, f, nil) }, gx, gwb, x, w, gy) {
 		return // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The kernels read WGSL's f16 as it is and write float32: a float16
@@ -372,7 +460,7 @@ func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.
 	run := func(gx, gwb device.Buffer) {
 		d.writing(gx, gwb)
 		defer d.written()
-		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f)
+		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f, kept)
 	}
 	if !d.widen(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {
 		run(gx, gwb)
@@ -381,7 +469,7 @@ func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.
 
 // conv2dBackward records Conv2dBackward as planned by pl. The caller
 // holds d.mu.
-func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int) {
+func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int, kept []device.Buffer) {
 	t := pl.t
 	oh, ow := g.Out()
 	taps := g.KH * g.KW
@@ -409,7 +497,13 @@ func (d *Device) conv2dBackward(pl backwardPlan, gx, gwb, x, w, gy device.Buffer
 	first := 0 // the first split of the dispatch
 	for n0 := 0; n0 < g.N; n0 += pl.step {
 		nb := min(pl.step, g.N-n0)
-		xv := d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		var xv *wgpu.TextureView
+		if nb == g.N {
+			xv = d.keptView(kept, xb, g) // the forward's, where kept
+		}
+		if xv == nil {
+			xv = d.convImages(xb, n0, nb, g.C, g.H, g.W, g.PH, g.PW, 2)
+		}
 		yv := d.convImages(yb, n0, nb, f, oh, ow, t.PH, t.PW, 5)
 		if xv == nil || yv == nil || gx != nil && wv == nil {
 			return

@@ -103,10 +103,40 @@ func TestConv2dDirect(t *testing.T) {
 					t.Fatal("Backward returned the input's gradient, not asked for")
 				}
 				gs = append(gs, nil)
-				return []*tensor.Tensor{y, gx, gw, gb, gs[1], gs[2]}
+				// As the tape runs it: the forward keeping what it may for
+				// the gradients (the images' texture, where the direct
+				// kernels take both and the forward is one dispatch), read
+				// twice.
+				yk, saved := ops.Conv2dOp.Save(in, tc.win)
+				defer saved.Release()
+				if dev == d && !tc.declined { // (im2col keeps its columns)
+					if want := !tc.columns && tc.limit == 0 && !tc.half; (saved.Len() == 1) != want {
+						t.Errorf("Save kept %d buffers; want the images' texture: %v", saved.Len(), want)
+					}
+				}
+				counter, counting := dev.(device.Counter)
+				var k0, k1 int64
+				if counting {
+					k0 = counter.Kernels()
+				}
+				gk := ops.Conv2dOp.Backward(in, gy, ops.Backprop{Attrs: tc.win, Saved: saved})
+				if counting {
+					k1 = counter.Kernels()
+				}
+				gk2 := ops.Conv2dOp.Backward(in, gy, ops.Backprop{Attrs: tc.win, Saved: saved})
+				if counting && saved.Len() == 1 && !tc.declined && webgpu.DirectGradients(d, g, tc.w[0], true) {
+					// The images' pack left out: one kernel fewer than unsaved.
+					k2 := counter.Kernels()
+					ops.Conv2dOp.Backward(in, gy, ops.Backprop{Attrs: tc.win})
+					if unsaved, withSaved := counter.Kernels()-k2, k1-k0; withSaved != unsaved-1 {
+						t.Errorf("the gradients with the images' texture saved ran %d kernels, without %d; want one fewer", withSaved, unsaved)
+					}
+				}
+				return []*tensor.Tensor{y, gx, gw, gb, gs[1], gs[2], yk, gk[0], gk[1], gk2[1]}
 			}
 			want, got := run(c), run(d)
-			for j, name := range []string{"output", "input's gradient", "filters' gradient", "bias's gradient", "filters' gradient alone", "bias's gradient alone"} {
+			for j, name := range []string{"output", "input's gradient", "filters' gradient", "bias's gradient", "filters' gradient alone", "bias's gradient alone",
+				"output (saved)", "input's gradient (saved)", "filters' gradient (saved)", "filters' gradient (saved, again)"} {
 				if want[j] == nil {
 					continue
 				}

@@ -119,7 +119,8 @@ type Device struct {
 	surface *wgpu.Surface // the window's, for a device made by OpenSurface
 	screen  *screen       // what presents on it
 
-	textures map[texKey]opTexture // the texture matmul's operands, by size
+	textures map[texKey]opTexture    // the texture matmul's operands, by size
+	kept     map[*opTexture]struct{} // the convolutions' images kept for their gradients (keptImages)
 	mm       matmulChoice
 	// noDirectConv turns the direct convolution off (EnvConv).
 	noDirectConv bool
@@ -592,6 +593,10 @@ func (d *Device) Close() error {
 	d.closed = true
 	d.screen.release()
 	d.releaseTextures()
+	for t := range d.kept {
+		t.release()
+	}
+	d.kept = nil
 	d.pool.releaseAll()
 	d.releaseBindGroups()
 	for b := range d.live {

@@ -55,6 +55,15 @@ func DirectConv(d *Device, g device.Window2D, f int) (forward, backward bool) {
 	return direct || d.rowsFits(g, f), direct
 }
 
+// DirectGradients reports whether d's direct kernels take the gradients
+// of g with f filters, the input's too if withX.
+func DirectGradients(d *Device, g device.Window2D, f int, withX bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.planBackward(g, f, withX)
+	return ok
+}
+
 // SetConvSplits sets the invocations the filters' gradient aims at, and
 // returns the old number.
 func SetConvSplits(n int) int {

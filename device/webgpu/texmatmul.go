@@ -251,6 +251,20 @@ func (d *Device) texture(w, h, slot int) (opTexture, error) {
 	if t, ok := d.textures[key]; ok {
 		return t, nil
 	}
+	t, err := d.newTexture(w, h)
+	if err != nil {
+		return opTexture{}, err
+	}
+	if d.textures == nil {
+		d.textures = map[texKey]opTexture{}
+	}
+	d.textures[key] = t
+	return t, nil
+}
+
+// newTexture returns a new rgba32float texture of at least w×h texels,
+// and its view, for the caller to release.
+func (d *Device) newTexture(w, h int) (opTexture, error) {
 	// No side a power of two: llvmpipe compiles a kernel again for each
 	// combination of its textures' sides being powers of two or not
 	// (docs/kernel-choices.md, matrix products). A side at the adapter's
@@ -274,11 +288,18 @@ func (d *Device) texture(w, h, slot int) (opTexture, error) {
 		t.Release()
 		return opTexture{}, fmt.Errorf("a texture view: %v", err)
 	}
-	if d.textures == nil {
-		d.textures = map[texKey]opTexture{}
-	}
-	d.textures[key] = opTexture{t, v}
 	return opTexture{t, v}, nil
+}
+
+// release releases t's view and texture, once (wgpu keeps them alive for
+// work already recorded).
+func (t *opTexture) release() {
+	if t.tex == nil {
+		return
+	}
+	t.view.Release()
+	t.tex.Release()
+	t.tex, t.view = nil, nil
 }
 
 // roomForTextures releases the cached textures unless n more fit, so that
@@ -295,8 +316,7 @@ func (d *Device) roomForTextures(n int) {
 // alive for work already recorded).
 func (d *Device) releaseTextures() {
 	for k, t := range d.textures {
-		t.view.Release()
-		t.tex.Release()
+		t.release()
 		delete(d.textures, k)
 	}
 }
