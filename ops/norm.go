@@ -136,7 +136,7 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		var s *T
 		if p != nil {
 			var okS bool
-			s, okS = output(dev, dt, shape, x, p, g)
+			s, okS = output(dev, dt, shape, x, g) // w's and b's values unread
 			if ok && !okS {
 				for i, t := range grads {
 					if t != nil {

@@ -231,8 +231,11 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 	if !fits && !rows {
 		return false, nil
 	}
-	if !d.native(out, x, w, b) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f, false) }, out, x, w, b) {
-		return true, nil // float16 as packed words: on float32 stand-ins (see MatMul)
+	// Float16 as packed words: all on float32 stand-ins (see MatMul). (The
+	// call below on out's and b's stand-ins has float16 x and w beside
+	// them: native each pair.)
+	if !(d.native(x, w) && d.native(out, b)) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f, false) }, out, x, w, b) {
+		return true, nil
 	}
 	// The forward writes float32, and reads its bias so: a float16 out and
 	// bias take stand-ins (the images and filters are packed into
@@ -256,7 +259,7 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 		wv := d.convFilters(wb, f, g.C, g.KH, 3, false, g.KW)
 		t := device.Window2D{KH: g.KH, KW: 1, SH: g.SH, SW: 1, DH: g.DH, DW: 1}
 		hp := g.H + 2*g.PH
-		step := max(min(g.N, int(d.limits.MaxTextureDimension2D)/hp, maxDispatchFlops/rowsImageFlops(g, f)), 1)
+		step := max(min(g.N, int(d.limits.MaxTextureDimension2D)/hp, maxDispatchFlops/max(rowsImageFlops(g, f), 1)), 1)
 		for n0 := 0; n0 < g.N; n0 += step {
 			nb := min(step, g.N-n0)
 			xv := d.convRows(xb, n0, nb, g, 2)
@@ -538,11 +541,11 @@ type convPackParams struct {
 	MagicQ, MagicHp                       uint32
 }
 
-// convRowsParams are stage rows's: Rows (N·Hp·Q) rows of Q texels of the
-// window entries of rows of images W×H of C channels, from Src, under a
-// window KW wide with stride SW, dilation DW and padding PW, PH, for OW
-// output columns, Hp = H + 2·PH rows an image; MagicQ and MagicHp are Q's
-// and Hp's magic numbers (udiv).
+// convRowsParams are stage rows's: Rows (N·Hp·Q) rows of OW texels, Q
+// texel quads of window entries for each row of images W×H of C
+// channels, from Src, under a window KW wide with stride SW, dilation DW
+// and padding PW, PH, for OW output columns, Hp = H + 2·PH rows an
+// image; MagicQ and MagicHp are Q's and Hp's magic numbers (udiv).
 type convRowsParams struct {
 	W, H, C, KW, Q, SW, DW, PW, PH, OW, Hp, Rows, Src uint32
 	MagicQ, MagicHp                                   uint32

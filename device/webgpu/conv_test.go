@@ -35,7 +35,7 @@ func TestConv2dDirect(t *testing.T) {
 		splits   int    // the invocations the filters' gradient aims at, if set
 		declined bool   // the texture cannot take an image
 		half     bool   // float16 operands
-		columns  bool   // the forward through the columns' texture, the gradients im2col's
+		rowsTex  bool   // the forward through the rows' texture (stage rows), the gradients im2col's
 	}{
 		{[]int{64, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, false},
 		{[]int{3, 6, 9, 10}, []int{10, 6, 3, 3}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}}, true, 0, 0, false, false, false},
@@ -47,10 +47,11 @@ func TestConv2dDirect(t *testing.T) {
 		{[]int{2, 4, 120, 300}, []int{8, 4, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 3, false, false, false},
 		{[]int{4, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 100, 0, true, false, false},
 		// Images of fewer than 4 channels (examples/cnn's conv1): the
-		// forward through the texture of the columns (entries of a window
-		// 4 a texel), the gradients by the matrix products; with padding,
-		// stride and dilation, and the window's entries in a partly filled
-		// last texel (2·5 a row), in dispatches of 11 images; float16.
+		// forward through the texture of each row's window entries
+		// (channels × the window's columns, 4 a texel), the gradients by
+		// the matrix products; with padding, stride and dilation, and a
+		// row's entries in a partly filled last texel (2·5), in dispatches
+		// of 11 images; float16.
 		{[]int{64, 1, 28, 28}, []int{32, 1, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, true},
 		{[]int{3, 3, 17, 19}, []int{8, 3, 3, 3}, ops.Window{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{2, 1}}, true, 0, 0, false, false, true},
 		{[]int{20, 2, 9, 11}, []int{12, 2, 5, 5}, ops.Window{Stride: [2]int{1, 1}, Padding: [2]int{2, 2}}, false, 150, 0, false, false, true},
@@ -60,7 +61,9 @@ func TestConv2dDirect(t *testing.T) {
 		// More filters than 4 blocks of 32: workgroups of 8 blocks of
 		// filters by 8 of pixels.
 		{[]int{2, 8, 9, 9}, []int{130, 8, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, false, false},
-		// float16, on float32 stand-ins.
+		// float16: the images and filters packed as they are (on float32
+		// stand-ins without WGSL's f16), the output and bias on float32
+		// stand-ins.
 		{[]int{16, 32, 13, 13}, []int{64, 32, 3, 3}, ops.Window{Stride: [2]int{1, 1}}, true, 0, 0, false, true, false},
 	}
 	for i, tc := range cases {
@@ -75,8 +78,8 @@ func TestConv2dDirect(t *testing.T) {
 			}
 			g := device.Window2D{N: tc.x[0], C: tc.x[1], H: tc.x[2], W: tc.x[3], KH: tc.w[2], KW: tc.w[3], SH: tc.win.Stride[0], SW: tc.win.Stride[1],
 				PH: tc.win.Padding[0], PW: tc.win.Padding[1], DH: max(tc.win.Dilation[0], 1), DW: max(tc.win.Dilation[1], 1)}
-			if fwd, bwd := webgpu.DirectConv(d, g, tc.w[0]); fwd == tc.declined || bwd != (!tc.declined && !tc.columns) {
-				t.Fatalf("the direct kernels take the forward: %v, the gradients: %v; want %v, %v", fwd, bwd, !tc.declined, !tc.declined && !tc.columns)
+			if fwd, bwd := webgpu.DirectConv(d, g, tc.w[0]); fwd == tc.declined || bwd != (!tc.declined && !tc.rowsTex) {
+				t.Fatalf("the direct kernels take the forward: %v, the gradients: %v; want %v, %v", fwd, bwd, !tc.declined, !tc.declined && !tc.rowsTex)
 			}
 			dt, tol := device.Float32, 1e-5
 			if tc.half {
@@ -110,7 +113,7 @@ func TestConv2dDirect(t *testing.T) {
 				yk, saved := ops.Conv2dOp.Save(in, tc.win)
 				defer saved.Release()
 				if dev == d && !tc.declined { // (im2col keeps its columns)
-					if want := !tc.columns && tc.limit == 0 && !tc.half; (saved.Len() == 1) != want {
+					if want := !tc.rowsTex && tc.limit == 0 && (!tc.half || webgpu.NativeF16(d)); (saved.Len() == 1) != want {
 						t.Errorf("Save kept %d buffers; want the images' texture: %v", saved.Len(), want)
 					}
 				}

@@ -64,6 +64,9 @@ func DirectGradients(d *Device, g device.Window2D, f int, withX bool) bool {
 	return ok
 }
 
+// NativeF16 reports whether d stores float16 as WGSL's f16.
+func NativeF16(d *Device) bool { return d.f16 }
+
 // SetConvSplits sets the invocations the filters' gradient aims at, and
 // returns the old number.
 func SetConvSplits(n int) int {
