@@ -82,6 +82,9 @@ func (d *Device) NormGrad(dx, gw, gb, x, g, w device.Buffer, rows, n int, eps fl
 		}
 		return gr.at(off + j)
 	}
+	if n == 0 {
+		return // rows of nothing
+	}
 	sw, sb := make([]float64, n), make([]float64, n)
 	for r := range rows {
 		off := r * n

@@ -254,7 +254,7 @@ type Normalizer interface {
 	// nil), ρ·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), the mean of ĝ left out unless
 	// center; and, unless they are nil, gw to the sum over the rows of
 	// g·x̂ (w's gradient) and gb to the sum of g (b's), n elements each,
-	// summed in float32 (float64 on the CPU).
+	// summed in float32 (float64 on the CPU); zeros for no rows.
 	NormGrad(dx, gw, gb, x, g, w Buffer, rows, n int, eps float64, center bool)
 }
 

@@ -151,15 +151,8 @@ func normBackward(op string, x *T, shape []int, w, b, g *T, eps float64, center 
 		grads = append(grads, s)
 	}
 	gx, gw, gb = grads[0], grads[1], grads[2]
-	switch {
-	case ok && rows*n > 0:
+	if ok {
 		dev.NormGrad(gx.Buffer(), bufferOf(gw), bufferOf(gb), x.Buffer(), g.Buffer(), bufferOf(w), rows, n, eps, center)
-	case ok:
-		for _, s := range []*T{gw, gb} {
-			if s != nil && n > 0 {
-				dev.Fill(s.Buffer(), 0) // sums over no rows
-			}
-		}
 	}
 	return gx, gw, gb
 }

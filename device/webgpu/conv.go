@@ -38,17 +38,14 @@ func (d *Device) convImages(x *buffer, n0, nb, c, h, w, ph, pw, slot int) *wgpu.
 }
 
 // packImages records stage pack: images n0…n0+nb−1 of x into the texture
-// of view v, as convImages.
+// of view v (groupsOf(c, 4)·(w + 2·pw) × nb·(h + 2·ph) texels), as
+// convImages.
 func (d *Device) packImages(v *wgpu.TextureView, x *buffer, n0, nb, c, h, w, ph, pw int) {
 	hp, wp := h+2*ph, w+2*pw
 	q := groupsOf(c, 4)
 	rows := nb * q * hp
-	st := d.storeOf(x.dt)
-	k := d.kernelOf(convTexSpec{Stage: "pack", F16: st.native()}, storageRO, textureOut)
-	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
-		convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), Q: uint32(q),
-			Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicQ: magic(q), MagicHp: magic(hp)},
-		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
+	d.packTexture("pack", rows, convPackParams{W: uint32(w), H: uint32(h), C: uint32(c), Wp: uint32(wp), Hp: uint32(hp), PW: uint32(pw), PH: uint32(ph), Q: uint32(q),
+		Rows: uint32(rows), Src: uint32(n0 * c * h * w), MagicQ: magic(q), MagicHp: magic(hp)}, x, v)
 }
 
 // convRows writes the rows' window entries of images n0…n0+nb−1 of x
@@ -63,14 +60,19 @@ func (d *Device) convRows(x *buffer, n0, nb int, g device.Window2D, slot int) *w
 		return nil
 	}
 	rows := nb * hp * q
-	st := d.storeOf(x.dt)
-	k := d.kernelOf(convTexSpec{Stage: "rows", F16: st.native()}, storageRO, textureOut)
-	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1,
-		convRowsParams{W: uint32(g.W), H: uint32(g.H), C: uint32(g.C), KW: uint32(g.KW), Q: uint32(q), SW: uint32(g.SW), DW: uint32(g.DW),
-			PW: uint32(g.PW), PH: uint32(g.PH), OW: uint32(ow), Hp: uint32(hp), Rows: uint32(rows), Src: uint32(n0 * g.C * g.H * g.W),
-			MagicQ: magic(q), MagicHp: magic(hp)},
-		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: t.view}})
+	d.packTexture("rows", rows, convRowsParams{W: uint32(g.W), H: uint32(g.H), C: uint32(g.C), KW: uint32(g.KW), Q: uint32(q), SW: uint32(g.SW), DW: uint32(g.DW),
+		PW: uint32(g.PW), PH: uint32(g.PH), OW: uint32(ow), Hp: uint32(hp), Rows: uint32(rows), Src: uint32(n0 * g.C * g.H * g.W),
+		MagicQ: magic(q), MagicHp: magic(hp)}, x, t.view)
 	return t.view
+}
+
+// packTexture records stage (pack or rows) of conv_tex.wgsl, which writes
+// the texture of view v from x, rows rows of texels an invocation, with
+// parameters p.
+func (d *Device) packTexture(stage string, rows int, p any, x *buffer, v *wgpu.TextureView) {
+	k := d.kernelOf(convTexSpec{Stage: stage, F16: d.storeOf(x.dt).native()}, storageRO, textureOut)
+	d.dispatchEntries(k, uint32(min(groupsOf(rows, 256), maxGroups)), uint32(groupsOf(groupsOf(rows, 256), maxGroups)), 1, p,
+		[]wgpu.BindGroupEntry{{Binding: 1, Buffer: x.b, Size: x.bindSize()}, {Binding: 2, TextureView: v}})
 }
 
 // convFilters packs the filters w (f filters of c channels, taps taps) into
