@@ -30,11 +30,16 @@ func (s store) packed() bool { return s == "packed" }
 
 func (s store) native() bool { return s == "f16" }
 
-// Convert converts src into dst's dtype (float32 and float16).
+// Convert converts src into dst's dtype (float32 and float16). Where the
+// kernels read WGSL's f16, it joins the open elementwise chain (fuse.go).
 func (d *Device) Convert(dst, src device.Buffer) {
 	d.writing(dst)
 	defer d.written()
-	d.convert(d.buf(dst), d.buf(src))
+	o, s := d.buf(dst), d.buf(src)
+	if o.dt != s.dt && d.join(nodeCast, "cast_"+o.dt.String(), -1, o, nil, device.Broadcast{}, []fuseIn{{b: s}}, []*buffer{s}) {
+		return
+	}
+	d.convert(o, s)
 }
 
 func (d *Device) convert(o, s *buffer) {

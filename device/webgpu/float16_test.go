@@ -9,21 +9,44 @@ import (
 
 	"github.com/extensor/extensor/cpu"
 	"github.com/extensor/extensor/device"
+	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/ops"
 	"github.com/extensor/extensor/tensor"
 	"github.com/x448/float16"
 )
 
-// TestFloat16 converts every float16 to float32, and float32s of every
-// kind (edges, ties, subnormals, NaNs with payloads, random bits) to
-// float16, on the GPU, bit for bit as github.com/x448/float16 does (the
-// CPU twin); odd counts use the packed word's first half.
-func TestFloat16(t *testing.T) {
-	d := fresh(t)
+// everyHalf returns every float16's bits.
+func everyHalf() []uint16 {
 	all := make([]uint16, 1<<16)
 	for i := range all {
 		all[i] = uint16(i)
 	}
+	return all
+}
+
+// castValues returns float32s of every kind to cast to float16: edges,
+// ties, subnormals, NaNs with payloads, random bits, and values about
+// float16's range, where rounding matters.
+func castValues() []float32 {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.99, 65520, 1e6, -1e6, 6e-8, 2.98e-8, 2.99e-8, 1e-45,
+		float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00000), math.Float32frombits(0xff800001),
+		math.Float32frombits(0x7f802000), 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 1.0 / 3}
+	for range 200000 {
+		vals = append(vals, math.Float32frombits(r.Uint32()))
+	}
+	for i := range 100000 {
+		vals = append(vals, float32(r.NormFloat64())*float32(math.Pow(2, float64(i%40-25))))
+	}
+	return vals
+}
+
+// TestFloat16 converts every float16 to float32, and castValues to
+// float16, on the GPU, bit for bit as github.com/x448/float16 does (the
+// CPU twin); odd counts use the packed word's first half.
+func TestFloat16(t *testing.T) {
+	d := fresh(t)
+	all := everyHalf()
 	// Every float16 (by vec4s), and all but the last (the scalar kernel).
 	for _, all := range [][]uint16{all, all[:len(all)-1]} {
 		h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
@@ -37,16 +60,7 @@ func TestFloat16(t *testing.T) {
 			}
 		}
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.99, 65520, 1e6, -1e6, 6e-8, 2.98e-8, 2.99e-8, 1e-45,
-		float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7fc00000), math.Float32frombits(0xff800001),
-		math.Float32frombits(0x7f802000), 1 + 1.0/2048, 1 + 3.0/2048, 2049, 2051, 1.0 / 3}
-	for range 200000 {
-		vals = append(vals, math.Float32frombits(r.Uint32()))
-	}
-	for i := range 100000 { // near float16's range, where rounding matters
-		vals = append(vals, float32(r.NormFloat64())*float32(math.Pow(2, float64(i%40-25))))
-	}
+	vals := castValues()
 	// An odd count (the scalar kernel) and a multiple of 8 (by vec4s).
 	for _, vals := range [][]float32{vals, vals[:len(vals)/8*8]} {
 		x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
@@ -64,6 +78,91 @@ func TestFloat16(t *testing.T) {
 	if v, err := odd.Float32s(); err != nil || v[0] != 1 || v[1] != -2 || v[2] != 65504 {
 		t.Errorf("odd count: %v, %v", v, err)
 	}
+}
+
+// TestFloat16Fused runs TestFloat16's casts in fused chains, each value
+// written: float32 → float16 → float32 of castValues and float16 →
+// float32 → float16 of every float16, by vec4s (a count of 4k + 3 too),
+// and, in a chain kept off vec4s by a broadcast, every float16 but one
+// (as [21845, 3]) to float32 beside a float16 product: bit for bit as
+// github.com/x448/float16 converts, NaN payloads and subnormals too, in
+// one fused kernel a chain where the kernels read WGSL's f16.
+func TestFloat16Fused(t *testing.T) {
+	d := fresh(t)
+	native := webgpu.NativeF16(d)
+	chain := func(name string, f func()) {
+		t.Helper()
+		before := d.FusedKernels()
+		f()
+		if got := d.FusedKernels() - before; native && got != 1 {
+			t.Errorf("%s: %d fused kernels; want 1", name, got)
+		}
+	}
+	f32bits := func(name string, got []float32, want func(i int) float32) {
+		t.Helper()
+		for i, v := range got {
+			if w := want(i); math.Float32bits(v) != math.Float32bits(w) {
+				t.Fatalf("%s: element %d is %#08x; want %#08x", name, i, math.Float32bits(v), math.Float32bits(w))
+			}
+		}
+	}
+	f16bits := func(name string, got []uint16, want func(i int) uint16) {
+		t.Helper()
+		for i, v := range got {
+			if w := want(i); v != w {
+				t.Fatalf("%s: element %d is %#04x; want %#04x", name, i, v, w)
+			}
+		}
+	}
+	vals := castValues()
+	for _, vals := range [][]float32{vals[:len(vals)/4*4+3], vals[:len(vals)/8*8]} {
+		chain("float32 → float16 → float32", func() {
+			x := tensor.Must(tensor.FromFloat32(d, vals, len(vals)))
+			h := ops.Cast(x, device.Float16)
+			y := ops.Cast(h, device.Float32)
+			hb, err := h.Float16Bits()
+			if err != nil {
+				t.Fatal(err)
+			}
+			yv, err := y.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f16bits("float32 → float16", hb, func(i int) uint16 { return float16.Fromfloat32(vals[i]).Bits() })
+			f32bits("float16 → float32", yv, func(i int) float32 { return float16.Frombits(hb[i]).Float32() })
+		})
+	}
+	all := everyHalf()
+	chain("float16 → float32 → float16", func() {
+		h := tensor.Must(tensor.FromFloat16Bits(d, all, len(all)))
+		y := ops.Cast(h, device.Float32)
+		back := ops.Cast(y, device.Float16)
+		yv, err := y.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bb, err := back.Float16Bits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f32bits("float16 → float32", yv, func(i int) float32 { return float16.Frombits(all[i]).Float32() })
+		f16bits("float32 → float16", bb, func(i int) uint16 { return float16.Fromfloat32(yv[i]).Bits() })
+	})
+	chain("a broadcast product beside float16 → float32", func() {
+		odd := all[:len(all)-1]
+		h := tensor.Must(tensor.FromFloat16Bits(d, odd, len(odd)/3, 3))
+		ones := tensor.Must(tensor.FromFloat16Bits(d, []uint16{0x3c00, 0x3c00, 0x3c00}, 1, 3))
+		p := ops.Mul(h, ones)
+		y := ops.Cast(h, device.Float32)
+		yv, err := y.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Float16Bits(); err != nil {
+			t.Fatal(err)
+		}
+		f32bits("float16 → float32", yv, func(i int) float32 { return float16.Frombits(odd[i]).Float32() })
+	})
 }
 
 // TestFloat16Rounding runs elementwise kernels on float16 tensors (of

@@ -12,18 +12,24 @@ import (
 	"github.com/oliverbestmann/webgpu/wgpu"
 )
 
-// Elementwise fusion. The unary, binary and where families' calls
-// (Unary, UnaryGrad, Binary, BinaryGrad, Where) on float32 tensors, and on float16
-// ones where the kernels read WGSL's f16, are not dispatched when they
-// are called: they join the device's open chain, whose nodes run
-// together as one kernel when anything else is recorded (another
-// family's kernel, a copy, a readback, a host write, a submission).
-// The chain is cut, and a new one begun, where a call cannot join it:
+// Elementwise fusion. The unary, binary and where families' calls (Unary,
+// UnaryGrad, Binary, BinaryGrad, Where) on float32 tensors, on float16
+// ones where the kernels read WGSL's f16, and the casts between the two
+// there (Convert), are not dispatched when they are called: they join the
+// device's open chain, whose nodes run together as one kernel when
+// anything else is recorded (another family's kernel, a copy, a readback,
+// a host write, a submission). The chain is cut, and a new one begun,
+// where a call cannot join it:
 //
-//   - its output has another length or dtype than the chain's;
+//   - its output has another length than the chain's;
+//   - it writes a buffer freed while the chain is open, which the chain
+//     binds with another dtype;
 //   - it reads a value the chain computes other than element for
 //     element (broadcast), or writes a buffer the chain reads so;
 //   - its broadcast is of another shape than the chain's broadcasts;
+//   - it writes a cast's float16 buffer (see below) in a chain that a
+//     broadcast keeps off vec4s (see vec), whose invocations, of one
+//     element each, would share the buffer's words;
 //   - the kernel would bind more storage buffers than the device allows,
 //     or need more parameter words than a dispatch has, or the chain has
 //     maxChainNodes nodes.
@@ -33,24 +39,30 @@ import (
 // fused kernel that fuse renders from shaders/fused.wgsl, which includes
 // the families' op_ functions whole, so that no op's arithmetic is
 // written twice. The kernel is cached under its rendered text, which
-// says the chain's structure (its ops, dtype, which inputs broadcast and
+// says the chain's structure (its ops, dtypes, which inputs broadcast and
 // how, which values are written) and none of its values: shapes,
 // strides and scalars are parameters.
 //
-// Each node's value is computed in float32 and rounded to the storage
-// type, as its unfused kernel stores it, so that a fused chain gives
-// what the unfused calls give. A value is written to its buffer unless
-// the buffer is freed before the chain runs (a temporary read only by
-// the chain's later nodes), and a node whose value nothing written
+// Each node's value is computed in float32 and rounded to its storage
+// type, as its unfused kernel stores it, so that a fused chain gives what
+// the unfused calls give. A cast's float16 buffers (its input or its
+// output) are bound as words and read and written by their bits, as the
+// cast kernel does (common.wgsl's half4_to_f32 and f32_to_half4, through
+// which other nodes' float16 values, rounded already, pass unchanged), so
+// that subnormals and NaN payloads are the cast kernel's on every
+// adapter; WGSL's f16 conversions leave them to the implementation, and
+// naga bitcasts no f16 vector to words. A value is written to its buffer
+// unless the buffer is freed before the chain runs (a temporary read only
+// by the chain's later nodes), and a node whose value nothing written
 // needs is left out. A freed buffer returns to the pool at once, as
 // unfused, whether the chain reads it or not (y := f(x); x.Release()
-// keeps the chain open, and the peak memory that of the unfused calls):
-// a call that takes it anew either joins the chain, as the same binding
-// (a buffer is bound by its wgpu buffer), written element for element
-// after the elements are read, or records the chain before it writes the
-// buffer (another family's kernel, a copy, a host write); a chain that
-// reads it broadcast is cut before writing it; and the pool records the
-// chain before it releases buffers of its own.
+// keeps the chain open, and the peak memory that of the unfused calls): a
+// call that takes it anew either joins the chain, as the same binding (a
+// buffer is bound by its wgpu buffer), written element for element after
+// the elements are read, or records the chain before it writes the buffer
+// (another family's kernel, a copy, a host write); a chain that reads it
+// broadcast is cut before writing it; and the pool records the chain
+// before it releases buffers of its own.
 
 // maxChainNodes bounds a chain's nodes, and so a fused kernel's size.
 const maxChainNodes = 24
@@ -73,6 +85,7 @@ const (
 	nodeBinary
 	nodeBinaryGrad
 	nodeWhere
+	nodeCast // Convert, between float32 and float16
 )
 
 // fuseIn is an operand of a call joining a chain.
@@ -93,10 +106,11 @@ type fuseInput struct {
 type fuseNode struct {
 	kind nodeKind
 	op   string
-	wrt  int       // BinaryGrad's operand
-	args []int     // a node's index (≥ 0) or −1 − an input's index
-	p    []float64 // Unary's scalars
-	out  int       // the binding it writes
+	dt   device.DType // its output's
+	wrt  int          // BinaryGrad's operand
+	args []int        // a node's index (≥ 0) or −1 − an input's index
+	p    []float64    // Unary's scalars
+	out  int          // the binding it writes
 	// what the call was given, to run it on its own, and the operands'
 	// wgpu buffers (an operand freed since is bound by its own)
 	ins []*buffer
@@ -114,13 +128,13 @@ type fuseBind struct {
 	same, other      bool // read element for element; read otherwise (splat, broadcast)
 	writer           int  // the last node writing it, or −1
 	freed            bool // freed while the chain was open
+	bits             bool // float16 a cast reads or writes: words, by their bits
 	binding, written int  // set by render: its binding (0: none), whether written
 }
 
 // chain is the device's open chain of elementwise calls.
 type chain struct {
-	n      int // elements of each node's output
-	dt     device.DType
+	n      int   // elements of each node's output
 	shape  []int // the broadcast inputs' shape, nil before one
 	nodes  []fuseNode
 	inputs []fuseInput
@@ -138,10 +152,10 @@ type fusedParams struct {
 // fusedSpec specialises fused.wgsl: Body is the rendered bindings, node
 // functions and elem; Ops names the chain's calls.
 type fusedSpec struct {
-	Ops, Body  string
-	F16, Bcast bool
-	Unroll     int
-	Coalesce   bool
+	Ops, Body        string
+	F16, Bits, Bcast bool // Bits: a cast's float16 buffers bound
+	Unroll           int
+	Coalesce         bool
 }
 
 func (fusedSpec) family() string { return "fused" }
@@ -151,27 +165,36 @@ func (fusedSpec) params() any    { return fusedParams{} }
 func (s fusedSpec) name() string { return "fused/" + s.Ops }
 
 // bindOf returns the index of b's binding in c, adding it; a binding
-// whose buffer was freed is b's now.
-func (c *chain) bindOf(b *buffer) int {
+// whose buffer was freed is b's now. It reports false, adding nothing,
+// where b's wgpu buffer is bound with another dtype (freed, and taken
+// anew as b).
+func (c *chain) bindOf(b *buffer) (int, bool) {
 	for i := range c.binds {
 		if bd := &c.binds[i]; bd.wb == b.b {
+			if bd.b.dt != b.dt {
+				return 0, false
+			}
 			if bd.freed {
 				bd.b, bd.freed = b, false
 			}
 			bd.n = max(bd.n, b.n)
-			return i
+			return i, true
 		}
 	}
 	c.binds = append(c.binds, fuseBind{b: b, wb: b.b, n: b.n, writer: -1})
-	return len(c.binds) - 1
+	return len(c.binds) - 1, true
 }
 
-// fusable reports whether a call writing out can join a chain at all.
-func (d *Device) fusable(out *buffer, ins []fuseIn) bool {
-	if !d.fuse || out.n == 0 {
-		return false
-	}
-	if out.dt != device.Float32 && !(out.dt == device.Float16 && d.storeOf(out.dt).native()) {
+// fusedType reports whether a fused kernel stores dt: float32, and
+// float16 where the device's kernels read WGSL's f16.
+func (d *Device) fusedType(dt device.DType) bool {
+	return dt == device.Float32 || dt == device.Float16 && d.storeOf(dt).native()
+}
+
+// fusable reports whether a call of kind writing out can join a chain at
+// all: its operands are of out's dtype, but a cast's.
+func (d *Device) fusable(kind nodeKind, out *buffer, ins []fuseIn) bool {
+	if !d.fuse || out.n == 0 || !d.fusedType(out.dt) {
 		return false
 	}
 	limit := d.limits.MaxStorageBufferBindingSize
@@ -179,7 +202,7 @@ func (d *Device) fusable(out *buffer, ins []fuseIn) bool {
 		return false
 	}
 	for _, in := range ins {
-		if in.b.dt != out.dt || in.b.bindSize() > limit {
+		if in.b.dt != out.dt && kind != nodeCast || !d.fusedType(in.b.dt) || in.b.bindSize() > limit {
 			return false
 		}
 		if in.kind == inSame && in.b.n < out.n {
@@ -193,7 +216,7 @@ func (d *Device) fusable(out *buffer, ins []fuseIn) bool {
 // join it, and reports whether it did: false if the call must run on its
 // own. The device's mutex is held.
 func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float64, l device.Broadcast, ins []fuseIn, raw []*buffer) bool {
-	if !d.fusable(out, ins) {
+	if !d.fusable(kind, out, ins) {
 		return false
 	}
 	if out.b == nil || slices.ContainsFunc(raw, func(b *buffer) bool { return b.b == nil }) {
@@ -207,7 +230,7 @@ func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float6
 		return true
 	}
 	d.flushChain()
-	c := &chain{n: out.n, dt: out.dt}
+	c := &chain{n: out.n}
 	if !c.try(d, kind, op, wrt, out, p, l, ins, raw) {
 		return false // the call alone breaks a rule (its output read broadcast)
 	}
@@ -218,19 +241,23 @@ func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float6
 // try adds a call to c if it can join it, reporting whether it did; c is
 // unchanged if not.
 func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p []float64, l device.Broadcast, ins []fuseIn, raw []*buffer) bool {
-	if out.n != c.n || out.dt != c.dt || len(c.nodes) == maxChainNodes {
+	if out.n != c.n || len(c.nodes) == maxChainNodes {
 		return false
 	}
 	saved := *c
 	saved.binds = slices.Clone(c.binds)
 	undo := func() bool { *c = saved; return false }
-	node := fuseNode{kind: kind, op: op, wrt: wrt, p: slices.Clone(p), ins: raw, l: l}
+	node := fuseNode{kind: kind, op: op, dt: out.dt, wrt: wrt, p: slices.Clone(p), ins: raw, l: l}
 	for _, b := range raw {
 		node.wbs = append(node.wbs, b.b)
 	}
 	for _, in := range ins {
-		bi := c.bindOf(in.b)
+		bi, ok := c.bindOf(in.b)
+		if !ok {
+			return undo()
+		}
 		bd := &c.binds[bi]
+		bd.bits = bd.bits || kind == nodeCast && in.b.dt == device.Float16
 		if in.kind != inSame {
 			if bd.writer >= 0 {
 				return undo() // a value of the chain read broadcast
@@ -252,14 +279,23 @@ func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p
 		c.inputs = append(c.inputs, fuseInput{bind: bi, kind: in.kind, strides: in.strides})
 		node.args = append(node.args, -len(c.inputs))
 	}
-	node.out = c.bindOf(out)
+	bi, ok := c.bindOf(out)
+	if !ok {
+		return undo()
+	}
+	node.out = bi
 	if c.binds[node.out].other {
 		return undo() // a buffer read broadcast, written
 	}
 	c.nodes = append(c.nodes, node)
-	c.binds[node.out].writer = len(c.nodes) - 1
+	bd := &c.binds[node.out]
+	bd.writer = len(c.nodes) - 1
+	bd.bits = bd.bits || kind == nodeCast && out.dt == device.Float16
 	if len(c.binds) > d.maxFusedBinds() || c.words() > len(fusedParams{}.W) {
 		return undo()
+	}
+	if !c.vec() && slices.ContainsFunc(c.binds, func(bd fuseBind) bool { return bd.bits && bd.writer >= 0 }) {
+		return undo() // words written by invocations of one element each
 	}
 	return true
 }
@@ -340,6 +376,8 @@ func (d *Device) runNode(n fuseNode, out *buffer) {
 		d.binary(device.BinaryOp(n.op), n.wrt, out, n.l, n.ins...)
 	case nodeWhere:
 		d.where(out, n.ins[0], n.ins[1], n.ins[2])
+	case nodeCast:
+		d.convert(out, n.ins[0])
 	}
 }
 
@@ -456,17 +494,26 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 		kinds = append(kinds, kind)
 	}
 	var b strings.Builder
+	f16, bits := false, false
 	for i := range c.binds {
 		bd := c.binds[i]
 		if bd.binding == 0 {
 			continue
 		}
-		access, elem := "read", "E"
+		access, elem := "read", "f32"
 		if bd.written == 1 {
 			access = "read_write"
 		}
-		if vec && !bd.other {
-			elem = "E4"
+		switch {
+		case bd.bits && vec && !bd.other:
+			elem, bits = "vec2<u32>", true
+		case bd.bits:
+			elem, bits = "u32", true
+		case bd.b.dt == device.Float16:
+			elem, f16 = "f16", true
+		}
+		if vec && !bd.other && !bd.bits {
+			elem = "vec4<" + elem + ">"
 		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> b%d: array<%s>;\n", bd.binding, access, bd.binding, elem)
 	}
@@ -490,7 +537,11 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 		case nodeWhere:
 			fmt.Fprintf(&b, "\nfn n%d(c: f32, x: f32, y: f32) -> f32 {\n    return op_where(c, x, y);\n}\n", k)
 			ops = append(ops, n.op)
+		case nodeCast:
+			ops = append(ops, n.op)
 		}
+		f16 = f16 || n.dt == device.Float16
+		bits = bits || n.kind == nodeCast
 	}
 	b.WriteString("\nfn elem(i: u32) {\n")
 	// The broadcast inputs' offsets.
@@ -532,25 +583,46 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 		}
 		bd := c.binds[in.bind]
 		v := fmt.Sprintf("b%d", bd.binding)
+		// Element at as f32 (one), four as vec4<f32> (four), the
+		// binding's vec4 i (whole); by the bits of words.
+		one := func(at string) string { return fmt.Sprintf("f32(%s[%s])", v, at) }
+		four := func(at ...string) string {
+			for k, a := range at {
+				at[k] = one(a)
+			}
+			return "vec4<f32>(" + strings.Join(at, ", ") + ")"
+		}
+		whole := fmt.Sprintf("vec4<f32>(%s[i])", v)
+		if bd.bits {
+			word := func(at string) string { return fmt.Sprintf("(%s[(%s) / 2u] >> (16u * ((%s) %% 2u)))", v, at, at) }
+			one = func(at string) string { return "half4_to_f32(vec4<u32>(" + word(at) + ")).x" }
+			four = func(at ...string) string {
+				for k, a := range at {
+					at[k] = word(a)
+				}
+				return "half4_to_f32(vec4<u32>(" + strings.Join(at, ", ") + "))"
+			}
+			whole = fmt.Sprintf("half4_to_f32(halves(%s[i]))", v)
+		}
 		var e string
 		switch {
 		case in.kind == inSame && vec && !bd.other:
-			e = fmt.Sprintf("vec4<f32>(%s[i])", v)
+			e = whole
 		case in.kind == inSame && vec:
-			e = fmt.Sprintf("vec4<f32>(f32(%s[4u * i]), f32(%s[4u * i + 1u]), f32(%s[4u * i + 2u]), f32(%s[4u * i + 3u]))", v, v, v, v)
+			e = four("4u * i", "4u * i + 1u", "4u * i + 2u", "4u * i + 3u")
 		case in.kind == inSame:
-			e = fmt.Sprintf("f32(%s[i])", v)
+			e = one("i")
 		case in.kind == inSplat && vec:
-			e = fmt.Sprintf("vec4<f32>(f32(%s[0]))", v)
+			e = "vec4<f32>(" + one("0") + ")"
 		case in.kind == inSplat:
-			e = fmt.Sprintf("f32(%s[0])", v)
+			e = one("0")
 		case vec && in.strides[len(c.shape)-1] == 0:
-			e = fmt.Sprintf("vec4<f32>(f32(%s[%s]))", v, offsets[j])
+			e = "vec4<f32>(" + one(offsets[j]) + ")"
 		case vec:
 			o := offsets[j]
-			e = fmt.Sprintf("vec4<f32>(f32(%s[%s]), f32(%s[%s + 1u]), f32(%s[%s + 2u]), f32(%s[%s + 3u]))", v, o, v, o, v, o, v, o)
+			e = four(o, o+" + 1u", o+" + 2u", o+" + 3u")
 		default:
-			e = fmt.Sprintf("f32(%s[%s])", v, offsets[j])
+			e = one(offsets[j])
 		}
 		fmt.Fprintf(&b, "    let x%d = %s;\n", j, e)
 	}
@@ -580,7 +652,19 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 			args = append(args, fmt.Sprintf("bitcast<f32>(p.W[%d])", sa), fmt.Sprintf("bitcast<f32>(p.W[%d])", sb))
 		}
 		var e string
-		if vec {
+		switch {
+		case n.kind == nodeCast && n.dt == device.Float16:
+			// On the bits, kept for the store.
+			if vec {
+				fmt.Fprintf(&b, "    let h%d = f32_to_half4(%s);\n", k, args[0])
+				e = fmt.Sprintf("half4_to_f32(h%d)", k)
+			} else {
+				fmt.Fprintf(&b, "    let h%d = f32_to_half4(vec4<f32>(%s));\n", k, args[0])
+				e = fmt.Sprintf("half4_to_f32(h%d).x", k)
+			}
+		case n.kind == nodeCast:
+			e = args[0] // a float16 value, exact in f32
+		case vec:
 			comps := make([]string, 4)
 			for ci, comp := range []string{"x", "y", "z", "w"} {
 				ca := slices.Clone(args)
@@ -590,12 +674,12 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 				comps[ci] = fmt.Sprintf("n%d(%s)", k, strings.Join(ca, ", "))
 			}
 			e = "vec4<f32>(" + strings.Join(comps, ", ") + ")"
-			if c.dt == device.Float16 {
+			if n.dt == device.Float16 {
 				e = "vec4<f32>(to_e4(" + e + "))"
 			}
-		} else {
+		default:
 			e = fmt.Sprintf("n%d(%s)", k, strings.Join(args, ", "))
-			if c.dt == device.Float16 {
+			if n.dt == device.Float16 {
 				e = "f32(to_e(" + e + "))"
 			}
 		}
@@ -603,16 +687,25 @@ func (c *chain) render(d *Device, live []int) (s fusedSpec, vec bool, words [par
 	}
 	// The values read after the chain.
 	for _, bd := range c.binds {
-		if bd.written == 1 {
-			if vec {
-				fmt.Fprintf(&b, "    b%d[i] = to_e4(v%d);\n", bd.binding, bd.writer)
-			} else {
-				fmt.Fprintf(&b, "    b%d[i] = to_e(v%d);\n", bd.binding, bd.writer)
-			}
+		if bd.written != 1 {
+			continue
+		}
+		n := c.nodes[bd.writer]
+		switch {
+		case n.kind == nodeCast && n.dt == device.Float16: // vec (try)
+			fmt.Fprintf(&b, "    b%d[i] = words(h%d);\n", bd.binding, bd.writer)
+		case bd.bits:
+			fmt.Fprintf(&b, "    b%d[i] = words(f32_to_half4(v%d));\n", bd.binding, bd.writer)
+		case bd.b.dt == device.Float32:
+			fmt.Fprintf(&b, "    b%d[i] = v%d;\n", bd.binding, bd.writer)
+		case vec:
+			fmt.Fprintf(&b, "    b%d[i] = to_e4(v%d);\n", bd.binding, bd.writer)
+		default:
+			fmt.Fprintf(&b, "    b%d[i] = to_e(v%d);\n", bd.binding, bd.writer)
 		}
 	}
 	b.WriteString("}\n")
-	s = fusedSpec{Ops: strings.Join(ops, ","), Body: b.String(), F16: c.dt == device.Float16, Bcast: c.shape != nil,
+	s = fusedSpec{Ops: strings.Join(ops, ","), Body: b.String(), F16: f16, Bits: bits, Bcast: c.shape != nil,
 		Unroll: elemUnroll, Coalesce: !d.loopLimited}
 	return s, vec, words, kinds, bufs
 }

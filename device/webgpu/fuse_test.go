@@ -18,7 +18,7 @@ import (
 
 // A chainStep is one call of a random elementwise program (chainProgram).
 type chainStep struct {
-	kind      string // "unary", "ugrad", "where", "binary", "bgrad", "free"
+	kind      string // "unary", "ugrad", "where", "binary", "bgrad", "cast", "free"
 	op        string
 	p         []float64
 	wrt       int
@@ -34,12 +34,13 @@ type chainStep struct {
 // shape, some of whose operands broadcast: the inputs it writes, the
 // calls, and the values it reads back.
 type chainProgram struct {
-	dt     device.DType
 	shape  []int
-	inputs [][]float32 // full values 0…len(full)-1, then broadcast inputs
-	full   int         // how many inputs are full values
+	inputs [][]float32    // full values 0…len(full)-1, then broadcast inputs
+	idts   []device.DType // the inputs' dtypes
+	full   int            // how many inputs are full values
 	steps  []chainStep
-	values int // how many values the steps make, inputs included
+	values int            // how many values the steps make, inputs included
+	dts    []device.DType // the values' dtypes
 	read   []int
 }
 
@@ -57,14 +58,23 @@ var chainUnary = []struct {
 // chainBinary are the binary ops it draws.
 var chainBinary = []string{"add", "sub", "mul", "div", "maximum", "minimum", "prelu", "squared_difference", "pow"}
 
-// specials are the values the inputs draw among ordinary ones.
-var specials = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e30, -1e-30, 65504, 1}
+// specials are the values the inputs draw among ordinary ones; a
+// program with float16 values draws float16's subnormals and the values
+// about its largest too.
+var (
+	specials     = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e30, -1e-30, 65504, 1}
+	halfSpecials = append(slices.Clone(specials), 3e-6, -6e-8, 6.1e-5, 65519, -65520, 2.98e-8)
+)
 
-func randomValues(r *rand.Rand, n int) []float32 {
+func randomValues(r *rand.Rand, n int, half bool) []float32 {
+	sp := specials
+	if half {
+		sp = halfSpecials
+	}
 	v := make([]float32, n)
 	for i := range v {
 		if r.IntN(8) == 0 {
-			v[i] = specials[r.IntN(len(specials))]
+			v[i] = sp[r.IntN(len(sp))]
 		} else {
 			v[i] = float32(r.NormFloat64() * 2)
 		}
@@ -72,76 +82,107 @@ func randomValues(r *rand.Rand, n int) []float32 {
 	return v
 }
 
-// randomChain draws a program of 2 to 12 calls.
-func randomChain(r *rand.Rand, dt device.DType) chainProgram {
-	p := chainProgram{dt: dt}
+// randomChain draws a program of 2 to 12 calls on float32 values, or,
+// if half, on float16 ones (inputs 0 and 1), float32 ones (input 2) and
+// casts between them.
+func randomChain(r *rand.Rand, half bool) chainProgram {
+	var p chainProgram
 	rank := 1 + r.IntN(4)
 	p.shape = make([]int, rank)
 	for k := range p.shape {
 		p.shape[k] = []int{1, 2, 3, 4, 5, 7, 8, 12}[r.IntN(8)]
 	}
 	n := device.Numel(p.shape)
-	p.full = 2
-	for range p.full {
-		p.inputs = append(p.inputs, randomValues(r, n))
+	p.full, p.idts = 2, []device.DType{device.Float32, device.Float32}
+	if half {
+		p.full, p.idts = 3, []device.DType{device.Float16, device.Float16, device.Float32}
 	}
-	p.values = p.full
+	for range p.full {
+		p.inputs = append(p.inputs, randomValues(r, n, half))
+	}
+	p.values, p.dts = p.full, slices.Clone(p.idts)
 	live := []int{0, 1}
+	if half {
+		live = append(live, 2)
+	}
 	pick := func() int { return live[r.IntN(len(live))] }
+	// pickOf picks a value of dt (as pick, where every value is of dt).
+	pickOf := func(dt device.DType) int {
+		of := slices.DeleteFunc(slices.Clone(live), func(v int) bool { return p.dts[v] != dt })
+		return of[r.IntN(len(of))]
+	}
 	steps := 2 + r.IntN(11)
 	for len(p.steps) < steps {
 		s := chainStep{out: p.values}
 		if r.IntN(6) == 0 { // overwrite a value
 			s.out = pick()
 		}
-		switch k := r.IntN(11); {
-		case k < 3:
-			u := chainUnary[r.IntN(len(chainUnary))]
-			s.kind, s.op, s.p, s.args = "unary", u.op, u.p, []int{pick()}
-		case k < 4:
-			u := chainUnary[r.IntN(len(chainUnary))]
-			s.kind, s.op, s.p, s.args = "ugrad", u.op, u.p, []int{pick(), pick()}
-		case k < 5:
-			s.kind, s.args = "where", []int{pick(), pick(), pick()}
-		default:
-			s.kind, s.op = "binary", chainBinary[r.IntN(len(chainBinary))]
-			s.args = []int{pick(), pick()}
-			if k >= 9 {
-				s.kind, s.wrt = "bgrad", r.IntN(2)
-				s.args = append(s.args, pick())
+		var dt device.DType // the step's output's
+		if half && r.IntN(4) == 0 {
+			s.kind, s.args = "cast", []int{pick()}
+			dt = device.Float16
+			if p.dts[s.args[0]] == device.Float16 {
+				dt = device.Float32
 			}
-			full := device.RowMajor(p.shape)
-			s.broadcast = device.Broadcast{Shape: p.shape, AStrides: full, BStrides: full}
-			if r.IntN(2) == 0 { // one operand broadcast, or one element
-				s.bcast = 1 + r.IntN(2)
-				s.bshape = make([]int, rank)
-				for k := range s.bshape {
-					s.bshape[k] = p.shape[k]
-					if r.IntN(2) == 0 || r.IntN(4) == 0 && k > 0 {
-						s.bshape[k] = 1
+		} else {
+			switch k := r.IntN(11); {
+			case k < 3:
+				u := chainUnary[r.IntN(len(chainUnary))]
+				s.kind, s.op, s.p, s.args = "unary", u.op, u.p, []int{pick()}
+			case k < 4:
+				u := chainUnary[r.IntN(len(chainUnary))]
+				s.kind, s.op, s.p, s.args = "ugrad", u.op, u.p, []int{pick()}
+				s.args = append(s.args, pickOf(p.dts[s.args[0]]))
+			case k < 5:
+				s.kind, s.args = "where", []int{pick()}
+				of := p.dts[s.args[0]]
+				s.args = append(s.args, pickOf(of), pickOf(of))
+			default:
+				s.kind, s.op = "binary", chainBinary[r.IntN(len(chainBinary))]
+				s.args = []int{pick()}
+				of := p.dts[s.args[0]]
+				s.args = append(s.args, pickOf(of))
+				if k >= 9 {
+					s.kind, s.wrt = "bgrad", r.IntN(2)
+					s.args = append(s.args, pickOf(of))
+				}
+				full := device.RowMajor(p.shape)
+				s.broadcast = device.Broadcast{Shape: p.shape, AStrides: full, BStrides: full}
+				if r.IntN(2) == 0 { // one operand broadcast, or one element
+					s.bcast = 1 + r.IntN(2)
+					s.bshape = make([]int, rank)
+					for k := range s.bshape {
+						s.bshape[k] = p.shape[k]
+						if r.IntN(2) == 0 || r.IntN(4) == 0 && k > 0 {
+							s.bshape[k] = 1
+						}
 					}
-				}
-				st := device.RowMajor(s.bshape)
-				for k := range st {
-					if s.bshape[k] == 1 {
-						st[k] = 0
+					st := device.RowMajor(s.bshape)
+					for k := range st {
+						if s.bshape[k] == 1 {
+							st[k] = 0
+						}
 					}
+					if s.bcast == 1 {
+						s.broadcast.AStrides = st
+					} else {
+						s.broadcast.BStrides = st
+					}
+					s.bvalues = len(p.inputs)
+					p.inputs = append(p.inputs, randomValues(r, device.Numel(s.bshape), half))
+					p.idts = append(p.idts, p.dts[s.args[0]])
 				}
-				if s.bcast == 1 {
-					s.broadcast.AStrides = st
-				} else {
-					s.broadcast.BStrides = st
-				}
-				s.bvalues = len(p.inputs)
-				p.inputs = append(p.inputs, randomValues(r, device.Numel(s.bshape)))
 			}
+			dt = p.dts[s.args[0]]
 		}
-		if slices.Contains(s.args, s.out) { // a kernel's output is none of its operands
+		// A kernel's output is none of its operands, and of its dtype.
+		if slices.Contains(s.args, s.out) || s.out < p.values && p.dts[s.out] != dt {
 			s.out = p.values
 		}
 		p.steps = append(p.steps, s)
 		if s.out == p.values {
 			p.values++
+			p.dts = append(p.dts, dt)
 			live = append(live, s.out)
 		}
 		if len(live) > 2 && r.IntN(5) == 0 { // free a value never read again
@@ -159,13 +200,13 @@ func randomChain(r *rand.Rand, dt device.DType) chainProgram {
 func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 	t.Helper()
 	n := device.Numel(p.shape)
-	alloc := func(n int, v []float32) device.Buffer {
-		b, err := d.Alloc(p.dt, n)
+	alloc := func(dt device.DType, n int, v []float32) device.Buffer {
+		b, err := d.Alloc(dt, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v != nil {
-			if err := d.Write(b, host(p.dt, v)); err != nil {
+			if err := d.Write(b, host(dt, v)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -173,11 +214,11 @@ func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 	}
 	vals := make([]device.Buffer, p.values)
 	for i := range p.full {
-		vals[i] = alloc(n, p.inputs[i])
+		vals[i] = alloc(p.idts[i], n, p.inputs[i])
 	}
 	extra := make([]device.Buffer, len(p.inputs))
 	for i := p.full; i < len(p.inputs); i++ { // written before the chain, which a write cuts
-		extra[i] = alloc(len(p.inputs[i]), p.inputs[i])
+		extra[i] = alloc(p.idts[i], len(p.inputs[i]), p.inputs[i])
 	}
 	for _, s := range p.steps {
 		if s.kind == "free" {
@@ -186,7 +227,7 @@ func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 			continue
 		}
 		if vals[s.out] == nil {
-			vals[s.out] = alloc(n, nil)
+			vals[s.out] = alloc(p.dts[s.out], n, nil)
 		}
 		out := vals[s.out]
 		arg := func(i int) device.Buffer { return vals[s.args[i]] }
@@ -197,6 +238,8 @@ func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 			d.UnaryGrad(device.UnaryOp(s.op), out, arg(0), arg(1), s.p...)
 		case "where":
 			d.Where(out, arg(0), arg(1), arg(2))
+		case "cast":
+			d.Convert(out, arg(0))
 		case "binary", "bgrad":
 			a, b := arg(0), arg(1)
 			if s.bcast > 0 {
@@ -216,7 +259,7 @@ func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 	}
 	got := make([][]float32, len(p.read))
 	for i, v := range p.read {
-		got[i] = readBack(t, d, p.dt, vals[v], n)
+		got[i] = readBack(t, d, p.dts[v], vals[v], n)
 	}
 	for _, b := range append(vals, extra...) {
 		if b != nil {
@@ -260,13 +303,16 @@ func readBack(t *testing.T, d device.Device, dt device.DType, b device.Buffer, n
 
 func (p chainProgram) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v %v:", p.dt, p.shape)
+	fmt.Fprintf(&b, "%v %v:", p.idts[:p.full], p.shape)
 	for _, s := range p.steps {
 		switch s.kind {
 		case "free":
 			fmt.Fprintf(&b, " free v%d;", s.out)
 		default:
 			fmt.Fprintf(&b, " v%d = %s %s%v", s.out, s.kind, s.op, s.args)
+			if s.kind == "cast" {
+				fmt.Fprintf(&b, " to %v", p.dts[s.out])
+			}
 			if s.bcast > 0 {
 				fmt.Fprintf(&b, " (operand %d broadcast from %v)", s.bcast, s.bshape)
 			}
@@ -282,10 +328,11 @@ func sameBits(a, b float32) bool {
 }
 
 // FuzzFusedChains runs random chains of 2 to 12 unary, binary and where
-// calls and the gradients, on values with special ones, of random shapes,
-// broadcasts and dtypes, some values overwritten and some freed before
-// the chain runs, fused and unfused, and requires the same values from
-// both. (The CPU backend runs every call on its own: fused there is
+// calls and the gradients, on values with special ones, of random shapes
+// and broadcasts, float32, or float16 and float32 with casts between
+// them, some values overwritten and some freed before the chain runs
+// (their buffers taken anew, of either dtype), fused and unfused, and
+// requires the same values from both. (The CPU backend runs every call on its own: fused there is
 // unfused.)
 func FuzzFusedChains(f *testing.F) {
 	for seed := range uint64(24) {
@@ -294,13 +341,11 @@ func FuzzFusedChains(f *testing.F) {
 	// Found by fuzzing: (∞ − ∞)² folded to 0 (opaque). Seeds live here
 	// rather than in testdata/fuzz, which the browser's run cannot list.
 	f.Add(uint64(93), false)
+	// A cast to float16 whose value only the chain reads.
+	f.Add(uint64(134), true)
 	d := gputest.Open(f).(*webgpu.Device)
 	f.Fuzz(func(t *testing.T, seed uint64, half bool) {
-		dt := device.Float32
-		if half {
-			dt = device.Float16
-		}
-		p := randomChain(rand.New(rand.NewPCG(seed, 7)), dt)
+		p := randomChain(rand.New(rand.NewPCG(seed, 7)), half)
 		defer d.Fusion(d.Fusion(false))
 		before := d.FusedKernels()
 		want := p.run(t, d)
