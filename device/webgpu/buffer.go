@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/extensor/extensor/device"
@@ -118,14 +119,28 @@ func (p *pool) get(usage wgpu.BufferUsage, size uint64, label string) (*wgpu.Buf
 	return b, key.size, nil
 }
 
+// smallBuffer is the size up to which the pool hands out no buffer that
+// the open elementwise chain reads other than element for element (a
+// splat or a broadcast, freed while the chain is open): taken anew, it
+// would cut the chain whatever wrote it (fuse.go), and it is most often
+// an op's scalar constant, filled by a kernel of its own, where a new
+// buffer costs next to no memory.
+const smallBuffer = 4096
+
 // take returns a free buffer of key from the pool, or nil.
 func (p *pool) take(key poolKey) *wgpu.Buffer {
 	list := p.free[key]
-	if len(list) == 0 {
+	i := len(list) - 1
+	if c := p.d.chain; c != nil && key.size <= smallBuffer {
+		for i >= 0 && c.readsOther(list[i]) {
+			i--
+		}
+	}
+	if i < 0 {
 		return nil
 	}
-	b := list[len(list)-1]
-	p.free[key] = list[:len(list)-1]
+	b := list[i]
+	p.free[key] = slices.Delete(list, i, i+1)
 	p.stats.Hits++
 	p.stats.BytesPooled -= key.size
 	p.stats.BytesLive += key.size

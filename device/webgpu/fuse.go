@@ -17,9 +17,12 @@ import (
 // ones where the kernels read WGSL's f16, and the casts between the two
 // there (Convert), are not dispatched when they are called: they join the
 // device's open chain, whose nodes run together as one kernel when
-// anything else is recorded (another family's kernel, a copy, a readback,
-// a host write, a submission). The chain is cut, and a new one begun,
-// where a call cannot join it:
+// anything else is recorded (a kernel of another family that binds a
+// buffer the chain binds, a copy, a readback, a host write, a
+// submission); a kernel that binds none of them neither reads what the
+// chain writes nor writes what it reads or writes, and is recorded ahead
+// of the open chain, which stays open. The chain is cut, and a new one
+// begun, where a call cannot join it:
 //
 //   - its output has another length than the chain's;
 //   - it writes a buffer freed while the chain is open, which the chain
@@ -62,7 +65,9 @@ import (
 // the elements are read, or records the chain before it writes the buffer
 // (another family's kernel, a copy, a host write); a chain that reads it
 // broadcast is cut before writing it; and the pool records the chain
-// before it releases buffers of its own.
+// before it releases buffers of its own. The pool hands out no small
+// buffer (smallBuffer) that the open chain reads broadcast, which any
+// write would cut it for.
 
 // maxChainNodes bounds a chain's nodes, and so a fused kernel's size.
 const maxChainNodes = 24
@@ -291,7 +296,7 @@ func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p
 	bd := &c.binds[node.out]
 	bd.writer = len(c.nodes) - 1
 	bd.bits = bd.bits || kind == nodeCast && out.dt == device.Float16
-	if len(c.binds) > d.maxFusedBinds() || c.words() > len(fusedParams{}.W) {
+	if c.bound() > d.maxFusedBinds() || c.words() > len(fusedParams{}.W) {
 		return undo()
 	}
 	if !c.vec() && slices.ContainsFunc(c.binds, func(bd fuseBind) bool { return bd.bits && bd.writer >= 0 }) {
@@ -305,6 +310,20 @@ func (c *chain) try(d *Device, kind nodeKind, op string, wrt int, out *buffer, p
 // cache keys.
 func (d *Device) maxFusedBinds() int {
 	return min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBound)
+}
+
+// bound is the count of buffers the chain's kernel binds, as it stands:
+// those its nodes read from memory, and those written and not freed
+// (render binds no more: a buffer freed later, or read only by nodes
+// left out, is not bound).
+func (c *chain) bound() int {
+	n := 0
+	for _, bd := range c.binds {
+		if bd.same || bd.other || bd.writer >= 0 && !bd.freed {
+			n++
+		}
+	}
+	return n
 }
 
 // words is the count of parameter words the chain's kernel reads.
@@ -324,6 +343,24 @@ func (c *chain) words() int {
 		}
 	}
 	return w
+}
+
+// bindsAny reports whether the chain binds any of bound's buffers: a
+// dispatch that binds none of them neither reads what the chain writes
+// nor writes what it reads or writes, and is recorded before it.
+func (c *chain) bindsAny(bound []wgpu.BindGroupEntry) bool {
+	return slices.ContainsFunc(bound, func(e wgpu.BindGroupEntry) bool { return e.Buffer != nil && c.bindsBuffer(e.Buffer) })
+}
+
+// bindsBuffer reports whether the chain binds wb.
+func (c *chain) bindsBuffer(wb *wgpu.Buffer) bool {
+	return slices.ContainsFunc(c.binds, func(bd fuseBind) bool { return bd.wb == wb })
+}
+
+// readsOther reports whether the chain reads wb other than element for
+// element (splat or broadcast).
+func (c *chain) readsOther(wb *wgpu.Buffer) bool {
+	return slices.ContainsFunc(c.binds, func(bd fuseBind) bool { return bd.wb == wb && bd.other })
 }
 
 // releaseFusing is told that r is being freed: the open chain no longer

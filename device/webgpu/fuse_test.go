@@ -18,9 +18,9 @@ import (
 
 // A chainStep is one call of a random elementwise program (chainProgram).
 type chainStep struct {
-	kind      string // "unary", "ugrad", "where", "binary", "bgrad", "cast", "free"
+	kind      string // "unary", "ugrad", "where", "binary", "bgrad", "cast", "fill", "cumsum", "free"
 	op        string
-	p         []float64
+	p         []float64 // a unary op's scalars, a fill's value
 	wrt       int
 	out       int   // the value written (a new one, or an old one overwritten)
 	args      []int // the values read: x (and dy); cond, a, b; a, b (and g)
@@ -84,8 +84,9 @@ func randomValues(r *rand.Rand, n int, half bool) []float32 {
 
 // randomChain draws a program of 2 to 12 calls on float32 values, or,
 // if half, on float16 ones (inputs 0 and 1), float32 ones (input 2) and
-// casts between them.
-func randomChain(r *rand.Rand, half bool) chainProgram {
+// casts between them; if foreign, some calls are kernels of other
+// families, fills and cumulative sums, which a chain does not take.
+func randomChain(r *rand.Rand, half, foreign bool) chainProgram {
 	var p chainProgram
 	rank := 1 + r.IntN(4)
 	p.shape = make([]int, rank)
@@ -118,7 +119,15 @@ func randomChain(r *rand.Rand, half bool) chainProgram {
 			s.out = pick()
 		}
 		var dt device.DType // the step's output's
-		if half && r.IntN(4) == 0 {
+		if foreign && r.IntN(4) == 0 {
+			if r.IntN(2) == 0 {
+				s.kind, s.p = "fill", []float64{float64(specials[r.IntN(len(specials))])}
+				dt = p.dts[pick()]
+			} else {
+				s.kind, s.args = "cumsum", []int{pick()}
+				dt = p.dts[s.args[0]]
+			}
+		} else if half && r.IntN(4) == 0 {
 			s.kind, s.args = "cast", []int{pick()}
 			dt = device.Float16
 			if p.dts[s.args[0]] == device.Float16 {
@@ -240,6 +249,10 @@ func (p chainProgram) run(t *testing.T, d *webgpu.Device) [][]float32 {
 			d.Where(out, arg(0), arg(1), arg(2))
 		case "cast":
 			d.Convert(out, arg(0))
+		case "fill":
+			d.Fill(out, s.p[0])
+		case "cumsum":
+			d.Cumsum(out, arg(0), p.shape, len(p.shape)-1, false)
 		case "binary", "bgrad":
 			a, b := arg(0), arg(1)
 			if s.bcast > 0 {
@@ -310,8 +323,11 @@ func (p chainProgram) String() string {
 			fmt.Fprintf(&b, " free v%d;", s.out)
 		default:
 			fmt.Fprintf(&b, " v%d = %s %s%v", s.out, s.kind, s.op, s.args)
-			if s.kind == "cast" {
+			switch s.kind {
+			case "cast":
 				fmt.Fprintf(&b, " to %v", p.dts[s.out])
+			case "fill":
+				fmt.Fprintf(&b, " %v", s.p[0])
 			}
 			if s.bcast > 0 {
 				fmt.Fprintf(&b, " (operand %d broadcast from %v)", s.bcast, s.bshape)
@@ -331,21 +347,23 @@ func sameBits(a, b float32) bool {
 // calls and the gradients, on values with special ones, of random shapes
 // and broadcasts, float32, or float16 and float32 with casts between
 // them, some values overwritten and some freed before the chain runs
-// (their buffers taken anew, of either dtype), fused and unfused, and
-// requires the same values from both. (The CPU backend runs every call on its own: fused there is
+// (their buffers taken anew, of either dtype), with kernels of other
+// families among them (foreign: recorded before the open chain where
+// they bind none of its buffers), fused and unfused, and requires the
+// same values from both. (The CPU backend runs every call on its own: fused there is
 // unfused.)
 func FuzzFusedChains(f *testing.F) {
 	for seed := range uint64(24) {
-		f.Add(seed, seed%3 == 2)
+		f.Add(seed, seed%3 == 2, seed%4 >= 2)
 	}
 	// Found by fuzzing: (∞ − ∞)² folded to 0 (opaque). Seeds live here
 	// rather than in testdata/fuzz, which the browser's run cannot list.
-	f.Add(uint64(93), false)
+	f.Add(uint64(93), false, false)
 	// A cast to float16 whose value only the chain reads.
-	f.Add(uint64(134), true)
+	f.Add(uint64(134), true, false)
 	d := gputest.Open(f).(*webgpu.Device)
-	f.Fuzz(func(t *testing.T, seed uint64, half bool) {
-		p := randomChain(rand.New(rand.NewPCG(seed, 7)), half)
+	f.Fuzz(func(t *testing.T, seed uint64, half, foreign bool) {
+		p := randomChain(rand.New(rand.NewPCG(seed, 7)), half, foreign)
 		defer d.Fusion(d.Fusion(false))
 		before := d.FusedKernels()
 		want := p.run(t, d)
@@ -363,4 +381,74 @@ func FuzzFusedChains(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChainPastKernels runs a chain whose calls take scalars filled by
+// kernels of their own between them, each freed after its call (as ops'
+// constants are), and a cumulative sum of another buffer: those kernels
+// bind none of the chain's buffers (the pool hands the freed scalars'
+// buffers to no other scalar while the chain reads them), so they run
+// ahead of it, and the chain is one fused kernel; a cumulative sum of
+// the chain's value then records the chain first.
+func TestChainPastKernels(t *testing.T) {
+	d := fresh(t)
+	counter := device.Device(d).(device.Counter)
+	n := 1000
+	shape := []int{n}
+	alloc := func(v []float32) device.Buffer {
+		b, err := d.Alloc(device.Float32, len(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Write(b, v); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	xs, ws := make([]float32, n), make([]float32, n)
+	for i := range xs {
+		xs[i], ws[i] = float32(i%7)-3, float32(i%5)
+	}
+	x, w := alloc(xs), alloc(ws)
+	out := func() device.Buffer {
+		b, err := d.Alloc(device.Float32, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	y, c, cs, z := out(), out(), out(), out()
+	k0 := counter.Kernels()
+	d.Cumsum(c, w, shape, 0, false)
+	sums := counter.Kernels() - k0 // a cumulative sum's dispatches
+	splat := device.Broadcast{Shape: shape, AStrides: []int{1}, BStrides: []int{0}}
+	k0, f0 := counter.Kernels(), d.FusedKernels()
+	d.Unary(device.UnaryOp("relu"), y, x)
+	for _, k := range []float64{2, 3, -1} {
+		s, err := d.Alloc(device.Float32, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Fill(s, k)
+		next := out()
+		d.Binary(device.Mul, next, y, s, splat)
+		d.Free(s)
+		d.Free(y)
+		y = next
+	}
+	d.Cumsum(c, w, shape, 0, false)
+	d.Binary(device.Add, z, y, c, device.Broadcast{Shape: shape, AStrides: []int{1}, BStrides: []int{1}})
+	d.Cumsum(cs, z, shape, 0, false)
+	got := readBack(t, d, device.Float32, cs, n)
+	if k, f := counter.Kernels()-k0, d.FusedKernels()-f0; k != 4+2*sums || f != 1 {
+		t.Errorf("%d kernels, %d fused; want %d (3 fills, 2 cumulative sums of %d each, the chain), 1", k, f, 4+2*sums, sums)
+	}
+	var sumW, sumZ float32
+	for i := range n {
+		sumW += ws[i]
+		sumZ += max(xs[i], 0)*-6 + sumW
+		if got[i] != sumZ {
+			t.Fatalf("element %d: %v; want %v", i, got[i], sumZ)
+		}
+	}
 }

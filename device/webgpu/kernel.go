@@ -344,7 +344,9 @@ func (d *Device) dispatch3(k *kernel, x, y, z uint32, params any, bufs ...*buffe
 // dispatchEntries is dispatch3 with the bindings after the parameters
 // given as entries (buffers or texture views).
 func (d *Device) dispatchEntries(k *kernel, x, y, z uint32, ps any, bound []wgpu.BindGroupEntry) {
-	d.flushChain() // before what follows it
+	if d.chain != nil && d.chain.bindsAny(bound) {
+		d.flushChain() // before what follows it
+	}
 	if k == nil || x == 0 || y == 0 || z == 0 || !d.ok() {
 		return
 	}
