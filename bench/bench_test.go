@@ -229,49 +229,87 @@ func BenchmarkAddQueued(b *testing.B) {
 // r for x and r [4096, 1024], b [1024] and a scalar s (a linear layer's
 // bias, its activation, a scale and a residual), the intermediates
 // released as they are used, fused and unfused (device.Fuser) where the
-// device fuses, reporting ms/op.
+// device fuses, reporting as steps does.
 func BenchmarkChain(b *testing.B) {
+	fusedChains(b, "", func(dev device.Device) (func() *tensor.Tensor, func()) {
+		x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 4096, 1024))
+		r := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, 4096, 1024))
+		bias := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 1024))
+		sc := tensor.Must(tensor.Scalar(dev, device.Float32, 0.5))
+		chain := func() *tensor.Tensor {
+			h := ops.Add(x, bias)
+			g := ops.Gelu(h)
+			h.Release()
+			m := ops.Mul(g, sc)
+			g.Release()
+			y := ops.Add(m, r)
+			m.Release()
+			return y
+		}
+		return chain, func() { release(x, r, bias, sc) }
+	})
+}
+
+// BenchmarkLossChain runs a float16 huber loss of p against t [4M]
+// (delta 1, no reduction) and its gradient for p under an upstream g,
+// summed, the chains ops composes them of (the casts to float32 and back
+// included), fused and unfused where the device fuses, reporting as steps does.
+func BenchmarkLossChain(b *testing.B) {
+	fusedChains(b, "/float16/4M", func(dev device.Device) (func() *tensor.Tensor, func()) {
+		const n = 4 << 20
+		half := func(lo, hi float64, seed uint64) *tensor.Tensor {
+			x := tensor.Must(tensor.Uniform(dev, device.Float32, lo, hi, seed, n))
+			defer x.Release()
+			return ops.Cast(x, device.Float16)
+		}
+		p, t, g := half(-3, 3, 1), half(-3, 3, 2), half(-1, 1, 3)
+		chain := func() *tensor.Tensor {
+			loss := ops.HuberLoss(p, t, 1, ops.NoReduction)
+			gp, gt := ops.HuberLossBackward(p, t, g, 1, ops.NoReduction)
+			gt.Release()
+			y := ops.Add(loss, gp)
+			release(loss, gp)
+			return y
+		}
+		return chain, func() { release(p, t, g) }
+	})
+}
+
+// release releases ts.
+func release(ts ...*tensor.Tensor) {
+	for _, t := range ts {
+		t.Release()
+	}
+}
+
+// fusedChains times the chain that setup makes on each device, fused
+// and unfused (sub-benchmarks <device>name/fused and /unfused) where the
+// device fuses, each result released after the next chain is recorded,
+// reporting as steps does. setup's second result releases the chain's
+// inputs.
+func fusedChains(b *testing.B, name string, setup func(device.Device) (func() *tensor.Tensor, func())) {
 	for _, dev := range devices(b) {
 		modes := []string{""}
 		if _, ok := dev.(device.Fuser); ok {
 			modes = []string{"/fused", "/unfused"}
 		}
 		for _, mode := range modes {
-			b.Run(dev.Name()+mode, func(b *testing.B) {
+			b.Run(dev.Name()+name+mode, func(b *testing.B) {
 				if f, ok := dev.(device.Fuser); ok {
 					defer f.Fusion(f.Fusion(mode == "/fused"))
 				}
-				x := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 1, 4096, 1024))
-				r := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 2, 4096, 1024))
-				bias := tensor.Must(tensor.Uniform(dev, device.Float32, -1, 1, 3, 1024))
-				sc := tensor.Must(tensor.Scalar(dev, device.Float32, 0.5))
-				for _, t := range []*tensor.Tensor{x, r, bias, sc} {
-					defer t.Release()
-				}
+				chain, release := setup(dev)
+				defer release()
 				var out *tensor.Tensor
-				chain := func() {
-					h := ops.Add(x, bias)
-					g := ops.Gelu(h)
-					h.Release()
-					m := ops.Mul(g, sc)
-					g.Release()
-					y := ops.Add(m, r)
-					m.Release()
+				steps(b, dev, func() {
+					y := chain()
 					if f, ok := dev.(device.Flusher); ok {
 						f.Flush() // records y, which the next chain's release would leave unwritten
 					}
 					out.Release()
 					out = y
-				}
-				chain()
-				wait(b, dev)
-				b.ResetTimer()
-				for range b.N {
-					chain()
-				}
-				wait(b, dev)
+				})
 				out.Release()
-				report(b, b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
 			})
 		}
 	}
