@@ -236,13 +236,14 @@ func (d *Device) conv2dDirect(out, x, w, b device.Buffer, g device.Window2D, f i
 	// Float16 as packed words: all on float32 stand-ins (see MatMul). (The
 	// call below on out's and b's stand-ins has float16 x and w beside
 	// them: native each pair.)
-	if !(d.native(x, w) && d.native(out, b)) && d.widen(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f, false) }, out, x, w, b) {
+	if !(d.native(x, w) && d.native(out, b)) && d.widenFresh(1, func(s []device.Buffer) { d.conv2dDirect(s[0], s[1], s[2], s[3], g, f, false) }, out, x, w, b) {
 		return true, nil
 	}
 	// The forward writes float32, and reads its bias so: a float16 out and
 	// bias take stand-ins (the images and filters are packed into
 	// textures as they are), one kernel for llvmpipe to compile, not two.
-	if d.widen(1, func(s []device.Buffer) { _, kept = d.conv2dDirect(s[0], x, w, s[1], g, f, keep) }, out, b) {
+	// The forward sets every element of out: its stand-in starts unset.
+	if d.widenFresh(1, func(s []device.Buffer) { _, kept = d.conv2dDirect(s[0], x, w, s[1], g, f, keep) }, out, b) {
 		return true, kept
 	}
 	d.writing(out)
@@ -456,18 +457,19 @@ func (d *Device) directPlan(c device.Conv2D, gx, gw, x, w, gy device.Buffer) (ba
 // gradient is then the convolution of gy, bordered with zeros, with the
 // filters turned by 180°).
 func (d *Device) conv2dBackwardDirect(pl backwardPlan, gx, gwb, x, w, gy device.Buffer, g device.Window2D, f int, kept []device.Buffer) {
-	if !d.native(gx, gwb, x, w, gy) && d.widen(2, func(s []device.Buffer) { d.conv2dBackwardDirect(pl, s[0], s[1], s[2], s[3], s[4], g, f, nil) }, gx, gwb, x, w, gy) {
+	if !d.native(gx, gwb, x, w, gy) && d.widenFresh(2, func(s []device.Buffer) { d.conv2dBackwardDirect(pl, s[0], s[1], s[2], s[3], s[4], g, f, nil) }, gx, gwb, x, w, gy) {
 		return // float16 as packed words: on float32 stand-ins (see MatMul)
 	}
 	// The kernels read WGSL's f16 as it is and write float32: a float16
 	// gradient takes a float32 stand-in (the filters' gradient is summed
-	// into one, and the images' is written by the forward's kernel).
+	// into one, and the images' is written by the forward's kernel), which
+	// starts unset: the kernels set every element of gx and gwb.
 	run := func(gx, gwb device.Buffer) {
 		d.writing(gx, gwb)
 		defer d.written()
 		d.conv2dBackward(pl, gx, gwb, x, w, gy, g, f, kept)
 	}
-	if !d.widen(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {
+	if !d.widenFresh(2, func(s []device.Buffer) { run(s[0], s[1]) }, gx, gwb) {
 		run(gx, gwb)
 	}
 }

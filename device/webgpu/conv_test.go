@@ -135,6 +135,9 @@ func TestConv2dDirect(t *testing.T) {
 						t.Errorf("the gradients with the images' texture saved ran %d kernels, without %d; want one fewer", withSaved, unsaved)
 					}
 				}
+				if dev == d && tc.half && webgpu.NativeF16(d) && !tc.declined {
+					standIns(t, d, tc.x, tc.w, tc.bias, tc.win, !tc.rowsTex && webgpu.DirectGradients(d, g, tc.w[0], true))
+				}
 				return []*tensor.Tensor{y, gx, gw, gb, gs[1], gs[2], yk, gk[0], gk[1], gk2[1]}
 			}
 			want, got := run(c), run(d)
@@ -168,5 +171,60 @@ func TestConv2dDirect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// standIns checks that a float16 convolution of images xs by filters ws
+// (with a bias if bias) on d, which reads WGSL's f16, runs the kernels
+// of the float32 one and the casts of the float32 stand-ins its kernels
+// write and read: the bias in and the output out, and with grads the
+// input's and the filters' gradients out, the outputs' stand-ins never
+// cast in (the kernels set every element).
+func standIns(t *testing.T, d *webgpu.Device, xs, ws []int, bias bool, win ops.Window, grads bool) {
+	t.Helper()
+	kernels := func(f func()) int64 {
+		k0 := d.Kernels()
+		f()
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return d.Kernels() - k0
+	}
+	count := func(dt device.DType) (fwd, bwd int64) {
+		x := tensor.Must(tensor.Uniform(d, dt, -1, 1, 1, xs...))
+		w := tensor.Must(tensor.Uniform(d, dt, -1, 1, 2, ws...))
+		gy := tensor.Must(tensor.Uniform(d, dt, -1, 1, 3, ops.Conv2d(x, w, nil, win).Shape()...))
+		defer func() {
+			for _, v := range []*tensor.Tensor{x, w, gy} {
+				v.Release()
+			}
+		}()
+		var b *tensor.Tensor
+		if bias {
+			b = tensor.Must(tensor.Uniform(d, dt, -1, 1, 4, ws[0]))
+			defer b.Release()
+		}
+		fwd = kernels(func() { ops.Conv2d(x, w, b, win).Release() })
+		bwd = kernels(func() {
+			gx, gw, gb := ops.Conv2dBackward(x, w, b, gy, win)
+			for _, v := range []*tensor.Tensor{gx, gw, gb} {
+				if v != nil {
+					v.Release()
+				}
+			}
+		})
+		return fwd, bwd
+	}
+	f32, b32 := count(device.Float32)
+	f16, b16 := count(device.Float16)
+	want := f32 + 1
+	if bias {
+		want++
+	}
+	if f16 != want {
+		t.Errorf("the float16 forward ran %d kernels, the float32 one %d; want %d (the bias's stand-in cast in, the output's out)", f16, f32, want)
+	}
+	if want := b32 + 2; grads && b16 != want {
+		t.Errorf("the float16 gradients ran %d kernels, the float32 ones %d; want %d (the input's and filters' gradients' stand-ins cast out)", b16, b32, want)
 	}
 }
