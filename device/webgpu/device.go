@@ -74,6 +74,9 @@ type Device struct {
 	threads int
 
 	kernels map[kernelKey]*kernel
+	// compileFault, set by tests, fails the compiles of kernels whose
+	// names it returns an error for.
+	compileFault func(name string) error
 
 	// The open batch.
 	encoder    *wgpu.CommandEncoder
@@ -383,8 +386,18 @@ func (d *Device) failOuts(err error) {
 
 // tainted reports whether one of bufs, the operands of a command, failed,
 // and then fails the current call's outputs with its failure: work on a
-// failed buffer is not recorded.
+// failed buffer is not recorded. The open chain is recorded first where
+// it binds one of bufs, so that a failure of its kernel fails what reads
+// its values.
 func (d *Device) tainted(bufs ...*buffer) bool {
+	if d.chain != nil && slices.ContainsFunc(bufs, func(b *buffer) bool { return b != nil && b.resource != nil && b.b != nil && d.chain.bindsBuffer(b.b) }) {
+		d.flushChain()
+	}
+	return d.failedIn(bufs...)
+}
+
+// failedIn is tainted without the chain: for a call joining it.
+func (d *Device) failedIn(bufs ...*buffer) bool {
 	for _, b := range bufs {
 		if b != nil && b.resource != nil && b.failed != nil {
 			d.failOuts(b.failed)

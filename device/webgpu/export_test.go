@@ -2,7 +2,12 @@
 
 package webgpu
 
-import "github.com/extensor/extensor/device"
+import (
+	"errors"
+	"strings"
+
+	"github.com/extensor/extensor/device"
+)
 
 // SetPoolLimit sets how many bytes of free buffers d's pool keeps, for
 // tests that need buffers released rather than pooled.
@@ -10,6 +15,19 @@ func SetPoolLimit(d *Device, n uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pool.limit = n
+}
+
+// FailCompiles makes d's compiles of kernels whose names start with
+// prefix fail, so that tests reach what follows a kernel's failure.
+func FailCompiles(d *Device, prefix string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.compileFault = func(name string) error {
+		if strings.HasPrefix(name, prefix) {
+			return errors.New("a compile failed by the test")
+		}
+		return nil
+	}
 }
 
 // AsGPU makes d choose the kernels and work orders it chooses on GPUs

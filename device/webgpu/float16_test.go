@@ -85,8 +85,9 @@ func TestFloat16(t *testing.T) {
 // float32 → float16 of every float16, by vec4s (a count of 4k + 3 too),
 // and, in a chain kept off vec4s by a broadcast, every float16 but one
 // (as [21845, 3]) to float32 beside a float16 product: bit for bit as
-// github.com/x448/float16 converts, NaN payloads and subnormals too, in
-// one fused kernel a chain where the kernels read WGSL's f16.
+// github.com/x448/float16 converts, NaN payloads and subnormals too (the
+// product as unfused), in one fused kernel a chain where the kernels read
+// WGSL's f16.
 func TestFloat16Fused(t *testing.T) {
 	d := fresh(t)
 	native := webgpu.NativeF16(d)
@@ -158,10 +159,18 @@ func TestFloat16Fused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Float16Bits(); err != nil {
+		pb, err := p.Float16Bits()
+		if err != nil {
 			t.Fatal(err)
 		}
 		f32bits("float16 → float32", yv, func(i int) float32 { return float16.Frombits(odd[i]).Float32() })
+		prev := d.Fusion(false)
+		unfused, err := ops.Mul(h, ones).Float16Bits()
+		d.Fusion(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f16bits("the product (against unfused)", pb, func(i int) uint16 { return unfused[i] })
 	})
 }
 
@@ -298,6 +307,68 @@ func TestWindowFloat16(t *testing.T) {
 					break
 				}
 			}
+		}
+	}
+}
+
+// TestFloat16ForwardedToCasts runs chains in which a cast takes a
+// float16 value another node computes in the kernel (abs of every
+// float16, then its cast to float32), and a node reads a buffer that a
+// cast reads by its bits (neg of every float16 beside its cast): fused,
+// bit for bit what the unfused calls give, NaN payloads and subnormals
+// too, in one fused kernel where the kernels read WGSL's f16.
+func TestFloat16ForwardedToCasts(t *testing.T) {
+	d := fresh(t)
+	all := everyHalf()
+	n := len(all)
+	alloc := func(dt device.DType) device.Buffer {
+		b, err := d.Alloc(dt, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	h := alloc(device.Float16)
+	if err := d.Write(h, all); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		abs, neg []uint16
+		absF32   []float32
+		fused    int64
+	}
+	run := func(fuse bool) result {
+		defer d.Fusion(d.Fusion(fuse))
+		abs, neg := alloc(device.Float16), alloc(device.Float16)
+		absF32, hF32 := alloc(device.Float32), alloc(device.Float32)
+		f0 := d.FusedKernels()
+		d.Unary(device.UnaryOp("abs"), abs, h)
+		d.Convert(absF32, abs)
+		d.Unary(device.UnaryOp("neg"), neg, h)
+		d.Convert(hF32, h)
+		r := result{abs: make([]uint16, n), neg: make([]uint16, n), absF32: make([]float32, n)}
+		for _, rd := range []struct {
+			b device.Buffer
+			v any
+		}{{abs, r.abs}, {neg, r.neg}, {absF32, r.absF32}} {
+			if err := d.Read(rd.b, rd.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.fused = d.FusedKernels() - f0
+		for _, b := range []device.Buffer{abs, neg, absF32, hF32} {
+			d.Free(b)
+		}
+		return r
+	}
+	want, got := run(false), run(true)
+	if webgpu.NativeF16(d) && got.fused != 1 {
+		t.Errorf("%d fused kernels; want 1", got.fused)
+	}
+	for i := range n {
+		if got.abs[i] != want.abs[i] || got.neg[i] != want.neg[i] || math.Float32bits(got.absF32[i]) != math.Float32bits(want.absF32[i]) {
+			t.Fatalf("float16 %#04x: abs %#04x, neg %#04x, abs as float32 %#08x fused; %#04x, %#04x, %#08x unfused",
+				all[i], got.abs[i], got.neg[i], math.Float32bits(got.absF32[i]), want.abs[i], want.neg[i], math.Float32bits(want.absF32[i]))
 		}
 	}
 }

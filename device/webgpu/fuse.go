@@ -21,7 +21,8 @@ import (
 // buffer the chain binds, a copy, a readback, a host write, a
 // submission); a kernel that binds none of them neither reads what the
 // chain writes nor writes what it reads or writes, and is recorded ahead
-// of the open chain, which stays open. The chain is cut, and a new one
+// of the open chain, which stays open (a submission that makes room in
+// the parameter buffer mid-dispatch records the chain first). The chain is cut, and a new one
 // begun, where a call cannot join it:
 //
 //   - its output has another length than the chain's;
@@ -52,9 +53,11 @@ import (
 // output) are bound as words and read and written by their bits, as the
 // cast kernel does (common.wgsl's half4_to_f32 and f32_to_half4, through
 // which other nodes' float16 values, rounded already, pass unchanged), so
-// that subnormals and NaN payloads are the cast kernel's on every
-// adapter; WGSL's f16 conversions leave them to the implementation, and
-// naga bitcasts no f16 vector to words. A value is written to its buffer
+// that the subnormals and NaN payloads a cast reads from memory or writes
+// to it are the cast kernel's on every adapter; WGSL's f16 conversions
+// leave them to the implementation, and naga bitcasts no f16 vector to
+// words. A float16 value a node computes and a cast takes in the kernel
+// passes through WGSL's conversions (docs/architecture.md). A value is written to its buffer
 // unless the buffer is freed before the chain runs (a temporary read only
 // by the chain's later nodes), and a node whose value nothing written
 // needs is left out. A freed buffer returns to the pool at once, as
@@ -228,7 +231,7 @@ func (d *Device) join(kind nodeKind, op string, wrt int, out *buffer, p []float6
 		d.refuse(errFreed(op))
 		return true
 	}
-	if d.tainted(raw...) || d.tainted(out) {
+	if d.failedIn(raw...) || d.failedIn(out) {
 		return true
 	}
 	if d.chain != nil && d.chain.try(d, kind, op, wrt, out, p, l, ins, raw) {

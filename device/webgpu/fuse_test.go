@@ -13,6 +13,8 @@ import (
 	"github.com/extensor/extensor/device"
 	"github.com/extensor/extensor/device/webgpu"
 	"github.com/extensor/extensor/internal/gputest"
+	"github.com/extensor/extensor/ops"
+	"github.com/extensor/extensor/tensor"
 	"github.com/x448/float16"
 )
 
@@ -449,6 +451,23 @@ func TestChainPastKernels(t *testing.T) {
 		sumZ += max(xs[i], 0)*-6 + sumW
 		if got[i] != sumZ {
 			t.Fatalf("element %d: %v; want %v", i, got[i], sumZ)
+		}
+	}
+}
+
+// TestChainFailureTaints runs a chain whose fused kernel fails to
+// compile and a sum of its value recorded after it: the sum fails too,
+// read after read, naming the chain's kernel.
+func TestChainFailureTaints(t *testing.T) {
+	d := fresh(t)
+	webgpu.FailCompiles(d, "fused/")
+	x := tensor.Must(tensor.FromFloat32(d, []float32{-1, 2, -3, 4}, 4))
+	y := ops.Relu(x)
+	z := ops.Neg(y)
+	s := ops.Sum(z)
+	for i := range 2 {
+		if _, err := s.Float32s(); err == nil || !strings.Contains(err.Error(), "fused/relu,neg") {
+			t.Errorf("read %d of the sum: %v; want the fused kernel's failure", i+1, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package webgpu
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -167,4 +168,50 @@ func openTB(tb testing.TB) *Device {
 		tb.Skipf("no WebGPU adapter: %v", err)
 	}
 	return d
+}
+
+// TestHoistedAtParameterRollover records fills ahead of an open chain
+// (each fill's value a parameter set of its own) past the parameter
+// buffer's slots, fused and not: the submission that makes room records
+// the chain mid-dispatch, and each fill must keep its own parameters.
+func TestHoistedAtParameterRollover(t *testing.T) {
+	for _, fuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fuse=%v", fuse), func(t *testing.T) {
+			d := openTB(t)
+			defer d.Close()
+			d.Fusion(fuse)
+			const n, fills = 1024, paramSlots + 500
+			xv := make([]float32, n)
+			for i := range xv {
+				xv[i] = float32(i) - 500
+			}
+			alloc := func(n int) device.Buffer {
+				b, err := d.Alloc(device.Float32, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			x, y1, y2 := alloc(n), alloc(n), alloc(n)
+			if err := d.Write(x, xv); err != nil {
+				t.Fatal(err)
+			}
+			fs := make([]device.Buffer, fills)
+			for i := range fs {
+				fs[i] = alloc(4)
+				d.Unary(device.UnaryOp("relu"), y1, x)
+				d.Unary(device.UnaryOp("neg"), y2, y1)
+				d.Fill(fs[i], float64(i+1))
+			}
+			got := make([]float32, 4)
+			for i, f := range fs {
+				if err := d.Read(f, got); err != nil {
+					t.Fatal(err)
+				}
+				if slices.ContainsFunc(got, func(v float32) bool { return v != float32(i+1) }) {
+					t.Fatalf("fill %d of %d holds %v; want %d", i+1, fills, got, i+1)
+				}
+			}
+		})
+	}
 }

@@ -131,6 +131,11 @@ func (d *Device) kernelOf(s spec, kinds ...bindKind) *kernel {
 }
 
 func (d *Device) compile(key string, s spec, kinds []bindKind) (*kernel, error) {
+	if d.compileFault != nil {
+		if err := d.compileFault(key); err != nil {
+			return nil, err
+		}
+	}
 	params := s.params()
 	src, err := shaders.Source(s.family(), s, params)
 	if err != nil {
@@ -311,6 +316,9 @@ func (d *Device) paramSlot(params []uint32) uint32 {
 		return off
 	}
 	if int(d.paramFrom)+len(d.params) == paramSlots*paramSlot {
+		// The submission records the open chain, whose dispatch reuses
+		// d.paramKey: a kernel recorded ahead of the chain keeps its own.
+		key = slices.Clone(key)
 		d.flush()
 		clear(d.slots)
 		d.params, d.paramFrom = d.params[:0], 0
