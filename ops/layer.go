@@ -47,14 +47,8 @@ func linear(x, w, b *tensor.Tensor) *tensor.Tensor {
 	if _, in, out := linearShape(op, x, w, b); weightRows(dev, out, in) < out {
 		return linearChunks(x, w, b, weightRows(dev, out, in))
 	}
-	// float16 products accumulate in float32 and round once on both
-	// backends' gemm; a bias would round twice, so it takes float32 copies.
-	if dt == device.Float16 && b != nil {
-		in, done := wide32(x, w, b)
-		defer done()
-		return narrow16(linear(in[0], in[1], in[2]))
-	}
-	// The bias rides in the product (device.GEMM.Bias).
+	// The bias rides in the product (device.GEMM.Bias), added in float32
+	// before a float16 result rounds once.
 	rows, in, out := linearShape(op, x, w, b)
 	shape := append(x.Shape()[:x.Rank()-1], out)
 	ins := []*tensor.Tensor{x, w}

@@ -182,13 +182,24 @@ func TestConv2dDirect(t *testing.T) {
 // cast in (the kernels set every element).
 func standIns(t *testing.T, d *webgpu.Device, xs, ws []int, bias bool, win ops.Window, grads bool) {
 	t.Helper()
-	kernels := func(f func()) int64 {
+	// kernels counts the kernels f records, its results released after
+	// they are recorded (a cast whose result is freed unread is not).
+	kernels := func(f func() []*tensor.Tensor) int64 {
+		if err := d.Flush(); err != nil { // what made the operands
+			t.Fatal(err)
+		}
 		k0 := d.Kernels()
-		f()
+		rs := f()
 		if err := d.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		return d.Kernels() - k0
+		k := d.Kernels() - k0
+		for _, r := range rs {
+			if r != nil {
+				r.Release()
+			}
+		}
+		return k
 	}
 	count := func(dt device.DType) (fwd, bwd int64) {
 		x := tensor.Must(tensor.Uniform(d, dt, -1, 1, 1, xs...))
@@ -204,14 +215,10 @@ func standIns(t *testing.T, d *webgpu.Device, xs, ws []int, bias bool, win ops.W
 			b = tensor.Must(tensor.Uniform(d, dt, -1, 1, 4, ws[0]))
 			defer b.Release()
 		}
-		fwd = kernels(func() { ops.Conv2d(x, w, b, win).Release() })
-		bwd = kernels(func() {
+		fwd = kernels(func() []*tensor.Tensor { return []*tensor.Tensor{ops.Conv2d(x, w, b, win)} })
+		bwd = kernels(func() []*tensor.Tensor {
 			gx, gw, gb := ops.Conv2dBackward(x, w, b, gy, win)
-			for _, v := range []*tensor.Tensor{gx, gw, gb} {
-				if v != nil {
-					v.Release()
-				}
-			}
+			return []*tensor.Tensor{gx, gw, gb}
 		})
 		return fwd, bwd
 	}

@@ -35,7 +35,12 @@ func (s store) native() bool { return s == "f16" }
 func (d *Device) Convert(dst, src device.Buffer) {
 	d.writing(dst)
 	defer d.written()
-	o, s := d.buf(dst), d.buf(src)
+	d.cast(d.buf(dst), d.buf(src))
+}
+
+// cast is Convert with the device's mutex held: the cast joins the open
+// chain where it can, else runs on its own.
+func (d *Device) cast(o, s *buffer) {
 	if o.dt != s.dt && d.join(nodeCast, "cast_"+o.dt.String(), -1, o, nil, device.Broadcast{}, []fuseIn{{b: s}}, []*buffer{s}) {
 		return
 	}
@@ -145,7 +150,7 @@ func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bu
 			return true
 		}
 		if !fresh || i >= nOut {
-			d.convert(w, h)
+			d.castFor(w, w, h)
 		}
 		wide[i] = w
 	}
@@ -158,11 +163,23 @@ func (d *Device) widenAs(nOut int, fresh bool, op func(bufs []device.Buffer), bu
 			continue
 		}
 		if i < nOut {
-			d.convert(d.buf(b), d.buf(wide[i]))
+			d.castFor(d.buf(b), d.buf(b), d.buf(wide[i]))
 		}
 		d.free(d.buf(wide[i]))
 	}
 	return true
+}
+
+// castFor is cast for widenAs: its stand-ins' casts join chains as
+// Convert's do (a product's float32 result cast and the activation after
+// it one kernel), and a failure the cast records or meets (a failed
+// float16 input) fails user, the cast's output or the float16 output its
+// stand-in stands for, as a call would.
+func (d *Device) castFor(user, o, s *buffer) {
+	outs := d.outs
+	d.outs = []*resource{user.resource}
+	d.cast(o, s)
+	d.outs = outs
 }
 
 // castParams are the cast family's parameters (shaders/cast.wgsl): Count

@@ -311,6 +311,49 @@ func TestWindowFloat16(t *testing.T) {
 	}
 }
 
+// TestStandInsFused runs float16 linear layers (the texture product, on
+// a float32 stand-in of its result and bias; the register kernel, on
+// stand-ins of all) and a ReLU after each: the stand-in's cast back joins
+// the ReLU's chain, one fused kernel where the kernels read WGSL's f16,
+// and the values are the unfused calls' bit for bit.
+func TestStandInsFused(t *testing.T) {
+	for _, force := range []string{"texture", "register"} {
+		t.Run(force, func(t *testing.T) {
+			d := freshWith(t, webgpu.EnvMatMul, force)
+			want := int64(0)
+			if webgpu.NativeF16(d) {
+				want = 1
+			}
+			x := tensor.Must(tensor.Uniform(d, device.Float16, -1, 1, 1, 64, 40))
+			w := tensor.Must(tensor.Uniform(d, device.Float16, -1, 1, 2, 24, 40))
+			b := tensor.Must(tensor.Uniform(d, device.Float16, -1, 1, 3, 24))
+			run := func(fuse bool) ([]uint16, int64) {
+				defer d.Fusion(d.Fusion(fuse))
+				if err := d.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				f0 := d.FusedKernels()
+				y := ops.Relu(ops.Linear(x, w, b))
+				bits, err := y.Float16Bits()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return bits, d.FusedKernels() - f0
+			}
+			fused, n := run(true)
+			unfused, _ := run(false)
+			if n != want {
+				t.Errorf("%d fused kernels; want %d (the result's cast and the ReLU)", n, want)
+			}
+			for i := range fused {
+				if fused[i] != unfused[i] {
+					t.Fatalf("element %d is %#04x fused, %#04x unfused", i, fused[i], unfused[i])
+				}
+			}
+		})
+	}
+}
+
 // TestFloat16ForwardedToCasts runs chains in which a cast takes a
 // float16 value another node computes in the kernel (abs of every
 // float16, then its cast to float32), and a node reads a buffer that a
