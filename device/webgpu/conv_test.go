@@ -204,7 +204,9 @@ func standIns(t *testing.T, d *webgpu.Device, xs, ws []int, bias bool, win ops.W
 	count := func(dt device.DType) (fwd, bwd int64) {
 		x := tensor.Must(tensor.Uniform(d, dt, -1, 1, 1, xs...))
 		w := tensor.Must(tensor.Uniform(d, dt, -1, 1, 2, ws...))
-		gy := tensor.Must(tensor.Uniform(d, dt, -1, 1, 3, ops.Conv2d(x, w, nil, win).Shape()...))
+		y := ops.Conv2d(x, w, nil, win)
+		gy := tensor.Must(tensor.Uniform(d, dt, -1, 1, 3, y.Shape()...))
+		y.Release()
 		defer func() {
 			for _, v := range []*tensor.Tensor{x, w, gy} {
 				v.Release()

@@ -390,7 +390,7 @@ func (d *Device) failOuts(err error) {
 // it binds one of bufs, so that a failure of its kernel fails what reads
 // its values.
 func (d *Device) tainted(bufs ...*buffer) bool {
-	if d.chain != nil && slices.ContainsFunc(bufs, func(b *buffer) bool { return b != nil && b.resource != nil && b.b != nil && d.chain.bindsBuffer(b.b) }) {
+	if d.chain != nil && d.chain.bindsAnyOf(bufs) {
 		d.flushChain()
 	}
 	return d.failedIn(bufs...)

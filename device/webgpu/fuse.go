@@ -22,8 +22,8 @@ import (
 // submission); a kernel that binds none of them neither reads what the
 // chain writes nor writes what it reads or writes, and is recorded ahead
 // of the open chain, which stays open (a submission that makes room in
-// the parameter buffer mid-dispatch records the chain first). The chain is cut, and a new one
-// begun, where a call cannot join it:
+// the parameter buffer mid-dispatch records the chain first). The chain
+// is cut, and a new one begun, where a call cannot join it:
 //
 //   - its output has another length than the chain's;
 //   - it writes a buffer freed while the chain is open, which the chain
@@ -57,10 +57,10 @@ import (
 // to it are the cast kernel's on every adapter; WGSL's f16 conversions
 // leave them to the implementation, and naga bitcasts no f16 vector to
 // words. A float16 value a node computes and a cast takes in the kernel
-// passes through WGSL's conversions (docs/architecture.md). A value is written to its buffer
-// unless the buffer is freed before the chain runs (a temporary read only
-// by the chain's later nodes), and a node whose value nothing written
-// needs is left out. A freed buffer returns to the pool at once, as
+// passes through WGSL's conversions (docs/architecture.md). A value is
+// written to its buffer unless the buffer is freed before the chain runs
+// (a temporary read only by the chain's later nodes), and a node whose
+// value nothing written needs is left out. A freed buffer returns to the pool at once, as
 // unfused, whether the chain reads it or not (y := f(x); x.Release()
 // keeps the chain open, and the peak memory that of the unfused calls): a
 // call that takes it anew either joins the chain, as the same binding (a
@@ -353,6 +353,12 @@ func (c *chain) words() int {
 // nor writes what it reads or writes, and is recorded before it.
 func (c *chain) bindsAny(bound []wgpu.BindGroupEntry) bool {
 	return slices.ContainsFunc(bound, func(e wgpu.BindGroupEntry) bool { return e.Buffer != nil && c.bindsBuffer(e.Buffer) })
+}
+
+// bindsAnyOf is bindsAny for a command's operands (nil ones, and freed
+// ones, skipped).
+func (c *chain) bindsAnyOf(bufs []*buffer) bool {
+	return slices.ContainsFunc(bufs, func(b *buffer) bool { return b != nil && b.resource != nil && b.b != nil && c.bindsBuffer(b.b) })
 }
 
 // bindsBuffer reports whether the chain binds wb.
