@@ -998,7 +998,7 @@ func TestStepFloat32(t *testing.T) {
 		w := load(t, d, c.dt, slices.Repeat([]float64{1}, n))
 		g := load(t, d, c.dt, grads)
 		m, v := load(t, d, c.dt, make([]float64, n)), load(t, d, c.dt, make([]float64, n))
-		d.Step(device.Adam, w, g, []device.Buffer{m, v}, device.StepParams{LR: 0.1, T: 1})
+		d.Step(device.Adam, []device.Buffer{w}, []device.Buffer{g}, [][]device.Buffer{{m, v}}, device.StepParams{LR: 0.1, T: 1})
 		got := make([]float64, n)
 		if c.dt == device.Float32 {
 			g32 := make([]float32, n)
@@ -1035,7 +1035,7 @@ func TestReadDuringStep(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 200 {
-			d.Step(device.SGD, p, g, nil, device.StepParams{LR: 1})
+			d.Step(device.SGD, []device.Buffer{p}, []device.Buffer{g}, [][]device.Buffer{nil}, device.StepParams{LR: 1})
 		}
 	}()
 	v := make([]float32, n)

@@ -6,19 +6,22 @@ import (
 	"github.com/extensor/extensor/device"
 )
 
-// Step runs an optimiser step element by element, following PyTorch's
+// Step runs an optimiser step of each parameter in turn, element by element, following PyTorch's
 // torch.optim formulas line by line: in float64 for float64 parameters,
 // and in float32 for the others, as PyTorch and the WebGPU kernel compute
 // them (the hyper-parameters and Adam's bias corrections, scalars of the
 // step, are computed in float64 and rounded once).
-func (d *Device) Step(op device.Optimizer, param, grad device.Buffer, state []device.Buffer, h device.StepParams) {
-	p := buf(param)
-	defer updating(append([]device.Buffer{param, h.Scaling, h.Skipped}, state...)...)()
-	if p.dt == device.Float64 {
-		step[float64](op, p, buf(grad), state, h)
-		return
+func (d *Device) Step(op device.Optimizer, params, grads []device.Buffer, state [][]device.Buffer, h device.StepParams) {
+	for i, param := range params {
+		p := buf(param)
+		done := updating(append([]device.Buffer{param, h.Scaling, h.Skipped}, state[i]...)...)
+		if p.dt == device.Float64 {
+			step[float64](op, p, buf(grads[i]), state[i], h)
+		} else {
+			step[float32](op, p, buf(grads[i]), state[i], h)
+		}
+		done()
 	}
-	step[float32](op, p, buf(grad), state, h)
 }
 
 // step is Step computing in F.
@@ -92,20 +95,23 @@ func elems[F float32 | float64](b *buffer) []F {
 	return any(b.f64).([]F)
 }
 
-// Unscale multiplies each gradient element by the reciprocal of the
+// Unscale multiplies each gradient's elements by the reciprocal of the
 // scale, in float32 (float64 for float64 gradients), and flags a result
 // that is Inf or NaN.
-func (d *Device) Unscale(grad, scale, state device.Buffer) {
-	g := buf(grad)
-	defer updating(grad, state)()
-	var found bool
-	if g.dt == device.Float64 {
-		found = unscale[float64](g, buf(scale))
-	} else {
-		found = unscale[float32](g, buf(scale))
-	}
-	if found {
-		buf(state).set(device.ScaleFound, 1)
+func (d *Device) Unscale(grads []device.Buffer, scale, state device.Buffer) {
+	for _, grad := range grads {
+		g := buf(grad)
+		done := updating(grad, state)
+		var found bool
+		if g.dt == device.Float64 {
+			found = unscale[float64](g, buf(scale))
+		} else {
+			found = unscale[float32](g, buf(scale))
+		}
+		if found {
+			buf(state).set(device.ScaleFound, 1)
+		}
+		done()
 	}
 }
 

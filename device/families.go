@@ -199,16 +199,19 @@ type Conv2D struct {
 //
 // WGSL: shaders/update.wgsl.
 type Stepper interface {
-	// Step runs one fused optimiser step in place: param and the state
-	// buffers are read and written, grad read, by a single kernel (see
-	// Optimizer for the state each needs).
-	Step(op Optimizer, param, grad Buffer, state []Buffer, h StepParams)
-	// Unscale divides grad in place by scale's one element (multiplying
-	// it by the scale's reciprocal), and sets state's ScaleFound to 1
-	// where any result is Inf or NaN: PyTorch's
-	// _amp_foreach_non_finite_check_and_unscale_. grad, scale and state
-	// (a loss scaler's, ScaleStateLen elements) share a float dtype.
-	Unscale(grad, scale, state Buffer)
+	// Step runs one fused optimiser step of each of params in place:
+	// params[i] and its state buffers, state[i], are read and written,
+	// grads[i] read (see Optimizer for the state each needs), as though
+	// the parameters were stepped one after another in order. They share
+	// a dtype; a device may step many in one kernel.
+	Step(op Optimizer, params, grads []Buffer, state [][]Buffer, h StepParams)
+	// Unscale divides each of grads in place by scale's one element
+	// (multiplying it by the scale's reciprocal), and sets state's
+	// ScaleFound to 1 where any result is Inf or NaN: PyTorch's
+	// _amp_foreach_non_finite_check_and_unscale_. grads, scale and state
+	// (a loss scaler's, ScaleStateLen elements) share a float dtype; a
+	// device may unscale many gradients in one kernel.
+	Unscale(grads []Buffer, scale, state Buffer)
 	// UpdateScale ends a step of dynamic loss scaling, as PyTorch's
 	// _amp_update_scale_: after a step with ScaleFound set, the scale is
 	// multiplied by p.Backoff, ScaleGood reset and ScaleSkipped counted,

@@ -405,31 +405,61 @@ func clipCases(norm bool) []Case {
 // trajectory runs ten optimiser steps from p = in[0] on the loss
 // ½‖p − in[1]‖² (gradient p − in[1]) and returns p after each, stacked
 // (only the last for parameters of over 2²⁰ elements, whose ten would
-// outgrow a binding).
+// outgrow a binding). With more inputs, each pair of them is a
+// parameter and its target, all stepped at once (StepAll), and the
+// parameters' trajectories are returned one after another, flattened.
 func trajectory(in []*T, a StepAttrs) *T {
-	p := Clone(in[0])
-	defer p.Release()
-	state := make([]*T, StateLen(a.Optimizer, a.Hyper))
-	for i := range state {
-		state[i] = tensor.Must(tensor.Zeros(p.Device(), p.DType(), p.Shape()...))
-		defer state[i].Release()
-	}
-	var snaps []*T
-	for t := 1; t <= 10; t++ {
-		g := sub(p, in[1])
-		h := a.Hyper
-		h.T, h.FirstStep = t, t == 1
-		Step(a.Optimizer, p, g, state, h)
-		g.Release()
-		if p.Len() <= 1<<20 || t == 10 {
-			snaps = append(snaps, Clone(p))
+	return steppedTrajectory(in, a, 10, nil)
+}
+
+// steppedTrajectory is trajectory over steps steps, each step's
+// gradients made by grad (nil: p − target) before the step, which
+// scaled (nil: unscaled) runs; it returns the trajectories.
+func steppedTrajectory(in []*T, a StepAttrs, steps int, scaled func(t int, ps, gs []*T, state [][]*T, h device.StepParams)) *T {
+	n := len(in) / 2
+	ps := make([]*T, n)
+	state := make([][]*T, n)
+	snaps := make([][]*T, n)
+	for k := range n {
+		p := Clone(in[2*k])
+		defer p.Release()
+		ps[k] = p
+		state[k] = make([]*T, StateLen(a.Optimizer, a.Hyper))
+		for i := range state[k] {
+			state[k][i] = tensor.Must(tensor.Zeros(p.Device(), p.DType(), p.Shape()...))
+			defer state[k][i].Release()
 		}
 	}
-	out := stack(snaps, 0)
-	for _, s := range snaps {
-		s.Release()
+	gs := make([]*T, n)
+	for t := 1; t <= steps; t++ {
+		for k, p := range ps {
+			gs[k] = sub(p, in[2*k+1])
+		}
+		h := a.Hyper
+		h.T, h.FirstStep = t, t == 1
+		if scaled != nil {
+			scaled(t, ps, gs, state, h)
+		} else {
+			StepAll(a.Optimizer, ps, gs, state, h)
+		}
+		for k, p := range ps {
+			gs[k].Release()
+			if p.Len() <= 1<<20 || t == steps {
+				snaps[k] = append(snaps[k], Clone(p))
+			}
+		}
 	}
-	return out
+	outs := make([]*T, n)
+	for k := range n {
+		outs[k] = stack(snaps[k], 0)
+		for _, s := range snaps[k] {
+			s.Release()
+		}
+	}
+	if n == 1 {
+		return outs[0]
+	}
+	return joined(nil, outs)
 }
 
 // scaledTrajectory runs six steps of dynamic loss scaling from p = in[0]
@@ -438,47 +468,50 @@ func trajectory(in []*T, a StepAttrs) *T {
 // steps), the scale's update (from 2¹⁶, ×2 after 2 good steps, ×½ after
 // a skip). It returns p after each step (the last only, for parameters
 // of over 2²⁰ elements), the scale, the scaler's state and the
-// optimiser's count of skips.
+// optimiser's count of skips. With more inputs, pairs of them are
+// parameters and targets, as trajectory's, unscaled and stepped at once
+// (UnscaleAll, ScaledStepAll), and only the first parameter's gradient
+// is made Inf or NaN.
 func scaledTrajectory(in []*T, a StepAttrs) *T {
-	p := Clone(in[0])
-	defer p.Release()
-	dev, dt := p.Device(), p.DType()
-	state := make([]*T, StateLen(a.Optimizer, a.Hyper))
-	for i := range state {
-		state[i] = tensor.Must(tensor.Zeros(dev, dt, p.Shape()...))
-		defer state[i].Release()
-	}
+	dev, dt := in[0].Device(), in[0].DType()
 	scale := tensor.Must(tensor.Scalar(dev, dt, 1<<16))
 	amp := tensor.Must(tensor.Zeros(dev, dt, device.ScaleStateLen))
 	skipped := tensor.Must(tensor.Zeros(dev, dt, 1))
 	inf := tensor.Must(tensor.Scalar(dev, dt, math.Inf(1)))
 	defer inf.Release()
-	var snaps []*T
-	for t := 1; t <= 6; t++ {
-		d := sub(p, in[1])
-		g := mul(d, scale)
-		d.Release()
-		if t == 1 || t == 4 {
-			bad := mul(g, inf)
-			g.Release()
-			g = bad
+	out := steppedTrajectory(in, a, 6, func(t int, ps, gs []*T, state [][]*T, h device.StepParams) {
+		for k, d := range gs {
+			g := mul(d, scale)
+			d.Release()
+			if k == 0 && (t == 1 || t == 4) {
+				bad := mul(g, inf)
+				g.Release()
+				g = bad
+			}
+			gs[k] = g
 		}
-		Unscale(g, scale, amp)
-		h := a.Hyper
-		h.T, h.FirstStep = t, t == 1
-		ScaledStep(a.Optimizer, p, g, state, h, amp, skipped)
-		g.Release()
+		UnscaleAll(gs, scale, amp)
+		ScaledStepAll(a.Optimizer, ps, gs, state, h, amp, skipped)
 		UpdateScale(scale, amp, []*T{skipped}, device.ScaleParams{Growth: 2, Backoff: 0.5, Interval: 2})
-		if p.Len() <= 1<<20 || t == 6 {
-			snaps = append(snaps, Clone(p))
-		}
-	}
-	out := stack(snaps, 0)
-	for _, s := range snaps {
-		s.Release()
-	}
+	})
 	return joined(out, []*T{scale, amp, skipped})
 }
+
+// stepGroup is a case of optimiser op stepping parameters of shapes at
+// once (StepAll): each an input and its target beside it.
+func stepGroup(name string, op device.Optimizer, h device.StepParams, shapes ...[]int) Case {
+	var in []Input
+	names := make([]string, len(shapes))
+	for i, s := range shapes {
+		in, names[i] = append(in, Input{Shape: s}, Input{Shape: s}), ShapeName(s)
+	}
+	return Case{Name: name + " " + strings.Join(names, ","), Inputs: in, Attrs: StepAttrs{Optimizer: op, Hyper: h}, NoFD: true}
+}
+
+// groupShapes are the parameters of the cases stepping many at once:
+// more than a WebGPU dispatch steps, one empty, lengths that are and
+// are not whole vec4s.
+var groupShapes = [][]int{sh(3, 4), sh(4), sh(257), sh(1), sh(0), sh(2, 5), sh(64), sh(7), sh(16), sh(3)}
 
 func scalingCases() []Case {
 	c := func(name string, s []int, op device.Optimizer, h device.StepParams) Case {
@@ -495,7 +528,7 @@ func scalingCases() []Case {
 		c("sgd momentum dampening", sh(7), device.SGD, sgd), c("sgd", sh(2, 4), device.SGD, device.StepParams{LR: 0.3}),
 		c("nesterov", sh(5), device.SGD, device.StepParams{LR: 0.05, Momentum: 0.8, Nesterov: true}),
 		c("empty adam", sh(0), device.Adam, adam), c("0-D adam", sh(), device.Adam, adam), c("large adam", sh(LargeLen), device.Adam, adam),
-		sp,
+		sp, stepGroup("group adam", device.Adam, adam, groupShapes...), stepGroup("group sgd momentum", device.SGD, sgd, groupShapes...),
 	}
 }
 
@@ -524,7 +557,7 @@ func optimCases(op device.Optimizer) []Case {
 			c("dampening 0.5", sh(7), device.StepParams{LR: 0.1, Momentum: 0.5, Dampening: 0.5}),
 			c("no momentum", sh(5), device.StepParams{LR: 0.3}),
 			c("empty", sh(0), h), c("0-D", sh(), h), c("large", sh(LargeLen), h),
-			sp(h),
+			sp(h), stepGroup("group", device.SGD, h, groupShapes...), stepGroup("group no momentum", device.SGD, device.StepParams{LR: 0.3, WeightDecay: 0.01}, groupShapes...),
 		}
 	}
 	h := device.StepParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
@@ -535,7 +568,7 @@ func optimCases(op device.Optimizer) []Case {
 	return []Case{
 		c("lr 0.01", sh(257), h), c("adamw weight decay 0.1", sh(3, 4), w), c("L2 weight decay 0.05", sh(7), l2),
 		c("amsgrad", sh(2, 5), ams), c("empty", sh(0), h), c("0-D", sh(), h), c("large", sh(LargeLen), h),
-		sp(h), spGrads(ams),
+		sp(h), spGrads(ams), stepGroup("group", device.Adam, h, groupShapes...), stepGroup("group adamw amsgrad", device.Adam, ams, groupShapes...),
 	}
 }
 

@@ -33,43 +33,98 @@ func b2i(b bool) int {
 // that cannot work (a negative learning rate, β outside [0, 1), Nesterov
 // without momentum, an Adam step number below 1) panic.
 func Step(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
-	const name = "ops.Step"
+	StepAll(op, []*tensor.Tensor{param}, []*tensor.Tensor{grad}, [][]*tensor.Tensor{state}, h)
+}
+
+// StepAll is Step of each of params, with its gradient grads[i] and its
+// state state[i], as though they were stepped one after another, as
+// PyTorch's multi-tensor (foreach) optimisers: a device steps many
+// parameters of one dtype in one kernel (device.Stepper). A parameter
+// whose gradient or state failed fails alone.
+func StepAll(op device.Optimizer, params, grads []*tensor.Tensor, state [][]*tensor.Tensor, h device.StepParams) {
+	name := stepName("ops.Step", len(params))
 	if h.Scaling != nil {
 		tensor.Panicf(name, tensor.ErrArgument, "hyper-parameters with a loss scaler's state; step with ScaledStep")
 	}
-	step(name, op, param, grad, state, h)
+	steps(name, op, params, grads, state, h)
 }
 
-// step is Step and ScaledStep, named name.
-func step(name string, op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
-	dev := operands32(name, append([]*tensor.Tensor{param, grad}, state...)...)
-	floats32(name, append([]*tensor.Tensor{param, grad}, state...)...)
-	for i, t := range append([]*tensor.Tensor{grad}, state...) {
-		sameShape(name, map[bool]string{true: "gradient", false: "state"}[i == 0], t, param.Shape())
-		if t.Buffer() != nil && t.Buffer() == param.Buffer() {
-			tensor.Panicf(name, tensor.ErrArgument, "operand %d shares the parameter's memory", i+1)
-		}
+// stepName is Step's name, or StepAll's for a call of n parameters.
+func stepName(step string, n int) string {
+	if n == 1 {
+		return step
+	}
+	return step + "All"
+}
+
+// steps is StepAll and ScaledStepAll, named name.
+func steps(name string, op device.Optimizer, params, grads []*tensor.Tensor, state [][]*tensor.Tensor, h device.StepParams) {
+	if len(grads) != len(params) || len(state) != len(params) {
+		tensor.Panicf(name, tensor.ErrArgument, "%d parameters, %d gradients and %d states; want one of each a parameter", len(params), len(grads), len(state))
 	}
 	checkStep(name, op, h)
 	if op == device.Adam && h.T < 1 {
 		tensor.Panicf(name, tensor.ErrArgument, "step number %d; want ≥ 1", h.T)
 	}
-	if n := StateLen(op, h); len(state) != n {
-		tensor.Panicf(name, tensor.ErrArgument, "%d state tensors; this step needs %d", len(state), n)
+	// The parameters by device and dtype, in order.
+	type key struct {
+		dev device.Device
+		dt  device.DType
 	}
+	var keys []key
+	groups := map[key][]int{}
+	for i := range params {
+		what := ""
+		if len(params) > 1 {
+			what = fmt.Sprintf("parameter %d: ", i)
+		}
+		checkParam(name, what, op, params[i], grads[i], state[i], h)
+		if ok(params[i], grads[i], state[i]) {
+			k := key{params[i].Device(), params[i].DType()}
+			if groups[k] == nil {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], i)
+		}
+	}
+	for _, k := range keys {
+		idx := groups[k]
+		ps, gs, ss := make([]device.Buffer, len(idx)), make([]device.Buffer, len(idx)), make([][]device.Buffer, len(idx))
+		for j, i := range idx {
+			ps[j], gs[j] = params[i].Buffer(), grads[i].Buffer()
+			for _, t := range state[i] {
+				ss[j] = append(ss[j], t.Buffer())
+			}
+		}
+		k.dev.Step(op, ps, gs, ss, h)
+	}
+}
+
+// checkParam panics unless param, grad and state, named what in op
+// site name, are a parameter, its gradient and its state for op.
+func checkParam(name, what string, op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
+	operands32(name, append([]*tensor.Tensor{param, grad}, state...)...)
+	floats32(name, append([]*tensor.Tensor{param, grad}, state...)...)
+	for i, t := range append([]*tensor.Tensor{grad}, state...) {
+		sameShape(name, what+map[bool]string{true: "gradient", false: "state"}[i == 0], t, param.Shape())
+		if t.Buffer() != nil && t.Buffer() == param.Buffer() {
+			tensor.Panicf(name, tensor.ErrArgument, "%soperand %d shares the parameter's memory", what, i+1)
+		}
+	}
+	if n := StateLen(op, h); len(state) != n {
+		tensor.Panicf(name, tensor.ErrArgument, "%s%d state tensors; this step needs %d", what, len(state), n)
+	}
+}
+
+// ok reports whether param may be stepped: it fails with the first
+// failure of its gradient or state, else it is stepped unless it failed.
+func ok(param, grad *tensor.Tensor, state []*tensor.Tensor) bool {
 	for _, t := range append([]*tensor.Tensor{grad}, state...) {
 		if err := t.Err(); err != nil {
 			param.SetErr(err)
 		}
 	}
-	if param.Err() != nil {
-		return
-	}
-	bufs := make([]device.Buffer, len(state))
-	for i, t := range state {
-		bufs[i] = t.Buffer()
-	}
-	dev.Step(op, param.Buffer(), grad.Buffer(), bufs, h)
+	return param.Err() == nil
 }
 
 // ScaledStep is Step under dynamic loss scaling (package optim's
@@ -80,15 +135,25 @@ func step(name string, op device.Optimizer, param, grad *tensor.Tensor, state []
 // ScaleFound is set, and counts its step number without the steps
 // skipped (device.StepParams.Scaling). Nothing is read back to the host.
 func ScaledStep(op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams, scaling, skipped *tensor.Tensor) {
-	const name = "ops.ScaledStep"
-	scalerState(name, param, scaling)
-	counter(name, param, skipped)
+	ScaledStepAll(op, []*tensor.Tensor{param}, []*tensor.Tensor{grad}, [][]*tensor.Tensor{state}, h, scaling, skipped)
+}
+
+// ScaledStepAll is ScaledStep of each of params, as StepAll steps them.
+func ScaledStepAll(op device.Optimizer, params, grads []*tensor.Tensor, state [][]*tensor.Tensor, h device.StepParams, scaling, skipped *tensor.Tensor) {
+	name := stepName("ops.ScaledStep", len(params))
+	operands32(name, scaling, skipped)
+	for _, p := range params {
+		scalerState(name, p, scaling)
+		counter(name, p, skipped)
+	}
 	if err := errors.Join(scaling.Err(), skipped.Err()); err != nil {
-		param.SetErr(err)
+		for _, p := range params {
+			p.SetErr(err)
+		}
 		return
 	}
 	h.Scaling, h.Skipped = scaling.Buffer(), skipped.Buffer()
-	step(name, op, param, grad, state, h)
+	steps(name, op, params, grads, state, h)
 }
 
 // counter panics unless c is a count of skipped steps beside t: one
@@ -120,21 +185,43 @@ func scalerState(name string, t, state *tensor.Tensor) {
 // (device.ScaleStateLen elements, zeros at first); all three share a
 // device and a float dtype.
 func Unscale(grad, scale, state *tensor.Tensor) {
-	const name = "ops.Unscale"
-	scalerState(name, grad, state)
-	floats32(name, grad, scale)
-	single(name, "scale", scale)
-	operands32(name, grad, scale)
-	for _, t := range []*tensor.Tensor{scale, state} {
-		if err := t.Err(); err != nil {
-			grad.SetErr(err)
+	UnscaleAll([]*tensor.Tensor{grad}, scale, state)
+}
+
+// UnscaleAll is Unscale of each of grads, in order, as PyTorch's
+// _amp_foreach_non_finite_check_and_unscale_: a device unscales many
+// gradients in one kernel (device.Stepper). A failed gradient fails the
+// state, and the gradients after it.
+func UnscaleAll(grads []*tensor.Tensor, scale, state *tensor.Tensor) {
+	name := "ops.Unscale"
+	if len(grads) != 1 {
+		name += "All"
+	}
+	operands32(name, scale, state)
+	for _, grad := range grads {
+		scalerState(name, grad, state)
+		floats32(name, grad, scale)
+		single(name, "scale", scale)
+		operands32(name, grad, scale)
+	}
+	err := errors.Join(scale.Err(), state.Err())
+	var bufs []device.Buffer
+	for _, grad := range grads {
+		if err == nil {
+			err = grad.Err()
 		}
+		if err != nil {
+			grad.SetErr(err)
+			continue
+		}
+		bufs = append(bufs, grad.Buffer())
 	}
-	if grad.Err() != nil {
-		state.SetErr(grad.Err())
-		return
+	if len(bufs) > 0 {
+		scale.Device().Unscale(bufs, scale.Buffer(), state.Buffer())
 	}
-	grad.Device().Unscale(grad.Buffer(), scale.Buffer(), state.Buffer())
+	if err != nil {
+		state.SetErr(err)
+	}
 }
 
 // UpdateScale ends a step of dynamic loss scaling on the device, as

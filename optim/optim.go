@@ -1,10 +1,10 @@
 // Package optim holds the optimisers that train autograd variables: SGD
 // (momentum, dampening, Nesterov, weight decay), Adam and AdamW
 // (bias-corrected, AMSGrad optional), as PyTorch's torch.optim computes
-// them, and learning-rate schedules. Each step runs one fused WGSL kernel
-// per parameter tensor (ops.Step), reading the parameter, its gradient
-// and its state and writing them in place; the state lives on the
-// parameter's device. Scaler adds dynamic loss scaling for
+// them, and learning-rate schedules. Each step runs fused WGSL kernels
+// (ops.StepAll), each stepping a group of parameters of one dtype,
+// reading the parameters, their gradients and their state and writing
+// them in place; the state lives on the parameter's device. Scaler adds dynamic loss scaling for
 // mixed-precision training.
 package optim
 
@@ -76,7 +76,8 @@ func (o *Optimizer) Params() []*autograd.Var { return o.params }
 // and Adam's bias corrections and SGD's first step leave them out).
 func (o *Optimizer) Steps() int { return o.steps }
 
-// Step updates every parameter that has a gradient, one kernel each. The
+// Step updates every parameter that has a gradient, in one call of
+// ops.StepAll (a kernel a group of parameters on WebGPU). The
 // state is created (zeros) at the first step that needs it. A parameter
 // on another device than its state or gradient panics, naming both.
 func (o *Optimizer) Step() { o.step(nil) }
@@ -99,6 +100,8 @@ func (o *Optimizer) step(scaling *tensor.Tensor) {
 	h := o.Hyper
 	h.T = o.steps - o.offset
 	h.FirstStep = h.T == 1
+	var ws, gs []*tensor.Tensor
+	var st [][]*tensor.Tensor
 	for i, p := range o.params {
 		g := p.Grad()
 		if g == nil {
@@ -106,23 +109,39 @@ func (o *Optimizer) step(scaling *tensor.Tensor) {
 		}
 		w := p.Value()
 		if o.state[i] == nil {
-			n := ops.StateLen(o.kind, h)
-			o.state[i] = make([]*tensor.Tensor, n)
-			for k := range n {
-				z, err := tensor.Zeros(w.Device(), w.DType(), w.Shape()...)
-				if err != nil {
-					w.SetErr(err)
-					return
-				}
-				o.state[i][k] = z
+			if err := o.newState(i, w, h); err != nil {
+				w.SetErr(err) // this parameter fails; the others step
+				continue
 			}
 		}
-		if scaling != nil {
-			ops.ScaledStep(o.kind, w, g, o.state[i], h, scaling, o.skipped)
-		} else {
-			ops.Step(o.kind, w, g, o.state[i], h)
-		}
+		ws, gs, st = append(ws, w), append(gs, g), append(st, o.state[i])
 	}
+	if len(ws) == 0 {
+		return
+	}
+	if scaling != nil {
+		ops.ScaledStepAll(o.kind, ws, gs, st, h, scaling, o.skipped)
+	} else {
+		ops.StepAll(o.kind, ws, gs, st, h)
+	}
+}
+
+// newState makes the state of parameter i, of value w: zeros, or none
+// and an error.
+func (o *Optimizer) newState(i int, w *tensor.Tensor, h device.StepParams) error {
+	st := make([]*tensor.Tensor, ops.StateLen(o.kind, h))
+	for k := range st {
+		z, err := tensor.Zeros(w.Device(), w.DType(), w.Shape()...)
+		if err != nil {
+			for _, t := range st[:k] {
+				t.Release()
+			}
+			return err
+		}
+		st[k] = z
+	}
+	o.state[i] = st
+	return nil
 }
 
 // ZeroGrad releases every parameter's gradient.

@@ -109,6 +109,7 @@ func (s *Scaler) Unscale(o *Optimizer) {
 	if s.unscaled[o] {
 		tensor.Panicf(op, tensor.ErrArgument, "the gradients were unscaled already this step")
 	}
+	var grads []*tensor.Tensor
 	for _, p := range o.params {
 		g := p.Grad()
 		if g == nil {
@@ -118,7 +119,10 @@ func (s *Scaler) Unscale(o *Optimizer) {
 			g.SetErr(err)
 			continue
 		}
-		ops.Unscale(g, s.scale, s.state)
+		grads = append(grads, g)
+	}
+	if len(grads) > 0 {
+		ops.UnscaleAll(grads, s.scale, s.state)
 	}
 	if s.unscaled == nil {
 		s.unscaled = map[*Optimizer]bool{}

@@ -5,6 +5,8 @@ import (
 	"embed"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"text/template"
 )
 
@@ -42,6 +44,31 @@ var funcs = template.FuncMap{
 			m[kv[i].(string)] = kv[i+1]
 		}
 		return m
+	},
+	// slots renders the statements stmts for slot s of a kernel over n
+	// slots (sets of buffers named by their slot's number, which each
+	// statement's # stands for): slot 0's where n is 1, else a switch on
+	// s, its last slot the default.
+	"slots": func(n int, stmts ...string) string {
+		body := func(k int) string {
+			var b strings.Builder
+			for _, st := range stmts {
+				if st != "" {
+					b.WriteString(" " + strings.ReplaceAll(st, "#", strconv.Itoa(k)))
+				}
+			}
+			return b.String()
+		}
+		if n <= 1 {
+			return "   " + body(0)
+		}
+		var b strings.Builder
+		b.WriteString("    switch s {")
+		for k := range n - 1 {
+			fmt.Fprintf(&b, "\n        case %du: {%s }", k, body(k))
+		}
+		fmt.Fprintf(&b, "\n        default: {%s }\n    }", body(n-1))
+		return b.String()
 	},
 	// set returns a copy of dict m with its key, value arguments set.
 	"set": func(m map[string]any, kv ...any) map[string]any {

@@ -115,6 +115,18 @@ func TestSource(t *testing.T) {
 			[]string{"@group(0) @binding(1) var<storage, read> x_in: array<E4>;", "@group(0) @binding(2) var<storage, read_write> out: array<E4>;",
 				"@group(0) @binding(3) var<storage, read> y_in: array<E4>;", "let y = vec4<f32>(f32(y_in[0].x));"}},
 		{"update", map[string]any{"Op": "fill", "T": "vec4<u32>"}, []string{"out[i] = vec4<u32>(p.Bits);"}},
+		// A step of three parameters: their bindings in turn, the loads and
+		// stores a switch on the parameter.
+		{"update", map[string]any{"Op": "sgd", "T": "vec4<f32>", "Momentum": true, "First": false, "Nesterov": false, "Scaled": false, "Group": 3},
+			[]string{"@group(0) @binding(4) var<storage, read> grad1: array<vec4<f32>>;", "@group(0) @binding(9) var<storage, read_write> buf2: array<vec4<f32>>;",
+				"while (s + 1u < 3u && i >= p.Starts[s + 1u]) {", "let j = i - p.Starts[s];",
+				"case 1u: { w = param1[j]; gr = grad1[j]; bi = buf1[j]; }", "default: { param2[j] = w; buf2[j] = b; }"}},
+		{"update", map[string]any{"Op": "adam", "T": "vec4<f32>", "AMSGrad": true, "Decoupled": false, "Scaled": true, "Group": 0},
+			[]string{"@group(0) @binding(5) var<storage, read_write> vmax0: array<vec4<f32>>;", "@group(0) @binding(6) var<storage, read> amp: array<f32>;",
+				"let j = i;", "    w = param0[j]; g = grad0[j]; mi = m0[j]; vi = v0[j]; vm = vmax0[j];"}},
+		{"update", map[string]any{"Op": "unscale", "T": "vec4<f32>", "U": "vec4<u32>", "Group": 2},
+			[]string{"@group(0) @binding(2) var<storage, read_write> grad1: array<vec4<f32>>;", "@group(0) @binding(3) var<storage, read> scale: array<f32>;",
+				"let live = vec4<u32>(4u * j) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.Lens[s]);", "default: { grad1[j] = g; }"}},
 		{"update", map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": ""}, []string{"out[i] = to_e(f32(out[i]) + p.Alpha * f32(x[i]));"}},
 		{"update", map[string]any{"Op": "axpy", "T": "E4", "W": "vec4<f32>", "V": "4", "F16": true}, []string{"enable f16;", "alias E4 = vec4<f16>;", "out[i] = to_e4(vec4<f32>(out[i]) + p.Alpha * vec4<f32>(x[i]));"}},
 		{"reduce", map[string]any{"Acc": false, "Partial": false, "Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": ""}, []string{"fn base_offset", "fn offset", "return sum_add(acc, at(base, r));", "let q1 = udiv(rem, p.RedShape[1], p.RedMagic[1]);", "base += rem * p.KeptStrides[0];"}},

@@ -27,15 +27,20 @@
 {{- end}}
 }
 {{- else if eq .Op "sgd"}}
-// sgd: one step of PyTorch's SGD.
-@group(0) @binding(1) var<storage, read> grad: array<{{.T}}>;
-@group(0) @binding(2) var<storage, read_write> param: array<{{.T}}>;
-{{- if .Momentum}}
-@group(0) @binding(3) var<storage, read_write> buf: array<{{.T}}>;
+// sgd: one step of PyTorch's SGD{{template "step_group" .}}
+{{- $n := or .Group 1}}
+{{- $per := 2}}
+{{- if .Momentum}}{{$per = 3}}{{end}}
+{{- range $k := seq $n}}
+@group(0) @binding({{add 1 (mul $k $per)}}) var<storage, read> grad{{$k}}: array<{{$.T}}>;
+@group(0) @binding({{add 2 (mul $k $per)}}) var<storage, read_write> param{{$k}}: array<{{$.T}}>;
+{{- if $.Momentum}}
+@group(0) @binding({{add 3 (mul $k $per)}}) var<storage, read_write> buf{{$k}}: array<{{$.T}}>;
+{{- end}}
 {{- end}}
 {{- if .Scaled}}
-@group(0) @binding({{if .Momentum}}4{{else}}3{{end}}) var<storage, read> amp: array<f32>;
-@group(0) @binding({{if .Momentum}}5{{else}}4{{end}}) var<storage, read> skipped: array<f32>;
+@group(0) @binding({{add 1 (mul $n $per)}}) var<storage, read> amp: array<f32>;
+@group(0) @binding({{add 2 (mul $n $per)}}) var<storage, read> skipped: array<f32>;
 {{- end}}
 
 {{template "main_1d" "p.N"}}
@@ -44,27 +49,38 @@
         return;
     }
 {{- end}}
-    let w = param[i];
-    var g = grad[i] + p.WeightDecay * w;
+{{- template "step_slot" .}}
+    var w: {{.T}};
+    var gr: {{.T}};
+{{- if .Momentum}}
+    var bi: {{.T}};
+{{ slots $n "w = param#[j];" "gr = grad#[j];" "bi = buf#[j];"}}
+{{- else}}
+{{ slots $n "w = param#[j];" "gr = grad#[j];"}}
+{{- end}}
+    var g = gr + p.WeightDecay * w;
 {{- if .Momentum}}
 {{- if .Scaled}}
-    let b = select(p.Momentum * buf[i] + (1.0 - p.Dampening) * g, g, f32(p.T) - skipped[0] == 1.0);
+    let b = select(p.Momentum * bi + (1.0 - p.Dampening) * g, g, f32(p.T) - skipped[0] == 1.0);
 {{- else if .First}}
     let b = g;
 {{- else}}
-    let b = p.Momentum * buf[i] + (1.0 - p.Dampening) * g;
+    let b = p.Momentum * bi + (1.0 - p.Dampening) * g;
 {{- end}}
-    buf[i] = b;
 {{- if .Nesterov}}
     g = g + p.Momentum * b;
 {{- else}}
     g = b;
 {{- end}}
+    w = w - p.LR * g;
+{{ slots $n "param#[j] = w;" "buf#[j] = b;"}}
+{{- else}}
+    w = w - p.LR * g;
+{{ slots $n "param#[j] = w;"}}
 {{- end}}
-    param[i] = w - p.LR * g;
 }
 {{- else if eq .Op "adam"}}
-// adam: one step of PyTorch's Adam{{if .Decoupled}}W{{end}}{{if .AMSGrad}} with AMSGrad{{end}}.
+// adam: one step of PyTorch's Adam{{if .Decoupled}}W{{end}}{{if .AMSGrad}} with AMSGrad{{end}}{{template "step_group" .}}
 {{- if .Scaled}}
 
 // one_minus_exp returns 1 − eˣ for x ≤ 0 without the cancellation of
@@ -77,16 +93,21 @@ fn one_minus_exp(x: f32) -> f32 {
     return 1.0 - exp(x);
 }
 {{- end}}
-@group(0) @binding(1) var<storage, read> grad: array<{{.T}}>;
-@group(0) @binding(2) var<storage, read_write> param: array<{{.T}}>;
-@group(0) @binding(3) var<storage, read_write> m: array<{{.T}}>;
-@group(0) @binding(4) var<storage, read_write> v: array<{{.T}}>;
-{{- if .AMSGrad}}
-@group(0) @binding(5) var<storage, read_write> vmax: array<{{.T}}>;
+{{- $n := or .Group 1}}
+{{- $per := 4}}
+{{- if .AMSGrad}}{{$per = 5}}{{end}}
+{{- range $k := seq $n}}
+@group(0) @binding({{add 1 (mul $k $per)}}) var<storage, read> grad{{$k}}: array<{{$.T}}>;
+@group(0) @binding({{add 2 (mul $k $per)}}) var<storage, read_write> param{{$k}}: array<{{$.T}}>;
+@group(0) @binding({{add 3 (mul $k $per)}}) var<storage, read_write> m{{$k}}: array<{{$.T}}>;
+@group(0) @binding({{add 4 (mul $k $per)}}) var<storage, read_write> v{{$k}}: array<{{$.T}}>;
+{{- if $.AMSGrad}}
+@group(0) @binding({{add 5 (mul $k $per)}}) var<storage, read_write> vmax{{$k}}: array<{{$.T}}>;
+{{- end}}
 {{- end}}
 {{- if .Scaled}}
-@group(0) @binding({{if .AMSGrad}}6{{else}}5{{end}}) var<storage, read> amp: array<f32>;
-@group(0) @binding({{if .AMSGrad}}7{{else}}6{{end}}) var<storage, read> skipped: array<f32>;
+@group(0) @binding({{add 1 (mul $n $per)}}) var<storage, read> amp: array<f32>;
+@group(0) @binding({{add 2 (mul $n $per)}}) var<storage, read> skipped: array<f32>;
 {{- end}}
 
 {{template "main_1d" "p.N"}}
@@ -101,36 +122,62 @@ fn one_minus_exp(x: f32) -> f32 {
     let step_size = p.StepSize;
     let bias2_root = p.Bias2Root;
 {{- end}}
-    var w = param[i];
+{{- template "step_slot" .}}
+    var w: {{.T}};
+    var g: {{.T}};
+    var mi: {{.T}};
+    var vi: {{.T}};
+{{- if .AMSGrad}}
+    var vm: {{.T}};
+{{ slots $n "w = param#[j];" "g = grad#[j];" "mi = m#[j];" "vi = v#[j];" "vm = vmax#[j];"}}
+{{- else}}
+{{ slots $n "w = param#[j];" "g = grad#[j];" "mi = m#[j];" "vi = v#[j];"}}
+{{- end}}
 {{- if .Decoupled}}
     w = w * (1.0 - p.LR * p.WeightDecay);
-    let g = grad[i];
 {{- else}}
-    let g = grad[i] + p.WeightDecay * w;
+    g = g + p.WeightDecay * w;
 {{- end}}
-    let mi = p.Beta1 * m[i] + (1.0 - p.Beta1) * g;
-    var vi = p.Beta2 * v[i] + (1.0 - p.Beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
+    mi = p.Beta1 * mi + (1.0 - p.Beta1) * g;
+    vi = p.Beta2 * vi + (1.0 - p.Beta2) * g * g;
+    let vs = vi;
 {{- if .AMSGrad}}
     // NaN where either is: WGSL's max may drop a NaN, PyTorch's maximum keeps it.
-    vi = max_nan4(vmax[i], vi);
-    vmax[i] = vi;
+    vm = max_nan4(vm, vi);
+    vi = vm;
 {{- end}}
-    param[i] = w - step_size * mi / (sqrt(vi) / bias2_root + p.Eps);
+    w = w - step_size * mi / (sqrt(vi) / bias2_root + p.Eps);
+{{- if .AMSGrad}}
+{{ slots $n "m#[j] = mi;" "v#[j] = vs;" "vmax#[j] = vm;" "param#[j] = w;"}}
+{{- else}}
+{{ slots $n "m#[j] = mi;" "v#[j] = vs;" "param#[j] = w;"}}
+{{- end}}
 }
 {{- else if eq .Op "unscale"}}
 // unscale: grad ← grad · (1/scale[0]), flagging an Inf or NaN result in
-// amp[0] (every invocation that finds one stores the same 1).
-@group(0) @binding(1) var<storage, read_write> grad: array<{{.T}}>;
-@group(0) @binding(2) var<storage, read> scale: array<f32>;
-@group(0) @binding(3) var<storage, read_write> amp: array<f32>;
+// amp[0] (every invocation that finds one stores the same 1){{template "step_group" .}}
+{{- $n := or .Group 1}}
+{{- range $k := seq $n}}
+@group(0) @binding({{add 1 $k}}) var<storage, read_write> grad{{$k}}: array<{{$.T}}>;
+{{- end}}
+@group(0) @binding({{add 1 $n}}) var<storage, read> scale: array<f32>;
+@group(0) @binding({{add 2 $n}}) var<storage, read_write> amp: array<f32>;
 
 {{template "main_1d" "p.N"}}
-    let g = grad[i] * (1.0 / scale[0]);
-    grad[i] = g;
+{{- template "step_slot" .}}
+    var g: {{.T}};
+{{ slots $n "g = grad#[j];"}}
+    g = g * (1.0 / scale[0]);
+{{ slots $n "grad#[j] = g;"}}
     let exponent = {{.U}}(0x7f800000u);
+{{- if .Group}}
+    // The lanes of a last vec4 past the gradient's p.Lens[s] elements
+    // are padding, not looked at.
+    let live = vec4<u32>(4u * j) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.Lens[s]);
+    if (any(live & ((bitcast<{{.U}}>(g) & exponent) == exponent))) {
+{{- else}}
     if (any((bitcast<{{.U}}>(g) & exponent) == exponent)) {
+{{- end}}
         amp[0] = 1.0;
     }
 }
@@ -173,4 +220,22 @@ fn one_minus_exp(x: f32) -> f32 {
 {{template "main_1d" "p.N"}}
     out[i] = to_e{{.V}}({{.W}}(out[i]) + p.Alpha * {{.W}}(x[i]));
 }
+{{- end}}
+{{- define "step_group"}}
+{{- if .Group}}, of {{.Group}} parameters at once: parameter
+// k's grad, param and state are the bindings after parameter k − 1's,
+// and its vec4s the items from p.Starts[k] to the next parameter's start
+// (p.N after the last){{end}}.
+{{- end}}
+{{- define "step_slot"}}
+{{- if .Group}}
+    // The parameter s whose vec4 j item i steps.
+    var s = 0u;
+    while (s + 1u < {{.Group}}u && i >= p.Starts[s + 1u]) {
+        s += 1u;
+    }
+    let j = i - p.Starts[s];
+{{- else}}
+    let j = i;
+{{- end}}
 {{- end}}

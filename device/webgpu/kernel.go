@@ -93,8 +93,9 @@ const (
 )
 
 // maxBindings bounds a kernel's data bindings (WebGPU's default limits
-// allow 8 storage buffers a stage).
-const maxBindings = 12
+// allow 8 storage buffers a stage; adapters offer more, which an
+// optimiser's step of many parameters binds).
+const maxBindings = 32
 
 // kernelKey is a pipeline's key in the device's cache: its
 // specialisation and the kinds of its n bindings, all derived from what

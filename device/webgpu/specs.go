@@ -58,6 +58,7 @@ type updateSpec struct {
 	F16                                                   bool
 	Momentum, First, Nesterov, Decoupled, AMSGrad, Scaled bool
 	Counts                                                int // scale_update: the optimisers' counts of skips it keeps
+	Group                                                 int // sgd, adam: the parameters a dispatch steps, where more than one
 }
 
 // castSpec specialises cast.wgsl: float32 to float16 (ToHalf) or back.

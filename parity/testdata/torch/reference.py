@@ -326,36 +326,46 @@ def optimizer(a, params):
                 weight_decay=wd, amsgrad=h["AMSGrad"])
 
 
-def trajectory(p0, y, a=None):
-    p = p0.detach().clone().requires_grad_(True)
-    opt = optimizer(a, [p])
-    snaps = []
+def trajectory(*ins, a=None):
+    # ins: parameters and their targets in turn, stepped by one optimiser;
+    # the trajectories one after another, flattened, for more than one.
+    ps = [p0.detach().clone().requires_grad_(True) for p0 in ins[0::2]]
+    ys = ins[1::2]
+    opt = optimizer(a, ps)
+    snaps = [[] for _ in ps]
     for _ in range(10):
-        p.grad = (p - y).detach()
+        for p, y in zip(ps, ys):
+            p.grad = (p - y).detach()
         opt.step()
-        snaps.append(p.detach().clone())
-    return torch.stack(snaps) if p.numel() <= 1 << 20 else snaps[-1]
+        for k, p in enumerate(ps):
+            snaps[k].append(p.detach().clone())
+    trajs = [torch.stack(s) if p.numel() <= 1 << 20 else s[-1] for p, s in zip(ps, snaps)]
+    return trajs[0] if len(ps) == 1 else joined(None, trajs)
 
 
-def scaled_trajectory(p0, y, a=None):
+def scaled_trajectory(*ins, a=None):
     # torch.cuda.amp.GradScaler (init_scale 2¹⁶, growth 2, backoff ½,
-    # interval 2) around the optimiser, steps 1 and 4 overflowing. Its
-    # kernels, _amp_foreach_non_finite_check_and_unscale_ and
-    # _amp_update_scale_, have no CPU build in torch 1.13: their
-    # semantics (aten/src/ATen/native/cuda/AmpKernels.cu) are written
-    # out here.
-    p = p0.detach().clone().requires_grad_(True)
-    opt = optimizer(a, [p])
+    # interval 2) around the optimiser, steps 1 and 4 overflowing (the
+    # first parameter's gradient). Its kernels,
+    # _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_,
+    # have no CPU build in torch 1.13: their semantics
+    # (aten/src/ATen/native/cuda/AmpKernels.cu) are written out here.
+    ps = [p0.detach().clone().requires_grad_(True) for p0 in ins[0::2]]
+    ys = ins[1::2]
+    opt = optimizer(a, ps)
     scale, growth, skipped = 65536.0, 0, 0
-    snaps = []
+    snaps = [[] for _ in ps]
     for t in range(1, 7):
-        g = (p - y).detach() * scale
-        if t in (1, 4):
-            g = g * math.inf
-        g = g * (1 / scale)
-        found = 0.0 if bool(torch.isfinite(g).all()) else 1.0
+        gs = []
+        for k, (p, y) in enumerate(zip(ps, ys)):
+            g = (p - y).detach() * scale
+            if k == 0 and t in (1, 4):
+                g = g * math.inf
+            gs.append(g * (1 / scale))
+        found = 0.0 if all(bool(torch.isfinite(g).all()) for g in gs) else 1.0
         if found == 0:
-            p.grad = g
+            for p, g in zip(ps, gs):
+                p.grad = g
             opt.step()
         else:
             skipped += 1
@@ -365,11 +375,12 @@ def scaled_trajectory(p0, y, a=None):
             growth += 1
             if growth == 2:
                 scale, growth = scale * 2.0, 0
-        snaps.append(p.detach().clone())
-    traj = torch.stack(snaps) if p.numel() <= 1 << 20 else snaps[-1]
+        for k, p in enumerate(ps):
+            snaps[k].append(p.detach().clone())
+    trajs = [torch.stack(s) if p.numel() <= 1 << 20 else s[-1] for p, s in zip(ps, snaps)]
     # update() starts the next step's record of Inf and NaN afresh.
     state = [0.0, float(growth), float(skipped)]
-    return torch.cat([traj.reshape(-1), torch.tensor([scale] + state + [float(skipped)])])
+    return torch.cat([t.reshape(-1) for t in trajs] + [torch.tensor([scale] + state + [float(skipped)])])
 
 
 def sgd(w, g, a=None):
