@@ -48,10 +48,11 @@ func devices(b *testing.B) []device.Device {
 // steps times step, run once first to compile its kernels (and on a GPU
 // to time the matmul variants of new shape classes), and reports ms/step,
 // which it returns, and on a device that counts them the kernels
-// dispatched a step and how many of them are fused chains, and the peak
-// device memory of the timed steps (MiB, the pool's high-water mark). The kernel profile (webgpu.EnvProfile) restarts after
-// that first step: printProfile's table holds the timed steps of the last
-// step benchmark run.
+// dispatched a step, how many of them are fused chains, the copies a
+// step records, and the peak device memory of the timed steps (MiB, the
+// pool's high-water mark). The kernel profile (webgpu.EnvProfile)
+// restarts after that first step: printProfile's table holds the timed
+// steps of the last step benchmark run.
 func steps(b *testing.B, dev device.Device, step func()) float64 {
 	step() // the kernels compiled, the optimiser's state allocated
 	wait(b, dev)
@@ -61,17 +62,17 @@ func steps(b *testing.B, dev device.Device, step func()) float64 {
 	if p, ok := dev.(interface{ ResetPeak() }); ok {
 		p.ResetPeak()
 	}
-	kernels := func() (int64, int64) {
-		var k, f int64
-		if c, ok := dev.(device.Counter); ok {
-			k = c.Kernels()
+	kernels := func() (int64, int64, int64) {
+		var k, c, f int64
+		if n, ok := dev.(device.Counter); ok {
+			k, c = n.Kernels(), n.Copies()
 		}
-		if c, ok := dev.(device.Fuser); ok {
-			f = c.FusedKernels()
+		if n, ok := dev.(device.Fuser); ok {
+			f = n.FusedKernels()
 		}
-		return k, f
+		return k, c, f
 	}
-	k0, f0 := kernels()
+	k0, c0, f0 := kernels()
 	b.ResetTimer()
 	for range b.N {
 		step()
@@ -80,8 +81,9 @@ func steps(b *testing.B, dev device.Device, step func()) float64 {
 	ms := b.Elapsed().Seconds() * 1e3 / float64(b.N)
 	b.StopTimer()
 	report(b, ms, "ms/step")
-	if k1, f1 := kernels(); k1 > k0 {
+	if k1, c1, f1 := kernels(); k1 > k0 {
 		report(b, float64(k1-k0)/float64(b.N), "dispatches/step")
+		report(b, float64(c1-c0)/float64(b.N), "copies/step")
 		report(b, float64(f1-f0)/float64(b.N), "fused/step")
 	}
 	if peak, ok := device.PeakMemory(dev); ok {

@@ -128,6 +128,46 @@ func unscale[F float32 | float64](g, scale *buffer) bool {
 	return found
 }
 
+// SquaredNorm sums the squares of every element of xs in float64 and
+// stores the sum in out, rounded to its dtype.
+func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
+	sum := 0.0
+	for _, x := range xs {
+		b := buf(x)
+		done := updating(x)
+		for i := range b.Len() {
+			v := b.at(i)
+			sum += v * v
+		}
+		done()
+	}
+	defer updating(out)()
+	buf(out).set(0, sum)
+}
+
+// Scale multiplies each element of xs by s's, in their dtype (float32,
+// or float64).
+func (d *Device) Scale(xs []device.Buffer, s device.Buffer) {
+	for _, x := range xs {
+		b := buf(x)
+		done := updating(x, s)
+		if b.dt == device.Float64 {
+			scale[float64](b, buf(s))
+		} else {
+			scale[float32](b, buf(s))
+		}
+		done()
+	}
+}
+
+// scale is Scale computing in F.
+func scale[F float32 | float64](x, s *buffer) {
+	f := F(s.at(0))
+	for i := range x.Len() {
+		x.set(i, float64(F(x.at(i))*f))
+	}
+}
+
 // UpdateScale is the scaler's end of a step, computed in float32 as the
 // scale is stored.
 func (d *Device) UpdateScale(scale, state device.Buffer, skipped []device.Buffer, p device.ScaleParams) {

@@ -644,6 +644,9 @@ type Counter interface {
 	// Kernels returns the number of kernel dispatches recorded since the
 	// device opened (copies not counted).
 	Kernels() int64
+	// Copies returns the number of buffer-to-buffer copies recorded since
+	// the device opened: commands of their own between kernels.
+	Copies() int64
 }
 
 // Fuser is implemented by devices that fuse chains of elementwise calls

@@ -221,6 +221,15 @@ type Stepper interface {
 	// reaching p.Interval reset, the scale multiplied by p.Growth where
 	// the product is finite. ScaleFound is then cleared.
 	UpdateScale(scale, state Buffer, skipped []Buffer, p ScaleParams)
+	// SquaredNorm sets out's one element to the sum of the squares of
+	// the elements of xs, as PyTorch's clip_grad_norm_ takes their norm
+	// (its square): accumulated in float64 on the CPU, by a tree of
+	// float32 sums on WebGPU. out and xs share a float dtype; a device
+	// may read many of xs in one kernel.
+	SquaredNorm(out Buffer, xs []Buffer)
+	// Scale multiplies each of xs in place by s's one element (of their
+	// float dtype); a device may scale many in one kernel.
+	Scale(xs []Buffer, s Buffer)
 }
 
 // MaxScaledOptimizers bounds the optimisers that one step of loss

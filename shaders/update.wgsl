@@ -153,20 +153,30 @@ fn one_minus_exp(x: f32) -> f32 {
 {{ slots $n "m#[j] = mi;" "v#[j] = vs;" "param#[j] = w;"}}
 {{- end}}
 }
-{{- else if eq .Op "unscale"}}
+{{- else if or (eq .Op "unscale") (eq .Op "scale")}}
+{{- if eq .Op "unscale"}}
 // unscale: grad ← grad · (1/scale[0]), flagging an Inf or NaN result in
 // amp[0] (every invocation that finds one stores the same 1){{template "step_group" .}}
+{{- else}}
+// scale: grad ← grad · scale[0]{{template "step_group" .}}
+{{- end}}
 {{- $n := or .Group 1}}
 {{- range $k := seq $n}}
 @group(0) @binding({{add 1 $k}}) var<storage, read_write> grad{{$k}}: array<{{$.T}}>;
 {{- end}}
 @group(0) @binding({{add 1 $n}}) var<storage, read> scale: array<f32>;
+{{- if eq .Op "unscale"}}
 @group(0) @binding({{add 2 $n}}) var<storage, read_write> amp: array<f32>;
+{{- end}}
 
 {{template "main_1d" "p.N"}}
 {{- template "step_slot" .}}
     var g: {{.T}};
 {{ slots $n "g = grad#[j];"}}
+{{- if eq .Op "scale"}}
+    g = g * scale[0];
+{{ slots $n "grad#[j] = g;"}}
+{{- else}}
     g = g * (1.0 / scale[0]);
 {{ slots $n "grad#[j] = g;"}}
     let exponent = {{.U}}(0x7f800000u);
@@ -180,6 +190,25 @@ fn one_minus_exp(x: f32) -> f32 {
 {{- end}}
         amp[0] = 1.0;
     }
+{{- end}}
+}
+{{- else if eq .Op "sumsq"}}
+// sumsq: sums[p.Base + p.First + i] is the sum of the squares of item
+// i's vec4 (the lanes of a tensor's last vec4 past its p.Lens[s]
+// elements, padding, left out){{template "step_group" .}}
+{{- $n := or .Group 1}}
+{{- range $k := seq $n}}
+@group(0) @binding({{add 1 $k}}) var<storage, read> x{{$k}}: array<{{$.T}}>;
+{{- end}}
+@group(0) @binding({{add 1 $n}}) var<storage, read_write> sums: array<f32>;
+
+{{template "main_1d" "p.N"}}
+{{- template "step_slot" .}}
+    var v: {{.T}};
+{{ slots $n "v = x#[j];"}}
+    let live = vec4<u32>(4u * (p.First + j)) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.Lens[s]);
+    let w = select(vec4<f32>(0.0), v, live);
+    sums[p.Base + p.First + i] = dot(w, w);
 }
 {{- else if eq .Op "scale_update"}}
 // scale_update: the end of a step of dynamic loss scaling (one
@@ -229,13 +258,14 @@ fn one_minus_exp(x: f32) -> f32 {
 {{- end}}
 {{- define "step_slot"}}
 {{- if .Group}}
-    // The parameter s whose vec4 j item i steps.
-    var s = 0u;
-    while (s + 1u < {{.Group}}u && i >= p.Starts[s + 1u]) {
-        s += 1u;
-    }
+    // The tensor s whose vec4 j is item i: the number of the tensors
+    // after the first that start at or before i (a loop over them took
+    // llvmpipe longer).
+    let s = 0u{{range $k := seq (sub .Group 1)}} + u32(i >= p.Starts[{{add $k 1}}])
+        {{- end}};
     let j = i - p.Starts[s];
 {{- else}}
+    let s = 0u;
     let j = i;
 {{- end}}
 {{- end}}

@@ -90,6 +90,7 @@ type Device struct {
 	paramKey   []byte            // scratch for a dispatch's key
 	dispatches int               // in the open batch
 	ran        int64             // kernel dispatches since the device opened
+	copies     int64             // buffer copies since the device opened
 	labels     []string
 
 	submitted, completed uint64 // submission counts

@@ -119,3 +119,11 @@ func ProfileByHost(d *Device) {
 	defer d.mu.Unlock()
 	d.prof.releaseStamps()
 }
+
+// StepGroup returns the most tensors one dispatch of d's update family's
+// grouped kernels takes.
+func StepGroup(d *Device) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stepGroupOf()
+}

@@ -159,6 +159,7 @@ func (d *Device) copyBytes(dst, src *buffer, dstOff, srcOff, size uint64) {
 		return
 	}
 	d.dispatches++
+	d.copies++
 	d.labels = append(d.labels, "copy")
 }
 
@@ -410,6 +411,15 @@ func (d *Device) Kernels() int64 {
 	defer d.mu.Unlock()
 	d.flushChain()
 	return d.ran
+}
+
+// Copies returns the number of buffer copies recorded since the device
+// opened (device.Counter).
+func (d *Device) Copies() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushChain()
+	return d.copies
 }
 
 // b2u is 1 for true, as a kernel parameter.

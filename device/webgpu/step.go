@@ -3,23 +3,37 @@
 package webgpu
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
 	"github.com/extensor/extensor/device"
 )
 
-// maxStepGroup bounds the parameters one optimiser dispatch steps (and
-// so the kernel's size, and its variants: one a group size).
-const maxStepGroup = 8
+// maxStepGroup bounds the tensors one dispatch of the update family's
+// grouped kernels takes (and so the kernel's size, and its variants:
+// one a group size); cpuStepGroup bounds them on CPU adapters, where an
+// invocation loads from every tensor's binding, the lanes of the others
+// masked (the switch on the tensor is no branch in llvmpipe): a sum of
+// squares over 16 tensors took longer than 16 dispatches of one
+// (docs/kernel-choices.md).
+const (
+	maxStepGroup = 16
+	cpuStepGroup = 4
+)
+
+// stepGroupOf returns the most tensors a group of d takes.
+func (d *Device) stepGroupOf() int {
+	if d.loopLimited {
+		return cpuStepGroup
+	}
+	return maxStepGroup
+}
 
 // Step runs one fused optimiser step of each parameter: a dispatch,
 // reading the gradients and updating the parameters and their state in
-// place, for each group of up to maxStepGroup parameters whose buffers
-// the device's storage bindings hold (PyTorch's multi-tensor apply). A
-// parameter too large to bind whole, or one whose buffers failed, is
-// stepped alone, and a group ends before a parameter any of whose
-// buffers it binds already (the parameters are stepped in order).
+// place, for each group of parameters (inGroups; PyTorch's multi-tensor
+// apply).
 func (d *Device) Step(op device.Optimizer, params, grads []device.Buffer, state [][]device.Buffer, h device.StepParams) {
 	d.writing()
 	defer d.written()
@@ -34,33 +48,54 @@ func (d *Device) Step(op device.Optimizer, params, grads []device.Buffer, state 
 	case op == device.Adam:
 		per = 4 + b2i(h.AMSGrad)
 	}
-	bindable := min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBindings) - len(extra) // but the parameters' binding
-	room := max(1, min(maxStepGroup, bindable/per))
-	limit := d.limits.MaxStorageBufferBindingSize
-	var group [][]*buffer
+	sets := make([][]*buffer, len(params))
 	for i, param := range params {
-		p := d.buf(param)
-		if p.n == 0 {
-			continue
-		}
-		bufs := []*buffer{d.buf(grads[i]), p}
+		sets[i] = []*buffer{d.buf(grads[i]), d.buf(param)}
 		for _, s := range state[i][:per-2] {
-			bufs = append(bufs, d.buf(s))
-		}
-		alone := slices.ContainsFunc(slices.Concat(bufs, extra), func(b *buffer) bool {
-			return b.bindSize() > limit || b.resource != nil && b.failed != nil
-		})
-		if alone || len(group) == room || slices.ContainsFunc(group, func(g []*buffer) bool { return sharesBuffer(g, bufs) }) {
-			d.stepGroup(op, h, group, extra)
-			group = group[:0]
-		}
-		group = append(group, bufs)
-		if alone {
-			d.stepGroup(op, h, group, extra)
-			group = group[:0]
+			sets[i] = append(sets[i], d.buf(s))
 		}
 	}
-	d.stepGroup(op, h, group, extra)
+	d.inGroups(sets, 1, extra, func(group [][]*buffer) { d.stepGroup(op, h, group, extra) })
+}
+
+// inGroups calls run for each group of sets (each the buffers of one
+// tensor a kernel takes, its tensor's at key), in order, and so that the
+// device's storage bindings hold a group, extra and the parameters'
+// binding: up to stepGroupOf sets, each whose tensor has elements. A
+// set one of whose buffers (or extra's) is too large to bind whole, or
+// failed, is a group of its own, and a group ends before a set that
+// shares a buffer with one in it, so that the sets' work keeps its
+// order.
+func (d *Device) inGroups(sets [][]*buffer, key int, extra []*buffer, run func([][]*buffer)) {
+	if len(sets) == 0 {
+		return
+	}
+	bindable := min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBindings) - len(extra)
+	room := max(1, min(d.stepGroupOf(), bindable/len(sets[0])))
+	limit := d.limits.MaxStorageBufferBindingSize
+	var group [][]*buffer
+	flush := func() {
+		if len(group) > 0 {
+			run(group)
+		}
+		group = group[:0]
+	}
+	for _, set := range sets {
+		if set[key].n == 0 {
+			continue
+		}
+		alone := slices.ContainsFunc(slices.Concat(set, extra), func(b *buffer) bool {
+			return b.bindSize() > limit || b.resource != nil && b.failed != nil
+		})
+		if alone || len(group) == room || slices.ContainsFunc(group, func(g []*buffer) bool { return sharesBuffer(g, set) }) {
+			flush()
+		}
+		group = append(group, set)
+		if alone {
+			flush()
+		}
+	}
+	flush()
 }
 
 // sharesBuffer reports whether a and b bind a buffer in common.
@@ -70,26 +105,32 @@ func sharesBuffer(a, b []*buffer) bool {
 	})
 }
 
+// starts returns the first items of a group's tensors, laid one after
+// another by vec4s (each at key in its set), their lengths, and the
+// items in all.
+func starts(group [][]*buffer, key int) (first, lens [maxStepGroup]uint32, n uint32) {
+	for k, g := range group {
+		first[k], lens[k] = n, uint32(g[key].n)
+		n += uint32(vecs(g[key].n))
+	}
+	return first, lens, n
+}
+
 // stepGroup records Step's dispatch for a group of parameters, each's
 // buffers grad, param and its state, then extra (a scaled step's),
 // failing the group's parameters and state where it cannot run.
 func (d *Device) stepGroup(op device.Optimizer, h device.StepParams, group [][]*buffer, extra []*buffer) {
-	if len(group) == 0 {
-		return
-	}
 	d.outs = d.outs[:0]
 	var bufs []*buffer
 	var written []bool
-	var starts [maxStepGroup]uint32
-	n := 0 // by vec4s at every length (vecs): 4× fewer invocations, the same loads
-	for k, g := range group {
+	for _, g := range group {
 		for _, b := range g[1:] {
 			d.outs = append(d.outs, b.resource)
 		}
 		bufs, written = append(bufs, g...), append(written, flags(1, len(g)-1)...)
-		starts[k] = uint32(n)
-		n += vecs(g[1].n)
 	}
+	// By vec4s at every length (vecs): 4× fewer invocations, the same loads.
+	first, _, n := starts(group, 1)
 	bufs, written = append(bufs, extra...), append(written, make([]bool, len(extra))...)
 	t := elemType(false, true)
 	scaled := h.Scaling != nil
@@ -98,12 +139,12 @@ func (d *Device) stepGroup(op device.Optimizer, h device.StepParams, group [][]*
 	switch op {
 	case device.SGD:
 		spec = updateSpec{Op: "sgd", T: t, Momentum: h.Momentum != 0, First: h.FirstStep, Nesterov: h.Nesterov, Scaled: scaled}
-		params = sgdParams{N: uint32(n), Starts: starts, LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Momentum: float32(h.Momentum), Dampening: float32(h.Dampening), T: uint32(h.T)}
+		params = sgdParams{N: n, Starts: first, LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Momentum: float32(h.Momentum), Dampening: float32(h.Dampening), T: uint32(h.T)}
 	case device.Adam:
 		spec = updateSpec{Op: "adam", T: t, Decoupled: h.Decoupled, AMSGrad: h.AMSGrad, Scaled: scaled}
 		bc1 := 1 - math.Pow(h.Beta1, float64(h.T))
 		bc2 := 1 - math.Pow(h.Beta2, float64(h.T))
-		params = adamParams{N: uint32(n), Starts: starts, LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
+		params = adamParams{N: n, Starts: first, LR: float32(h.LR), WeightDecay: float32(h.WeightDecay), Beta1: float32(h.Beta1), Beta2: float32(h.Beta2),
 			Eps: float32(h.Eps), StepSize: float32(h.LR / bc1), Bias2Root: float32(math.Sqrt(bc2)),
 			T: uint32(h.T), LnBeta1: lnBeta(h.Beta1), LnBeta2: lnBeta(h.Beta2)}
 	}
@@ -120,67 +161,102 @@ func lnBeta(b float64) float32 { return float32(max(math.Log(b), -104)) }
 
 // Unscale multiplies each of grads by the reciprocal of scale's element
 // in place, flagging an Inf or NaN result in the scaler's state: a
-// dispatch for each group of up to maxStepGroup gradients the device's
-// storage bindings hold, by vec4s (a lone gradient by elements where its
-// length is not a multiple of 4). A gradient too large to bind whole,
-// or one that failed, is unscaled alone, and a group ends before a
-// gradient it binds already.
+// dispatch for each group of gradients (inGroups), by vec4s (a lone
+// gradient by elements where its length is not a multiple of 4).
 func (d *Device) Unscale(grads []device.Buffer, scale, state device.Buffer) {
 	d.writing()
 	defer d.written()
-	extra := []*buffer{d.buf(scale), d.buf(state)}
-	room := max(1, min(maxStepGroup, min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBindings)-len(extra)))
-	limit := d.limits.MaxStorageBufferBindingSize
-	var group []*buffer
-	for _, grad := range grads {
-		g := d.buf(grad)
-		if g.n == 0 {
-			continue
-		}
-		alone := slices.ContainsFunc([]*buffer{g, extra[0], extra[1]}, func(b *buffer) bool {
-			return b.bindSize() > limit || b.resource != nil && b.failed != nil
-		})
-		if alone || len(group) == room || slices.ContainsFunc(group, func(b *buffer) bool { return b.b == g.b }) {
-			d.unscaleGroup(group, extra)
-			group = group[:0]
-		}
-		group = append(group, g)
-		if alone {
-			d.unscaleGroup(group, extra)
-			group = group[:0]
-		}
-	}
-	d.unscaleGroup(group, extra)
+	d.scaleAll("unscale", grads, []*buffer{d.buf(scale), d.buf(state)})
 }
 
-// unscaleGroup records Unscale's dispatch for a group of gradients, then
-// extra (the scale and the scaler's state), failing the gradients and
-// the state where it cannot run.
-func (d *Device) unscaleGroup(group, extra []*buffer) {
-	if len(group) == 0 {
+// Scale multiplies each of xs by s's element in place: a dispatch for
+// each group of them (inGroups).
+func (d *Device) Scale(xs []device.Buffer, s device.Buffer) {
+	d.writing()
+	defer d.written()
+	d.scaleAll("scale", xs, []*buffer{d.buf(s)})
+}
+
+// scaleAll runs the update family's kernel op, unscale or scale, on
+// xs, in groups, with extra: the scale, and unscale's scaler's state.
+func (d *Device) scaleAll(op string, xs []device.Buffer, extra []*buffer) {
+	sets := make([][]*buffer, len(xs))
+	for i, x := range xs {
+		sets[i] = []*buffer{d.buf(x)}
+	}
+	d.inGroups(sets, 0, extra, func(group [][]*buffer) {
+		d.outs = d.outs[:0]
+		var bufs []*buffer
+		for _, g := range group {
+			d.outs, bufs = append(d.outs, g[0].resource), append(bufs, g[0])
+		}
+		written := flags(0, len(group))
+		written = append(written, false) // the scale
+		if op == "unscale" {
+			d.outs, written = append(d.outs, extra[1].resource), append(written, true)
+		}
+		bufs = append(bufs, extra...)
+		if len(group) == 1 {
+			vec, n := vec4(group[0][0].n)
+			k := d.kernel(updateSpec{Op: op, T: elemType(false, vec), U: elemType(true, vec)}, written...)
+			d.runItemsWhole(k, 1, itemBytes(vec, "f32"), unscaleParams{N: uint32(n)}, len(extra), bufs...)
+			return
+		}
+		var p unscaleParams
+		p.Starts, p.Lens, p.N = starts(group, 0)
+		k := d.kernel(updateSpec{Op: op, T: elemType(false, true), U: elemType(true, true), Group: len(group)}, written...)
+		d.runItemsWhole(k, 1, itemBytes(true, "f32"), p, len(extra), bufs...)
+	})
+}
+
+// sumsqFirst is sumsqParams.First's word.
+const sumsqFirst = 1
+
+// SquaredNorm sets out's element to the sum of the squares of the
+// elements of xs: a dispatch for each group of them (inGroups), each
+// invocation storing a vec4's sum in a scratch buffer, which one sum
+// then reduces.
+func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
+	d.writing(out)
+	defer d.written()
+	o := d.buf(out)
+	sets := make([][]*buffer, len(xs))
+	items := 0
+	for i, x := range xs {
+		sets[i] = []*buffer{d.buf(x)}
+		if d.failedIn(sets[i]...) {
+			return
+		}
+		items += vecs(sets[i][0].n)
+	}
+	if items == 0 {
+		d.fill(o, 0)
 		return
 	}
-	d.outs = d.outs[:0]
-	for _, g := range group {
-		d.outs = append(d.outs, g.resource)
-	}
-	d.outs = append(d.outs, extra[1].resource)
-	written := append(flags(0, len(group)), false, true)
-	if len(group) == 1 {
-		vec, n := vec4(group[0].n)
-		spec := updateSpec{Op: "unscale", T: elemType(false, vec), U: elemType(true, vec)}
-		k := d.kernel(spec, written...)
-		d.runItemsWhole(k, 1, itemBytes(vec, "f32"), unscaleParams{N: uint32(n)}, 2, slices.Concat(group, extra)...)
+	sums, err := d.alloc(device.Float32, items)
+	if err != nil {
+		d.refuse(fmt.Errorf("webgpu: the sums of squares of %d tensors: %v", len(xs), err))
 		return
 	}
-	var p unscaleParams
-	for k, g := range group {
-		p.Starts[k], p.Lens[k] = p.N, uint32(g.n)
-		p.N += uint32(vecs(g.n))
-	}
-	spec := updateSpec{Op: "unscale", T: elemType(false, true), U: elemType(true, true), Group: len(group)}
-	k := d.kernel(spec, written...)
-	d.runItemsWhole(k, 1, itemBytes(true, "f32"), p, 2, slices.Concat(group, extra)...)
+	defer d.free(sums)
+	base := uint32(0)
+	d.inGroups(sets, 0, []*buffer{sums}, func(group [][]*buffer) {
+		var p sumsqParams
+		p.Starts, p.Lens, p.N = starts(group, 0)
+		p.Base = base
+		base += p.N
+		spec := updateSpec{Op: "sumsq", T: elemType(false, true)}
+		if len(group) > 1 {
+			spec.Group = len(group)
+		}
+		var bufs []*buffer
+		for _, g := range group {
+			bufs = append(bufs, g[0])
+		}
+		k := d.kernel(spec, append(flags(len(group), 0), true)...)
+		d.runChunks(k, 1, itemBytes(true, "f32"), p, 1, sumsqFirst, append(bufs, sums)...)
+	})
+	d.reduce(device.Sum, o, sums, false, nil, []axis{{size: items, stride: 1}}, 1)
 }
 
 // UpdateScale ends a step of dynamic loss scaling: one invocation.
@@ -212,7 +288,7 @@ type (
 	// alone.
 	sgdParams struct {
 		N                                    uint32
-		Starts                               [maxStepGroup]uint32 // each parameter's first item, in a group's dispatch
+		Starts                               [maxStepGroup]uint32 // a group's parameters' first items
 		LR, WeightDecay, Momentum, Dampening float32
 		T                                    uint32
 	}
@@ -232,11 +308,18 @@ type (
 		Growth, Backoff float32
 		Interval        uint32
 	}
-	// unscaleParams: N items; a group's gradients' first items and
+	// unscaleParams: N items; a group's tensors' first items and
 	// lengths (in elements).
 	unscaleParams struct {
 		N            uint32
 		Starts, Lens [maxStepGroup]uint32
+	}
+	// sumsqParams: unscaleParams', the index of the dispatch's first
+	// sum, Base, and of its first item, First (word sumsqFirst: 0 unless
+	// a tensor too large to bind whole is bound a chunk at a time).
+	sumsqParams struct {
+		N, First, Base uint32
+		Starts, Lens   [maxStepGroup]uint32
 	}
 	// axpyParams: y += Alpha·x.
 	axpyParams struct {
@@ -257,8 +340,10 @@ func (s updateSpec) params() any {
 		return adamParams{}
 	case "scale_update":
 		return scaleParams{}
-	case "unscale":
+	case "unscale", "scale":
 		return unscaleParams{}
+	case "sumsq":
+		return sumsqParams{}
 	}
 	return axpyParams{}
 }

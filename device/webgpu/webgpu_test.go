@@ -4,6 +4,7 @@ package webgpu_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -236,6 +237,39 @@ func TestTensorBeyondBindingLimit(t *testing.T) {
 		if _, err := ops.Sum(x).Float32s(); err == nil || !strings.Contains(err.Error(), "maximum storage buffer binding size") {
 			t.Errorf("n=%d: sum: err = %v; want an error naming the binding limit", n, err)
 		}
+		// Clipping's sum of squares and scaling take it a chunk at a time:
+		// 100s first, then ones (and the last chunk past the binding
+		// limit: twos), whose sums a chunk storing them over another's
+		// would lose.
+		gs := make([]float32, n)
+		sq := 0.0
+		for i := range gs {
+			switch {
+			case i < extra:
+				gs[i] = 100
+			case i >= n-extra:
+				gs[i] = 2
+			default:
+				gs[i] = 1
+			}
+			sq += float64(gs[i]) * float64(gs[i])
+		}
+		g := tensor.Must(tensor.FromFloat32(d, gs, n))
+		norm, err := ops.ClipGradNorm([]*tensor.Tensor{g}, 1).Float64s()
+		if want := math.Sqrt(sq); err != nil || math.Abs(norm[0]-want) > 1e-4*want {
+			t.Errorf("n=%d: clip_grad_norm: norm %v, %v; want %v", n, norm, err, want)
+		}
+		clipped, err := g.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		coef := 1 / (math.Sqrt(sq) + 1e-6)
+		for _, i := range []int{1, extra, n / 2, n - extra, n - 1} {
+			if want := float64(gs[i]) * coef; math.Abs(float64(clipped[i])-want) > 1e-4*want {
+				t.Errorf("n=%d: clipped[%d] = %v; want %v", n, i, clipped[i], want)
+			}
+		}
+		g.Release()
 		for _, v := range []*tensor.Tensor{x, y, z} {
 			v.Release()
 		}
