@@ -105,10 +105,16 @@ func steps(name string, op device.Optimizer, params, grads []*tensor.Tensor, sta
 func checkParam(name, what string, op device.Optimizer, param, grad *tensor.Tensor, state []*tensor.Tensor, h device.StepParams) {
 	operands32(name, append([]*tensor.Tensor{param, grad}, state...)...)
 	floats32(name, append([]*tensor.Tensor{param, grad}, state...)...)
-	for i, t := range append([]*tensor.Tensor{grad}, state...) {
+	ops := append([]*tensor.Tensor{grad}, state...)
+	for i, t := range ops {
 		sameShape(name, what+map[bool]string{true: "gradient", false: "state"}[i == 0], t, param.Shape())
 		if t.Buffer() != nil && t.Buffer() == param.Buffer() {
 			tensor.Panicf(name, tensor.ErrArgument, "%soperand %d shares the parameter's memory", what, i+1)
+		}
+		for k, u := range ops[:i] {
+			if t.Buffer() != nil && t.Buffer() == u.Buffer() {
+				tensor.Panicf(name, tensor.ErrArgument, "%soperands %d and %d share memory", what, k+1, i+1)
+			}
 		}
 	}
 	if n := StateLen(op, h); len(state) != n {

@@ -162,6 +162,10 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Step with a scaler's state", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1, Scaling: f(3).Buffer()}) }, "ops.Step", tensor.ErrArgument, "step with ScaledStep"},
 		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
 		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},
+		{"Step state a view of the gradient", func() {
+			g := f(2, 3)
+			ops.Step(device.Adam, m23, g, []*tensor.Tensor{f(2, 3), g.Reshape(2, 3)}, device.StepParams{LR: 0.1, Beta1: 0.9, Beta2: 0.9, T: 1})
+		}, "ops.Step", tensor.ErrArgument, "operands 1 and 3 share memory"},
 		{"Step β1 = 1", func() {
 			ops.Step(device.Adam, m23, f(2, 3), []*tensor.Tensor{f(2, 3), f(2, 3)}, device.StepParams{LR: 0.1, Beta1: 1, Beta2: 0.9, T: 1})
 		}, "ops.Step", tensor.ErrArgument, "β1 1"},

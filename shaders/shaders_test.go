@@ -131,7 +131,7 @@ func TestSource(t *testing.T) {
 			[]string{"@group(0) @binding(1) var<storage, read_write> grad0: array<vec4<f32>>;", "g = g * scale[0];", "    grad0[j] = g;"}},
 		{"update", map[string]any{"Op": "sumsq", "T": "vec4<f32>", "Group": 3},
 			[]string{"@group(0) @binding(3) var<storage, read> x2: array<vec4<f32>>;", "@group(0) @binding(4) var<storage, read_write> sums: array<f32>;",
-				"case 1u: { v = x1[j]; }", "let w = select(vec4<f32>(0.0), v, live);", "sums[p.Base + p.First + i] = dot(w, w);"}},
+				"let i = 16u * e;", "case 1u: { for (var t = 0u; t < 16u; t++) {", "let w = select(vec4<f32>(0.0), x1[j + t], live); acc += dot(w, w); }", "sums[p.Base + p.First / 16u + e] = acc;"}},
 		{"update", map[string]any{"Op": "axpy", "T": "E", "W": "f32", "V": ""}, []string{"out[i] = to_e(f32(out[i]) + p.Alpha * f32(x[i]));"}},
 		{"update", map[string]any{"Op": "axpy", "T": "E4", "W": "vec4<f32>", "V": "4", "F16": true}, []string{"enable f16;", "alias E4 = vec4<f16>;", "out[i] = to_e4(vec4<f32>(out[i]) + p.Alpha * vec4<f32>(x[i]));"}},
 		{"reduce", map[string]any{"Acc": false, "Partial": false, "Op": "sum", "Arg": false, "Chunks": false, "Vec": false, "Stage": 0, "Half": false, "XF16": false, "OF16": false, "Kept": 2, "Red": 2, "Group": ""}, []string{"fn base_offset", "fn offset", "return sum_add(acc, at(base, r));", "let q1 = udiv(rem, p.RedShape[1], p.RedMagic[1]);", "base += rem * p.KeptStrides[0];"}},

@@ -193,22 +193,22 @@ fn one_minus_exp(x: f32) -> f32 {
 {{- end}}
 }
 {{- else if eq .Op "sumsq"}}
-// sumsq: sums[p.Base + p.First + i] is the sum of the squares of item
-// i's vec4 (the lanes of a tensor's last vec4 past its p.Lens[s]
-// elements, padding, left out){{template "step_group" .}}
+// sumsq: sums[p.Base + p.First / 16 + e] is the sum of the squares of
+// items 16e to 16e + 15 (vec4s, of one tensor: in a group each tensor's
+// items start at a multiple of 16), the lanes past a tensor's p.Lens[s]
+// elements (its last vec4's padding, the items after it) left out{{template "step_group" .}}
 {{- $n := or .Group 1}}
 {{- range $k := seq $n}}
 @group(0) @binding({{add 1 $k}}) var<storage, read> x{{$k}}: array<{{$.T}}>;
 {{- end}}
 @group(0) @binding({{add 1 $n}}) var<storage, read_write> sums: array<f32>;
 
-{{template "main_1d" "p.N"}}
+{{template "main_1d_count" "(p.N + 15u) / 16u"}}
+    let i = 16u * e;
 {{- template "step_slot" .}}
-    var v: {{.T}};
-{{ slots $n "v = x#[j];"}}
-    let live = vec4<u32>(4u * (p.First + j)) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.Lens[s]);
-    let w = select(vec4<f32>(0.0), v, live);
-    sums[p.Base + p.First + i] = dot(w, w);
+    var acc = 0.0;
+{{ slots $n "for (var t = 0u; t < 16u; t++) { let live = vec4<u32>(4u * (p.First + j + t)) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.Lens[s]); let w = select(vec4<f32>(0.0), x#[j + t], live); acc += dot(w, w); }"}}
+    sums[p.Base + p.First / 16u + e] = acc;
 }
 {{- else if eq .Op "scale_update"}}
 // scale_update: the end of a step of dynamic loss scaling (one
@@ -251,10 +251,9 @@ fn one_minus_exp(x: f32) -> f32 {
 }
 {{- end}}
 {{- define "step_group"}}
-{{- if .Group}}, of {{.Group}} parameters at once: parameter
-// k's grad, param and state are the bindings after parameter k − 1's,
-// and its vec4s the items from p.Starts[k] to the next parameter's start
-// (p.N after the last){{end}}.
+{{- if .Group}}, of {{.Group}} tensors at once: tensor k's
+// buffers are the bindings after tensor k − 1's, and its vec4s the items
+// from p.Starts[k] to the next tensor's start (p.N after the last){{end}}.
 {{- end}}
 {{- define "step_slot"}}
 {{- if .Group}}

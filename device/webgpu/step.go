@@ -60,8 +60,9 @@ func (d *Device) Step(op device.Optimizer, params, grads []device.Buffer, state 
 
 // inGroups calls run for each group of sets (each the buffers of one
 // tensor a kernel takes, its tensor's at key), in order, and so that the
-// device's storage bindings hold a group, extra and the parameters'
-// binding: up to stepGroupOf sets, each whose tensor has elements. A
+// device's storage bindings hold a group, extra, the parameters' binding
+// and one spare: up to stepGroupOf sets, each whose tensor has elements,
+// once the open chain has run where it binds any of them. A
 // set one of whose buffers (or extra's) is too large to bind whole, or
 // failed, is a group of its own, and a group ends before a set that
 // shares a buffer with one in it, so that the sets' work keeps its
@@ -70,7 +71,13 @@ func (d *Device) inGroups(sets [][]*buffer, key int, extra []*buffer, run func([
 	if len(sets) == 0 {
 		return
 	}
-	bindable := min(int(d.limits.MaxStorageBuffersPerShaderStage)-1, maxBindings) - len(extra)
+	// A failure the open chain meets is the tensor's it writes alone.
+	if d.chain != nil && (d.chain.bindsAnyOf(extra) || slices.ContainsFunc(sets, d.chain.bindsAnyOf)) {
+		d.flushChain()
+	}
+	// A binding spare beside the parameters': wgpu's Metal backend binds
+	// the buffers' sizes in one of its own.
+	bindable := min(int(d.limits.MaxStorageBuffersPerShaderStage)-2, maxBindings) - len(extra)
 	room := max(1, min(d.stepGroupOf(), bindable/len(sets[0])))
 	limit := d.limits.MaxStorageBufferBindingSize
 	var group [][]*buffer
@@ -106,10 +113,13 @@ func sharesBuffer(a, b []*buffer) bool {
 }
 
 // starts returns the first items of a group's tensors, laid one after
-// another by vec4s (each at key in its set), their lengths, and the
-// items in all.
-func starts(group [][]*buffer, key int) (first, lens [maxStepGroup]uint32, n uint32) {
+// another by vec4s (each at key in its set) from multiples of align in
+// a group of more than one, their lengths, and the items in all.
+func starts(group [][]*buffer, key, align int) (first, lens [maxStepGroup]uint32, n uint32) {
 	for k, g := range group {
+		if len(group) > 1 {
+			n = (n + uint32(align) - 1) / uint32(align) * uint32(align)
+		}
 		first[k], lens[k] = n, uint32(g[key].n)
 		n += uint32(vecs(g[key].n))
 	}
@@ -130,7 +140,7 @@ func (d *Device) stepGroup(op device.Optimizer, h device.StepParams, group [][]*
 		bufs, written = append(bufs, g...), append(written, flags(1, len(g)-1)...)
 	}
 	// By vec4s at every length (vecs): 4× fewer invocations, the same loads.
-	first, _, n := starts(group, 1)
+	first, _, n := starts(group, 1, 1)
 	bufs, written = append(bufs, extra...), append(written, make([]bool, len(extra))...)
 	t := elemType(false, true)
 	scaled := h.Scaling != nil
@@ -203,37 +213,42 @@ func (d *Device) scaleAll(op string, xs []device.Buffer, extra []*buffer) {
 			return
 		}
 		var p unscaleParams
-		p.Starts, p.Lens, p.N = starts(group, 0)
+		p.Starts, p.Lens, p.N = starts(group, 0, 1)
 		k := d.kernel(updateSpec{Op: op, T: elemType(false, true), U: elemType(true, true), Group: len(group)}, written...)
 		d.runItemsWhole(k, 1, itemBytes(true, "f32"), p, len(extra), bufs...)
 	})
 }
 
-// sumsqFirst is sumsqParams.First's word.
-const sumsqFirst = 1
+// sumsqFirst is sumsqParams.First's word, and sumsqRun the vec4s an
+// invocation of the sum of squares sums (so that its scratch holds a
+// sixteenth of the tensors' vec4s, within a binding for 2³¹ elements).
+const (
+	sumsqFirst = 1
+	sumsqRun   = 16
+)
 
 // SquaredNorm sets out's element to the sum of the squares of the
 // elements of xs: a dispatch for each group of them (inGroups), each
-// invocation storing a vec4's sum in a scratch buffer, which one sum
-// then reduces.
+// invocation storing the sum of sumsqRun vec4s in a scratch buffer,
+// which one sum then reduces.
 func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
 	d.writing(out)
 	defer d.written()
 	o := d.buf(out)
 	sets := make([][]*buffer, len(xs))
-	items := 0
+	runs := 0
 	for i, x := range xs {
 		sets[i] = []*buffer{d.buf(x)}
 		if d.failedIn(sets[i]...) {
 			return
 		}
-		items += vecs(sets[i][0].n)
+		runs += (vecs(sets[i][0].n) + sumsqRun - 1) / sumsqRun
 	}
-	if items == 0 {
+	if runs == 0 {
 		d.fill(o, 0)
 		return
 	}
-	sums, err := d.alloc(device.Float32, items)
+	sums, err := d.alloc(device.Float32, runs)
 	if err != nil {
 		d.refuse(fmt.Errorf("webgpu: the sums of squares of %d tensors: %v", len(xs), err))
 		return
@@ -242,9 +257,9 @@ func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
 	base := uint32(0)
 	d.inGroups(sets, 0, []*buffer{sums}, func(group [][]*buffer) {
 		var p sumsqParams
-		p.Starts, p.Lens, p.N = starts(group, 0)
+		p.Starts, p.Lens, p.N = starts(group, 0, sumsqRun)
 		p.Base = base
-		base += p.N
+		base += (p.N + sumsqRun - 1) / sumsqRun
 		spec := updateSpec{Op: "sumsq", T: elemType(false, true)}
 		if len(group) > 1 {
 			spec.Group = len(group)
@@ -254,9 +269,9 @@ func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
 			bufs = append(bufs, g[0])
 		}
 		k := d.kernel(spec, append(flags(len(group), 0), true)...)
-		d.runChunks(k, 1, itemBytes(true, "f32"), p, 1, sumsqFirst, append(bufs, sums)...)
+		d.runChunks(k, sumsqRun, itemBytes(true, "f32"), p, 1, sumsqFirst, append(bufs, sums)...)
 	})
-	d.reduce(device.Sum, o, sums, false, nil, []axis{{size: items, stride: 1}}, 1)
+	d.reduce(device.Sum, o, sums, false, nil, []axis{{size: runs, stride: 1}}, 1)
 }
 
 // UpdateScale ends a step of dynamic loss scaling: one invocation.

@@ -115,7 +115,7 @@ func TestStepGroups(t *testing.T) {
 				if tc.scaled {
 					extra = 2
 				}
-				room := min(webgpu.StepGroup(d), (min(int(d.Limits().MaxStorageBuffersPerShaderStage)-1, 32)-extra)/tc.per)
+				room := min(webgpu.StepGroup(d), (min(int(d.Limits().MaxStorageBuffersPerShaderStage)-2, 32)-extra)/tc.per)
 				stepped := len(lengths) - 1 // but the empty one
 				groups := (stepped + room - 1) / room
 				if tc.twice { // the first parameter's first step alone
@@ -199,7 +199,7 @@ func TestStepGroupFailure(t *testing.T) {
 	for _, gd := range groupDevices(t) {
 		d := gd.d
 		t.Run(gd.name, func(t *testing.T) {
-			room := min(webgpu.StepGroup(d), (min(int(d.Limits().MaxStorageBuffersPerShaderStage)-1, 32))/2)
+			room := min(webgpu.StepGroup(d), (min(int(d.Limits().MaxStorageBuffersPerShaderStage)-2, 32))/2)
 			if room < 2 {
 				t.Fatalf("%d storage buffers a kernel; want room for two parameters", d.Limits().MaxStorageBuffersPerShaderStage)
 			}
@@ -279,7 +279,7 @@ func TestUnscaleGroups(t *testing.T) {
 				if found := want[len(want)-1][device.ScaleFound]; found != float32(btoi(tc.inf >= 0)) {
 					t.Errorf("the CPU backend's ScaleFound %v", found)
 				}
-				room := min(webgpu.StepGroup(d), min(int(d.Limits().MaxStorageBuffersPerShaderStage)-1, 32)-2)
+				room := min(webgpu.StepGroup(d), min(int(d.Limits().MaxStorageBuffersPerShaderStage)-2, 32)-2)
 				unscaled := len(stepLengths) - 1 // but the empty one
 				if groups := (unscaled + room - 1) / room; kernels != int64(groups) {
 					t.Errorf("%d gradients, %d storage buffers a kernel: %d kernels; want %d", unscaled, d.Limits().MaxStorageBuffersPerShaderStage, kernels, groups)
@@ -332,7 +332,7 @@ func TestClipGroups(t *testing.T) {
 					}
 				}
 			}
-			room := min(webgpu.StepGroup(d), min(int(d.Limits().MaxStorageBuffersPerShaderStage)-1, 32)-1)
+			room := min(webgpu.StepGroup(d), min(int(d.Limits().MaxStorageBuffersPerShaderStage)-2, 32)-1)
 			groups := int64((len(stepLengths) - 2 + room) / room) // but the empty one
 			if want := [2]int64{groups + 1, groups}; kernels != want {
 				t.Errorf("%d tensors, %d storage buffers a kernel: %v kernels (the squares' sums, the scaling); want %v", len(stepLengths)-1, d.Limits().MaxStorageBuffersPerShaderStage, kernels, want)

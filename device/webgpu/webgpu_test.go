@@ -274,6 +274,25 @@ func TestTensorBeyondBindingLimit(t *testing.T) {
 			v.Release()
 		}
 	}
+	// Clipping tensors each within a binding, and of more elements in
+	// all than a binding holds bytes (a byte of scratch an element would
+	// outgrow one).
+	var parts []*tensor.Tensor
+	sq, each := 0.0, int(l.MaxStorageBufferBindingSize/4)-1021
+	for k := range 5 {
+		parts = append(parts, tensor.Must(tensor.Full(d, device.Float32, float64(k+1), each)))
+		sq += float64((k+1)*(k+1)) * float64(each)
+	}
+	if norm, err := ops.ClipGradNorm(parts, 1).Float64s(); err != nil || math.Abs(norm[0]-math.Sqrt(sq)) > 1e-4*math.Sqrt(sq) {
+		t.Errorf("clip_grad_norm of 5 tensors of %d: norm %v, %v; want %v", each, norm, err, math.Sqrt(sq))
+	}
+	for k, p := range parts {
+		v, err := p.Float32s()
+		if want := float64(k+1) / (math.Sqrt(sq) + 1e-6); err != nil || math.Abs(float64(v[each-1])-want) > 1e-4*want {
+			t.Errorf("clip_grad_norm of 5 tensors of %d: tensor %d's last element %v, %v; want %v", each, k, v[each-1], err, want)
+		}
+		p.Release()
+	}
 	// An op whose output is too large fails its readback, never zeros.
 	n = int(l.MaxStorageBufferBindingSize/4) + 1
 	x := tensor.Must(tensor.Ones(d, device.Float32, n/2+1, 1))
