@@ -49,7 +49,8 @@ func StepAll(op device.Optimizer, params, grads []*tensor.Tensor, state [][]*ten
 	steps(name, op, params, grads, state, h)
 }
 
-// stepName is Step's name, or StepAll's for a call of n parameters.
+// stepName is step's name (ops.Step, ops.ScaledStep, ops.Unscale), or
+// its list form's for a call of n tensors but one.
 func stepName(step string, n int) string {
 	if n == 1 {
 		return step
@@ -199,10 +200,7 @@ func Unscale(grad, scale, state *tensor.Tensor) {
 // gradients in one kernel (device.Stepper). A failed gradient fails the
 // state, and the gradients after it.
 func UnscaleAll(grads []*tensor.Tensor, scale, state *tensor.Tensor) {
-	name := "ops.Unscale"
-	if len(grads) != 1 {
-		name += "All"
-	}
+	name := stepName("ops.Unscale", len(grads))
 	operands32(name, scale, state)
 	for _, grad := range grads {
 		scalerState(name, grad, state)

@@ -162,6 +162,13 @@ func badInput(t *testing.T, dev device.Device) {
 		{"Step with a scaler's state", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: 0.1, Scaling: f(3).Buffer()}) }, "ops.Step", tensor.ErrArgument, "step with ScaledStep"},
 		{"Step negative learning rate", func() { ops.Step(device.SGD, m23, f(2, 3), nil, device.StepParams{LR: -1}) }, "ops.Step", tensor.ErrArgument, "learning rate -1"},
 		{"Step gradient a view of the parameter", func() { ops.Step(device.SGD, m23, m23.Reshape(2, 3), nil, device.StepParams{LR: 1}) }, "ops.Step", tensor.ErrArgument, "shares the parameter's memory"},
+		{"StepAll lists of unequal lengths", func() {
+			ops.StepAll(device.SGD, []*tensor.Tensor{m23, f(2, 3)}, []*tensor.Tensor{f(2, 3)}, [][]*tensor.Tensor{nil, nil}, device.StepParams{LR: 0.1})
+		}, "ops.StepAll", tensor.ErrArgument, "2 parameters, 1 gradients and 2 states"},
+		{"StepAll a parameter's gradient shape", func() {
+			ops.StepAll(device.SGD, []*tensor.Tensor{m23, f(2, 3)}, []*tensor.Tensor{f(2, 3), m32}, [][]*tensor.Tensor{nil, nil}, device.StepParams{LR: 0.1})
+		}, "ops.StepAll", tensor.ErrShape, "parameter 1: gradient has shape [3 2]; want [2 3]"},
+		{"UnscaleAll a gradient of float16", func() { ops.UnscaleAll([]*tensor.Tensor{m23, h23}, f(), f(3)) }, "ops.UnscaleAll", tensor.ErrDType, "float16"},
 		{"Step state a view of the gradient", func() {
 			g := f(2, 3)
 			ops.Step(device.Adam, m23, g, []*tensor.Tensor{f(2, 3), g.Reshape(2, 3)}, device.StepParams{LR: 0.1, Beta1: 0.9, Beta2: 0.9, T: 1})

@@ -131,17 +131,16 @@ func starts(group [][]*buffer, key, align int) (first, lens [maxStepGroup]uint32
 // failing the group's parameters and state where it cannot run.
 func (d *Device) stepGroup(op device.Optimizer, h device.StepParams, group [][]*buffer, extra []*buffer) {
 	d.outs = d.outs[:0]
-	var bufs []*buffer
 	var written []bool
 	for _, g := range group {
 		for _, b := range g[1:] {
 			d.outs = append(d.outs, b.resource)
 		}
-		bufs, written = append(bufs, g...), append(written, flags(1, len(g)-1)...)
+		written = append(written, flags(1, len(g)-1)...)
 	}
 	// By vec4s at every length (vecs): 4× fewer invocations, the same loads.
 	first, _, n := starts(group, 1, 1)
-	bufs, written = append(bufs, extra...), append(written, make([]bool, len(extra))...)
+	bufs, written := slices.Concat(slices.Concat(group...), extra), append(written, make([]bool, len(extra))...)
 	t := elemType(false, true)
 	scaled := h.Scaling != nil
 	var spec updateSpec
@@ -196,16 +195,14 @@ func (d *Device) scaleAll(op string, xs []device.Buffer, extra []*buffer) {
 	}
 	d.inGroups(sets, 0, extra, func(group [][]*buffer) {
 		d.outs = d.outs[:0]
-		var bufs []*buffer
 		for _, g := range group {
-			d.outs, bufs = append(d.outs, g[0].resource), append(bufs, g[0])
+			d.outs = append(d.outs, g[0].resource)
 		}
-		written := flags(0, len(group))
-		written = append(written, false) // the scale
+		written := append(flags(0, len(group)), false) // the scale
 		if op == "unscale" {
 			d.outs, written = append(d.outs, extra[1].resource), append(written, true)
 		}
-		bufs = append(bufs, extra...)
+		bufs := slices.Concat(slices.Concat(group...), extra)
 		if len(group) == 1 {
 			vec, n := vec4(group[0][0].n)
 			k := d.kernel(updateSpec{Op: op, T: elemType(false, vec), U: elemType(true, vec)}, written...)
@@ -264,12 +261,8 @@ func (d *Device) SquaredNorm(out device.Buffer, xs []device.Buffer) {
 		if len(group) > 1 {
 			spec.Group = len(group)
 		}
-		var bufs []*buffer
-		for _, g := range group {
-			bufs = append(bufs, g[0])
-		}
 		k := d.kernel(spec, append(flags(len(group), 0), true)...)
-		d.runChunks(k, sumsqRun, itemBytes(true, "f32"), p, 1, sumsqFirst, append(bufs, sums)...)
+		d.runChunks(k, sumsqRun, itemBytes(true, "f32"), p, 1, sumsqFirst, append(slices.Concat(group...), sums)...)
 	})
 	d.reduce(device.Sum, o, sums, false, nil, []axis{{size: runs, stride: 1}}, 1)
 }
